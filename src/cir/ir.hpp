@@ -1,0 +1,444 @@
+// The Compute IR (CIR): the one representation every backend consumes.
+//
+// A Kernel has typed tensor inputs, scalar parameters, one output and a body
+// of statements: loop nests, locals, stores, yields (reductions), shared
+// allocations and barriers. Expressions are typed: a scalar, or a tile (a
+// small tensor value such as a slice `K[b, h, kv:kv + 64]` or `zeros(64, d)`).
+//
+// Shapes are expressions over named dimensions (`tensor[M, K, f32]`), so a
+// kernel stays generic until it is specialised on concrete sizes.
+//
+// Nodes are immutable and shared (Halide style): passes build new trees with
+// IRMutator, which reuses every subtree it did not change.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/dtype.hpp"
+#include "support/scalar.hpp"
+#include "support/source.hpp"
+
+namespace zyntax::cir {
+
+// ---------------------------------------------------------------- handles
+
+struct ExprNode;
+struct StmtNode;
+
+// A shared, immutable expression. Null when default-constructed.
+class Expr {
+ public:
+  Expr() = default;
+  Expr(std::shared_ptr<const ExprNode> p) : p_(std::move(p)) {}
+  bool defined() const { return p_ != nullptr; }
+  const ExprNode* get() const { return p_.get(); }
+  const ExprNode* operator->() const { return p_.get(); }
+  const ExprNode& operator*() const { return *p_; }
+  bool same_as(const Expr& o) const { return p_ == o.p_; }
+  template <class T>
+  const T* as() const;  // null if the node is not a T
+
+ private:
+  std::shared_ptr<const ExprNode> p_;
+};
+
+class Stmt {
+ public:
+  Stmt() = default;
+  Stmt(std::shared_ptr<const StmtNode> p) : p_(std::move(p)) {}
+  bool defined() const { return p_ != nullptr; }
+  const StmtNode* get() const { return p_.get(); }
+  const StmtNode* operator->() const { return p_.get(); }
+  bool same_as(const Stmt& o) const { return p_ == o.p_; }
+  template <class T>
+  const T* as() const;
+
+ private:
+  std::shared_ptr<const StmtNode> p_;
+};
+
+using Block = std::vector<Stmt>;
+
+// ---------------------------------------------------------------- types
+
+// A scalar (empty shape) or a tensor/tile of `dtype` with the given extents.
+// Extents are i64 expressions: constants, dimension names, or arithmetic on
+// them (`3 * hidden`); a tile's extents may also use loop variables.
+struct Type {
+  DType dtype = DType::F32;
+  std::vector<Expr> shape;
+
+  static Type scalar(DType t) { return {t, {}}; }
+  static Type tensor(DType t, std::vector<Expr> shape) { return {t, std::move(shape)}; }
+  bool is_scalar() const { return shape.empty(); }
+  size_t rank() const { return shape.size(); }
+};
+
+// ---------------------------------------------------------------- expressions
+
+enum class ExprKind : uint8_t {
+  IntImm, FloatImm, BoolImm, Var, Cast, Unary, Binary, Select, Math,
+  Access, Dot, Reduce, MatMul, Transpose, Fill, GpuIndex,
+};
+
+struct ExprNode {
+  ExprKind kind;
+  Type type;
+  Span span;
+  ExprNode(ExprKind k, Type t, Span s) : kind(k), type(std::move(t)), span(s) {}
+  virtual ~ExprNode() = default;
+};
+
+template <class T>
+const T* Expr::as() const {
+  return p_ && p_->kind == T::kKind ? static_cast<const T*>(p_.get()) : nullptr;
+}
+
+struct IntImm : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::IntImm;
+  int64_t value;
+  IntImm(int64_t v, DType t, Span s) : ExprNode(kKind, Type::scalar(t), s), value(v) {}
+  static Expr make(int64_t v, DType t = DType::I64, Span s = {});
+};
+
+struct FloatImm : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::FloatImm;
+  double value;  // exactly representable in the dtype
+  FloatImm(double v, DType t, Span s) : ExprNode(kKind, Type::scalar(t), s), value(v) {}
+  static Expr make(double v, DType t = DType::F32, Span s = {});
+};
+
+struct BoolImm : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::BoolImm;
+  bool value;
+  BoolImm(bool v, Span s) : ExprNode(kKind, Type::scalar(DType::Bool), s), value(v) {}
+  static Expr make(bool v, Span s = {});
+};
+
+// A loop variable, local, scalar parameter or dimension, by name. Names are
+// unique within a kernel (lowering renames shadowed ones).
+struct Var : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Var;
+  std::string name;
+  Var(std::string n, Type t, Span s) : ExprNode(kKind, std::move(t), s), name(std::move(n)) {}
+  static Expr make(std::string name, Type t, Span s = {});
+};
+
+// Converts to `type.dtype` (element-wise on tiles).
+struct Cast : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Cast;
+  Expr value;
+  Cast(Expr v, Type t, Span s) : ExprNode(kKind, std::move(t), s), value(std::move(v)) {}
+  static Expr make(DType to, Expr v, Span s = {});
+};
+
+struct Unary : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Unary;
+  UnaryOp op;
+  Expr a;
+  Unary(UnaryOp o, Expr x, Type t, Span s) : ExprNode(kKind, std::move(t), s), op(o), a(std::move(x)) {}
+  static Expr make(UnaryOp op, Expr a, Span s = {});
+};
+
+// Operands have the same dtype; tiles broadcast like NumPy. Comparisons
+// and logical operators give bool.
+struct Binary : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Binary;
+  BinaryOp op;
+  Expr a, b;
+  Binary(BinaryOp o, Expr x, Expr y, Type t, Span s) : ExprNode(kKind, std::move(t), s), op(o), a(std::move(x)), b(std::move(y)) {}
+  // `shape` is the broadcast result shape (empty for scalars).
+  static Expr make(BinaryOp op, Expr a, Expr b, Span s = {});
+};
+
+struct Select : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Select;
+  Expr cond, t, f;
+  Select(Expr c, Expr x, Expr y, Type ty, Span s) : ExprNode(kKind, std::move(ty), s), cond(std::move(c)), t(std::move(x)), f(std::move(y)) {}
+  static Expr make(Expr c, Expr t, Expr f, Span s = {});
+};
+
+struct Math : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Math;
+  MathFn fn;
+  std::vector<Expr> args;  // same dtype
+  Math(MathFn f, std::vector<Expr> a, Type t, Span s) : ExprNode(kKind, std::move(t), s), fn(f), args(std::move(a)) {}
+  static Expr make(MathFn fn, std::vector<Expr> args, Span s = {});
+};
+
+// One position of an access or store: an index, or a slice [lo, hi) that is
+// clamped to the axis (an undefined hi means "to the end").
+struct AxisSel {
+  bool is_slice = false;
+  Expr index;
+  Expr lo, hi;
+  static AxisSel at(Expr i) { return {false, std::move(i), {}, {}}; }
+  static AxisSel slice(Expr lo, Expr hi) { return {true, {}, std::move(lo), std::move(hi)}; }
+};
+
+// Reads a buffer (input, output, shared array) or a local tile. With an index
+// for every axis the result is a scalar; otherwise it is a tile made of the
+// sliced and the remaining axes.
+struct Access : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Access;
+  std::string buffer;
+  std::vector<AxisSel> axes;
+  Access(std::string b, std::vector<AxisSel> a, Type t, Span s) : ExprNode(kKind, std::move(t), s), buffer(std::move(b)), axes(std::move(a)) {}
+};
+
+// Sum of products of two 1-D tiles.
+struct Dot : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Dot;
+  Expr a, b;
+  Dot(Expr x, Expr y, Type t, Span s) : ExprNode(kKind, std::move(t), s), a(std::move(x)), b(std::move(y)) {}
+};
+
+// Reduces a tile over one axis or (axis unset) over all of them.
+struct Reduce : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Reduce;
+  ReduceOp op;
+  Expr value;
+  std::optional<int> axis;
+  bool keepdims = false;
+  Reduce(ReduceOp o, Expr v, std::optional<int> ax, bool keep, Type t, Span s)
+      : ExprNode(kKind, std::move(t), s), op(o), value(std::move(v)), axis(ax), keepdims(keep) {}
+};
+
+// Tile matrix product (`a @ b`), NumPy semantics for 1-D and 2-D tiles.
+struct MatMul : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::MatMul;
+  Expr a, b;
+  MatMul(Expr x, Expr y, Type t, Span s) : ExprNode(kKind, std::move(t), s), a(std::move(x)), b(std::move(y)) {}
+};
+
+// Reverses the axes of a tile.
+struct Transpose : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Transpose;
+  Expr value;
+  Transpose(Expr v, Type t, Span s) : ExprNode(kKind, std::move(t), s), value(std::move(v)) {}
+};
+
+// A tile of `type.shape` filled with a scalar (`zeros(r, c)`).
+struct Fill : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::Fill;
+  Expr value;
+  Fill(Expr v, Type t, Span s) : ExprNode(kKind, std::move(t), s), value(std::move(v)) {}
+};
+
+// GPU launch coordinates, introduced by the GPU scheduling passes.
+enum class GpuIndexKind : uint8_t { ThreadIdx, BlockIdx, BlockDim, GridDim };
+struct GpuIndex : ExprNode {
+  static constexpr ExprKind kKind = ExprKind::GpuIndex;
+  GpuIndexKind index_kind;
+  int axis;  // 0 = x, 1 = y, 2 = z
+  GpuIndex(GpuIndexKind k, int a, Span s) : ExprNode(kKind, Type::scalar(DType::I32), s), index_kind(k), axis(a) {}
+};
+
+// ---------------------------------------------------------------- statements
+
+enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic };
+
+struct StmtNode {
+  StmtKind kind;
+  Span span;
+  StmtNode(StmtKind k, Span s) : kind(k), span(s) {}
+  virtual ~StmtNode() = default;
+};
+
+template <class T>
+const T* Stmt::as() const {
+  return p_ && p_->kind == T::kKind ? static_cast<const T*>(p_.get()) : nullptr;
+}
+
+// How a backend may run a loop. Serial is always correct; the others are
+// promises made by lowering (iterations independent) or by schedules.
+enum class LoopKind : uint8_t { Serial, Parallel, Vectorized, Unrolled, GpuBlock, GpuThread };
+const char* loop_kind_name(LoopKind k);
+
+// for var in lo..hi step step (hi exclusive, step > 0).
+struct For : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::For;
+  std::string var;
+  Expr lo, hi, step;
+  LoopKind loop_kind = LoopKind::Serial;
+  int factor = 0;  // vector width, unroll factor, or GPU axis (0 = x)
+  Block body;
+  For(std::string v, Expr l, Expr h, Expr st, LoopKind k, int f, Block b, Span s)
+      : StmtNode(kKind, s), var(std::move(v)), lo(std::move(l)), hi(std::move(h)), step(std::move(st)), loop_kind(k), factor(f), body(std::move(b)) {}
+};
+
+struct If : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::If;
+  Expr cond;
+  Block then_body, else_body;
+  If(Expr c, Block t, Block e, Span s) : StmtNode(kKind, s), cond(std::move(c)), then_body(std::move(t)), else_body(std::move(e)) {}
+};
+
+// An immutable local, visible to the end of the enclosing block.
+struct Let : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Let;
+  std::string name;
+  Expr value;
+  Let(std::string n, Expr v, Span s) : StmtNode(kKind, s), name(std::move(n)), value(std::move(v)) {}
+};
+
+// A mutable local (scalar or tile), visible to the end of the enclosing block.
+struct Decl : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Decl;
+  std::string name;
+  Type type;
+  Expr init;
+  Decl(std::string n, Type t, Expr i, Span s) : StmtNode(kKind, s), name(std::move(n)), type(std::move(t)), init(std::move(i)) {}
+};
+
+// Replaces the value of a Decl'd local (a tile may change shape).
+struct Assign : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Assign;
+  std::string name;
+  Expr value;
+  Assign(std::string n, Expr v, Span s) : StmtNode(kKind, s), name(std::move(n)), value(std::move(v)) {}
+};
+
+// Writes an element or a region (the value broadcasts to it) of the output,
+// a shared array or a local tile.
+struct Store : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Store;
+  std::string buffer;
+  std::vector<AxisSel> axes;
+  Expr value;
+  Store(std::string b, std::vector<AxisSel> a, Expr v, Span s) : StmtNode(kKind, s), buffer(std::move(b)), axes(std::move(a)), value(std::move(v)) {}
+};
+
+// Contributes `value` to the output element at `out_index` of a reduce
+// kernel; arg reductions also carry the candidate's `index`.
+struct Yield : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Yield;
+  Expr value;
+  Expr index;
+  std::vector<Expr> out_index;
+  Yield(Expr v, Expr i, std::vector<Expr> o, Span s) : StmtNode(kKind, s), value(std::move(v)), index(std::move(i)), out_index(std::move(o)) {}
+};
+
+enum class MemorySpace : uint8_t { Shared, Local };
+
+// A zero-filled array visible to the end of the enclosing block. Shared
+// arrays are visible to all threads of a GPU block.
+struct Allocate : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Allocate;
+  std::string name;
+  Type type;
+  MemorySpace space;
+  Allocate(std::string n, Type t, MemorySpace m, Span s) : StmtNode(kKind, s), name(std::move(n)), type(std::move(t)), space(m) {}
+};
+
+enum class FenceScope : uint8_t { Block, Device, System };
+
+// Every thread of the scope reaches this point before any goes on, and sees
+// the others' writes made before it.
+struct Barrier : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Barrier;
+  FenceScope scope;
+  Barrier(FenceScope sc, Span s) : StmtNode(kKind, s), scope(sc) {}
+};
+
+enum class AtomicOp : uint8_t { Add, Min, Max, And, Or, Exchange };
+struct Atomic : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Atomic;
+  AtomicOp op;
+  std::string buffer;
+  std::vector<Expr> index;
+  Expr value;
+  FenceScope scope;
+  Atomic(AtomicOp o, std::string b, std::vector<Expr> i, Expr v, FenceScope sc, Span s)
+      : StmtNode(kKind, s), op(o), buffer(std::move(b)), index(std::move(i)), value(std::move(v)), scope(sc) {}
+};
+
+// Statement constructors.
+Stmt make_for(std::string var, Expr lo, Expr hi, Expr step, Block body, LoopKind kind = LoopKind::Serial, int factor = 0, Span s = {});
+Stmt make_if(Expr cond, Block then_body, Block else_body = {}, Span s = {});
+Stmt make_let(std::string name, Expr value, Span s = {});
+Stmt make_decl(std::string name, Type type, Expr init, Span s = {});
+Stmt make_assign(std::string name, Expr value, Span s = {});
+Stmt make_store(std::string buffer, std::vector<AxisSel> axes, Expr value, Span s = {});
+Stmt make_yield(Expr value, Expr index, std::vector<Expr> out_index, Span s = {});
+Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s = {});
+Stmt make_barrier(FenceScope scope = FenceScope::Block, Span s = {});
+
+// ---------------------------------------------------------------- kernels
+
+enum class KernelKind : uint8_t {
+  Elementwise, Reduce, MatMul, BatchedMatMul, Conv2d, Conv2dDepthwise, Attention, FlashAttention, Fused,
+};
+const char* kernel_kind_name(KernelKind k);
+std::optional<KernelKind> parse_kernel_kind(std::string_view name);
+
+enum class ParamRole : uint8_t { Input, Scalar, Output };
+
+struct Param {
+  ParamRole role = ParamRole::Input;
+  std::string name;  // as written: `x`, `weights.qkv_proj`
+  Type type;         // tensors: shape over the kernel's dims
+};
+
+// Where a dimension's value comes from at launch.
+enum class DimSource : uint8_t {
+  Input,  // an input's extent (its type names the dim)
+  Host,   // a host integer passed with the launch
+};
+
+struct DimParam {
+  std::string name;
+  DimSource source = DimSource::Input;
+  std::string input;  // DimSource::Input: the input whose extent it is
+  int axis = -1;      // and the axis
+};
+
+// Launch hints from annotations; backends may use or ignore them.
+struct KernelHints {
+  std::optional<std::array<int64_t, 3>> workgroup;
+  Expr shared_bytes;
+  std::map<std::string, int64_t> tile;
+  std::vector<std::pair<std::string, int>> broadcast;  // (input, axis)
+  std::string device;    // @device(...), "" if unset
+  std::string parallel;  // @parallel(...), "" if unset
+};
+
+struct Kernel {
+  std::string name;
+  KernelKind kind = KernelKind::Fused;
+  ReduceOp reduce_op = ReduceOp::Sum;   // Reduce kernels
+  std::optional<int> reduce_axis;       // Reduce kernels: loop axis reduced; unset = all
+  std::vector<DimParam> dims;           // empty once specialised
+  std::vector<Param> params;            // inputs, then scalars, then the output
+  Block body;
+  KernelHints hints;
+  Span span;
+
+  const Param* find_param(const std::string& name) const;
+  const Param& output() const;  // the Output param
+};
+
+// Expression constructors that compute the result type.
+Expr make_access(std::string buffer, const Type& buffer_type, std::vector<AxisSel> axes, Span s = {});
+Expr make_dot(Expr a, Expr b, Span s = {});
+Expr make_reduce(ReduceOp op, Expr value, std::optional<int> axis, bool keepdims, Span s = {});
+Expr make_matmul(Expr a, Expr b, Span s = {});
+Expr make_transpose(Expr v, Span s = {});
+Expr make_fill(Expr value, std::vector<Expr> shape, Span s = {});
+
+// i64 helpers for shape arithmetic.
+Expr operator+(Expr a, Expr b);
+Expr operator-(Expr a, Expr b);
+Expr operator*(Expr a, Expr b);
+Expr operator/(Expr a, Expr b);
+Expr min(Expr a, Expr b);
+Expr max(Expr a, Expr b);
+inline Expr i64(int64_t v) { return IntImm::make(v); }
+
+}  // namespace zyntax::cir

@@ -1,0 +1,484 @@
+#include "cir/verifier.hpp"
+
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "cir/printer.hpp"
+#include "cir/visitor.hpp"
+
+namespace zyntax::cir {
+
+namespace {
+
+enum class SymbolKind { Dim, Scalar, Input, Output, LoopVar, Let, Decl, Allocate };
+
+struct Symbol {
+  SymbolKind kind;
+  Type type;
+};
+
+const char* kind_text(SymbolKind k) {
+  switch (k) {
+    case SymbolKind::Dim: return "dim";
+    case SymbolKind::Scalar: return "scalar param";
+    case SymbolKind::Input: return "input";
+    case SymbolKind::Output: return "output";
+    case SymbolKind::LoopVar: return "loop variable";
+    case SymbolKind::Let: return "let";
+    case SymbolKind::Decl: return "var";
+    case SymbolKind::Allocate: return "allocation";
+  }
+  return "?";
+}
+
+std::string quoted(const Expr& e) { return "`" + print(e) + "`"; }
+
+bool is_int_scalar(const Expr& e) { return e.defined() && is_int(e->type.dtype) && e->type.is_scalar(); }
+bool is_arg_reduce(ReduceOp op) { return op == ReduceOp::ArgMin || op == ReduceOp::ArgMax; }
+
+// The first line of a statement without its opening brace, to say where a
+// problem is.
+std::string header(const Stmt& s) {
+  std::string text = print(s);
+  text = text.substr(0, text.find('\n'));
+  if (text.size() >= 2 && text.compare(text.size() - 2, 2, " {") == 0) text.resize(text.size() - 2);
+  return text;
+}
+
+class Verifier : public IRVisitor {
+ public:
+  explicit Verifier(const Kernel& k) : k_(k) {}
+
+  std::vector<std::string> run() {
+    int outputs = 0;
+    for (const Param& p : k_.params) outputs += p.role == ParamRole::Output;
+    if (outputs != 1) report("kernel has " + std::to_string(outputs) + " output params, expected exactly one");
+
+    scopes_.emplace_back();
+    for (const DimParam& d : k_.dims) declare(d.name, {SymbolKind::Dim, Type::scalar(DType::I64)});
+    for (const Param& p : k_.params) {
+      SymbolKind kind = p.role == ParamRole::Input    ? SymbolKind::Input
+                        : p.role == ParamRole::Scalar ? SymbolKind::Scalar
+                                                      : SymbolKind::Output;
+      declare(p.name, {kind, p.type});
+    }
+    // Param extents and the hint are checked while only dims and params are
+    // visible, so they cannot refer to anything else.
+    for (const Param& p : k_.params) {
+      where_text_ = "param '" + p.name + "'";
+      if (p.role == ParamRole::Scalar && !p.type.is_scalar()) report("scalar param has tensor type " + print(p.type));
+      check_extents(p.type);
+    }
+    if (k_.hints.shared_bytes.defined()) {
+      where_text_ = "shared_bytes hint";
+      check_int_scalar(k_.hints.shared_bytes, "shared_bytes");
+      include(k_.hints.shared_bytes);
+    }
+    where_text_.clear();
+    check_block(k_.body);
+    return problems_;
+  }
+
+  // ---------------------------------------------------------------- statements
+
+  void visit(const For* op) override {
+    for (const auto& [what, e] : {std::pair{"lo", op->lo}, std::pair{"hi", op->hi}, std::pair{"step", op->step}}) {
+      check_int_scalar(e, std::string("loop ") + what);
+      include(e);
+    }
+    if (const IntImm* step = op->step.as<IntImm>(); step && step->value <= 0)
+      report("loop step " + std::to_string(step->value) + " is not positive");
+    scopes_.emplace_back();
+    declare(op->var, {SymbolKind::LoopVar, Type::scalar(op->hi.defined() ? op->hi->type.dtype : DType::I64)});
+    check_block(op->body);
+    pop_scope();
+  }
+
+  void visit(const If* op) override {
+    check_condition(op->cond, "if condition");
+    include(op->cond);
+    check_block(op->then_body);
+    check_block(op->else_body);
+  }
+
+  void visit(const Let* op) override {
+    if (!op->value.defined()) return report("let '" + op->name + "' has no value");
+    include(op->value);
+    declare(op->name, {SymbolKind::Let, op->value->type});
+  }
+
+  void visit(const Decl* op) override {
+    check_extents(op->type);
+    if (op->init.defined()) {
+      include(op->init);
+      check_dtype(op->init, op->type.dtype, "initial value of '" + op->name + "'");
+    }
+    declare(op->name, {SymbolKind::Decl, op->type});
+  }
+
+  void visit(const Assign* op) override {
+    const Symbol* s = lookup(op->name);
+    if (!s)
+      report("assignment to undefined '" + op->name + "'");
+    else if (s->kind != SymbolKind::Decl)
+      report("assignment to " + std::string(kind_text(s->kind)) + " '" + op->name + "'; only vars can be assigned");
+    if (!op->value.defined()) return report("assignment has no value");
+    include(op->value);
+    if (s && s->kind == SymbolKind::Decl) check_dtype(op->value, s->type.dtype, "value assigned to '" + op->name + "'");
+  }
+
+  void visit(const Store* op) override {
+    const Symbol* s = writable_buffer(op->buffer);
+    if (s) check_rank(op->buffer, *s, op->axes.size());
+    check_axes(op->axes);
+    if (!op->value.defined()) return report("store has no value");
+    include(op->value);
+    if (s) check_dtype(op->value, s->type.dtype, "value stored to '" + op->buffer + "'");
+  }
+
+  void visit(const Yield* op) override {
+    if (k_.kind != KernelKind::Reduce) report("yield outside a reduce kernel");
+    if (!op->value.defined())
+      report("yield has no value");
+    else if (!op->value->type.is_scalar())
+      report("yielded value " + quoted(op->value) + " is not a scalar");
+    include(op->value);
+    bool arg = is_arg_reduce(k_.reduce_op);
+    if (k_.kind == KernelKind::Reduce && arg && !op->index.defined())
+      report(std::string("yield to an ") + reduce_op_name(k_.reduce_op) + " reduction has no index");
+    if (k_.kind == KernelKind::Reduce && !arg && op->index.defined())
+      report(std::string("yield has an index but the reduction ") + reduce_op_name(k_.reduce_op) +
+             " is not an arg reduction");
+    if (op->index.defined()) {
+      check_int_scalar(op->index, "yield index");
+      include(op->index);
+    }
+    if (const Param* out = output(); out && k_.kind == KernelKind::Reduce && op->out_index.size() != out->type.rank())
+      report("yield has " + std::to_string(op->out_index.size()) + " output indices but the output has rank " +
+             std::to_string(out->type.rank()));
+    for (const Expr& e : op->out_index) {
+      check_int_scalar(e, "output index");
+      include(e);
+    }
+  }
+
+  void visit(const Allocate* op) override {
+    check_extents(op->type);
+    declare(op->name, {SymbolKind::Allocate, op->type});
+  }
+
+  void visit(const Atomic* op) override {
+    const Symbol* s = writable_buffer(op->buffer);
+    if (s && op->index.size() != s->type.rank())
+      report("atomic on '" + op->buffer + "' has " + std::to_string(op->index.size()) + " indices but it has rank " +
+             std::to_string(s->type.rank()));
+    for (const Expr& e : op->index) {
+      check_int_scalar(e, "index");
+      include(e);
+    }
+    if (!op->value.defined()) return report("atomic has no value");
+    if (!op->value->type.is_scalar()) report("atomic value " + quoted(op->value) + " is not a scalar");
+    include(op->value);
+    if (s) check_dtype(op->value, s->type.dtype, "atomic value");
+  }
+
+  // ---------------------------------------------------------------- expressions
+
+  void visit(const Var* op) override {
+    const Symbol* s = lookup(op->name);
+    if (!s) return report("Var '" + op->name + "' is not defined");
+    switch (s->kind) {
+      case SymbolKind::Input:
+      case SymbolKind::Output:
+      case SymbolKind::Allocate:
+        return report("Var '" + op->name + "' names the " + kind_text(s->kind) + " buffer '" + op->name +
+                      "'; buffers are read with an access");
+      case SymbolKind::LoopVar:
+        if (!is_int(op->type.dtype) || !op->type.is_scalar())
+          report("loop variable '" + op->name + "' is used with type " + print(op->type));
+        break;
+      default:
+        if (op->type.dtype != s->type.dtype)
+          report("Var '" + op->name + "' has dtype " + dtype_name(op->type.dtype) + " but the " + kind_text(s->kind) +
+                 " has dtype " + dtype_name(s->type.dtype));
+    }
+    check_extents(op->type);
+  }
+
+  void visit(const Cast* op) override {
+    if (!has(op->value, "cast")) return;
+    if (op->type.rank() != op->value->type.rank()) report("cast " + quoted(op) + " changes the rank");
+    include(op->value);
+  }
+
+  void visit(const Unary* op) override {
+    if (!has(op->a, "unary operation")) return;
+    DType want = op->op == UnaryOp::Not ? DType::Bool : op->a->type.dtype;
+    if (op->type.dtype != want) report_dtype(op, want);
+    include(op->a);
+  }
+
+  void visit(const Binary* op) override {
+    if (!has(op->a, "binary operation") || !has(op->b, "binary operation")) return;
+    DType a = op->a->type.dtype, b = op->b->type.dtype;
+    if (a != b) {
+      report("Binary operands have different dtypes " + std::string(dtype_name(a)) + " and " + dtype_name(b) + ": " +
+             quoted(op));
+    } else {
+      DType want = is_comparison(op->op) || is_logical(op->op) ? DType::Bool : a;
+      if (op->type.dtype != want) report_dtype(op, want);
+    }
+    include(op->a);
+    include(op->b);
+  }
+
+  void visit(const Select* op) override {
+    if (!has(op->cond, "select") || !has(op->t, "select") || !has(op->f, "select")) return;
+    // A tile condition selects element-wise, so only the dtype is checked.
+    if (op->cond->type.dtype != DType::Bool) report("select condition " + quoted(op->cond) + " is not bool");
+    if (op->t->type.dtype != op->f->type.dtype)
+      report("select branches have different dtypes " + std::string(dtype_name(op->t->type.dtype)) + " and " +
+             dtype_name(op->f->type.dtype) + ": " + quoted(op));
+    else if (op->type.dtype != op->t->type.dtype)
+      report_dtype(op, op->t->type.dtype);
+    IRVisitor::visit(op);
+  }
+
+  void visit(const Math* op) override {
+    if (static_cast<int>(op->args.size()) != math_fn_arity(op->fn))
+      return report(std::string(math_fn_name(op->fn)) + " takes " + std::to_string(math_fn_arity(op->fn)) +
+                    " arguments: " + quoted(op));
+    for (const Expr& a : op->args)
+      if (!has(a, "math call")) return;
+    DType t = op->args[0]->type.dtype;
+    for (const Expr& a : op->args)
+      if (a->type.dtype != t) return report("math arguments have different dtypes: " + quoted(op));
+    // The scalar semantics compute these in f64 on integers; the node would
+    // claim the integer type.
+    if (!is_float(t) && !math_fn_keeps_int(op->fn))
+      report(std::string(math_fn_name(op->fn)) + " needs float arguments: " + quoted(op));
+    else if (op->type.dtype != t)
+      report_dtype(op, t);
+    IRVisitor::visit(op);
+  }
+
+  void visit(const Access* op) override {
+    if (const Symbol* s = readable_buffer(op->buffer)) check_rank(op->buffer, *s, op->axes.size());
+    check_axes(op->axes);
+    check_extents(op->type);
+  }
+
+  void visit(const Dot* op) override {
+    if (!has(op->a, "dot") || !has(op->b, "dot")) return;
+    if (op->a->type.rank() != 1 || op->b->type.rank() != 1) report("dot operands are not 1-D tiles: " + quoted(op));
+    check_same_operand_dtypes(op, op->a, op->b);
+    if (!op->type.is_scalar()) report("dot " + quoted(op) + " is not typed as a scalar");
+    IRVisitor::visit(op);
+  }
+
+  void visit(const Reduce* op) override {
+    if (!has(op->value, "reduce")) return;
+    int rank = static_cast<int>(op->value->type.rank());
+    if (rank == 0) report("reduce of a scalar: " + quoted(op));
+    if (op->axis && (*op->axis < 0 || *op->axis >= rank))
+      report("reduce axis " + std::to_string(*op->axis) + " is out of range for rank " + std::to_string(rank) + ": " +
+             quoted(op));
+    DType want = is_arg_reduce(op->op) ? DType::I64 : op->value->type.dtype;
+    if (op->type.dtype != want) report_dtype(op, want);
+    include(op->value);
+  }
+
+  void visit(const MatMul* op) override {
+    if (!has(op->a, "matmul") || !has(op->b, "matmul")) return;
+    for (const Expr& x : {op->a, op->b}) {
+      if (x->type.rank() < 1 || x->type.rank() > 2) report("matmul operand " + quoted(x) + " is not a 1-D or 2-D tile");
+    }
+    check_same_operand_dtypes(op, op->a, op->b);
+    IRVisitor::visit(op);
+  }
+
+  void visit(const Transpose* op) override {
+    if (!has(op->value, "transpose")) return;
+    if (op->type.dtype != op->value->type.dtype) report_dtype(op, op->value->type.dtype);
+    include(op->value);
+  }
+
+  void visit(const Fill* op) override {
+    if (!has(op->value, "fill")) return;
+    if (!op->value->type.is_scalar()) report("fill value " + quoted(op->value) + " is not a scalar");
+    if (op->type.dtype != op->value->type.dtype) report_dtype(op, op->value->type.dtype);
+    include(op->value);
+    check_extents(op->type);
+  }
+
+ private:
+  void report(const std::string& problem) {
+    // The statement is printed only now: most kernels have no problem.
+    std::string where = where_stmt_.defined() ? "`" + header(where_stmt_) + "`" : where_text_;
+    std::string msg = where.empty() ? problem : problem + " (in " + where + ")";
+    if (reported_.insert(msg).second) problems_.push_back(msg);
+  }
+
+  template <class Node>
+  void report_dtype(const Node* op, DType want) {
+    report("node " + quoted(op) + " has dtype " + dtype_name(op->type.dtype) + ", expected " + dtype_name(want));
+  }
+
+  // Visits get raw nodes but the printer takes handles; a copy of the node
+  // prints the same (only needed when reporting).
+  template <class Node>
+  static std::string quoted(const Node* op) {
+    return cir::quoted(Expr(std::make_shared<Node>(*op)));
+  }
+  static std::string quoted(const Expr& e) { return cir::quoted(e); }
+
+  bool has(const Expr& e, const char* what) {
+    if (!e.defined()) report(std::string(what) + " has an undefined operand");
+    return e.defined();
+  }
+
+  const Param* output() const {
+    for (const Param& p : k_.params)
+      if (p.role == ParamRole::Output) return &p;
+    return nullptr;
+  }
+
+  void check_block(const Block& b) {
+    Stmt saved = where_stmt_;
+    scopes_.emplace_back();
+    for (const Stmt& s : b) {
+      if (!s.defined()) {
+        report("undefined statement");
+        continue;
+      }
+      where_stmt_ = s;
+      include(s);
+    }
+    pop_scope();
+    where_stmt_ = saved;
+  }
+
+  void declare(const std::string& name, Symbol sym) {
+    if (!declared_.insert(name).second) return report("'" + name + "' is declared more than once");
+    visible_.emplace(name, std::move(sym));
+    scopes_.back().push_back(name);
+  }
+
+  void pop_scope() {
+    for (const std::string& name : scopes_.back()) visible_.erase(name);
+    scopes_.pop_back();
+  }
+
+  const Symbol* lookup(const std::string& name) const {
+    auto it = visible_.find(name);
+    return it == visible_.end() ? nullptr : &it->second;
+  }
+
+  bool is_tile_local(const Symbol& s) const {
+    return (s.kind == SymbolKind::Decl || s.kind == SymbolKind::Let) && !s.type.is_scalar();
+  }
+
+  const Symbol* readable_buffer(const std::string& name) {
+    const Symbol* s = lookup(name);
+    if (!s) {
+      report("access to undefined buffer '" + name + "'");
+      return nullptr;
+    }
+    bool ok = s->kind == SymbolKind::Input || s->kind == SymbolKind::Output || s->kind == SymbolKind::Allocate ||
+              is_tile_local(*s);
+    if (!ok) {
+      report("access to '" + name + "', a scalar " + kind_text(s->kind) + ", not a buffer");
+      return nullptr;
+    }
+    return s;
+  }
+
+  const Symbol* writable_buffer(const std::string& name) {
+    const Symbol* s = lookup(name);
+    if (!s) {
+      report("store to undefined buffer '" + name + "'");
+      return nullptr;
+    }
+    bool ok = s->kind == SymbolKind::Output || s->kind == SymbolKind::Allocate ||
+              (s->kind == SymbolKind::Decl && !s->type.is_scalar());
+    if (!ok) {
+      report("store to " + std::string(kind_text(s->kind)) + " '" + name + "'");
+      return nullptr;
+    }
+    return s;
+  }
+
+  void check_rank(const std::string& buffer, const Symbol& s, size_t axes) {
+    if (axes > s.type.rank())
+      report("'" + buffer + "' is indexed with " + std::to_string(axes) + " axes but has rank " +
+             std::to_string(s.type.rank()));
+  }
+
+  void check_axes(const std::vector<AxisSel>& axes) {
+    for (const AxisSel& a : axes) {
+      if (!a.is_slice) {
+        check_int_scalar(a.index, "index");
+      } else {
+        if (a.lo.defined()) check_int_scalar(a.lo, "slice start");
+        if (a.hi.defined()) check_int_scalar(a.hi, "slice end");
+      }
+    }
+    visit_axes(axes);
+  }
+
+  void check_extents(const Type& t) {
+    for (const Expr& e : t.shape) check_int_scalar(e, "extent");
+    visit_type(t);
+  }
+
+  void check_int_scalar(const Expr& e, const std::string& what) {
+    if (!e.defined()) return report(what + " is missing");
+    if (!is_int_scalar(e)) report(what + " " + quoted(e) + " is not an integer scalar (it is " + print(e->type) + ")");
+  }
+
+  void check_condition(const Expr& e, const std::string& what) {
+    if (!e.defined()) return report(what + " is missing");
+    if (e->type.dtype != DType::Bool || !e->type.is_scalar())
+      report(what + " " + quoted(e) + " is not a bool scalar (it is " + print(e->type) + ")");
+  }
+
+  void check_dtype(const Expr& e, DType want, const std::string& what) {
+    if (e->type.dtype != want)
+      report(what + " " + quoted(e) + " has dtype " + dtype_name(e->type.dtype) + ", expected " + dtype_name(want));
+  }
+
+  template <class Node>
+  void check_same_operand_dtypes(const Node* op, const Expr& a, const Expr& b) {
+    if (a->type.dtype != b->type.dtype)
+      report("operands have different dtypes " + std::string(dtype_name(a->type.dtype)) + " and " +
+             dtype_name(b->type.dtype) + ": " + quoted(op));
+    else if (op->type.dtype != a->type.dtype)
+      report_dtype(op, a->type.dtype);
+  }
+
+  const Kernel& k_;
+  std::map<std::string, Symbol> visible_;
+  std::set<std::string> declared_;  // every name ever declared: no shadowing, no reuse
+  std::vector<std::vector<std::string>> scopes_;
+  // Where problems are found, for messages: the statement being checked, or
+  // a description outside the body.
+  Stmt where_stmt_;
+  std::string where_text_;
+  std::vector<std::string> problems_;
+  std::set<std::string> reported_;
+};
+
+}  // namespace
+
+std::vector<std::string> verify(const Kernel& k) { return Verifier(k).run(); }
+
+void verify_or_throw(const Kernel& k, const std::string& after_pass) {
+  std::vector<std::string> problems = verify(k);
+  if (problems.empty()) return;
+  std::string msg = "CIR verification failed after " + after_pass + " for kernel " + k.name + ":";
+  for (const std::string& p : problems) msg += "\n  " + p;
+  throw std::logic_error(msg);
+}
+
+}  // namespace zyntax::cir

@@ -1,0 +1,66 @@
+// Builtins about where tensors live: compute_devices, to_device, allocate.
+#include "interp/builtins_args.hpp"
+#include "runtime/device.hpp"
+
+namespace zyntax {
+
+namespace {
+
+// The device a string argument names ("auto" picks the best one).
+const Device& named_device(const Args& a, size_t i) {
+  const std::string& id = a.str(i);
+  DeviceRegistry& registry = DeviceRegistry::global();
+  Device* d = registry.find(id);
+  if (!d) throw Error(a.span(i), "device '" + id + "' is not available (available: " + registry.available() + ")");
+  return *d;
+}
+
+Value compute_devices(const Invocation& inv) {
+  Args a(inv, {});
+  std::vector<Value> out;
+  for (const auto& d : DeviceRegistry::global().devices()) {
+    const DeviceInfo& info = d->info();
+    out.push_back(Value::of_record({
+        {"id", Value::of_str(info.id)},
+        {"type", Value::of_str(info.type)},
+        {"name", Value::of_str(info.name)},
+        {"cores", Value::of_int(info.cores)},
+        {"memory", Value::of_int(static_cast<int64_t>(info.memory_bytes))},
+    }));
+  }
+  return Value::of_list(std::move(out));
+}
+
+Value to_device(const Invocation& inv) {
+  Args a(inv, {{"tensor"}, {"device"}, {"copy", kOptional}});
+  const Tensor& t = a.tensor(0);
+  const Device& d = named_device(a, 1);
+  Tensor moved = a.boolean_or(2, true) ? t.clone() : t;
+  moved.set_device(d.info().id);
+  return Value::of_tensor(std::move(moved));
+}
+
+// Pinned host memory is a transfer optimisation; on the CPU devices all
+// memory is host memory, so the flag is checked but changes nothing.
+Value allocate(const Invocation& inv) {
+  Args a(inv, {{"shape"}, {"dtype", kOptional}, {"device", kOptional}, {"pinned", kOptional}});
+  DType t = a.dtype_or(1, DType::F32);
+  Shape shape = a.shape(0, t);
+  std::string id = a.has(2) ? named_device(a, 2).info().id : "cpu";
+  a.boolean_or(3, false);
+  Tensor out = Tensor::zeros(t, shape);
+  out.set_device(id);
+  return Value::of_tensor(std::move(out));
+}
+
+const BuiltinEntry kEntries[] = {
+    {"compute_devices", compute_devices},
+    {"to_device", to_device},
+    {"allocate", allocate},
+};
+
+}  // namespace
+
+std::span<const BuiltinEntry> device_builtins() { return kEntries; }
+
+}  // namespace zyntax

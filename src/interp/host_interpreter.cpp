@@ -1,0 +1,694 @@
+#include "interp/host_interpreter.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <thread>
+
+#include "interp/compute_runner.hpp"
+#include "runtime/device.hpp"
+#include "sema/kernel_annotations.hpp"
+
+namespace zyntax {
+
+namespace {
+
+constexpr int kMaxCallDepth = 500;
+
+const char* kind_word(ast::FuncKind k) {
+  switch (k) {
+    case ast::FuncKind::Def: return "def";
+    case ast::FuncKind::Fn: return "fn";
+    case ast::FuncKind::Pipeline: return "pipeline";
+  }
+  return "def";
+}
+
+// Sizes and durations written with a unit: bytes and milliseconds.
+int64_t unit_scale(const std::string& unit) {
+  if (unit == "B") return 1;
+  if (unit == "KB") return int64_t{1} << 10;
+  if (unit == "MB") return int64_t{1} << 20;
+  if (unit == "GB") return int64_t{1} << 30;
+  if (unit == "TB") return int64_t{1} << 40;
+  if (unit == "ms") return 1;
+  if (unit == "s") return 1000;
+  return 1;  // ns and us round to whole milliseconds below
+}
+
+}  // namespace
+
+Interpreter::Interpreter(Session& session, RunOptions options)
+    : session_(session), options_(std::move(options)), rng_(options_.seed), computes_(std::make_unique<ComputeRunner>(session)) {
+  if (!options_.out) options_.out = &std::cout;
+}
+
+Interpreter::~Interpreter() = default;
+
+bool Interpreter::run(LoadedModule& m) {
+  main_module_ = &m;
+  try {
+    ModuleInstance& inst = instantiate(m);
+    auto main = inst.globals.find("main");
+    if (!main_called_ && main != inst.globals.end() && main->second.value.kind == Value::Kind::Function) {
+      Frame f;
+      f.module = &inst;
+      CallArgs args;
+      args.span = main->second.decl;
+      call_function(main->second.value, args, f);
+    }
+    options_.out->flush();
+    return true;
+  } catch (const Error& e) {
+    options_.out->flush();
+    session_.diags().report(e.diagnostic());
+    return false;
+  }
+}
+
+ModuleInstance& Interpreter::instantiate(LoadedModule& m) {
+  auto it = instances_.find(m.path);
+  if (it != instances_.end()) return *it->second;
+  auto inst = std::make_shared<ModuleInstance>();
+  inst->source = &m;
+  instances_[m.path] = inst;
+  execute_module(*inst);
+  return *inst;
+}
+
+void Interpreter::execute_module(ModuleInstance& inst) {
+  Frame f;
+  f.module = &inst;
+  hoist_functions(inst.source->ast.body, f);
+  for (const ast::StmtPtr& s : inst.source->ast.body.stmts) {
+    Flow flow = exec(*s, f);
+    if (flow == Flow::Return) break;
+    if (flow != Flow::Normal) throw Error(s->span, "break and continue belong inside a loop");
+  }
+  inst.executed = true;
+}
+
+// Functions are visible in their whole block, so calls may come before the definition.
+void Interpreter::hoist_functions(const ast::Block& b, Frame& f) {
+  for (const ast::StmtPtr& s : b.stmts) {
+    if (s->kind != ast::StmtKind::FuncDef) continue;
+    const auto& def = ast::as<ast::FuncDef>(*s);
+    Value v;
+    v.kind = Value::Kind::Function;
+    v.function = std::make_shared<FunctionData>();
+    v.function->def = &def;
+    v.function->module = f.module;
+    f.innermost()[def.name] = Binding{v, false, def.name_span, "", -1};
+  }
+}
+
+// ---------------------------------------------------------------- statements
+
+Interpreter::Flow Interpreter::exec_block(const ast::Block& b, Frame& f, bool new_scope) {
+  if (new_scope) f.scopes.emplace_back();
+  hoist_functions(b, f);
+  Flow flow = Flow::Normal;
+  for (const ast::StmtPtr& s : b.stmts) {
+    flow = exec(*s, f);
+    if (flow != Flow::Normal) break;
+  }
+  if (new_scope) f.scopes.pop_back();
+  return flow;
+}
+
+Interpreter::Flow Interpreter::exec(const ast::Stmt& s, Frame& f) {
+  using ast::StmtKind;
+  switch (s.kind) {
+    case StmtKind::Let: exec_let(ast::as<ast::Let>(s), f); return Flow::Normal;
+    case StmtKind::Assign: exec_assign(ast::as<ast::Assign>(s), f); return Flow::Normal;
+    case StmtKind::ExprStmt: {
+      Value v = eval(*ast::as<ast::ExprStmt>(s).expr, f);
+      if (v.kind == Value::Kind::Future) v.future->get();  // an unawaited launch still finishes (and reports)
+      return Flow::Normal;
+    }
+    case StmtKind::If: {
+      const auto& i = ast::as<ast::If>(s);
+      Value c = eval(*i.cond, f);
+      std::optional<bool> t = truthy(c);
+      if (!t) throw Error(i.cond->span, "a condition must be a single value, but this is " + type_name(c));
+      if (*t) return exec_block(i.then_body, f);
+      return exec_block(i.else_body, f);
+    }
+    case StmtKind::For: {
+      f.scopes.emplace_back();
+      Flow flow = exec_for(ast::as<ast::For>(s), 0, f);
+      f.scopes.pop_back();
+      return flow == Flow::Return ? flow : Flow::Normal;
+    }
+    case StmtKind::While: {
+      const auto& w = ast::as<ast::While>(s);
+      while (true) {
+        Value c = eval(*w.cond, f);
+        std::optional<bool> t = truthy(c);
+        if (!t) throw Error(w.cond->span, "a condition must be a single value, but this is " + type_name(c));
+        if (!*t) break;
+        Flow flow = exec_block(w.body, f);
+        if (flow == Flow::Break) break;
+        if (flow == Flow::Return) return flow;
+      }
+      return Flow::Normal;
+    }
+    case StmtKind::Return: {
+      const auto& r = ast::as<ast::Return>(s);
+      f.return_value = r.value ? eval(*r.value, f) : Value::none();
+      return Flow::Return;
+    }
+    case StmtKind::Break: return Flow::Break;
+    case StmtKind::Continue: return Flow::Continue;
+    case StmtKind::FuncDef: return Flow::Normal;  // bound when its block was entered
+    case StmtKind::Import: exec_import(ast::as<ast::Import>(s), f); return Flow::Normal;
+    case StmtKind::Config: exec_config(ast::as<ast::Config>(s), f); return Flow::Normal;
+    case StmtKind::BlockStmt: return exec_block(ast::as<ast::BlockStmt>(s).block, f);
+    case StmtKind::Yield:
+      throw Error(s.span, "yield belongs inside a reduce kernel's compute block");
+    case StmtKind::SharedVar:
+      throw Error(s.span, "shared arrays belong inside compute blocks");
+    case StmtKind::Annotation:
+      throw Error(s.span, "annotations such as @" + ast::as<ast::AnnotationStmt>(s).annotation.name +
+                              " belong inside compute blocks");
+  }
+  return Flow::Normal;
+}
+
+void Interpreter::exec_let(const ast::Let& l, Frame& f) {
+  Value v = l.init ? eval(*l.init, f) : Value::none();
+  if (l.type && l.init) {
+    Scope scratch;
+    check_type(*l.type, v, l.init->span, scratch, "'" + l.names[0] + "'", "", nullptr);
+    if (l.type->name == "float" && v.kind == Value::Kind::Int) v = Value::of_float(static_cast<double>(v.i));
+  }
+  Scope& scope = f.innermost();
+  if (!l.destructure) {
+    scope[l.names[0]] = Binding{v, l.is_mutable, l.name_spans[0], "", -1};
+    return;
+  }
+  if (v.kind == Value::Kind::Future) v = v.future->get();
+  if (v.kind != Value::Kind::Tuple && v.kind != Value::Kind::List)
+    throw Error(l.init->span, "cannot unpack " + type_name(v) + " into " + std::to_string(l.names.size()) + " names");
+  if (v.items->size() != l.names.size())
+    throw Error(l.init->span, "cannot unpack " + std::to_string(v.items->size()) + " values into " +
+                                  std::to_string(l.names.size()) + " names");
+  for (size_t i = 0; i < l.names.size(); ++i) scope[l.names[i]] = Binding{(*v.items)[i], l.is_mutable, l.name_spans[i], "", -1};
+}
+
+void Interpreter::exec_assign(const ast::Assign& a, Frame& f) {
+  static const ast::BinOp kOps[] = {ast::BinOp::Add, ast::BinOp::Add, ast::BinOp::Sub, ast::BinOp::Mul, ast::BinOp::Div};
+  Value rhs = eval(*a.value, f);
+  auto combine = [&](const Value& current) {
+    if (a.op == ast::AssignOp::Set) return rhs;
+    return host_binary(kOps[static_cast<int>(a.op)], current, rhs, a.span);
+  };
+  const ast::Expr& target = *a.target;
+  if (target.kind == ast::ExprKind::Name) {
+    const std::string& name = ast::as<ast::Name>(target).name;
+    Binding* b = f.lookup(name);
+    if (!b) throw Error(Diagnostic{Severity::Error, target.span, "assignment to undeclared name '" + name + "'", {},
+                                   "declare it first: `var " + name + " = ...` or `let mut " + name + " = ...`"});
+    if (!b->is_mutable)
+      throw Error(Diagnostic{Severity::Error, target.span, "cannot assign to '" + name + "': it was declared with let",
+                             {{b->decl, "declared here"}}, "declare it with `let mut` or `var` to make it mutable"});
+    b->value = combine(b->value);
+    return;
+  }
+  if (target.kind == ast::ExprKind::Index) {
+    const auto& ix = ast::as<ast::Index>(target);
+    Value base = eval(*ix.base, f);
+    std::vector<HostIndex> items = eval_index_items(ix, f);
+    Value value = a.op == ast::AssignOp::Set ? rhs : combine(host_index(base, items, target.span));
+    host_index_assign(base, items, value, target.span);
+    return;
+  }
+  const auto& fe = ast::as<ast::Field>(target);
+  Value base = eval(*fe.base, f);
+  if (base.kind != Value::Kind::Record) throw Error(target.span, "cannot set field '" + fe.field + "' of " + type_name(base));
+  Value* slot = base.record->find(fe.field);
+  if (!slot) {
+    base.record->fields.push_back({fe.field, rhs});
+    if (a.op != ast::AssignOp::Set) throw Error(fe.field_span, "record has no field '" + fe.field + "'");
+    return;
+  }
+  *slot = combine(*slot);
+}
+
+Interpreter::Flow Interpreter::exec_for(const ast::For& fr, size_t range, Frame& f) {
+  if (range == fr.ranges.size()) {
+    Flow flow = exec_block(fr.body, f);
+    return flow;
+  }
+  const ast::ForRange& r = fr.ranges[range];
+  auto run_body = [&](Value v) {
+    f.scopes.back()[r.var] = Binding{std::move(v), false, r.var_span, "", -1};
+    return exec_for(fr, range + 1, f);
+  };
+  if (r.hi) {
+    Value lo = eval(*r.lo, f), hi = eval(*r.hi, f);
+    Value step = r.step ? eval(*r.step, f) : Value::of_int(1);
+    for (const auto& [v, e] : {std::pair{&lo, r.lo.get()}, {&hi, r.hi.get()}, {&step, r.step.get()}})
+      if (v->kind != Value::Kind::Int) throw Error(e ? e->span : r.span, "a range bound must be an integer, not " + type_name(*v));
+    if (step.i <= 0) throw Error(r.step->span, "the loop step must be positive, got " + std::to_string(step.i));
+    for (int64_t i = lo.i; i < hi.i; i += step.i) {
+      Flow flow = run_body(Value::of_int(i));
+      if (flow == Flow::Break) return range == 0 ? Flow::Normal : Flow::Break;
+      if (flow == Flow::Return) return flow;
+      if (hi.i - i < step.i) break;
+    }
+    return Flow::Normal;
+  }
+  Value it = eval(*r.iterable, f);
+  std::vector<Value> items;
+  if (it.kind == Value::Kind::List || it.kind == Value::Kind::Tuple) {
+    items = *it.items;
+  } else if (it.kind == Value::Kind::Tensor && it.tensor.rank() > 0) {
+    for (int64_t i = 0; i < it.tensor.shape()[0]; ++i) items.push_back(host_index(it, {HostIndex{false, i, {}, {}, r.span}}, r.span));
+  } else if (it.kind == Value::Kind::Str) {
+    for (char c : it.s) items.push_back(Value::of_str(std::string(1, c)));
+  } else {
+    throw Error(r.iterable->span, "cannot iterate over " + type_name(it));
+  }
+  for (Value& v : items) {
+    Flow flow = run_body(std::move(v));
+    if (flow == Flow::Break) return Flow::Normal;
+    if (flow == Flow::Return) return flow;
+  }
+  return Flow::Normal;
+}
+
+void Interpreter::exec_import(const ast::Import& imp, Frame& f) {
+  LoadedModule* from = f.module->source;
+  std::string path = session_.resolve_import(imp, *from);
+  LoadedModule* m = session_.load(path, imp.span);
+  if (!m) throw Error(imp.span, "cannot import '" + imp.path + "'");
+  auto it = instances_.find(m->path);
+  if (it != instances_.end() && !it->second->executed)
+    throw Error(imp.span, "import cycle: '" + imp.path + "' is still being imported");
+  ModuleInstance& inst = instantiate(*m);
+  Value v;
+  v.kind = Value::Kind::Module;
+  v.module = instances_.at(m->path);
+  (void)inst;
+  std::string name = imp.alias;
+  if (name.empty()) {
+    name = imp.path;
+    size_t slash = name.find_last_of('/');
+    if (slash != std::string::npos) name = name.substr(slash + 1);
+    size_t dot = name.find('.');
+    if (dot != std::string::npos) name = name.substr(0, dot);
+  }
+  f.innermost()[name] = Binding{v, false, imp.span, "", -1};
+}
+
+void Interpreter::exec_config(const ast::Config& c, Frame& f) {
+  for (const ast::RecordField& e : c.entries) {
+    Value v = eval(*e.value, f);
+    if (e.name == "compute_device") {
+      if (v.kind != Value::Kind::Str) throw Error(e.value->span, "compute_device takes a device name in quotes");
+      if (!DeviceRegistry::global().find(v.s))
+        throw Error(Diagnostic{Severity::Error, e.value->span, "device '" + v.s + "' is not available", {},
+                               "available devices: " + DeviceRegistry::global().available() + ", or \"auto\""});
+      config_device_ = v.s;
+    } else if (e.name == "seed") {
+      if (v.kind != Value::Kind::Int) throw Error(e.value->span, "seed takes an integer");
+      rng_ = Random(static_cast<uint64_t>(v.i));
+    } else {
+      throw Error(Diagnostic{Severity::Error, e.name_span, "unknown config key '" + e.name + "'", {},
+                             "known keys: compute_device, seed"});
+    }
+  }
+}
+
+// ---------------------------------------------------------------- expressions
+
+Value Interpreter::eval(const ast::Expr& e, Frame& f) {
+  using ast::ExprKind;
+  switch (e.kind) {
+    case ExprKind::IntLit: {
+      const auto& i = ast::as<ast::IntLit>(e);
+      if (i.unit.empty()) return Value::of_int(i.value);
+      if (i.unit == "us" || i.unit == "ns") return Value::of_int(i.value / (i.unit == "us" ? 1000 : 1000000));
+      int64_t scaled;
+      if (__builtin_mul_overflow(i.value, unit_scale(i.unit), &scaled)) throw Error(e.span, "size is too large");
+      return Value::of_int(scaled);
+    }
+    case ExprKind::FloatLit: return Value::of_float(ast::as<ast::FloatLit>(e).value);
+    case ExprKind::StringLit: return Value::of_str(ast::as<ast::StringLit>(e).value);
+    case ExprKind::BoolLit: return Value::of_bool(ast::as<ast::BoolLit>(e).value);
+    case ExprKind::NoneLit: return Value::none();
+    case ExprKind::Name: return eval_name(ast::as<ast::Name>(e), f);
+    case ExprKind::Unary: {
+      const auto& u = ast::as<ast::Unary>(e);
+      return host_unary(u.op, eval(*u.operand, f), e.span);
+    }
+    case ExprKind::Binary: {
+      const auto& b = ast::as<ast::Binary>(e);
+      if (b.op == ast::BinOp::And || b.op == ast::BinOp::Or) {
+        Value x = eval(*b.lhs, f);
+        std::optional<bool> tx = truthy(x);
+        if (!tx) throw Error(b.lhs->span, "'" + std::string(ast::binop_text(b.op)) + "' needs a single value, but this is " + type_name(x));
+        if (b.op == ast::BinOp::And ? !*tx : *tx) return Value::of_bool(*tx);
+        Value y = eval(*b.rhs, f);
+        std::optional<bool> ty = truthy(y);
+        if (!ty) throw Error(b.rhs->span, "'" + std::string(ast::binop_text(b.op)) + "' needs a single value, but this is " + type_name(y));
+        return Value::of_bool(*ty);
+      }
+      Value x = eval(*b.lhs, f);
+      Value y = eval(*b.rhs, f);
+      return host_binary(b.op, x, y, b.op_span.valid() ? b.op_span : e.span);
+    }
+    case ExprKind::Call: return eval_call(ast::as<ast::Call>(e), f);
+    case ExprKind::Index: return eval_index(ast::as<ast::Index>(e), f);
+    case ExprKind::Field: return eval_field(ast::as<ast::Field>(e), f);
+    case ExprKind::Tuple:
+    case ExprKind::List: {
+      const auto& elems = e.kind == ExprKind::Tuple ? ast::as<ast::Tuple>(e).elems : ast::as<ast::List>(e).elems;
+      std::vector<Value> items;
+      for (const ast::ExprPtr& x : elems) items.push_back(eval(*x, f));
+      return e.kind == ExprKind::Tuple ? Value::of_tuple(std::move(items)) : Value::of_list(std::move(items));
+    }
+    case ExprKind::Record: {
+      std::vector<std::pair<std::string, Value>> fields;
+      for (const ast::RecordField& rf : ast::as<ast::Record>(e).fields) {
+        for (const auto& existing : fields)
+          if (existing.first == rf.name) throw Error(rf.name_span, "duplicate field '" + rf.name + "'");
+        fields.push_back({rf.name, eval(*rf.value, f)});
+      }
+      return Value::of_record(std::move(fields));
+    }
+    case ExprKind::Compute: {
+      const auto& c = ast::as<ast::Compute>(e);
+      std::vector<Value> inputs;
+      for (const ast::ExprPtr& x : c.inputs) {
+        Value v = eval(*x, f);
+        if (v.kind == Value::Kind::Future) v = v.future->get();
+        inputs.push_back(std::move(v));
+      }
+      std::string device = !config_device_.empty() ? config_device_ : options_.device;
+      return computes_->run(c, f, inputs, device);
+    }
+    case ExprKind::Await: return eval_await(ast::as<ast::Await>(e), f);
+  }
+  throw Error(e.span, "cannot evaluate this expression");
+}
+
+Value Interpreter::eval_name(const ast::Name& n, Frame& f) {
+  if (Binding* b = f.lookup(n.name)) return b->value;
+  if (is_builtin(n.name)) return Value::of_builtin(n.name);
+  if (auto t = parse_dtype(n.name)) return Value::of_dtype(*t);
+  if (n.name == "inf") return Value::of_float(INFINITY);
+  if (n.name == "nan") return Value::of_float(NAN);
+  if (n.name == "pi") return Value::of_float(3.14159265358979323846);
+  throw Error(n.span, "unknown name '" + n.name + "'");
+}
+
+Value Interpreter::eval_await(const ast::Await& a, Frame& f) {
+  Value v = eval(*a.value, f);
+  if (v.kind != Value::Kind::Future) return v;  // awaiting a finished value gives it back
+  if (!a.timeout) return v.future->get();
+  Value t = eval(*a.timeout, f);
+  if (!t.is_number()) throw Error(a.timeout->span, "a timeout is a duration such as 100ms");
+  auto ms = std::chrono::milliseconds(static_cast<int64_t>(t.as_double()));
+  if (v.future->wait_for(ms) == std::future_status::ready) return v.future->get();
+  return eval(*a.fallback, f);
+}
+
+std::vector<HostIndex> Interpreter::eval_index_items(const ast::Index& ix, Frame& f) {
+  std::vector<HostIndex> items;
+  auto as_int = [&](const ast::Expr& e) {
+    Value v = eval(e, f);
+    if (v.kind == Value::Kind::Bool) return static_cast<int64_t>(v.b);
+    if (v.kind != Value::Kind::Int) throw Error(e.span, "an index must be an integer, not " + type_name(v));
+    return v.i;
+  };
+  for (const ast::IndexItem& it : ix.items) {
+    HostIndex h;
+    h.span = it.span;
+    h.is_slice = it.is_slice;
+    if (!it.is_slice) {
+      h.index = as_int(*it.index);
+    } else {
+      if (it.lo) h.lo = as_int(*it.lo);
+      if (it.hi) h.hi = as_int(*it.hi);
+    }
+    items.push_back(h);
+  }
+  return items;
+}
+
+Value Interpreter::eval_index(const ast::Index& ix, Frame& f) {
+  Value base = eval(*ix.base, f);
+  if (base.kind == Value::Kind::Future) base = base.future->get();
+  if (base.kind == Value::Kind::Record) {  // model.layers["w"]
+    if (ix.items.size() == 1 && !ix.items[0].is_slice) {
+      Value key = eval(*ix.items[0].index, f);
+      if (key.kind == Value::Kind::Str) {
+        Value* v = base.record->find(key.s);
+        if (!v) throw Error(ix.items[0].span, "record has no field '" + key.s + "'");
+        return *v;
+      }
+    }
+    throw Error(ix.span, "a record is indexed with a field name in quotes");
+  }
+  return host_index(base, eval_index_items(ix, f), ix.span);
+}
+
+Value Interpreter::eval_field(const ast::Field& fe, Frame& f) {
+  Value base = eval(*fe.base, f);
+  if (base.kind == Value::Kind::Future) base = base.future->get();
+  switch (base.kind) {
+    case Value::Kind::Record: {
+      if (Value* v = base.record->find(fe.field)) return *v;
+      std::string known;
+      for (const auto& [k, v] : base.record->fields) known += (known.empty() ? "" : ", ") + k;
+      throw Error(Diagnostic{Severity::Error, fe.field_span, "record has no field '" + fe.field + "'", {},
+                             known.empty() ? "" : "its fields are: " + known});
+    }
+    case Value::Kind::Module: {
+      auto it = base.module->globals.find(fe.field);
+      if (it == base.module->globals.end())
+        throw Error(fe.field_span, "module '" + base.module->source->path + "' has no '" + fe.field + "'");
+      return it->second.value;
+    }
+    case Value::Kind::Tuple: {
+      bool digits = !fe.field.empty() && fe.field.find_first_not_of("0123456789") == std::string::npos;
+      if (digits && fe.field.size() < 10) {
+        size_t i = std::stoul(fe.field);
+        if (i < base.items->size()) return (*base.items)[i];
+      }
+      throw Error(fe.field_span, "tuple of " + std::to_string(base.items->size()) + " has no element ." + fe.field);
+    }
+    default: {
+      Value out;
+      if (get_attribute(base, fe.field, out)) return out;
+      throw Error(fe.field_span, type_name(base) + " has no attribute '" + fe.field + "'");
+    }
+  }
+}
+
+Value Interpreter::eval_call(const ast::Call& c, Frame& f) {
+  CallArgs args;
+  args.span = c.span;
+  auto eval_args = [&] {
+    for (const ast::Arg& a : c.args) {
+      Value v = eval(*a.value, f);
+      if (a.name.empty()) {
+        if (!args.keywords.empty()) throw Error(a.value->span, "positional arguments must come before keyword arguments");
+        args.positional.push_back(std::move(v));
+        args.positional_spans.push_back(a.value->span);
+      } else {
+        for (const auto& k : args.keywords)
+          if (k.first == a.name) throw Error(a.name_span, "argument '" + a.name + "' is given twice");
+        args.keywords.push_back({a.name, std::move(v)});
+        args.keyword_spans.push_back(a.name_span);
+      }
+    }
+  };
+  // Methods: t.to_device("cpu"), list.append(x); also fields holding functions.
+  if (c.callee->kind == ast::ExprKind::Field) {
+    const auto& fe = ast::as<ast::Field>(*c.callee);
+    Value self = eval(*fe.base, f);
+    if (self.kind == Value::Kind::Future) self = self.future->get();
+    if (self.kind != Value::Kind::Record && self.kind != Value::Kind::Module && has_method(self, fe.field)) {
+      eval_args();
+      BuiltinContext ctx{options_.out, &rng_};
+      return call_method(self, fe.field, args, ctx);
+    }
+    Value fn = eval_field(fe, f);
+    eval_args();
+    return call_function(fn, args, f);
+  }
+  Value fn = eval(*c.callee, f);
+  eval_args();
+  return call_function(fn, args, f);
+}
+
+Value Interpreter::call_function(const Value& fn, CallArgs& args, Frame& caller) {
+  (void)caller;
+  if (fn.kind == Value::Kind::Builtin) {
+    BuiltinContext ctx{options_.out, &rng_};
+    // all()/any() over futures wait for them.
+    if (fn.s == "all" || fn.s == "any") {
+      bool futures = args.positional.size() == 1 && args.positional[0].kind == Value::Kind::List;
+      if (futures)
+        for (const Value& v : *args.positional[0].items) futures = futures && v.kind == Value::Kind::Future;
+      if (futures && !args.positional[0].items->empty()) {
+        const auto& list = *args.positional[0].items;
+        if (fn.s == "all") {
+          std::vector<Value> out;
+          for (const Value& v : list) out.push_back(v.future->get());
+          return Value::of_list(std::move(out));
+        }
+        while (true) {
+          for (size_t i = 0; i < list.size(); ++i)
+            if (list[i].future->wait_for(std::chrono::milliseconds(0)) == std::future_status::ready)
+              return Value::of_tuple({list[i].future->get(), Value::of_int(static_cast<int64_t>(i))});
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+      }
+    }
+    for (Value& v : args.positional)
+      if (v.kind == Value::Kind::Future) v = v.future->get();
+    return call_builtin(fn.s, args, ctx);
+  }
+  if (fn.kind == Value::Kind::Function) return call_user(*fn.function, args);
+  throw Error(args.span, type_name(fn) + " is not a function");
+}
+
+Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
+  const ast::FuncDef& def = *fn.def;
+  if (depth_ >= kMaxCallDepth)
+    throw Error(args.span, "calls nested more than " + std::to_string(kMaxCallDepth) + " deep (runaway recursion?)");
+  if (fn.module == instances_[main_module_->path].get() && def.name == "main") main_called_ = true;
+  if (args.positional.size() > def.params.size())
+    throw Error(Diagnostic{Severity::Error, args.span,
+                           "'" + def.name + "' takes " + std::to_string(def.params.size()) + " argument" +
+                               (def.params.size() == 1 ? "" : "s") + ", but " + std::to_string(args.positional.size()) +
+                               " were given",
+                           {{def.name_span, std::string(kind_word(def.func_kind)) + " '" + def.name + "' is defined here"}}, ""});
+  std::vector<std::optional<Value>> bound(def.params.size());
+  for (size_t i = 0; i < args.positional.size(); ++i) bound[i] = args.positional[i];
+  for (size_t k = 0; k < args.keywords.size(); ++k) {
+    const auto& [name, v] = args.keywords[k];
+    size_t i = 0;
+    while (i < def.params.size() && def.params[i].name != name) ++i;
+    if (i == def.params.size())
+      throw Error(Diagnostic{Severity::Error, args.keyword_spans[k], "'" + def.name + "' has no parameter '" + name + "'",
+                             {{def.name_span, "defined here"}}, ""});
+    if (bound[i]) throw Error(args.keyword_spans[k], "parameter '" + name + "' is given twice");
+    bound[i] = v;
+  }
+  Frame frame;
+  frame.module = fn.module;
+  frame.scopes.emplace_back();
+  std::map<std::string, Span> dim_sites;
+  for (size_t i = 0; i < def.params.size(); ++i) {
+    const ast::Param& p = def.params[i];
+    if (!bound[i]) {
+      if (!p.default_value)
+        throw Error(Diagnostic{Severity::Error, args.span, "missing argument '" + p.name + "' of '" + def.name + "'",
+                               {{p.span, "the parameter is declared here"}}, ""});
+      bound[i] = eval(*p.default_value, frame);
+    }
+    bind_typed_param(p, *bound[i], frame.scopes.back(), dim_sites);
+  }
+  ++depth_;
+  struct DepthRestore {
+    int& d;
+    ~DepthRestore() { --d; }
+  } restore{depth_};
+  Flow flow = exec_block(def.body, frame, /*new_scope=*/false);
+  Value result = flow == Flow::Return ? frame.return_value : Value::none();
+  if (def.return_type) {
+    Value checked = result;
+    if (checked.kind == Value::Kind::Future) checked = checked.future->get();
+    check_type(*def.return_type, checked, args.span, frame.scopes.back(), "the result of '" + def.name + "'", "", nullptr);
+    if (def.return_type->name == "float" && result.kind == Value::Kind::Int) result = Value::of_float(static_cast<double>(result.i));
+  }
+  return result;
+}
+
+void Interpreter::bind_typed_param(const ast::Param& p, const Value& v, Scope& scope, std::map<std::string, Span>& dim_sites) {
+  Value value = v;
+  if (p.type) {
+    check_type(*p.type, value, p.span, scope, "argument '" + p.name + "'", p.name, &dim_sites);
+    if (p.type->name == "float" && value.kind == Value::Kind::Int) value = Value::of_float(static_cast<double>(value.i));
+  }
+  scope[p.name] = Binding{value, false, p.span, "", -1};
+}
+
+// Checks a value against a written type. Tensor types bind their dimension
+// names in `scope` (when `dim_sites` is given) or check them against it.
+void Interpreter::check_type(const ast::TypeExpr& t, const Value& v, Span where, Scope& scope, const std::string& what,
+                             const std::string& param, std::map<std::string, Span>* dim_sites) {
+  auto mismatch = [&](const std::string& expected) {
+    throw Error(Diagnostic{Severity::Error, where, what + " must be " + expected + ", but it is " + type_name(v),
+                           {{t.span, "the type is written here"}}, ""});
+  };
+  const std::string& n = t.name;
+  if (n == "int") {
+    if (v.kind != Value::Kind::Int) mismatch("an int");
+  } else if (n == "float") {
+    if (v.kind != Value::Kind::Float && v.kind != Value::Kind::Int) mismatch("a float");
+  } else if (n == "bool") {
+    if (v.kind != Value::Kind::Bool) mismatch("a bool");
+  } else if (n == "str") {
+    if (v.kind != Value::Kind::Str) mismatch("a str");
+  } else if (n == "list") {
+    if (v.kind != Value::Kind::List) mismatch("a list");
+  } else if (n == "tuple") {
+    if (v.kind != Value::Kind::Tuple) mismatch("a tuple");
+  } else if (n == "record") {
+    if (v.kind != Value::Kind::Record) mismatch("a record");
+  } else if (auto scalar = parse_dtype(n)) {
+    if (!v.is_number()) mismatch(std::string("a number (") + dtype_name(*scalar) + ")");
+  } else if (n == "tensor") {
+    if (v.kind != Value::Kind::Tensor) mismatch("a tensor");
+    const Tensor& x = v.tensor;
+    if (!t.dims.empty() && static_cast<size_t>(x.rank()) != t.dims.size())
+      mismatch("a tensor of " + std::to_string(t.dims.size()) + " axes");
+    if (!t.dtype.empty()) {
+      auto d = parse_dtype(t.dtype);
+      if (d && *d != x.dtype()) mismatch("a tensor of " + t.dtype);
+    }
+    Frame dims_frame;
+    ModuleInstance empty_module;
+    dims_frame.module = &empty_module;
+    dims_frame.scopes.push_back(scope);
+    for (size_t a = 0; a < t.dims.size(); ++a) {
+      const ast::Expr& d = *t.dims[a];
+      int64_t actual = x.shape()[a];
+      if (d.kind == ast::ExprKind::Name) {
+        const std::string& dim = ast::as<ast::Name>(d).name;
+        auto it = scope.find(dim);
+        if (it == scope.end() && dim_sites) {
+          scope[dim] = Binding{Value::of_int(actual), false, d.span, param, static_cast<int>(a)};
+          (*dim_sites)[dim] = where;
+          continue;
+        }
+        if (it != scope.end() && it->second.value.kind == Value::Kind::Int && it->second.value.i != actual) {
+          Diagnostic diag{Severity::Error, where,
+                          what + " has shape " + shape_str(x.shape()) + ": axis " + std::to_string(a) + " is " +
+                              std::to_string(actual) + ", but '" + dim + "' is " + std::to_string(it->second.value.i),
+                          {}, ""};
+          if (dim_sites && dim_sites->count(dim)) diag.note((*dim_sites)[dim], "'" + dim + "' was bound here");
+          diag.note(d.span, "the type is written here");
+          throw Error(diag);
+        }
+        if (it != scope.end()) continue;
+      }
+      Value expected = eval(d, dims_frame);
+      if (expected.kind != Value::Kind::Int) throw Error(d.span, "a tensor dimension must be an integer");
+      if (expected.i != actual)
+        throw Error(Diagnostic{Severity::Error, where,
+                               what + " has shape " + shape_str(x.shape()) + ", but axis " + std::to_string(a) +
+                                   " must be " + std::to_string(expected.i),
+                               {{d.span, "the size is written here"}}, ""});
+    }
+  }
+  // Other names (user record types, `any`) are not checked at run time.
+}
+
+}  // namespace zyntax

@@ -1,0 +1,79 @@
+// Runs host code: a tree-walking interpreter over the syntax tree. Each
+// compute block it meets is lowered to CIR for the input types at hand
+// (cached), specialised on the input sizes (cached) and run on a device.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "driver/session.hpp"
+#include "interp/builtins.hpp"
+#include "interp/environment.hpp"
+#include "interp/host_ops.hpp"
+#include "interp/value.hpp"
+#include "runtime/tensor_ops.hpp"
+
+namespace zyntax {
+
+struct RunOptions {
+  std::string device = "auto";  // --device: the default for compute blocks
+  std::ostream* out = nullptr;  // where print() writes
+  uint64_t seed = 0;            // the generator behind rand()/randn() without a seed
+};
+
+class ComputeRunner;
+
+class Interpreter {
+ public:
+  Interpreter(Session& session, RunOptions options);
+  ~Interpreter();
+
+  // Runs the module's top level, then `main()` if it defines one that was
+  // not called. Returns false after a runtime error (reported to the
+  // session's diagnostics).
+  bool run(LoadedModule& m);
+
+ private:
+  enum class Flow { Normal, Return, Break, Continue };
+
+  ModuleInstance& instantiate(LoadedModule& m);
+  void execute_module(ModuleInstance& inst);
+  void hoist_functions(const ast::Block& b, Frame& f);
+
+  Flow exec_block(const ast::Block& b, Frame& f, bool new_scope = true);
+  Flow exec(const ast::Stmt& s, Frame& f);
+  void exec_let(const ast::Let& l, Frame& f);
+  void exec_assign(const ast::Assign& a, Frame& f);
+  Flow exec_for(const ast::For& fr, size_t range, Frame& f);
+  void exec_import(const ast::Import& imp, Frame& f);
+  void exec_config(const ast::Config& c, Frame& f);
+
+  Value eval(const ast::Expr& e, Frame& f);
+  Value eval_name(const ast::Name& n, Frame& f);
+  Value eval_call(const ast::Call& c, Frame& f);
+  Value eval_field(const ast::Field& fe, Frame& f);
+  Value eval_index(const ast::Index& ix, Frame& f);
+  Value eval_await(const ast::Await& a, Frame& f);
+  Value call_function(const Value& fn, CallArgs& args, Frame& caller);
+  Value call_user(const FunctionData& fn, CallArgs& args);
+  void bind_typed_param(const ast::Param& p, const Value& v, Scope& scope, std::map<std::string, Span>& dim_sites);
+  void check_type(const ast::TypeExpr& t, const Value& v, Span where, Scope& scope, const std::string& what,
+                  const std::string& param, std::map<std::string, Span>* dim_sites);
+  std::vector<HostIndex> eval_index_items(const ast::Index& ix, Frame& f);
+
+  Session& session_;
+  RunOptions options_;
+  Random rng_;
+  std::string config_device_;
+  std::map<std::string, std::shared_ptr<ModuleInstance>> instances_;
+  std::unique_ptr<ComputeRunner> computes_;
+  int depth_ = 0;
+  bool main_called_ = false;
+  LoadedModule* main_module_ = nullptr;
+
+  friend class ComputeRunner;
+};
+
+}  // namespace zyntax

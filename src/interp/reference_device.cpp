@@ -1,0 +1,39 @@
+#include "interp/reference_device.hpp"
+
+#include "interp/reference_executor.hpp"
+#include "runtime/kernel_cache.hpp"
+
+namespace zyntax {
+
+namespace {
+
+class ReferenceDevice : public Device {
+ public:
+  explicit ReferenceDevice(const std::string& id) {
+    info_.id = id;
+    info_.type = "cpu";
+    info_.name = cpu_model_name();
+    info_.backend = "reference executor";
+    info_.cores = cpu_core_count();
+    info_.memory_bytes = host_memory_bytes();
+  }
+
+  const DeviceInfo& info() const override { return info_; }
+
+  Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+             const std::map<std::string, Scalar>& scalars) override {
+    std::shared_ptr<ReferenceKernel> k =
+        cache_.get(key, [&] { return std::make_shared<ReferenceKernel>(kernel); });
+    return k->run(inputs, scalars);
+  }
+
+ private:
+  DeviceInfo info_;
+  KernelCache<ReferenceKernel> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_reference_device(const std::string& id) { return std::make_unique<ReferenceDevice>(id); }
+
+}  // namespace zyntax

@@ -1,0 +1,624 @@
+#include "interp/reference_executor.hpp"
+
+#include <functional>
+#include <map>
+
+#include "cir/printer.hpp"
+#include "runtime/tensor_ops.hpp"
+#include "support/diagnostics.hpp"
+
+namespace zyntax {
+
+namespace {
+
+using cir::Expr;
+
+// Running state of one launch: every local, loop variable, scalar parameter
+// and buffer has a numbered slot, scalars and tiles apart.
+struct Frame {
+  std::vector<Scalar> scalars;
+  std::vector<Tensor> tiles;
+  // Reduce kernels: the accumulators of the output elements.
+  Tensor acc;                 // Sum/Product/Min/Max/And/Or (floats in f64)
+  Tensor best;                // ArgMin/ArgMax: the best value so far
+  std::vector<bool> has_best;
+};
+
+using ScalarFn = std::function<Scalar(Frame&)>;
+using TileFn = std::function<Tensor(Frame&)>;
+using StmtFn = std::function<void(Frame&)>;
+
+[[noreturn]] void fail(Span span, const std::string& msg) { throw Error(span, msg); }
+
+// Runs `f`, turning data errors from the tensor library into located errors.
+template <class F>
+auto located(Span span, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const DataError& e) {
+    fail(span, e.what());
+  } catch (const ScalarError& e) {
+    fail(span, e.message);
+  }
+}
+
+Tensor as_tensor(const Scalar& s) { return Tensor::scalar(s); }
+
+}  // namespace
+
+struct ReferenceKernel::Compiled {
+  std::map<std::string, int> scalar_slot;
+  std::map<std::string, cir::Type> local_type;  // Decl'd locals
+  DType yield_dtype = DType::F32;              // arg reductions compare values of this dtype
+  std::map<std::string, int> tile_slot;
+  std::vector<int> input_slots;
+  std::vector<std::pair<std::string, int>> scalar_params;
+  int out_slot = -1;
+  std::vector<StmtFn> body;
+  const cir::Kernel* k = nullptr;
+
+  int slot_for(const std::string& name, const cir::Type& t) {
+    auto& table = t.is_scalar() ? scalar_slot : tile_slot;
+    auto it = table.find(name);
+    if (it != table.end()) return it->second;
+    int n = static_cast<int>(table.size());
+    table[name] = n;
+    return n;
+  }
+
+  int scalar_of(const std::string& name) const { return scalar_slot.at(name); }
+  int tile_of(const std::string& name) const { return tile_slot.at(name); }
+
+  // ------------------------------------------------------------ expressions
+
+  ScalarFn scalar(const Expr& e) {
+    if (!e->type.is_scalar()) throw std::logic_error("reference executor: tile where a scalar is needed: " + cir::print(e));
+    Span span = e->span;
+    switch (e->kind) {
+      case cir::ExprKind::IntImm: {
+        Scalar s = Scalar::from_int(e.as<cir::IntImm>()->value, e->type.dtype);
+        return [s](Frame&) { return s; };
+      }
+      case cir::ExprKind::FloatImm: {
+        Scalar s = Scalar::of_float(e.as<cir::FloatImm>()->value, e->type.dtype);
+        return [s](Frame&) { return s; };
+      }
+      case cir::ExprKind::BoolImm: {
+        Scalar s = Scalar::of_bool(e.as<cir::BoolImm>()->value);
+        return [s](Frame&) { return s; };
+      }
+      case cir::ExprKind::Var: {
+        int slot = scalar_of(e.as<cir::Var>()->name);
+        return [slot](Frame& f) { return f.scalars[static_cast<size_t>(slot)]; };
+      }
+      case cir::ExprKind::Cast: {
+        ScalarFn v = scalar(e.as<cir::Cast>()->value);
+        DType to = e->type.dtype;
+        return [v, to](Frame& f) { return cast(v(f), to); };
+      }
+      case cir::ExprKind::Unary: {
+        ScalarFn v = scalar(e.as<cir::Unary>()->a);
+        UnaryOp op = e.as<cir::Unary>()->op;
+        return [v, op](Frame& f) { return eval_unary(op, v(f)); };
+      }
+      case cir::ExprKind::Binary: {
+        const auto* b = e.as<cir::Binary>();
+        ScalarFn x = scalar(b->a), y = scalar(b->b);
+        BinaryOp op = b->op;
+        if (op == BinaryOp::And)  // short-circuit, as written: `i < n and x[i] > 0`
+          return [x, y](Frame& f) { return Scalar::of_bool(x(f).truthy() && y(f).truthy()); };
+        if (op == BinaryOp::Or)
+          return [x, y](Frame& f) { return Scalar::of_bool(x(f).truthy() || y(f).truthy()); };
+        return [x, y, op, span](Frame& f) {
+          Scalar a = x(f), c = y(f);
+          try {
+            return eval_binary(op, a, c);
+          } catch (const ScalarError& err) {
+            fail(span, err.message);
+          }
+        };
+      }
+      case cir::ExprKind::Select: {
+        const auto* s = e.as<cir::Select>();
+        ScalarFn c = scalar(s->cond), t = scalar(s->t), fl = scalar(s->f);
+        return [c, t, fl](Frame& f) { return c(f).truthy() ? t(f) : fl(f); };
+      }
+      case cir::ExprKind::Math: {
+        const auto* m = e.as<cir::Math>();
+        std::vector<ScalarFn> args;
+        for (const Expr& a : m->args) args.push_back(scalar(a));
+        MathFn fn = m->fn;
+        return [args, fn](Frame& f) {
+          Scalar v[3];
+          for (size_t i = 0; i < args.size(); ++i) v[i] = args[i](f);
+          return eval_math(fn, std::span<const Scalar>(v, args.size()));
+        };
+      }
+      case cir::ExprKind::Access: return element_read(*e.as<cir::Access>());
+      case cir::ExprKind::Dot: {
+        const auto* d = e.as<cir::Dot>();
+        TileFn a = tile(d->a), b = tile(d->b);
+        return [a, b, span](Frame& f) {
+          Tensor x = a(f), y = b(f);
+          return located(span, [&] { return zyntax::dot(x, y); });
+        };
+      }
+      case cir::ExprKind::Reduce: {
+        const auto* r = e.as<cir::Reduce>();
+        TileFn v = tile(r->value);
+        ReduceOp op = r->op;
+        return [v, op, span](Frame& f) {
+          Tensor x = v(f);
+          return located(span, [&] { return zyntax::reduce(op, x, std::nullopt, false).get(0); });
+        };
+      }
+      case cir::ExprKind::MatMul: {
+        const auto* m = e.as<cir::MatMul>();
+        TileFn a = tile(m->a), b = tile(m->b);
+        return [a, b, span](Frame& f) {
+          Tensor x = a(f), y = b(f);
+          return located(span, [&] { return zyntax::matmul(x, y).get(0); });
+        };
+      }
+      case cir::ExprKind::GpuIndex:
+        return [span](Frame&) -> Scalar { fail(span, "GPU thread coordinates have no meaning on the reference executor"); };
+      default: throw std::logic_error("reference executor: unexpected scalar expression " + cir::print(e));
+    }
+  }
+
+  TileFn tile(const Expr& e) {
+    Span span = e->span;
+    if (e->type.is_scalar()) {
+      ScalarFn s = scalar(e);
+      return [s](Frame& f) { return as_tensor(s(f)); };
+    }
+    switch (e->kind) {
+      case cir::ExprKind::Var: {
+        int slot = tile_of(e.as<cir::Var>()->name);
+        return [slot](Frame& f) { return f.tiles[static_cast<size_t>(slot)]; };
+      }
+      case cir::ExprKind::Cast: {
+        TileFn v = tile(e.as<cir::Cast>()->value);
+        DType to = e->type.dtype;
+        return [v, to](Frame& f) { return v(f).astype(to); };
+      }
+      case cir::ExprKind::Unary: {
+        TileFn v = tile(e.as<cir::Unary>()->a);
+        UnaryOp op = e.as<cir::Unary>()->op;
+        return [v, op, span](Frame& f) {
+          Tensor x = v(f);
+          return located(span, [&] { return zyntax::unary(op, x); });
+        };
+      }
+      case cir::ExprKind::Binary: {
+        const auto* b = e.as<cir::Binary>();
+        TileFn x = tile(b->a), y = tile(b->b);
+        BinaryOp op = b->op;
+        return [x, y, op, span](Frame& f) {
+          Tensor a = x(f), c = y(f);
+          return located(span, [&] { return zyntax::binary(op, a, c); });
+        };
+      }
+      case cir::ExprKind::Select: {
+        const auto* s = e.as<cir::Select>();
+        TileFn c = tile(s->cond), t = tile(s->t), fl = tile(s->f);
+        return [c, t, fl, span](Frame& f) {
+          Tensor cond = c(f), a = t(f), b = fl(f);
+          return located(span, [&] { return zyntax::where(cond, a, b); });
+        };
+      }
+      case cir::ExprKind::Math: {
+        const auto* m = e.as<cir::Math>();
+        std::vector<TileFn> args;
+        for (const Expr& a : m->args) args.push_back(tile(a));
+        MathFn fn = m->fn;
+        return [args, fn, span](Frame& f) {
+          std::vector<Tensor> v;
+          for (const TileFn& a : args) v.push_back(a(f));
+          return located(span, [&] { return zyntax::math(fn, v); });
+        };
+      }
+      case cir::ExprKind::Access: return region_read(*e.as<cir::Access>());
+      case cir::ExprKind::Reduce: {
+        const auto* r = e.as<cir::Reduce>();
+        TileFn v = tile(r->value);
+        ReduceOp op = r->op;
+        std::optional<int64_t> axis;
+        if (r->axis) axis = *r->axis;
+        bool keep = r->keepdims;
+        return [v, op, axis, keep, span](Frame& f) {
+          Tensor x = v(f);
+          return located(span, [&] { return zyntax::reduce(op, x, axis, keep); });
+        };
+      }
+      case cir::ExprKind::MatMul: {
+        const auto* m = e.as<cir::MatMul>();
+        TileFn a = tile(m->a), b = tile(m->b);
+        return [a, b, span](Frame& f) {
+          Tensor x = a(f), y = b(f);
+          return located(span, [&] { return zyntax::matmul(x, y); });
+        };
+      }
+      case cir::ExprKind::Transpose: {
+        TileFn v = tile(e.as<cir::Transpose>()->value);
+        return [v, span](Frame& f) {
+          Tensor x = v(f);
+          return located(span, [&] { return zyntax::transpose(x); });
+        };
+      }
+      case cir::ExprKind::Fill: {
+        ScalarFn v = scalar(e.as<cir::Fill>()->value);
+        std::vector<ScalarFn> dims;
+        for (const Expr& d : e->type.shape) dims.push_back(scalar(d));
+        DType t = e->type.dtype;
+        return [v, dims, t, span](Frame& f) {
+          Shape shape;
+          for (const ScalarFn& d : dims) {
+            int64_t n = d(f).as_int64();
+            if (n < 0) fail(span, "a tile size is negative (" + std::to_string(n) + ")");
+            shape.push_back(n);
+          }
+          return located(span, [&] { return Tensor::full(t, shape, cast(v(f), t)); });
+        };
+      }
+      default: throw std::logic_error("reference executor: unexpected tile expression " + cir::print(e));
+    }
+  }
+
+  // ------------------------------------------------------------ buffers
+
+  // The slot holding a buffer (input, out, shared array or local tile).
+  int buffer_slot(const std::string& name) const { return tile_of(name); }
+
+  struct Index {
+    std::vector<ScalarFn> at;
+  };
+
+  // Flat offset of an element, every index checked against its axis.
+  static int64_t flat_index(const Tensor& t, const std::vector<int64_t>& idx, const std::string& name, Span span) {
+    if (static_cast<int64_t>(idx.size()) != t.rank())
+      fail(span, "'" + name + "' has " + std::to_string(t.rank()) + " axes but is indexed with " + std::to_string(idx.size()));
+    int64_t flat = 0;
+    for (size_t a = 0; a < idx.size(); ++a) {
+      int64_t n = t.shape()[a];
+      if (idx[a] < 0 || idx[a] >= n) {
+        std::string where = name + "[";
+        for (size_t k = 0; k < idx.size(); ++k) where += (k ? ", " : "") + std::to_string(idx[k]);
+        fail(span, "index out of bounds: " + where + "]: axis " + std::to_string(a) + " has size " + std::to_string(n));
+      }
+      flat = flat * n + idx[a];
+    }
+    return flat;
+  }
+
+  ScalarFn element_read(const cir::Access& a) {
+    int slot = buffer_slot(a.buffer);
+    std::vector<ScalarFn> idx;
+    for (const cir::AxisSel& s : a.axes) idx.push_back(scalar(s.index));
+    std::string name = a.buffer;
+    Span span = a.span;
+    return [slot, idx, name, span](Frame& f) {
+      const Tensor& t = f.tiles[static_cast<size_t>(slot)];
+      std::vector<int64_t> at(idx.size());
+      for (size_t i = 0; i < idx.size(); ++i) at[i] = idx[i](f).as_int64();
+      return t.get(flat_index(t, at, name, span));
+    };
+  }
+
+  // Index/slice selections evaluated for one access; out of range indices
+  // and negative slice starts are errors (kernels never wrap around).
+  using SelFn = std::function<std::vector<AxisSelect>(Frame&, const Tensor&)>;
+
+  SelFn selection(const std::vector<cir::AxisSel>& axes, const std::string& name, Span span) {
+    struct Part {
+      bool slice;
+      ScalarFn index, lo, hi;
+    };
+    std::vector<Part> parts;
+    for (const cir::AxisSel& s : axes) {
+      Part p{s.is_slice, {}, {}, {}};
+      if (s.is_slice) {
+        if (s.lo.defined()) p.lo = scalar(s.lo);
+        if (s.hi.defined()) p.hi = scalar(s.hi);
+      } else {
+        p.index = scalar(s.index);
+      }
+      parts.push_back(std::move(p));
+    }
+    return [parts, name, span](Frame& f, const Tensor& t) {
+      if (parts.size() > static_cast<size_t>(t.rank()))
+        fail(span, "'" + name + "' has " + std::to_string(t.rank()) + " axes but is indexed with " + std::to_string(parts.size()));
+      std::vector<AxisSelect> sel;
+      for (size_t a = 0; a < parts.size(); ++a) {
+        const Part& p = parts[a];
+        int64_t n = t.shape()[a];
+        AxisSelect s;
+        if (!p.slice) {
+          s.kind = AxisSelect::Index;
+          s.index = p.index(f).as_int64();
+          if (s.index < 0 || s.index >= n)
+            fail(span, "index out of bounds: " + name + " axis " + std::to_string(a) + " has size " + std::to_string(n) +
+                           ", index is " + std::to_string(s.index));
+        } else {
+          s.kind = AxisSelect::Slice;
+          int64_t lo = p.lo ? p.lo(f).as_int64() : 0;
+          int64_t hi = p.hi ? p.hi(f).as_int64() : n;
+          if (lo < 0) fail(span, "slice of " + name + " axis " + std::to_string(a) + " starts at " + std::to_string(lo));
+          s.begin = std::min(lo, n);
+          s.end = std::max(std::min(hi, n), std::min(lo, n));
+        }
+        sel.push_back(s);
+      }
+      return sel;
+    };
+  }
+
+  TileFn region_read(const cir::Access& a) {
+    int slot = buffer_slot(a.buffer);
+    SelFn sel = selection(a.axes, a.buffer, a.span);
+    Span span = a.span;
+    return [slot, sel, span](Frame& f) {
+      const Tensor& t = f.tiles[static_cast<size_t>(slot)];
+      std::vector<AxisSelect> s = sel(f, t);
+      return located(span, [&] { return zyntax::select(t, s).clone(); });
+    };
+  }
+
+  // ------------------------------------------------------------ statements
+
+  std::vector<StmtFn> block(const cir::Block& b) {
+    std::vector<StmtFn> out;
+    for (const cir::Stmt& s : b) out.push_back(stmt(s));
+    return out;
+  }
+
+  static void run_block(const std::vector<StmtFn>& b, Frame& f) {
+    for (const StmtFn& s : b) s(f);
+  }
+
+  StmtFn stmt(const cir::Stmt& s) {
+    Span span = s->span;
+    switch (s->kind) {
+      case cir::StmtKind::For: {
+        const auto* fr = s.as<cir::For>();
+        ScalarFn lo = scalar(fr->lo), hi = scalar(fr->hi), step = scalar(fr->step);
+        int var = slot_for(fr->var, cir::Type::scalar(DType::I64));
+        auto body = std::make_shared<std::vector<StmtFn>>(block(fr->body));
+        return [lo, hi, step, var, body, span](Frame& f) {
+          int64_t l = lo(f).as_int64(), h = hi(f).as_int64(), st = step(f).as_int64();
+          if (st <= 0) fail(span, "loop step must be positive, got " + std::to_string(st));
+          for (int64_t i = l; i < h; i += st) {
+            f.scalars[static_cast<size_t>(var)] = Scalar::of_int(i);
+            run_block(*body, f);
+            if (h - i < st) break;  // no overflow past the end
+          }
+        };
+      }
+      case cir::StmtKind::If: {
+        const auto* i = s.as<cir::If>();
+        ScalarFn c = scalar(i->cond);
+        auto t = std::make_shared<std::vector<StmtFn>>(block(i->then_body));
+        auto e = std::make_shared<std::vector<StmtFn>>(block(i->else_body));
+        return [c, t, e](Frame& f) { run_block(c(f).truthy() ? *t : *e, f); };
+      }
+      case cir::StmtKind::Let: {
+        const auto* l = s.as<cir::Let>();
+        return set_local(l->name, l->value->type, l->value);
+      }
+      case cir::StmtKind::Decl: {
+        const auto* d = s.as<cir::Decl>();
+        local_type[d->name] = d->type;
+        return set_local(d->name, d->type, d->init);
+      }
+      case cir::StmtKind::Assign: {
+        // An assignment keeps the variable's declared kind and dtype.
+        const auto* a = s.as<cir::Assign>();
+        return set_local(a->name, local_type.at(a->name), a->value);
+      }
+      case cir::StmtKind::Store: return store(*s.as<cir::Store>());
+      case cir::StmtKind::Yield: return yield(*s.as<cir::Yield>());
+      case cir::StmtKind::Allocate: {
+        const auto* a = s.as<cir::Allocate>();
+        int slot = slot_for(a->name, a->type);
+        std::vector<ScalarFn> dims;
+        for (const Expr& d : a->type.shape) dims.push_back(scalar(d));
+        DType t = a->type.dtype;
+        return [slot, dims, t, span](Frame& f) {
+          Shape shape;
+          for (const ScalarFn& d : dims) {
+            int64_t n = d(f).as_int64();
+            if (n < 0) fail(span, "array size is negative (" + std::to_string(n) + ")");
+            shape.push_back(n);
+          }
+          f.tiles[static_cast<size_t>(slot)] = Tensor::zeros(t, shape);
+        };
+      }
+      case cir::StmtKind::Barrier:
+        // One thread runs every iteration in order: all writes before the
+        // barrier are already visible after it.
+        return [](Frame&) {};
+      case cir::StmtKind::Atomic: {
+        const auto* a = s.as<cir::Atomic>();
+        int slot = buffer_slot(a->buffer);
+        std::vector<ScalarFn> idx;
+        for (const Expr& e : a->index) idx.push_back(scalar(e));
+        ScalarFn v = scalar(a->value);
+        cir::AtomicOp op = a->op;
+        std::string name = a->buffer;
+        return [slot, idx, v, op, name, span](Frame& f) {
+          Tensor& t = f.tiles[static_cast<size_t>(slot)];
+          std::vector<int64_t> at(idx.size());
+          for (size_t i = 0; i < idx.size(); ++i) at[i] = idx[i](f).as_int64();
+          int64_t flat = flat_index(t, at, name, span);
+          Scalar cur = t.get(flat), x = cast(v(f), t.dtype());
+          Scalar r = x;
+          switch (op) {
+            case cir::AtomicOp::Add: r = eval_binary(BinaryOp::Add, cur, x); break;
+            case cir::AtomicOp::Min: r = eval_binary(BinaryOp::Min, cur, x); break;
+            case cir::AtomicOp::Max: r = eval_binary(BinaryOp::Max, cur, x); break;
+            case cir::AtomicOp::And: r = eval_binary(BinaryOp::And, cur, x); break;
+            case cir::AtomicOp::Or: r = eval_binary(BinaryOp::Or, cur, x); break;
+            case cir::AtomicOp::Exchange: break;
+          }
+          t.set(flat, r);
+        };
+      }
+    }
+    throw std::logic_error("reference executor: unknown statement");
+  }
+
+  // Sets a scalar or tile local. Tiles have value semantics: the local gets a
+  // copy, so later writes to it never reach where the value came from.
+  StmtFn set_local(const std::string& name, const cir::Type& type, const Expr& value) {
+    DType t = type.dtype;
+    int slot = slot_for(name, type);
+    if (type.is_scalar()) {
+      if (!value.defined()) return [slot, t](Frame& f) { f.scalars[static_cast<size_t>(slot)] = Scalar::from_int(0, t); };
+      ScalarFn v = scalar(value);
+      return [slot, v, t](Frame& f) { f.scalars[static_cast<size_t>(slot)] = cast(v(f), t); };
+    }
+    if (!value.defined()) return [slot, t](Frame& f) { f.tiles[static_cast<size_t>(slot)] = Tensor::zeros(t, {}); };
+    TileFn v = tile(value);
+    return [slot, v, t](Frame& f) { f.tiles[static_cast<size_t>(slot)] = v(f).astype(t).clone(); };
+  }
+
+  StmtFn store(const cir::Store& st) {
+    int slot = buffer_slot(st.buffer);
+    std::string name = st.buffer;
+    Span span = st.span;
+    bool element = !st.axes.empty() && st.value->type.is_scalar();
+    for (const cir::AxisSel& a : st.axes) element = element && !a.is_slice;
+    if (element) {
+      std::vector<ScalarFn> idx;
+      for (const cir::AxisSel& a : st.axes) idx.push_back(scalar(a.index));
+      ScalarFn v = scalar(st.value);
+      return [slot, idx, v, name, span](Frame& f) {
+        Tensor& t = f.tiles[static_cast<size_t>(slot)];
+        std::vector<int64_t> at(idx.size());
+        for (size_t i = 0; i < idx.size(); ++i) at[i] = idx[i](f).as_int64();
+        if (at.size() == static_cast<size_t>(t.rank())) {
+          Scalar x = v(f);
+          t.set(flat_index(t, at, name, span), x);
+          return;
+        }
+        // Fewer indices than axes: the scalar fills the sub-array.
+        std::vector<AxisSelect> sel;
+        for (size_t a = 0; a < at.size(); ++a) {
+          if (a >= static_cast<size_t>(t.rank()) || at[a] < 0 || at[a] >= t.shape()[a])
+            fail(span, "index out of bounds writing " + name);
+          AxisSelect s;
+          s.index = at[a];
+          sel.push_back(s);
+        }
+        Tensor value = Tensor::scalar(v(f));
+        located(span, [&] { zyntax::assign(t, sel, value); });
+      };
+    }
+    SelFn sel = selection(st.axes, st.buffer, st.span);
+    TileFn v = tile(st.value);
+    return [slot, sel, v, span](Frame& f) {
+      Tensor& t = f.tiles[static_cast<size_t>(slot)];
+      std::vector<AxisSelect> s = sel(f, t);
+      Tensor value = v(f);
+      located(span, [&] { zyntax::assign(t, s, value); });
+    };
+  }
+
+  StmtFn yield(const cir::Yield& y) {
+    yield_dtype = y.value->type.dtype;
+    ScalarFn v = scalar(y.value);
+    ScalarFn index = y.index.defined() ? scalar(y.index) : ScalarFn();
+    std::vector<ScalarFn> at;
+    for (const Expr& e : y.out_index) at.push_back(scalar(e));
+    ReduceOp op = k->reduce_op;
+    Span span = y.span;
+    return [v, index, at, op, span](Frame& f) {
+      int64_t flat = 0;
+      for (size_t a = 0; a < at.size(); ++a) {
+        int64_t i = at[a](f).as_int64();
+        int64_t n = f.acc.shape()[a];
+        if (i < 0 || i >= n) fail(span, "yield to output element " + std::to_string(i) + " of an axis of size " + std::to_string(n));
+        flat = flat * n + i;
+      }
+      Scalar x = v(f);
+      if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin) {
+        size_t u = static_cast<size_t>(flat);
+        if (!f.has_best[u] || arg_better(op, f.best.get(flat), x)) {
+          f.has_best[u] = true;
+          f.best.set(flat, x);
+          f.acc.set(flat, index(f));
+        }
+        return;
+      }
+      Scalar acc = f.acc.get(flat);
+      f.acc.set(flat, reduce_combine(op, acc, cast(x, acc.dtype)));
+    };
+  }
+};
+
+ReferenceKernel::ReferenceKernel(const cir::Kernel& k) : kernel_(k), compiled_(std::make_unique<Compiled>()) {
+  if (!k.dims.empty()) throw std::logic_error("reference executor: kernel " + k.name + " is not specialised");
+  Compiled& c = *compiled_;
+  c.k = &kernel_;
+  for (const cir::Param& p : kernel_.params) {
+    if (p.role == cir::ParamRole::Scalar) {
+      c.scalar_params.push_back({p.name, c.slot_for(p.name, p.type)});
+    } else {
+      int slot = c.slot_for(p.name, cir::Type::tensor(p.type.dtype, {cir::i64(1)}));
+      if (p.role == cir::ParamRole::Input) c.input_slots.push_back(slot);
+      else c.out_slot = slot;
+    }
+  }
+  c.body = c.block(kernel_.body);
+}
+
+ReferenceKernel::~ReferenceKernel() = default;
+
+Tensor ReferenceKernel::run(const std::vector<Tensor>& inputs, const std::map<std::string, Scalar>& scalars) const {
+  const Compiled& c = *compiled_;
+  Frame f;
+  f.scalars.resize(c.scalar_slot.size());
+  f.tiles.resize(c.tile_slot.size());
+  if (inputs.size() != c.input_slots.size())
+    throw std::logic_error("kernel " + kernel_.name + " takes " + std::to_string(c.input_slots.size()) + " inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) f.tiles[static_cast<size_t>(c.input_slots[i])] = inputs[i];
+  for (const auto& [name, slot] : c.scalar_params) {
+    auto it = scalars.find(name);
+    if (it == scalars.end()) throw std::logic_error("kernel " + kernel_.name + ": no value for scalar " + name);
+    f.scalars[static_cast<size_t>(slot)] = cast(it->second, kernel_.find_param(name)->type.dtype);
+  }
+  const cir::Param& outp = kernel_.output();
+  Shape shape;
+  for (const Expr& d : outp.type.shape) {
+    auto n = d.as<cir::IntImm>();
+    if (!n) throw std::logic_error("reference executor: output extent is not constant: " + cir::print(d));
+    if (n->value < 0) fail(kernel_.span, "the output would have a negative size (" + std::to_string(n->value) + ")");
+    shape.push_back(n->value);
+  }
+  bool reduce = kernel_.kind == cir::KernelKind::Reduce;
+  Tensor out = Tensor::zeros(outp.type.dtype, shape);
+  f.tiles[static_cast<size_t>(c.out_slot)] = out;
+  if (reduce) {
+    ReduceOp op = kernel_.reduce_op;
+    bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+    DType acc_type = is_float(outp.type.dtype) && (op == ReduceOp::Sum || op == ReduceOp::Product) ? DType::F64 : outp.type.dtype;
+    f.acc = arg ? out : Tensor::full(acc_type, shape, reduce_identity(op, acc_type));
+    if (arg) {
+      f.has_best.assign(static_cast<size_t>(out.numel()), false);
+      f.best = Tensor::zeros(c.yield_dtype, shape);
+    }
+  }
+  Compiled::run_block(c.body, f);
+  if (reduce) {
+    ReduceOp op = kernel_.reduce_op;
+    if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin) {
+      for (size_t i = 0; i < f.has_best.size(); ++i)
+        if (!f.has_best[i]) fail(kernel_.span, std::string(reduce_op_name(op)) + " of an empty range has no index");
+    } else {
+      for (int64_t i = 0; i < out.numel(); ++i) out.set(i, f.acc.get(i));  // rounds f64 sums once
+    }
+  }
+  return out;
+}
+
+}  // namespace zyntax

@@ -1,0 +1,202 @@
+#include "lower/output_shape.hpp"
+
+#include <map>
+#include <set>
+
+#include "cir/equal.hpp"
+#include "cir/passes/simplify.hpp"
+#include "cir/printer.hpp"
+
+namespace zyntax {
+
+namespace {
+
+using cir::Expr;
+
+struct Loop {
+  Expr lo, hi, step;
+};
+
+class ShapeInference {
+ public:
+  explicit ShapeInference(DiagnosticEngine& diags) : diags_(diags) {}
+
+  std::optional<std::vector<Expr>> run(const cir::Block& body) {
+    walk(body);
+    if (failed_) return std::nullopt;
+    if (!shape_) return std::vector<Expr>{};  // the caller reports a kernel that never writes
+    return shape_;
+  }
+
+ private:
+  void walk(const cir::Block& b) {
+    for (const cir::Stmt& s : b) {
+      if (auto f = s.as<cir::For>()) {
+        loops_[f->var] = {f->lo, f->hi, f->step};
+        walk(f->body);
+        loops_.erase(f->var);
+      } else if (auto i = s.as<cir::If>()) {
+        walk(i->then_body);
+        walk(i->else_body);
+      } else if (auto l = s.as<cir::Let>()) {
+        lets_[l->name] = l->value;
+      } else if (auto d = s.as<cir::Decl>()) {
+        mutables_.insert(d->name);
+      } else if (auto st = s.as<cir::Store>(); st && st->buffer == "out") {
+        store(*st);
+      }
+    }
+  }
+
+  void store(const cir::Store& st) {
+    std::vector<Expr> shape;
+    size_t slices = 0;
+    for (size_t k = 0; k < st.axes.size(); ++k) {
+      const cir::AxisSel& a = st.axes[k];
+      std::optional<Expr> extent;
+      if (!a.is_slice) {
+        if (auto ub = bound(a.index, true)) extent = *ub + cir::i64(1);
+      } else {
+        ++slices;
+        extent = slice_extent(a);
+      }
+      if (!extent) {
+        diags_.error(st.span, "cannot tell the size of axis " + std::to_string(k) + " of 'out' from `" +
+                                  (a.is_slice ? (a.hi.defined() ? cir::print(a.hi) : std::string("an open slice")) : cir::print(a.index)) + "`")
+            .with_hint("index out with loop variables over ranges (`out[i, j]` for `i in 0..M, j in 0..N`)");
+        failed_ = true;
+        return;
+      }
+      shape.push_back(cir::simplify(*extent));
+    }
+    // Axes of a stored tile that no index or slice covered.
+    const std::vector<Expr>& vshape = st.value->type.shape;
+    size_t consumed = st.axes.empty() ? 0 : slices;
+    for (size_t k = consumed; k < vshape.size(); ++k) {
+      if (!invariant(vshape[k])) {
+        diags_.error(st.span, "the size of this tile changes from one iteration to the next, so it cannot set the size of 'out'")
+            .with_hint("write the tile into a slice of out, as in `out[b, q:q + 64] = t`");
+        failed_ = true;
+        return;
+      }
+      shape.push_back(vshape[k]);
+    }
+    merge(shape, st.span);
+  }
+
+  void merge(const std::vector<Expr>& shape, Span span) {
+    if (!shape_) {
+      shape_ = shape;
+      first_ = span;
+      return;
+    }
+    if (shape_->size() != shape.size()) {
+      diags_.error(span, "this writes 'out' with " + std::to_string(shape.size()) + " axes")
+          .note(first_, "but here with " + std::to_string(shape_->size()));
+      failed_ = true;
+      return;
+    }
+    for (size_t k = 0; k < shape.size(); ++k)
+      if (!cir::equal((*shape_)[k], shape[k])) (*shape_)[k] = cir::simplify(cir::max((*shape_)[k], shape[k]));
+  }
+
+  // `q:q + s` with `q in 0..n step s` tiles the whole range, clamped at n.
+  std::optional<Expr> slice_extent(const cir::AxisSel& a) {
+    if (!a.hi.defined()) return std::nullopt;
+    if (auto v = a.lo.as<cir::Var>()) {
+      auto it = loops_.find(v->name);
+      if (it != loops_.end()) {
+        const Loop& l = it->second;
+        auto zero = l.lo.as<cir::IntImm>();
+        if (zero && zero->value == 0 && cir::equal(cir::simplify(a.hi - a.lo), cir::simplify(l.step))) return l.hi;
+      }
+    }
+    return bound(a.hi, true);
+  }
+
+  bool invariant(const Expr& e) const {
+    if (auto v = e.as<cir::Var>()) return !loops_.count(v->name) && !lets_.count(v->name) && !mutables_.count(v->name);
+    if (e.as<cir::IntImm>() || e.as<cir::FloatImm>() || e.as<cir::BoolImm>()) return true;
+    if (auto b = e.as<cir::Binary>()) return invariant(b->a) && invariant(b->b);
+    if (auto c = e.as<cir::Cast>()) return invariant(c->value);
+    if (auto u = e.as<cir::Unary>()) return invariant(u->a);
+    return false;
+  }
+
+  static bool is_negative_const(const Expr& e) {
+    auto i = e.as<cir::IntImm>();
+    return i && i->value < 0;
+  }
+
+  // An upper (or lower) bound of an integer index over all loop iterations.
+  std::optional<Expr> bound(const Expr& e, bool upper) {
+    if (!e.defined() || !e->type.is_scalar() || !is_int(e->type.dtype)) return std::nullopt;
+    if (e.as<cir::IntImm>()) return e;
+    if (auto v = e.as<cir::Var>()) {
+      auto it = loops_.find(v->name);
+      if (it != loops_.end()) {
+        const Loop& l = it->second;
+        if (!upper) return l.lo;
+        auto one = l.step.as<cir::IntImm>();
+        if (one && one->value == 1) return l.hi - cir::i64(1);
+        return l.lo + ((l.hi - cir::i64(1) - l.lo) / l.step) * l.step;
+      }
+      auto let = lets_.find(v->name);
+      if (let != lets_.end()) return bound(let->second, upper);
+      return e;  // a dimension or host value: fixed for the whole launch
+    }
+    if (auto c = e.as<cir::Cast>()) return bound(c->value, upper);
+    auto b = e.as<cir::Binary>();
+    if (!b) return std::nullopt;
+    switch (b->op) {
+      case BinaryOp::Add: {
+        auto x = bound(b->a, upper), y = bound(b->b, upper);
+        if (x && y) return *x + *y;
+        return std::nullopt;
+      }
+      case BinaryOp::Sub: {
+        auto x = bound(b->a, upper), y = bound(b->b, !upper);
+        if (x && y) return *x - *y;
+        return std::nullopt;
+      }
+      case BinaryOp::Mul: {
+        // One factor fixed over the launch (taken as non-negative unless a negative constant).
+        const Expr& f = invariant(b->b) ? b->b : b->a;
+        const Expr& g = invariant(b->b) ? b->a : b->b;
+        if (!invariant(f)) return std::nullopt;
+        auto x = bound(g, is_negative_const(f) ? !upper : upper);
+        if (x) return *x * f;
+        return std::nullopt;
+      }
+      case BinaryOp::Div: {
+        if (!invariant(b->b) || is_negative_const(b->b)) return std::nullopt;
+        auto x = bound(b->a, upper);
+        if (x) return *x / b->b;
+        return std::nullopt;
+      }
+      case BinaryOp::Min:
+      case BinaryOp::Max: {
+        auto x = bound(b->a, upper), y = bound(b->b, upper);
+        if (!x || !y) return std::nullopt;
+        return b->op == BinaryOp::Min ? cir::min(*x, *y) : cir::max(*x, *y);
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  DiagnosticEngine& diags_;
+  std::map<std::string, Loop> loops_;
+  std::map<std::string, Expr> lets_;
+  std::set<std::string> mutables_;
+  std::optional<std::vector<Expr>> shape_;
+  Span first_;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+std::optional<std::vector<cir::Expr>> infer_output_shape(const cir::Block& body, DiagnosticEngine& diags) {
+  return ShapeInference(diags).run(body);
+}
+
+}  // namespace zyntax

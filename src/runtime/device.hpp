@@ -1,0 +1,57 @@
+// Devices that run kernels, and the registry that finds them by name
+// ("cpu", "cpu:reference", later "cuda:0", ...).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cir/ir.hpp"
+#include "runtime/tensor.hpp"
+
+namespace zyntax {
+
+struct DeviceInfo {
+  std::string id;       // "cpu", "cpu:reference"
+  std::string type;     // "cpu" or "gpu"
+  std::string name;     // the processor's name
+  std::string backend;  // what compiles and runs kernels there
+  int cores = 0;
+  uint64_t memory_bytes = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+  // Runs a specialised kernel (all dims constant). `key` is the hash of its
+  // CIR: devices cache what they build for it under that key.
+  virtual Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                     const std::map<std::string, Scalar>& scalars) = 0;
+};
+
+class DeviceRegistry {
+ public:
+  // The process-wide registry with every device this machine has.
+  static DeviceRegistry& global();
+
+  const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
+  // "auto" picks the best device; null if the id names no available device.
+  Device* find(const std::string& id) const;
+  // Ids of the available devices, for messages: "cpu, cpu:reference".
+  std::string available() const;
+
+  void add(std::unique_ptr<Device> d) { devices_.push_back(std::move(d)); }
+
+ private:
+  std::vector<std::unique_ptr<Device>> devices_;
+};
+
+// The processor's model name and core count, read from the operating system.
+std::string cpu_model_name();
+int cpu_core_count();
+uint64_t host_memory_bytes();
+
+}  // namespace zyntax

@@ -1,0 +1,52 @@
+// What a device built for a kernel, kept under the hash of the kernel's CIR
+// so that a kernel launched again is not built again. Safe to share between
+// threads (asynchronous launches).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace zyntax {
+
+template <class T>
+class KernelCache {
+ public:
+  // The cached value for `key`, built with `build()` on first use.
+  std::shared_ptr<T> get(uint64_t key, const std::function<std::shared_ptr<T>()>& build) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = entries_.find(key);
+      if (it != entries_.end()) {
+        ++hits_;
+        return it->second;
+      }
+    }
+    std::shared_ptr<T> built = build();  // outside the lock: building may be slow
+    std::lock_guard<std::mutex> lock(mu_);
+    ++misses_;
+    return entries_.emplace(key, std::move(built)).first->second;
+  }
+
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entries_.size();
+  }
+  uint64_t hits() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return hits_;
+  }
+  uint64_t misses() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return misses_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<uint64_t, std::shared_ptr<T>> entries_;
+  uint64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace zyntax

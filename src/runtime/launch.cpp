@@ -1,0 +1,94 @@
+#include "runtime/launch.hpp"
+
+#include "cir/hash.hpp"
+#include "cir/passes/simplify.hpp"
+#include "cir/passes/specialize.hpp"
+#include "cir/printer.hpp"
+#include "cir/substitute.hpp"
+
+namespace zyntax {
+
+namespace {
+
+std::string where_bound(const cir::Kernel& k, const cir::DimParam& d, const std::vector<Tensor>& inputs,
+                        const std::vector<const cir::Param*>& params) {
+  if (d.source == cir::DimSource::Host) return d.name + " is the host variable '" + d.name + "'";
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i]->name == d.input)
+      return d.name + " is axis " + std::to_string(d.axis) + " of input '" + d.input + "', shape " +
+             shape_str(inputs[i].shape());
+  return d.name;
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::vector<Tensor>& inputs,
+                                               const std::map<std::string, int64_t>& host_dims) {
+  std::vector<const cir::Param*> params;
+  for (const cir::Param& p : k.params)
+    if (p.role == cir::ParamRole::Input) params.push_back(&p);
+  if (params.size() != inputs.size())
+    throw DataError("compute '" + k.name + "' takes " + std::to_string(params.size()) + " inputs, got " +
+                    std::to_string(inputs.size()));
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (static_cast<size_t>(inputs[i].rank()) != params[i]->type.rank())
+      throw DataError("compute '" + k.name + "': input '" + params[i]->name + "' has " + std::to_string(inputs[i].rank()) +
+                      " axes (shape " + shape_str(inputs[i].shape()) + ") but the kernel uses it with " +
+                      std::to_string(params[i]->type.rank()));
+  }
+  std::map<std::string, int64_t> dims;
+  for (const cir::DimParam& d : k.dims) {
+    if (d.source == cir::DimSource::Host) {
+      auto it = host_dims.find(d.name);
+      if (it == host_dims.end()) throw DataError("compute '" + k.name + "': no value for host dimension '" + d.name + "'");
+      dims[d.name] = it->second;
+      continue;
+    }
+    for (size_t i = 0; i < params.size(); ++i)
+      if (params[i]->name == d.input) dims[d.name] = inputs[i].shape()[static_cast<size_t>(d.axis)];
+  }
+  // Every input extent must agree with the dimension its type names.
+  std::map<std::string, cir::Expr> values;
+  for (const auto& [name, v] : dims) values[name] = cir::i64(v);
+  for (size_t i = 0; i < params.size(); ++i) {
+    for (size_t a = 0; a < params[i]->type.rank(); ++a) {
+      const cir::Expr& extent = params[i]->type.shape[a];
+      cir::Expr v = cir::simplify(cir::substitute(extent, values));
+      auto n = v.as<cir::IntImm>();
+      int64_t actual = inputs[i].shape()[a];
+      if (n && n->value == actual) continue;
+      std::string msg = "compute '" + k.name + "': input '" + params[i]->name + "' has shape " +
+                        shape_str(inputs[i].shape()) + ", but its axis " + std::to_string(a) + " must be " +
+                        cir::print(extent);
+      if (n) msg += " = " + std::to_string(n->value);
+      if (auto var = extent.as<cir::Var>())
+        for (const cir::DimParam& d : k.dims)
+          if (d.name == var->name) msg += " (" + where_bound(k, d, inputs, params) + ")";
+      throw DataError(msg);
+    }
+  }
+  return dims;
+}
+
+std::shared_ptr<const CompiledCompute::Specialized> CompiledCompute::specialize(const std::map<std::string, int64_t>& dims) {
+  std::vector<int64_t> key;
+  for (const cir::DimParam& d : generic_.dims) key.push_back(dims.at(d.name));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = specialized_.find(key);
+  if (it != specialized_.end()) return it->second;
+  auto s = std::make_shared<Specialized>();
+  s->kernel = cir::specialize(generic_, dims);
+  s->hash = cir::hash_kernel(s->kernel);
+  specialized_[key] = s;
+  return s;
+}
+
+Tensor CompiledCompute::launch(Device& device, const std::vector<Tensor>& inputs,
+                               const std::map<std::string, int64_t>& host_dims,
+                               const std::map<std::string, Scalar>& scalars) {
+  std::map<std::string, int64_t> dims = bind_dimensions(generic_, inputs, host_dims);
+  std::shared_ptr<const Specialized> s = specialize(dims);
+  return device.run(s->kernel, s->hash, inputs, scalars);
+}
+
+}  // namespace zyntax

@@ -1,0 +1,48 @@
+// From a generic kernel and concrete arguments to a run: bind every
+// dimension (from input shapes and host integers), check each input's shape
+// against its type, specialise the kernel on those sizes (cached), and run
+// it on a device.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cir/ir.hpp"
+#include "runtime/device.hpp"
+#include "runtime/tensor.hpp"
+
+namespace zyntax {
+
+// The dims of `k` for these inputs and host values. Throws DataError naming
+// the input, the axis, both sizes and where the dimension was bound.
+std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::vector<Tensor>& inputs,
+                                               const std::map<std::string, int64_t>& host_dims);
+
+// A kernel lowered for one set of input ranks and dtypes; specialisations
+// for each set of sizes are made once and kept.
+class CompiledCompute {
+ public:
+  explicit CompiledCompute(cir::Kernel generic) : generic_(std::move(generic)) {}
+
+  const cir::Kernel& generic() const { return generic_; }
+
+  struct Specialized {
+    cir::Kernel kernel;
+    uint64_t hash = 0;
+  };
+  std::shared_ptr<const Specialized> specialize(const std::map<std::string, int64_t>& dims);
+
+  Tensor launch(Device& device, const std::vector<Tensor>& inputs, const std::map<std::string, int64_t>& host_dims,
+                const std::map<std::string, Scalar>& scalars);
+
+ private:
+  cir::Kernel generic_;
+  std::mutex mu_;
+  std::map<std::vector<int64_t>, std::shared_ptr<const Specialized>> specialized_;
+};
+
+}  // namespace zyntax

@@ -1,0 +1,163 @@
+#include "runtime/tensor.hpp"
+
+#include <cstring>
+
+namespace zyntax {
+
+namespace {
+
+// Larger than any host memory; refusing it up front turns a corrupt shape
+// into a DataError instead of an allocation failure.
+constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 40;
+
+template <class T>
+T load(const unsigned char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <class T>
+void store(unsigned char* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+Scalar exact_float(double v, DType t) {
+  Scalar s;
+  s.dtype = t;
+  s.f = v;
+  return s;
+}
+
+}  // namespace
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+int64_t shape_numel(const Shape& s) {
+  // Zero dimensions are skipped in the overflow check so that every stride
+  // and partial product of a valid shape fits in int64, even when numel is 0.
+  int64_t n = 1;
+  bool zero = false;
+  for (int64_t d : s) {
+    if (d == 0) {
+      zero = true;
+    } else if (__builtin_mul_overflow(n, d, &n)) {
+      throw DataError("shape " + shape_str(s) + " has too many elements");
+    }
+  }
+  return zero ? 0 : n;
+}
+
+std::vector<int64_t> shape_strides(const Shape& s) {
+  std::vector<int64_t> strides(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) strides[i - 1] = strides[i] * s[i];
+  return strides;
+}
+
+Tensor Tensor::empty(DType dtype, Shape shape) {
+  for (int64_t d : shape)
+    if (d < 0) throw DataError("negative dimension in shape " + shape_str(shape));
+  uint64_t numel = static_cast<uint64_t>(shape_numel(shape));
+  if (numel > kMaxTensorBytes / dtype_size(dtype))
+    throw DataError("shape " + shape_str(shape) + " of " + dtype_name(dtype) + " is too large to allocate");
+  Tensor t;
+  t.storage_ = std::make_shared<std::vector<unsigned char>>(static_cast<size_t>(numel * dtype_size(dtype)));
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::full(DType dtype, Shape shape, const Scalar& value) {
+  Tensor t = empty(dtype, std::move(shape));
+  int64_t n = t.numel();
+  if (n == 0) return t;
+  t.set(0, value);
+  size_t size = dtype_size(dtype);
+  for (int64_t i = 1; i < n; ++i) std::memcpy(t.raw() + i * size, t.raw(), size);
+  return t;
+}
+
+Tensor Tensor::scalar(const Scalar& value) { return full(value.dtype, {}, value); }
+
+Scalar Tensor::get(int64_t flat) const {
+  if (!storage_) throw DataError("get: null tensor");
+  if (flat < 0 || flat >= numel())
+    throw DataError("get: index " + std::to_string(flat) + " is out of range for shape " + shape_str(shape_));
+  const unsigned char* p = raw() + flat * static_cast<int64_t>(dtype_size(dtype_));
+  switch (dtype_) {
+    case DType::F16: return exact_float(f16_to_f32(load<uint16_t>(p)), dtype_);
+    case DType::BF16: return exact_float(bf16_to_f32(load<uint16_t>(p)), dtype_);
+    case DType::F32: return exact_float(load<float>(p), dtype_);
+    case DType::F64: return exact_float(load<double>(p), dtype_);
+    case DType::I8: return Scalar::of_int(load<int8_t>(p), dtype_);
+    case DType::I16: return Scalar::of_int(load<int16_t>(p), dtype_);
+    case DType::I32: return Scalar::of_int(load<int32_t>(p), dtype_);
+    case DType::I64: return Scalar::of_int(load<int64_t>(p), dtype_);
+    case DType::U8: return Scalar::of_uint(load<uint8_t>(p), dtype_);
+    case DType::U16: return Scalar::of_uint(load<uint16_t>(p), dtype_);
+    case DType::U32: return Scalar::of_uint(load<uint32_t>(p), dtype_);
+    case DType::U64: return Scalar::of_uint(load<uint64_t>(p), dtype_);
+    case DType::Bool: return Scalar::of_bool(*p != 0);
+  }
+  return Scalar{};
+}
+
+void Tensor::set(int64_t flat, const Scalar& value) {
+  if (!storage_) throw DataError("set: null tensor");
+  if (flat < 0 || flat >= numel())
+    throw DataError("set: index " + std::to_string(flat) + " is out of range for shape " + shape_str(shape_));
+  unsigned char* p = raw() + flat * static_cast<int64_t>(dtype_size(dtype_));
+  Scalar v = cast(value, dtype_);
+  switch (dtype_) {
+    case DType::F16: store(p, f32_to_f16(static_cast<float>(v.f))); break;
+    case DType::BF16: store(p, f32_to_bf16(static_cast<float>(v.f))); break;
+    case DType::F32: store(p, static_cast<float>(v.f)); break;
+    case DType::F64: store(p, v.f); break;
+    case DType::I8: store(p, static_cast<int8_t>(v.i)); break;
+    case DType::I16: store(p, static_cast<int16_t>(v.i)); break;
+    case DType::I32: store(p, static_cast<int32_t>(v.i)); break;
+    case DType::I64: store(p, v.i); break;
+    case DType::U8: store(p, static_cast<uint8_t>(v.u)); break;
+    case DType::U16: store(p, static_cast<uint16_t>(v.u)); break;
+    case DType::U32: store(p, static_cast<uint32_t>(v.u)); break;
+    case DType::U64: store(p, v.u); break;
+    case DType::Bool: *p = v.i != 0; break;
+  }
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  if (!storage_) throw DataError("reshape: null tensor");
+  bool negative = false;
+  for (int64_t d : shape) negative |= d < 0;
+  if (negative || shape_numel(shape) != numel())
+    throw DataError("reshape: cannot reshape " + shape_str(shape_) + " into " + shape_str(shape));
+  Tensor t = *this;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  if (!storage_) return Tensor{};
+  Tensor t = *this;
+  t.storage_ = std::make_shared<std::vector<unsigned char>>(*storage_);
+  return t;
+}
+
+Tensor Tensor::astype(DType dtype) const {
+  if (!storage_) throw DataError("astype: null tensor");
+  if (dtype == dtype_) return clone();
+  Tensor t = empty(dtype, shape_);
+  t.device_ = device_;
+  int64_t n = numel();
+  for (int64_t i = 0; i < n; ++i) t.set(i, get(i));
+  return t;
+}
+
+}  // namespace zyntax

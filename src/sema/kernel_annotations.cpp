@@ -1,0 +1,226 @@
+#include "sema/kernel_annotations.hpp"
+
+#include <cstdint>
+
+namespace zyntax {
+
+namespace {
+
+const char* kKernelKinds =
+    "elementwise, reduce(op[, axis=k]), matmul, batched_matmul, conv2d, conv2d_depthwise, attention, "
+    "flash_attention, fused";
+const char* kAnnotations = "@kernel, @workgroup, @shared, @broadcast, @tile, @device, @parallel, @async";
+
+class Reader {
+ public:
+  Reader(DiagnosticEngine& diags) : diags_(diags) {}
+
+  KernelAnnotations read(const ast::Compute& c) {
+    for (const ast::Annotation& a : c.header) one(a, /*in_header=*/true);
+    for (const ast::StmtPtr& s : c.body->stmts)
+      if (s->kind == ast::StmtKind::Annotation) one(ast::as<ast::AnnotationStmt>(*s).annotation, false);
+    return out_;
+  }
+
+ private:
+  bool seen(const ast::Annotation& a) {
+    auto it = first_.find(a.name);
+    if (it == first_.end()) {
+      first_[a.name] = a.span;
+      return false;
+    }
+    diags_.error(a.span, "duplicate @" + a.name + " annotation").note(it->second, "first given here");
+    return true;
+  }
+
+  void one(const ast::Annotation& a, bool in_header) {
+    if (a.name == "kernel") return kernel(a);
+    if (a.name == "workgroup") return workgroup(a);
+    if (a.name == "shared") {
+      if (seen(a)) return;
+      if (a.args.size() != 1 || !a.args[0].value || !a.args[0].name.empty()) {
+        diags_.error(a.span, "@shared takes one argument: the shared memory size in bytes");
+        return;
+      }
+      out_.shared_bytes = a.args[0].value.get();
+      return;
+    }
+    if (a.name == "broadcast") return broadcast(a);
+    if (a.name == "tile") return tile(a);
+    if (a.name == "device") return device(a);
+    if (a.name == "parallel") {
+      if (seen(a)) return;
+      if (a.args.size() != 1 || !a.args[0].value || a.args[0].value->kind != ast::ExprKind::Name) {
+        diags_.error(a.span, "@parallel takes one word: @parallel(data) or @parallel(model)");
+        return;
+      }
+      out_.parallel = ast::as<ast::Name>(*a.args[0].value).name;
+      if (out_.parallel != "data" && out_.parallel != "model")
+        diags_.error(a.args[0].span, "unknown parallel mode '" + out_.parallel + "'").with_hint("use data or model");
+      return;
+    }
+    if (a.name == "async") {
+      if (seen(a)) return;
+      if (!in_header) diags_.error(a.span, "@async belongs after compute(...), before '{'");
+      if (a.has_args) diags_.error(a.span, "@async takes no arguments");
+      out_.is_async = true;
+      return;
+    }
+    diags_.error(a.name_span, "unknown annotation '@" + a.name + "'").with_hint(std::string("known: ") + kAnnotations);
+  }
+
+  void kernel(const ast::Annotation& a) {
+    if (seen(a)) return;
+    auto kind = cir::parse_kernel_kind(a.word);
+    if (!kind) {
+      diags_.error(a.word_span, "unknown kernel type '" + a.word + "'").with_hint(std::string("one of ") + kKernelKinds);
+      return;
+    }
+    out_.kind = *kind;
+    out_.kind_given = true;
+    out_.kind_span = a.span;
+    if (*kind == cir::KernelKind::Reduce) {
+      if (a.args.empty()) {
+        diags_.error(a.span, "@kernel reduce needs an operator").with_hint("write reduce(+), reduce(max), reduce(argmax), ...");
+        return;
+      }
+      const ast::AnnotationArg& op = a.args[0];
+      std::string text = op.op;
+      if (text.empty() && op.value && op.value->kind == ast::ExprKind::Name && op.name.empty())
+        text = ast::as<ast::Name>(*op.value).name;
+      auto parsed = parse_reduce_op(text);
+      if (!parsed) {
+        diags_.error(op.span, "unknown reduction operator '" + text + "'")
+            .with_hint("one of +, *, min, max, and, or, argmin, argmax");
+      } else {
+        out_.reduce_op = *parsed;
+      }
+      for (size_t i = 1; i < a.args.size(); ++i) {
+        const ast::AnnotationArg& arg = a.args[i];
+        std::optional<int64_t> v = arg.value ? constant_int(*arg.value) : std::nullopt;
+        if (arg.name != "axis" || !v || *v < 0) {
+          diags_.error(arg.span, "reduce takes one more argument, axis=k with a constant k >= 0");
+          continue;
+        }
+        out_.reduce_axis = static_cast<int>(*v);
+      }
+      return;
+    }
+    // conv2d(stride=.., padding=..) and similar parameters are accepted as
+    // documentation; the body says what is computed.
+    for (const ast::AnnotationArg& arg : a.args)
+      if (arg.name.empty()) diags_.error(arg.span, "@kernel " + a.word + " takes only keyword parameters");
+  }
+
+  void workgroup(const ast::Annotation& a) {
+    if (seen(a)) return;
+    if (a.args.empty() || a.args.size() > 3) {
+      diags_.error(a.span, "@workgroup takes one to three sizes: @workgroup(x[, y[, z]])");
+      return;
+    }
+    std::array<int64_t, 3> size{1, 1, 1};
+    for (size_t i = 0; i < a.args.size(); ++i) {
+      std::optional<int64_t> v = a.args[i].value ? constant_int(*a.args[i].value) : std::nullopt;
+      if (!v || *v <= 0 || *v > 1024) {
+        diags_.error(a.args[i].span, "workgroup size must be a constant between 1 and 1024");
+        return;
+      }
+      size[i] = *v;
+    }
+    if (size[0] * size[1] * size[2] > 1024)
+      diags_.error(a.span, "workgroup has " + std::to_string(size[0] * size[1] * size[2]) +
+                               " threads; at most 1024 are allowed");
+    out_.workgroup = size;
+  }
+
+  void broadcast(const ast::Annotation& a) {
+    if (a.args.size() != 2 || !a.args[0].value || a.args[1].name != "axis") {
+      diags_.error(a.span, "@broadcast takes an input and an axis: @broadcast(vector, axis=1)");
+      return;
+    }
+    std::string input = ast::path_text(*a.args[0].value);
+    std::optional<int64_t> axis = constant_int(*a.args[1].value);
+    if (input.empty() || !axis || *axis < 0) {
+      diags_.error(a.span, "@broadcast takes an input name and a constant axis >= 0");
+      return;
+    }
+    out_.broadcast.push_back({input, static_cast<int>(*axis), a.span});
+  }
+
+  void tile(const ast::Annotation& a) {
+    if (seen(a)) return;
+    for (const ast::AnnotationArg& arg : a.args) {
+      std::optional<int64_t> v = arg.value ? constant_int(*arg.value) : std::nullopt;
+      if (arg.name.empty() || !v || *v <= 0) {
+        diags_.error(arg.span, "@tile takes name=size pairs with constant sizes > 0: @tile(block_q=64)");
+        continue;
+      }
+      out_.tile[arg.name] = *v;
+    }
+  }
+
+  void device(const ast::Annotation& a) {
+    if (seen(a)) return;
+    out_.device_span = a.span;
+    auto add = [&](const ast::Expr& e) {
+      if (e.kind != ast::ExprKind::StringLit) {
+        diags_.error(e.span, "@device takes a device name in quotes: @device(\"cuda:0\")");
+        return;
+      }
+      out_.devices.push_back(ast::as<ast::StringLit>(e).value);
+    };
+    if (a.args.size() != 1 || !a.args[0].value) {
+      diags_.error(a.span, "@device takes one device name or a list of them");
+      return;
+    }
+    const ast::Expr& v = *a.args[0].value;
+    if (v.kind == ast::ExprKind::List) {
+      for (const ast::ExprPtr& e : ast::as<ast::List>(v).elems) add(*e);
+    } else {
+      add(v);
+    }
+  }
+
+  DiagnosticEngine& diags_;
+  KernelAnnotations out_;
+  std::map<std::string, Span> first_;
+};
+
+}  // namespace
+
+KernelAnnotations read_kernel_annotations(const ast::Compute& c, DiagnosticEngine& diags) {
+  return Reader(diags).read(c);
+}
+
+std::optional<int64_t> constant_int(const ast::Expr& e) {
+  using namespace ast;
+  switch (e.kind) {
+    case ExprKind::IntLit: return as<IntLit>(e).unit.empty() ? std::optional<int64_t>(as<IntLit>(e).value) : std::nullopt;
+    case ExprKind::Unary: {
+      const auto& u = as<Unary>(e);
+      auto v = constant_int(*u.operand);
+      if (!v || u.op == UnOp::Not) return std::nullopt;
+      if (u.op == UnOp::Neg && *v == INT64_MIN) return std::nullopt;
+      return u.op == UnOp::Neg ? -*v : *v;
+    }
+    case ExprKind::Binary: {
+      const auto& b = as<Binary>(e);
+      auto x = constant_int(*b.lhs), y = constant_int(*b.rhs);
+      if (!x || !y) return std::nullopt;
+      int64_t r;
+      switch (b.op) {
+        case BinOp::Add: return __builtin_add_overflow(*x, *y, &r) ? std::nullopt : std::optional<int64_t>(r);
+        case BinOp::Sub: return __builtin_sub_overflow(*x, *y, &r) ? std::nullopt : std::optional<int64_t>(r);
+        case BinOp::Mul: return __builtin_mul_overflow(*x, *y, &r) ? std::nullopt : std::optional<int64_t>(r);
+        case BinOp::Div:
+        case BinOp::Mod:
+          if (*y == 0 || (*y == -1 && *x == INT64_MIN)) return std::nullopt;
+          return b.op == BinOp::Div ? *x / *y : *x % *y;
+        default: return std::nullopt;
+      }
+    }
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace zyntax
