@@ -1,5 +1,6 @@
 #include "interp/value.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "runtime/tensor_ops.hpp"
@@ -149,16 +150,52 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
-std::string nested_display(const Value& v) { return v.kind == Value::Kind::Str ? quoted(v.s) : to_display(v); }
+// Lists and records are references, so a list may contain itself; such a
+// container, and anything nested deeper than kMaxDepth, shows as "...".
+constexpr size_t kMaxDepth = 256;
 
-std::string join_items(const std::vector<Value>& items) {
-  std::string out;
-  for (size_t k = 0; k < items.size(); ++k) {
-    if (k) out += ", ";
-    out += nested_display(items[k]);
+class Displayer {
+ public:
+  std::string show(const Value& v) {
+    const void* container = container_of(v);
+    if (!container) return to_display(v);
+    if (open_.size() >= kMaxDepth || std::find(open_.begin(), open_.end(), container) != open_.end()) return "...";
+    open_.push_back(container);
+    std::string out;
+    if (v.kind == Value::Kind::List)
+      out = "[" + items(v) + "]";
+    else if (v.kind == Value::Kind::Tuple)
+      out = "(" + items(v) + (v.items->size() == 1 ? ",)" : ")");  // (1,) as in Python
+    else
+      out = "{" + fields(v) + "}";
+    open_.pop_back();
+    return out;
   }
-  return out;
-}
+
+ private:
+  static const void* container_of(const Value& v) {
+    if (v.kind == Value::Kind::List || v.kind == Value::Kind::Tuple) return v.items.get();
+    if (v.kind == Value::Kind::Record) return v.record.get();
+    return nullptr;
+  }
+
+  std::string nested(const Value& v) { return v.kind == Value::Kind::Str ? quoted(v.s) : show(v); }
+
+  std::string items(const Value& v) {
+    std::string out;
+    for (size_t k = 0; k < v.items->size(); ++k) out += (k ? ", " : "") + nested((*v.items)[k]);
+    return out;
+  }
+
+  std::string fields(const Value& v) {
+    std::string out;
+    for (size_t k = 0; k < v.record->fields.size(); ++k)
+      out += (k ? ", " : "") + v.record->fields[k].first + ": " + nested(v.record->fields[k].second);
+    return out;
+  }
+
+  std::vector<const void*> open_;
+};
 
 // Exact comparison of an integer with a double: converting the integer to
 // double would make 2^53 + 1 equal to 2^53.
@@ -184,20 +221,46 @@ bool tensors_equal(const Tensor& a, const Tensor& b) {
   return true;
 }
 
-bool items_equal(const std::vector<Value>& a, const std::vector<Value>& b) {
+bool equal_at_depth(const Value& a, const Value& b, size_t depth);
+
+bool items_equal(const std::vector<Value>& a, const std::vector<Value>& b, size_t depth) {
   if (a.size() != b.size()) return false;
   for (size_t k = 0; k < a.size(); ++k)
-    if (!values_equal(a[k], b[k])) return false;
+    if (!equal_at_depth(a[k], b[k], depth + 1)) return false;
   return true;
 }
 
-bool records_equal(const RecordData& a, const RecordData& b) {
+bool records_equal(const RecordData& a, const RecordData& b, size_t depth) {
   if (a.fields.size() != b.fields.size()) return false;
   for (const auto& [name, value] : a.fields) {
     const Value* other = b.find(name);
-    if (!other || !values_equal(value, *other)) return false;
+    if (!other || !equal_at_depth(value, *other, depth + 1)) return false;
   }
   return true;
+}
+
+bool equal_at_depth(const Value& a, const Value& b, size_t depth) {
+  if (depth > kMaxDepth) throw Error(Span{}, "values are nested too deeply to compare");
+  if (a.is_number() && b.is_number()) return numbers_equal(a, b);
+  bool a_seq = a.kind == Value::Kind::List || a.kind == Value::Kind::Tuple;
+  bool b_seq = b.kind == Value::Kind::List || b.kind == Value::Kind::Tuple;
+  if (a_seq && b_seq) return a.kind == b.kind && (a.items == b.items || items_equal(*a.items, *b.items, depth));
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+    case Value::Kind::None: return true;
+    case Value::Kind::Str: return a.s == b.s;
+    case Value::Kind::Tensor: return tensors_equal(a.tensor, b.tensor);
+    case Value::Kind::Record: return a.record == b.record || records_equal(*a.record, *b.record, depth);
+    case Value::Kind::Function:
+      return a.function == b.function ||
+             (a.function && b.function && a.function->def == b.function->def &&
+              a.function->module == b.function->module);
+    case Value::Kind::Builtin: return a.s == b.s;
+    case Value::Kind::DType: return a.dtype == b.dtype;
+    case Value::Kind::Module: return a.module == b.module;
+    case Value::Kind::Future: return a.future == b.future;
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -210,18 +273,9 @@ std::string to_display(const Value& v) {
     case Value::Kind::Float: return Scalar::of_float(v.f, DType::F64).str();
     case Value::Kind::Str: return v.s;
     case Value::Kind::Tensor: return format_tensor(v.tensor);
-    case Value::Kind::List: return "[" + join_items(*v.items) + "]";
+    case Value::Kind::List:
     case Value::Kind::Tuple:
-      // A one-element tuple keeps its comma, as in Python.
-      return "(" + join_items(*v.items) + (v.items->size() == 1 ? ",)" : ")");
-    case Value::Kind::Record: {
-      std::string out = "{";
-      for (size_t k = 0; k < v.record->fields.size(); ++k) {
-        if (k) out += ", ";
-        out += v.record->fields[k].first + ": " + nested_display(v.record->fields[k].second);
-      }
-      return out + "}";
-    }
+    case Value::Kind::Record: return Displayer().show(v);
     case Value::Kind::Function:
       return "<function " + (v.function && v.function->def ? v.function->def->name : std::string("?")) + ">";
     case Value::Kind::Builtin: return "<builtin " + v.s + ">";
@@ -232,28 +286,7 @@ std::string to_display(const Value& v) {
   return "?";
 }
 
-bool values_equal(const Value& a, const Value& b) {
-  if (a.is_number() && b.is_number()) return numbers_equal(a, b);
-  bool a_seq = a.kind == Value::Kind::List || a.kind == Value::Kind::Tuple;
-  bool b_seq = b.kind == Value::Kind::List || b.kind == Value::Kind::Tuple;
-  if (a_seq && b_seq) return a.kind == b.kind && items_equal(*a.items, *b.items);
-  if (a.kind != b.kind) return false;
-  switch (a.kind) {
-    case Value::Kind::None: return true;
-    case Value::Kind::Str: return a.s == b.s;
-    case Value::Kind::Tensor: return tensors_equal(a.tensor, b.tensor);
-    case Value::Kind::Record: return records_equal(*a.record, *b.record);
-    case Value::Kind::Function:
-      return a.function == b.function ||
-             (a.function && b.function && a.function->def == b.function->def &&
-              a.function->module == b.function->module);
-    case Value::Kind::Builtin: return a.s == b.s;
-    case Value::Kind::DType: return a.dtype == b.dtype;
-    case Value::Kind::Module: return a.module == b.module;
-    case Value::Kind::Future: return a.future == b.future;
-    default: return false;
-  }
-}
+bool values_equal(const Value& a, const Value& b) { return equal_at_depth(a, b, 0); }
 
 std::optional<bool> truthy(const Value& v) {
   switch (v.kind) {

@@ -156,6 +156,7 @@ class Lowering {
     scopes_.emplace_back();
     unresolved_.clear();
     unresolved_order_.clear();
+    range_bounds_.clear();
     sites_.clear();
     host_dims_.clear();
     host_dims_order_.clear();
@@ -300,6 +301,8 @@ class Lowering {
       Scalar s = cast(Scalar::of_float(f->value, f->type.dtype), t);
       return {literal(s, v.e->span), false};
     }
+    if (auto fill = v.e.as<cir::Fill>())  // zeros(r, c) meeting f32: fill with an f32 zero
+      return {cir::make_fill(cast_to(Value{fill->value, v.weak}, t).e, fill->type.shape, v.e->span), false};
     return {cir::Cast::make(t, v.e, v.e->span), false};
   }
 
@@ -465,6 +468,8 @@ class Lowering {
   }
 
   void lower_assign(const ast::Assign& a, cir::Block& out) {
+    std::string target_base = ast::path_text(a.target->kind == ast::ExprKind::Index ? *ast::as<ast::Index>(*a.target).base : *a.target);
+    if (target_base == "out" && !lookup_local("out")) saw_out_store_ = true;  // even if the value has errors
     Value rhs = lower(*a.value);
     static const BinaryOp kOps[] = {BinaryOp::Add, BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div};
     auto combine = [&](Value current) {
@@ -567,7 +572,6 @@ class Lowering {
       return;
     }
     record(&node_, v);
-    saw_out_store_ = true;
     out.push_back(cir::make_store("out", std::move(axes), cast_to(v, out_type().dtype).e, span));
   }
 
@@ -609,7 +613,10 @@ class Lowering {
     sym->lo = lo.e;
     sym->hi = hi.e;
     sym->step = step.e;
-    if (r.hi->kind == ast::ExprKind::Name) sym->bound_name = ast::as<ast::Name>(*r.hi).name;
+    if (r.hi->kind == ast::ExprKind::Name) {
+      sym->bound_name = ast::as<ast::Name>(*r.hi).name;
+      range_bounds_.insert(sym->bound_name);
+    }
     loops_.push_back(sym);
     cir::Block body;
     lower_for(f, range_index + 1, body);
@@ -789,6 +796,11 @@ class Lowering {
 
   void report_unbound(const std::string& name) {
     const auto& uses = unresolved_.at(name);
+    if (!range_bounds_.count(name)) {  // never a loop bound: just an unknown name
+      diags_->error(uses.front(), "unknown name '" + name + "'")
+          .with_hint("kernels see their inputs, their own variables, and numbers defined on the host");
+      return;
+    }
     Diagnostic& d = diags_->error(uses.front(), "unbound dimension '" + name + "'");
     d.with_hint("bind it with a host variable (`let " + name + " = 128`), a parameter type (`x: tensor[" + name +
                 ", ...]`), or index an input with a loop over it (`for i in 0.." + name + ": ... x[i]`)");
@@ -1383,6 +1395,7 @@ class Lowering {
   std::set<const Symbol*> poisoned_;
   std::map<std::string, std::vector<Span>> unresolved_;
   std::vector<std::string> unresolved_order_;
+  std::set<std::string> range_bounds_;  // bare names used as loop bounds
   std::vector<IndexSite> sites_;
   std::set<std::string> host_dims_;
   std::vector<std::string> host_dims_order_;

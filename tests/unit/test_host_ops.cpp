@@ -128,6 +128,26 @@ TEST(HostValue, Equality) {
   EXPECT_TRUE(values_equal(Value::of_dtype(DType::I8), Value::of_dtype(DType::I8)));
 }
 
+TEST(HostValue, SelfContainingAndDeepValues) {
+  Value list = Value::of_list({I(1)});
+  list.items->push_back(list);
+  EXPECT_EQ(to_display(list), "[1, [...]]");
+  EXPECT_TRUE(values_equal(list, list));
+  Value other = Value::of_list({I(1)});
+  other.items->push_back(other);
+  EXPECT_NE(error_of([&] { values_equal(list, other); }), "");
+  Value deep = Value::of_list({});
+  for (int i = 0; i < 100000; ++i) deep = Value::of_list({deep});
+  EXPECT_NE(to_display(deep).find("..."), std::string::npos);
+  // Both cycles are broken before the values go, so that nothing leaks.
+  list.items->clear();
+  other.items->clear();
+  while (!deep.items->empty()) {
+    Value inner = (*deep.items)[0];
+    deep = inner;
+  }
+}
+
 TEST(HostValue, Truthiness) {
   EXPECT_EQ(truthy(Value::none()), false);
   EXPECT_EQ(truthy(I(0)), false);

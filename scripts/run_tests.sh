@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Sets everything up, then runs every test: unit tests, program tests against
+# NumPy, error tests; then the same again built with AddressSanitizer and
+# UndefinedBehaviorSanitizer; then a short fuzzing run of the parser and
+# checker and of the .npy reader.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+JOBS=$(nproc)
+
+echo "== tests"
+ctest --test-dir build --output-on-failure -j"$JOBS"
+
+echo "== tests with AddressSanitizer and UndefinedBehaviorSanitizer"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DZYNTAX_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$JOBS"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+
+echo "== fuzzing (short run)"
+scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+echo "== all tests passed"
