@@ -151,6 +151,4 @@ void reject_keywords(const Invocation& inv) {
   }
 }
 
-Value scalar_or_tensor(const Tensor& t, bool full) { return full ? value_of_scalar(t.get(0)) : Value::of_tensor(t); }
-
 }  // namespace zyntax

@@ -40,7 +40,6 @@ class Args {
   const Value& operator[](size_t i) const { return *slots_[i]; }
   Span span(size_t i) const;  // the argument's own span, else the call's
   Span call_span() const { return inv_.args.span; }
-  const std::string& fn() const { return inv_.name; }
   BuiltinContext& ctx() const { return inv_.ctx; }
 
   // "<fn>(): <param> must be <expected>, got <type>" at the argument.
@@ -78,11 +77,8 @@ class Args {
   std::vector<Span> spans_;
 };
 
-// Every argument of a variadic builtin (print); keywords are refused.
+// Variadic builtins (print) take no keywords: reports the first one given.
 void reject_keywords(const Invocation& inv);
-
-// The host value of a reduction over all elements, or the tensor itself.
-Value scalar_or_tensor(const Tensor& t, bool full);
 
 // `fn` applied to the first `count` arguments, numbers or tensors: numbers
 // alone give a number (an int when all are ints and `fn` keeps ints), any

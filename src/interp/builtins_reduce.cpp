@@ -1,6 +1,7 @@
 // Reductions: sum, mean, prod, min, max, argmin, argmax, any, all. Over all
 // elements they give a number, along an axis a tensor.
 #include "interp/builtins_args.hpp"
+#include "interp/host_convert.hpp"
 #include "interp/host_ops.hpp"
 
 namespace zyntax {
@@ -8,6 +9,9 @@ namespace zyntax {
 namespace {
 
 Args reduction_args(const Invocation& inv) { return Args(inv, {{"x"}, {"axis", kOptional}, {"keepdims", kOptional}}); }
+
+// The host value of a reduction over all elements, or the tensor itself.
+Value scalar_or_tensor(const Tensor& t, bool full) { return full ? value_of_scalar(t.get(0)) : Value::of_tensor(t); }
 
 bool is_sequence(const Value& v) { return v.kind == Value::Kind::List || v.kind == Value::Kind::Tuple; }
 

@@ -72,8 +72,7 @@ Value ComputeRunner::run(const ast::Compute& c, Frame& frame, const std::vector<
     s.path = ast::path_text(e);
     s.span = e.span;
     s.rank = static_cast<int>(v.tensor.rank());
-    s.dtype = v.tensor.dtype();
-    for (int64_t d : v.tensor.shape()) s.extents.push_back(d);
+    s.dtype = v.tensor.dtype();  // sizes are not part of it: they are bound at launch
     sigs.push_back(std::move(s));
     tensors.push_back(v.tensor);
   }

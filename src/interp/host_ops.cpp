@@ -43,7 +43,11 @@ bool shape_too_large(const Shape& shape, DType element) {
 }
 
 Value value_of_scalar(const Scalar& s) {
-  if (is_float(s.dtype)) return Value::of_float(s.f);
+  if (is_float(s.dtype)) {  // an element of an f32 tensor prints as f32
+    Value v = Value::of_float(s.f);
+    v.dtype = s.dtype;
+    return v;
+  }
   if (is_bool(s.dtype)) return Value::of_bool(s.i != 0);
   return Value::of_int(s.as_int64());
 }

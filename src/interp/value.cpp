@@ -38,6 +38,7 @@ Value Value::of_float(double v) {
   Value x;
   x.kind = Kind::Float;
   x.f = v;
+  x.dtype = DType::F64;
   return x;
 }
 
@@ -151,7 +152,7 @@ std::string quoted(const std::string& s) {
 }
 
 // Lists and records are references, so a list may contain itself; such a
-// container, and anything nested deeper than kMaxDepth, shows as "...".
+// container, and anything nested deeper than kMaxDepth, shows as [...].
 constexpr size_t kMaxDepth = 256;
 
 class Displayer {
@@ -159,15 +160,15 @@ class Displayer {
   std::string show(const Value& v) {
     const void* container = container_of(v);
     if (!container) return to_display(v);
-    if (open_.size() >= kMaxDepth || std::find(open_.begin(), open_.end(), container) != open_.end()) return "...";
+    bool elide = open_.size() >= kMaxDepth || std::find(open_.begin(), open_.end(), container) != open_.end();
     open_.push_back(container);
     std::string out;
     if (v.kind == Value::Kind::List)
-      out = "[" + items(v) + "]";
+      out = "[" + (elide ? "..." : items(v)) + "]";
     else if (v.kind == Value::Kind::Tuple)
-      out = "(" + items(v) + (v.items->size() == 1 ? ",)" : ")");  // (1,) as in Python
+      out = "(" + (elide ? "..." : items(v) + (v.items->size() == 1 ? "," : "")) + ")";  // (1,) as in Python
     else
-      out = "{" + fields(v) + "}";
+      out = "{" + (elide ? "..." : fields(v)) + "}";
     open_.pop_back();
     return out;
   }
@@ -270,7 +271,7 @@ std::string to_display(const Value& v) {
     case Value::Kind::None: return "none";
     case Value::Kind::Bool: return v.b ? "true" : "false";
     case Value::Kind::Int: return std::to_string(v.i);
-    case Value::Kind::Float: return Scalar::of_float(v.f, DType::F64).str();
+    case Value::Kind::Float: return Scalar::of_float(v.f, is_float(v.dtype) ? v.dtype : DType::F64).str();
     case Value::Kind::Str: return v.s;
     case Value::Kind::Tensor: return format_tensor(v.tensor);
     case Value::Kind::List:

@@ -36,7 +36,7 @@ struct Value {
   int64_t i = 0;
   double f = 0;
   std::string s;  // Str; Builtin: the builtin's name
-  DType dtype = DType::F32;
+  DType dtype = DType::F32;  // DType values; for Float, the precision it prints with
   Tensor tensor;
   std::shared_ptr<std::vector<Value>> items;  // List and Tuple
   std::shared_ptr<RecordData> record;

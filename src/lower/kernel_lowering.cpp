@@ -7,7 +7,7 @@
 #include <set>
 
 #include "cir/passes/simplify.hpp"
-#include "cir/verifier.hpp"
+#include "cir/pass_manager.hpp"
 #include "lower/output_shape.hpp"
 #include "lower/parallel_loops.hpp"
 
@@ -1017,6 +1017,12 @@ class Lowering {
         axes.push_back(cir::AxisSel::at(cast_to(v, DType::I64).e));
       } else {
         Value lo = item.lo ? int_operand(*item.lo, "slice start") : Value{cir::IntImm::make(0), false};
+        // `q in 0..seq step 64` slicing `x[.., q:q + 64]` also binds seq to that axis.
+        if (input >= 0 && item.lo && item.lo->kind == ast::ExprKind::Name) {
+          Symbol* sym = lookup_local(ast::as<ast::Name>(*item.lo).name);
+          if (sym && sym->kind == SymKind::Loop)
+            sites_.push_back({static_cast<size_t>(input), static_cast<int>(k), sym, item.span});
+        }
         Value hi = item.hi ? int_operand(*item.hi, "slice end") : Value{};
         if (!lo.ok() || (item.hi && !hi.ok())) {
           ok = false;
@@ -1365,10 +1371,13 @@ class Lowering {
       Value v = int_operand(*annotations_.shared_bytes, "@shared size");
       if (v.ok()) k.hints.shared_bytes = cir::simplify(v.e);
     }
-    mark_parallel_loops(k);
-    k = cir::simplify(k);
-    cir::verify_or_throw(k, "lowering");
-    return k;
+    return cir::run_passes(std::move(k), "lowering",
+                           {{"mark_parallel_loops", [](const cir::Kernel& in) {
+                               cir::Kernel out = in;
+                               mark_parallel_loops(out);
+                               return out;
+                             }},
+                            {"simplify", [](const cir::Kernel& in) { return cir::simplify(in); }}});
   }
 
   void reset_scopes_for_hints() {

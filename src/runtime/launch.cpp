@@ -1,6 +1,7 @@
 #include "runtime/launch.hpp"
 
 #include "cir/hash.hpp"
+#include "cir/pass_manager.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
@@ -77,7 +78,8 @@ std::shared_ptr<const CompiledCompute::Specialized> CompiledCompute::specialize(
   auto it = specialized_.find(key);
   if (it != specialized_.end()) return it->second;
   auto s = std::make_shared<Specialized>();
-  s->kernel = cir::specialize(generic_, dims);
+  s->kernel = cir::run_passes(generic_, "generic kernel",
+                              {{"specialize", [&](const cir::Kernel& k) { return cir::specialize(k, dims); }}});
   s->hash = cir::hash_kernel(s->kernel);
   specialized_[key] = s;
   return s;

@@ -374,7 +374,11 @@ class Checker {
         const auto& n = ast::as<ast::Name>(e);
         if (const Symbol* s = lookup(n.name)) return s->type;
         if (is_builtin(n.name)) return StaticType::of(K::Builtin);
-        if (parse_dtype(n.name)) return StaticType::of(K::DType);
+        if (auto d = parse_dtype(n.name)) {
+          StaticType t = StaticType::of(K::DType);
+          t.dtype = d;
+          return t;
+        }
         if (n.name == "inf" || n.name == "nan" || n.name == "pi") return StaticType::of(K::Float);
         unknown_name(n);
         return {};
@@ -551,7 +555,10 @@ class Checker {
   StaticType builtin_result(const std::string& name, const std::vector<StaticType>& args,
                             const std::map<std::string, StaticType>& kwargs,
                             const std::vector<std::vector<StaticType>>& list_args) {
-    auto dtype_kw = [&]() -> std::optional<DType> { return kwargs.count("dtype") ? std::nullopt : std::optional<DType>(DType::F32); };
+    auto dtype_kw = [&]() -> std::optional<DType> {
+      auto it = kwargs.find("dtype");
+      return it == kwargs.end() ? std::optional<DType>(DType::F32) : it->second.dtype;
+    };
     auto shaped = [&](size_t arg) {
       if (arg >= args.size()) return StaticType::tensor(std::nullopt);
       if (args[arg].kind == K::Int) {
@@ -578,7 +585,7 @@ class Checker {
     if (name == "transpose" || name == "to_device" || name == "astype") {
       StaticType t = args.empty() ? StaticType::tensor(std::nullopt) : args[0];
       if (name == "transpose") std::reverse(t.extents.begin(), t.extents.end());
-      if (name == "astype") t.dtype.reset();
+      if (name == "astype") t.dtype = args.size() > 1 && args[1].kind == K::DType ? args[1].dtype : std::nullopt;
       return t;
     }
     if (name == "split") {

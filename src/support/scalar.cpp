@@ -1,5 +1,6 @@
 #include "support/scalar.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -254,14 +255,21 @@ std::string Scalar::str() const {
   if (is_unsigned_int(dtype)) return std::to_string(u);
   if (std::isnan(f)) return "nan";
   if (std::isinf(f)) return f > 0 ? "inf" : "-inf";
-  // Shortest decimal that reads back to the same value in this dtype.
+  // The shortest decimal that reads back to the same value in this dtype,
+  // in plain notation unless the exponent notation is shorter.
   char buf[64];
-  for (int prec = 1; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, f);
-    double back = std::strtod(buf, nullptr);
-    if (round_to_float_type(back, dtype) == f) break;
+  std::to_chars_result r;
+  if (dtype == DType::F64) {
+    r = std::to_chars(buf, buf + sizeof buf, f);
+  } else if (dtype == DType::F32) {
+    r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(f));
+  } else {
+    for (int prec = 1;; ++prec) {  // f16/bf16: fewest digits that round back
+      r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(f), std::chars_format::general, prec);
+      if (prec >= 9 || round_to_float_type(std::strtod(std::string(buf, r.ptr).c_str(), nullptr), dtype) == f) break;
+    }
   }
-  std::string s = buf;
+  std::string s(buf, r.ptr);
   if (s.find_first_of(".eni") == std::string::npos) s += ".0";
   return s;
 }

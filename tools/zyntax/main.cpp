@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cir/pass_manager.hpp"
 #include "cir/printer.hpp"
 #include "driver/session.hpp"
 #include "interp/host_interpreter.hpp"
@@ -106,12 +107,14 @@ int main(int argc, char** argv) {
 
   std::string path, device = "auto", emit, output;
   uint64_t seed = 0;
+  bool print_passes = false;
 
   CLI::App* run = app.add_subcommand("run", "Run a program: its host code and every compute block in it");
   run->add_option("file", path, "The .zynml program")->required();
   run->add_option("--device", device, "Where compute blocks run by default: auto, cpu, cpu:reference")
       ->capture_default_str();
   run->add_option("--seed", seed, "Seed of rand()/randn() calls that give none")->capture_default_str();
+  run->add_flag("--print-passes", print_passes, "Print each kernel's CIR after every pass to standard error");
 
   CLI::App* check = app.add_subcommand("check", "Parse and type-check a program without running it");
   check->add_option("file", path, "The .zynml program")->required();
@@ -120,6 +123,7 @@ int main(int argc, char** argv) {
   compile->add_option("file", path, "The .zynml program")->required();
   compile->add_option("--emit", emit, "What to print: ast or cir")->required()->check(CLI::IsMember({"ast", "cir"}));
   compile->add_option("-o,--output", output, "Write to this file instead of standard output");
+  compile->add_flag("--print-passes", print_passes, "Print each kernel's CIR after every pass to standard error");
 
   CLI::App* devices = app.add_subcommand("devices", "List the devices compute blocks can run on");
 
@@ -129,6 +133,7 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kOk : kUsageError;
   }
+  if (print_passes) cir::set_pass_log(&std::cerr);
   if (run->parsed()) return run_command(path, device, seed);
   if (check->parsed()) return check_command(path);
   if (compile->parsed()) return compile_command(path, emit, output);

@@ -1,0 +1,664 @@
+#!/usr/bin/python3
+"""End-to-end tests of zyntax on the ZynML programs in this directory.
+
+Each program loads its inputs from .npy files in the current directory and
+saves its outputs with save(). For every case this runner makes random inputs
+with NumPy, writes them into a fresh temporary directory, runs
+
+    zyntax run <absolute path to the program>      (cwd = that directory)
+
+checks the exit status, loads the outputs and compares them with a reference
+computed independently in NumPy (never by running zyntax).
+
+    /usr/bin/python3 tests/programs/run_programs.py [--zyntax PATH] [-k SUBSTR]
+
+Exit status: 0 when every selected case passes, 1 otherwise.
+"""
+
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+DEFAULT_ZYNTAX = os.path.join(ROOT, "build", "zyntax")
+TIMEOUT_S = 120
+
+F32 = np.float32
+F64 = np.float64
+BAD_OUTPUT = ("Segmentation", "AddressSanitizer", "terminate called", "Aborted",
+              "runtime error:", "LeakSanitizer")
+
+
+# ---------------------------------------------------------------------------
+# Cases
+# ---------------------------------------------------------------------------
+
+class Case:
+    """One run of one program.
+
+    inputs:   {file stem: ndarray}, written as <stem>.npy
+    expected: {file stem: ndarray}, compared with <stem>.npy after the run;
+              the expected dtype is the ndarray's dtype
+    tol:      {file stem: (rtol, atol)} or one (rtol, atol) for all outputs;
+              None means exact equality
+    """
+
+    def __init__(self, program, label, inputs, expected, tol, args=(),
+                 stdout_has=(), stdout_check=None, cwd_files=None):
+        self.program = program
+        self.label = label
+        self.inputs = inputs
+        self.expected = expected
+        self.tol = tol
+        self.args = list(args)
+        self.stdout_has = list(stdout_has)
+        self.stdout_check = stdout_check
+        self.name = "%s[%s]" % (program, label)
+
+    def tol_for(self, stem):
+        if isinstance(self.tol, dict):
+            return self.tol.get(stem, (1e-5, 1e-6))
+        return self.tol
+
+
+CASES = []
+
+
+def add(program, label, inputs, expected, tol, **kw):
+    CASES.append(Case(program, label, inputs, expected, tol, **kw))
+
+
+def rng_for(*key):
+    """A deterministic generator per case, so failures are reproducible."""
+    seed = 0
+    for part in key:
+        for ch in str(part):
+            seed = (seed * 131 + ord(ch)) % (2 ** 32)
+    return np.random.default_rng(seed)
+
+
+def randn(rng, shape, dtype=F32, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+# Tolerances
+ELEMENTWISE = (1e-5, 1e-6)
+REDUCTION = (1e-4, 1e-5)
+MATMUL = (1e-4, 1e-4)
+EXACT = None
+
+
+# ---------------------------------------------------------------------------
+# NumPy references (computed in float64, cast to the expected dtype)
+# ---------------------------------------------------------------------------
+
+def ref_relu(x):
+    return np.maximum(x.astype(F64), 0.0).astype(x.dtype)
+
+
+def ref_mul_add(x, y):
+    return (x.astype(F64) * y.astype(F64) + 1.0).astype(x.dtype)
+
+
+def ref_gelu(x):
+    v = x.astype(F64)
+    return (v * 0.5 * (1.0 + np.tanh(0.7978845608 * (v + 0.044715 * v ** 3)))).astype(x.dtype)
+
+
+def ref_softmax(x, axis=-1):
+    v = x.astype(F64)
+    m = np.max(v, axis=axis, keepdims=True)
+    e = np.exp(v - m)
+    return (e / np.sum(e, axis=axis, keepdims=True)).astype(x.dtype)
+
+
+def ref_layer_norm(x, gamma, beta, eps):
+    v = x.astype(F64)
+    mean = v.mean(axis=-1, keepdims=True)
+    var = ((v - mean) ** 2).mean(axis=-1, keepdims=True)
+    return ((v - mean) / np.sqrt(var + eps) * gamma + beta).astype(x.dtype)
+
+
+def ref_conv2d(inp, kernel, bias, stride, padding):
+    x = inp.astype(F64)
+    w = kernel.astype(F64)
+    batch, in_c, in_h, in_w = x.shape
+    out_c, _, kh, kw = w.shape
+    xp = np.zeros((batch, in_c, in_h + 2 * padding, in_w + 2 * padding))
+    xp[:, :, padding:padding + in_h, padding:padding + in_w] = x
+    out_h = (in_h + 2 * padding - kh) // stride + 1
+    out_w = (in_w + 2 * padding - kw) // stride + 1
+    out = np.zeros((batch, out_c, out_h, out_w))
+    for oh in range(out_h):
+        for ow in range(out_w):
+            patch = xp[:, :, oh * stride:oh * stride + kh, ow * stride:ow * stride + kw]
+            out[:, :, oh, ow] = np.einsum("bchw,ochw->bo", patch, w)
+    out += bias.astype(F64)[None, :, None, None]
+    return out.astype(inp.dtype)
+
+
+def ref_conv2d_depthwise(inp, kernel):
+    x = inp.astype(F64)
+    w = kernel.astype(F64)
+    batch, ch, in_h, in_w = x.shape
+    _, kh, kw = w.shape
+    out_h, out_w = in_h - kh + 1, in_w - kw + 1
+    out = np.zeros((batch, ch, out_h, out_w))
+    for i in range(kh):
+        for j in range(kw):
+            out += x[:, :, i:i + out_h, j:j + out_w] * w[None, :, i, j, None, None]
+    return out.astype(inp.dtype)
+
+
+def ref_attention(Q, K, V, mask=None):
+    """softmax(Q K^T / sqrt(d)) V over the seq axis (axis 2) of [b, h, s, d]."""
+    q, k, v = (t.astype(F64) for t in (Q, K, V))
+    scores = np.einsum("bhid,bhjd->bhij", q, k) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = np.where(mask[None, None], scores, -np.inf)
+    m = scores.max(axis=-1, keepdims=True)
+    e = np.exp(scores - m)
+    p = e / e.sum(axis=-1, keepdims=True)
+    return np.einsum("bhij,bhjd->bhid", p, v).astype(Q.dtype)
+
+
+def ref_rope(x, cos_cache, sin_cache):
+    v = x.astype(F64)
+    c = cos_cache.astype(F64)[None, None]
+    s = sin_cache.astype(F64)[None, None]
+    x0, x1 = v[..., 0::2], v[..., 1::2]
+    out = np.empty_like(v)
+    out[..., 0::2] = x0 * c - x1 * s
+    out[..., 1::2] = x0 * s + x1 * c
+    return out.astype(x.dtype)
+
+
+# ---------------------------------------------------------------------------
+# Programs
+# ---------------------------------------------------------------------------
+
+VECTOR_SIZES = [1, 3, 17, 127, 1000]
+
+
+def define_elementwise():
+    for n in VECTOR_SIZES:
+        r = rng_for("relu", n)
+        x = randn(r, (n,))
+        add("relu", "n=%d" % n, {"x": x}, {"y": ref_relu(x)}, ELEMENTWISE)
+    # the same program with an explicit default device
+    x = randn(rng_for("relu-dev"), (33,))
+    for dev in ("cpu", "cpu:reference", "auto"):
+        add("relu", "n=33,--device %s" % dev, {"x": x}, {"y": ref_relu(x)}, ELEMENTWISE,
+            args=["--device", dev])
+    # NaN and infinities propagate as in NumPy (np.maximum propagates NaN)
+    x = np.array([np.nan, -1.0, np.inf, -np.inf, 0.0, 2.5, -0.0, np.nan], dtype=F32)
+    add("relu", "nan/inf", {"x": x}, {"y": ref_relu(x)}, ELEMENTWISE)
+    # f64 in, f64 out
+    x = randn(rng_for("relu64"), (17,), F64)
+    add("relu", "f64 n=17", {"x": x}, {"y": ref_relu(x)}, (1e-12, 0.0))
+
+    for n in VECTOR_SIZES:
+        r = rng_for("mul_add", n)
+        x, y = randn(r, (n,)), randn(r, (n,))
+        add("mul_add", "n=%d" % n, {"x": x, "y": y}, {"z": ref_mul_add(x, y)}, ELEMENTWISE)
+    x = np.array([np.nan, 1.0, np.inf, np.inf, -np.inf, 0.0, 2.0, 3e38], dtype=F32)
+    y = np.array([1.0, np.nan, 2.0, 0.0, 2.0, np.inf, -np.inf, 10.0], dtype=F32)
+    with np.errstate(all="ignore"):
+        add("mul_add", "nan/inf", {"x": x, "y": y}, {"z": ref_mul_add(x, y)}, ELEMENTWISE)
+    for n in (1, 17, 127):
+        r = rng_for("mul_add64", n)
+        x, y = randn(r, (n,), F64), randn(r, (n,), F64)
+        add("mul_add", "f64 n=%d" % n, {"x": x, "y": y}, {"z": ref_mul_add(x, y)}, (1e-12, 1e-14))
+
+    for rows, cols in [(1, 1), (3, 5), (17, 1), (1, 17), (16, 16), (31, 7)]:
+        r = rng_for("broadcast", rows, cols)
+        m, v = randn(r, (rows, cols)), randn(r, (cols,))
+        expected = (m.astype(F64) * v.astype(F64)[None, :]).astype(F32)
+        add("broadcast", "%dx%d" % (rows, cols), {"matrix": m, "vector": v},
+            {"scaled": expected}, ELEMENTWISE)
+
+    for n in VECTOR_SIZES:
+        r = rng_for("gelu", n)
+        x = randn(r, (n,), scale=2.0)
+        add("gelu", "n=%d" % n, {"x": x}, {"activated": ref_gelu(x)}, ELEMENTWISE)
+    x = np.array([-10.0, -3.0, -1e-3, 0.0, 1e-3, 3.0, 10.0], dtype=F32)
+    add("gelu", "edges", {"x": x}, {"activated": ref_gelu(x)}, ELEMENTWISE)
+
+
+def define_reductions():
+    for n in VECTOR_SIZES:
+        r = rng_for("reduce", n)
+        data = randn(r, (n,))
+        d64 = data.astype(F64)
+        add("reduce_sum", "n=%d" % n, {"data": data},
+            {"sum": np.array(d64.sum(), dtype=F32)}, REDUCTION)
+        add("reduce_max", "n=%d" % n, {"data": data},
+            {"max_val": np.array(data.max(), dtype=F32)}, EXACT)
+        add("norm", "n=%d" % n, {"data": data},
+            {"norm": np.array(np.sqrt((d64 * d64).sum()), dtype=F32)}, REDUCTION)
+        add("argmax", "n=%d" % n, {"data": data},
+            {"max_idx": np.array(np.argmax(data), dtype=np.int64)}, EXACT)
+    # the maximum at either end
+    data = np.arange(10, dtype=F32)
+    add("argmax", "last", {"data": data}, {"max_idx": np.array(9, dtype=np.int64)}, EXACT)
+    add("argmax", "first", {"data": data[::-1].copy()}, {"max_idx": np.array(0, dtype=np.int64)}, EXACT)
+    data = np.full(8, -np.inf, dtype=F32)
+    add("reduce_max", "all -inf", {"data": data}, {"max_val": np.array(-np.inf, dtype=F32)}, EXACT)
+
+    # NaN / inf propagation (NumPy semantics)
+    specials = {
+        "nan middle": np.array([1.0, 5.0, np.nan, 2.0, -3.0], dtype=F32),
+        "nan first": np.array([np.nan, 1.0, 2.0], dtype=F32),
+        "nan last": np.array([1.0, 2.0, np.nan], dtype=F32),
+        "+inf": np.array([1.0, np.inf, 2.0], dtype=F32),
+        "-inf": np.array([-np.inf, -1.0, -2.0], dtype=F32),
+        "+inf,-inf": np.array([np.inf, 1.0, -np.inf], dtype=F32),
+    }
+    with np.errstate(all="ignore"):
+        for label, data in specials.items():
+            add("reduce_max", label, {"data": data}, {"max_val": np.array(np.max(data), dtype=F32)}, EXACT)
+            add("reduce_sum", label, {"data": data},
+                {"sum": np.array(np.sum(data.astype(F64)), dtype=F32)}, REDUCTION)
+
+    # f64 stays f64
+    data = randn(rng_for("reduce64"), (127,), F64)
+    add("reduce_sum", "f64 n=127", {"data": data}, {"sum": np.array(data.sum(), dtype=F64)}, (1e-12, 1e-12))
+
+    for rows, cols in [(1, 1), (3, 5), (17, 1), (1, 127), (40, 33)]:
+        r = rng_for("row_sums", rows, cols)
+        m = randn(r, (rows, cols))
+        add("row_sums", "%dx%d" % (rows, cols), {"matrix": m},
+            {"row_sums": m.astype(F64).sum(axis=1).astype(F32)}, REDUCTION)
+
+
+def define_matrix():
+    for M, K, N in [(1, 1, 1), (3, 5, 7), (17, 1, 9), (1, 31, 1), (16, 16, 16), (33, 60, 17), (60, 60, 60)]:
+        r = rng_for("matmul", M, K, N)
+        A, B = randn(r, (M, K)), randn(r, (K, N))
+        C = (A.astype(F64) @ B.astype(F64)).astype(F32)
+        add("matmul", "%dx%dx%d" % (M, K, N), {"A": A, "B": B}, {"C": C}, MATMUL)
+    r = rng_for("matmul-ref")
+    A, B = randn(r, (9, 13)), randn(r, (13, 5))
+    add("matmul", "9x13x5,--device cpu:reference", {"A": A, "B": B},
+        {"C": (A.astype(F64) @ B.astype(F64)).astype(F32)}, MATMUL, args=["--device", "cpu:reference"])
+    A, B = randn(r, (9, 13), F64), randn(r, (13, 5), F64)
+    add("matmul", "f64 9x13x5", {"A": A, "B": B}, {"C": A @ B}, (1e-12, 1e-12))
+
+    for batch, M, K, N in [(1, 1, 1, 1), (1, 3, 5, 7), (3, 17, 4, 9), (2, 16, 16, 16), (5, 7, 33, 3)]:
+        r = rng_for("bmm", batch, M, K, N)
+        A, B = randn(r, (batch, M, K)), randn(r, (batch, K, N))
+        C = np.einsum("bik,bkj->bij", A.astype(F64), B.astype(F64)).astype(F32)
+        add("batched_matmul", "%dx%dx%dx%d" % (batch, M, K, N), {"A": A, "B": B}, {"C": C}, MATMUL)
+
+
+def define_conv():
+    # (batch, in_c, out_c, in_h, in_w, kh, kw, stride, padding)
+    for shape in [(1, 1, 1, 5, 5, 3, 3, 1, 0),
+                  (1, 1, 1, 1, 1, 1, 1, 1, 0),
+                  (2, 3, 4, 7, 9, 3, 3, 1, 1),
+                  (1, 2, 3, 8, 8, 3, 3, 2, 1),
+                  (3, 2, 5, 9, 6, 2, 3, 2, 2),
+                  (2, 3, 2, 17, 11, 5, 5, 3, 2),
+                  (1, 1, 2, 3, 3, 3, 3, 1, 2)]:
+        batch, ic, oc, ih, iw, kh, kw, stride, padding = shape
+        r = rng_for("conv2d", *shape)
+        inp = randn(r, (batch, ic, ih, iw))
+        kern = randn(r, (oc, ic, kh, kw))
+        bias = randn(r, (oc,))
+        params = np.array([stride, padding], dtype=np.int64)
+        label = "b%d ic%d oc%d %dx%d k%dx%d s%d p%d" % shape
+        add("conv2d", label, {"input": inp, "kernel": kern, "bias": bias, "params": params},
+            {"output": ref_conv2d(inp, kern, bias, stride, padding)}, MATMUL)
+
+    for batch, ch, ih, iw, kh, kw in [(1, 1, 3, 3, 3, 3), (1, 1, 1, 1, 1, 1), (2, 3, 7, 9, 3, 3),
+                                      (1, 4, 17, 5, 2, 5), (3, 2, 8, 8, 1, 1)]:
+        r = rng_for("dw", batch, ch, ih, iw, kh, kw)
+        inp = randn(r, (batch, ch, ih, iw))
+        kern = randn(r, (ch, kh, kw))
+        add("conv2d_depthwise", "b%d c%d %dx%d k%dx%d" % (batch, ch, ih, iw, kh, kw),
+            {"input": inp, "kernel": kern}, {"output": ref_conv2d_depthwise(inp, kern)}, MATMUL)
+
+
+def make_mask(r, seq, kind):
+    if kind == "causal":
+        return np.tril(np.ones((seq, seq), dtype=bool))
+    if kind == "full":
+        return np.ones((seq, seq), dtype=bool)
+    # random, but every row keeps at least one key (its diagonal)
+    m = r.random((seq, seq)) < 0.6
+    np.fill_diagonal(m, True)
+    return m
+
+
+def define_attention():
+    for batch, heads, seq, hd, kind in [(1, 1, 1, 1, "full"), (1, 1, 3, 4, "causal"),
+                                        (2, 3, 17, 8, "random"), (1, 2, 40, 16, "causal"),
+                                        (3, 1, 9, 5, "full")]:
+        r = rng_for("attention", batch, heads, seq, hd, kind)
+        Q, K, V = (randn(r, (batch, heads, seq, hd)) for _ in range(3))
+        mask = make_mask(r, seq, kind)
+        add("attention", "b%d h%d s%d d%d %s" % (batch, heads, seq, hd, kind),
+            {"Q": Q, "K": K, "V": V, "mask": mask}, {"attn": ref_attention(Q, K, V, mask)}, MATMUL)
+
+    for program, shapes in [
+        ("flash_attention", [(1, 1, 1, 4), (1, 2, 3, 8), (2, 2, 17, 16), (1, 1, 64, 8),
+                             (1, 2, 70, 8), (2, 1, 40, 5)]),
+        ("flash_attention_b16", [(1, 1, 1, 4), (1, 1, 16, 8), (2, 2, 17, 16), (1, 3, 33, 8),
+                                 (2, 1, 40, 5), (1, 1, 48, 4)]),
+    ]:
+        for batch, heads, seq, hd in shapes:
+            r = rng_for(program, batch, heads, seq, hd)
+            Q, K, V = (randn(r, (batch, heads, seq, hd)) for _ in range(3))
+            add(program, "b%d h%d s%d d%d" % (batch, heads, seq, hd),
+                {"Q": Q, "K": K, "V": V}, {"attn": ref_attention(Q, K, V)}, MATMUL)
+
+
+def define_fused():
+    for n in VECTOR_SIZES:
+        r = rng_for("softmax", n)
+        x = randn(r, (n,), scale=3.0)
+        add("softmax", "n=%d" % n, {"logits": x}, {"probs": ref_softmax(x)}, REDUCTION)
+    x = np.array([1000.0, 999.0, -1000.0, 0.0], dtype=F32)   # needs the max shift
+    add("softmax", "large", {"logits": x}, {"probs": ref_softmax(x)}, REDUCTION)
+    x = np.array([1.0, -np.inf, 2.0], dtype=F32)
+    add("softmax", "-inf entry", {"logits": x}, {"probs": ref_softmax(x)}, REDUCTION)
+
+    for rows, cols in [(1, 1), (3, 5), (17, 1), (1, 127), (40, 33)]:
+        r = rng_for("softmax_rows", rows, cols)
+        x = randn(r, (rows, cols), scale=3.0)
+        add("softmax_rows", "%dx%d" % (rows, cols), {"logits": x}, {"probs": ref_softmax(x, axis=1)},
+            REDUCTION)
+    x = np.array([[1000.0, 999.0, 0.0], [-1000.0, -1001.0, -1002.0]], dtype=F32)
+    add("softmax_rows", "large", {"logits": x}, {"probs": ref_softmax(x, axis=1)}, REDUCTION)
+
+    for batch, hidden in [(1, 1), (1, 3), (3, 17), (5, 127), (2, 64)]:
+        r = rng_for("layer_norm", batch, hidden)
+        x = randn(r, (batch, hidden), scale=2.0) + F32(0.5)
+        gamma = (1.0 + 0.1 * randn(r, (hidden,))).astype(F32)
+        beta = (0.1 * randn(r, (hidden,))).astype(F32)
+        add("layer_norm", "%dx%d" % (batch, hidden), {"x": x, "gamma": gamma, "beta": beta},
+            {"normalized": ref_layer_norm(x, gamma, beta, 1e-5)}, REDUCTION)
+
+    for batch, heads, seq, hd in [(1, 1, 1, 2), (1, 2, 3, 4), (2, 3, 17, 8), (1, 1, 5, 64), (3, 2, 7, 6)]:
+        r = rng_for("rope", batch, heads, seq, hd)
+        x = randn(r, (batch, heads, seq, hd))
+        angles = r.random((seq, hd // 2)) * 2 * np.pi
+        cos_cache, sin_cache = np.cos(angles).astype(F32), np.sin(angles).astype(F32)
+        add("rope", "b%d h%d s%d d%d" % (batch, heads, seq, hd),
+            {"x": x, "cos_cache": cos_cache, "sin_cache": sin_cache},
+            {"rotated": ref_rope(x, cos_cache, sin_cache)}, ELEMENTWISE)
+
+
+def define_devices():
+    for rows, cols in [(1, 1), (3, 5), (17, 4)]:
+        r = rng_for("device", rows, cols)
+        x = randn(r, (rows, cols))
+        x64 = x.astype(F64)
+        add("device", "%dx%d" % (rows, cols), {"x": x},
+            {"cpu_result": ref_relu(x), "auto_result": (x64 @ x64.T).astype(F32)},
+            {"cpu_result": ELEMENTWISE, "auto_result": MATMUL},
+            stdout_has=["first device: cpu cpu", "cpu_result on: cpu"])
+        add("device_config", "%dx%d" % (rows, cols), {"x": x}, {"doubled": (x64 * 2).astype(F32)},
+            ELEMENTWISE, stdout_has=["doubled on: cpu"])
+
+    for n in (1, 17, 127):
+        r = rng_for("async", n)
+        x, y = randn(r, (n,)), randn(r, (n,))
+        x64, y64 = x.astype(F64), y.astype(F64)
+        add("async", "n=%d" % n, {"x": x, "y": y},
+            {"result": ref_mul_add(x, y), "relu": ref_relu(x),
+             "total": np.array(y64.sum(), dtype=F32), "diff": (x64 - y64).astype(F32)},
+            {"result": ELEMENTWISE, "relu": ELEMENTWISE, "total": REDUCTION, "diff": ELEMENTWISE})
+
+    for rows, cols in [(1, 1), (3, 5), (17, 4)]:
+        r = rng_for("memory", rows, cols)
+        x = randn(r, (rows, cols))
+        add("memory", "%dx%d" % (rows, cols), {"x": x},
+            {"copy": x, "back": (x.astype(F64) * 0.5).astype(F32),
+             # allocate() makes a tensor of the right shape and dtype; its
+             # contents are not compared
+             "buffer": np.zeros((rows, cols), F32), "pinned": np.zeros((cols, rows), F32)},
+            {"copy": EXACT, "back": ELEMENTWISE, "buffer": "shape", "pinned": "shape"},
+            stdout_has=["buffer: [%d, %d] f32 cpu" % (rows, cols), "pinned: [%d, %d] f32 cpu" % (cols, rows)])
+
+
+# --- the transformer example ------------------------------------------------
+
+TB_NUM_HEADS = 4     # num_heads in examples/transformer_block.zynml
+TB_HIDDEN = 64       # hidden_size in examples/transformer_block.zynml
+TB_WEIGHTS = ["qkv_proj", "out_proj", "ln1_weight", "ln1_bias", "ffn_up", "ffn_down",
+              "ln2_weight", "ln2_bias"]
+
+
+def ref_transformer_block(x, w):
+    """The example's block in NumPy: attention over seq per (batch, head)."""
+    x = x.astype(F64)
+    w = {k: v.astype(F64) for k, v in w.items()}
+    batch, seq, hidden = x.shape
+    head_dim = hidden // TB_NUM_HEADS
+
+    def layer_norm(v, gamma, beta):
+        mean = v.mean(axis=-1, keepdims=True)
+        var = (v * v).mean(axis=-1, keepdims=True) - mean * mean
+        return (v - mean) / np.sqrt(var + 1e-6) * gamma + beta
+
+    qkv = x @ w["qkv_proj"]
+    q, k, v = np.split(qkv, 3, axis=-1)
+    # [batch, seq, heads, head_dim] -> [batch, heads, seq, head_dim]
+    q, k, v = (t.reshape(batch, seq, TB_NUM_HEADS, head_dim).transpose(0, 2, 1, 3) for t in (q, k, v))
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(head_dim)
+    scores -= scores.max(axis=-1, keepdims=True)
+    p = np.exp(scores)
+    p /= p.sum(axis=-1, keepdims=True)
+    attn = (p @ v).transpose(0, 2, 1, 3).reshape(batch, seq, hidden)
+    projected = attn @ w["out_proj"]
+    normed = layer_norm(x + projected, w["ln1_weight"], w["ln1_bias"])
+    up = normed @ w["ffn_up"]
+    up = up * 0.5 * (1.0 + np.tanh(0.7978845608 * (up + 0.044715 * up ** 3)))
+    ffn = up @ w["ffn_down"]
+    return layer_norm(normed + ffn, w["ln2_weight"], w["ln2_bias"])
+
+
+def define_transformer():
+    for batch, seq in [(2, 24), (1, 1), (3, 17), (1, 40)]:
+        r = rng_for("transformer", batch, seq)
+        x = randn(r, (batch, seq, TB_HIDDEN))
+        # expected output depends on the weights, which the program saves:
+        # it is computed after the run (see check_transformer)
+        add("transformer", "b%d s%d" % (batch, seq), {"x": x}, {}, MATMUL,
+            stdout_check=None)
+
+
+def check_transformer(case, tmp):
+    weights = {}
+    for name in TB_WEIGHTS:
+        path = os.path.join(tmp, name + ".npy")
+        if not os.path.exists(path):
+            raise AssertionError("weight %s.npy was not saved" % name)
+        weights[name] = np.load(path)
+    h, h3, f = TB_HIDDEN, 3 * TB_HIDDEN, 4 * TB_HIDDEN
+    shapes = {"qkv_proj": (h, h3), "out_proj": (h, h), "ln1_weight": (h,), "ln1_bias": (h,),
+              "ffn_up": (h, f), "ffn_down": (f, h), "ln2_weight": (h,), "ln2_bias": (h,)}
+    for name, shp in shapes.items():
+        if weights[name].shape != shp:
+            raise AssertionError("weight %s has shape %s, expected %s" % (name, weights[name].shape, shp))
+    x = case.inputs["x"]
+    expected = ref_transformer_block(x, weights).astype(F32)
+    actual = load_output(tmp, "y")
+    compare("y", actual, expected, MATMUL)
+
+
+def check_example(stdout):
+    if "output shape: [2, 24, 64]" not in stdout:
+        raise AssertionError("stdout lacks 'output shape: [2, 24, 64]'")
+    m = re.search(r"^checksum:\s*(\S+)\s*$", stdout, re.M)
+    if not m:
+        raise AssertionError("stdout lacks a 'checksum: <number>' line")
+    try:
+        value = float(m.group(1))
+    except ValueError:
+        raise AssertionError("checksum %r is not a number" % m.group(1))
+    if not math.isfinite(value):
+        raise AssertionError("checksum %r is not finite" % m.group(1))
+
+
+def define_example():
+    add("../../examples/transformer_block", "example", {}, {}, None, stdout_check=check_example)
+
+
+# ---------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------
+
+def load_output(tmp, stem):
+    path = os.path.join(tmp, stem + ".npy")
+    if not os.path.exists(path):
+        raise AssertionError("output %s.npy was not written" % stem)
+    try:
+        return np.load(path, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001
+        raise AssertionError("output %s.npy cannot be read by NumPy: %s" % (stem, e))
+
+
+def compare(stem, actual, expected, tol):
+    if actual.shape != expected.shape:
+        raise AssertionError("%s: shape %s, expected %s" % (stem, actual.shape, expected.shape))
+    if actual.dtype != expected.dtype:
+        raise AssertionError("%s: dtype %s, expected %s" % (stem, actual.dtype, expected.dtype))
+    if tol == "shape":
+        return
+    try:
+        if tol is None:
+            np.testing.assert_array_equal(actual, expected, err_msg=stem, strict=False)
+        else:
+            rtol, atol = tol
+            np.testing.assert_allclose(actual.astype(F64), expected.astype(F64), rtol=rtol, atol=atol,
+                                       equal_nan=True, err_msg=stem)
+    except AssertionError as e:
+        raise AssertionError(summarize(str(e), actual, expected))
+
+
+def summarize(msg, actual, expected):
+    lines = [l for l in msg.strip().splitlines() if l.strip()]
+    msg = "\n".join(lines[:12])
+    if actual.size <= 12:
+        msg += "\n  actual:   %s\n  expected: %s" % (np.array2string(actual.ravel(), precision=7),
+                                                      np.array2string(expected.ravel(), precision=7))
+    return msg
+
+
+def program_path(program):
+    return os.path.normpath(os.path.join(HERE, program + ".zynml"))
+
+
+def run_case(zyntax, case):
+    """Returns (ok, message, seconds)."""
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="zyntax_prog_") as tmp:
+        for stem, arr in case.inputs.items():
+            np.save(os.path.join(tmp, stem + ".npy"), arr)
+        cmd = [zyntax, "run", program_path(case.program)] + case.args
+        try:
+            p = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return False, "timed out after %ds: %s" % (TIMEOUT_S, " ".join(cmd)), time.time() - t0
+        out = p.stdout.decode("utf-8", "replace")
+        err = p.stderr.decode("utf-8", "replace")
+        try:
+            for bad in BAD_OUTPUT:
+                if bad in err or bad in out:
+                    raise AssertionError("output contains %r" % bad)
+            if p.returncode != 0:
+                raise AssertionError("exit status %d" % p.returncode)
+            for want in case.stdout_has:
+                if want not in out:
+                    raise AssertionError("stdout lacks %r" % want)
+            if case.stdout_check:
+                case.stdout_check(out)
+            for stem, expected in case.expected.items():
+                compare(stem, load_output(tmp, stem), expected, case.tol_for(stem))
+            if case.program == "transformer":
+                check_transformer(case, tmp)
+        except AssertionError as e:
+            detail = str(e)
+            tail = (err.strip() or out.strip())
+            if tail:
+                tail = "\n".join(tail.splitlines()[-15:])
+                detail += "\n  --- zyntax output ---\n  " + tail.replace("\n", "\n  ")
+            detail += "\n  command: (cd %s && %s)" % ("<tmp with inputs>", " ".join(cmd))
+            return False, detail, time.time() - t0
+        except Exception:  # noqa: BLE001 - a bug in this runner
+            return False, "runner error:\n" + traceback.format_exc(), time.time() - t0
+    return True, "", time.time() - t0
+
+
+def define_all():
+    define_elementwise()
+    define_reductions()
+    define_matrix()
+    define_conv()
+    define_attention()
+    define_fused()
+    define_devices()
+    define_transformer()
+    define_example()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--zyntax", default=DEFAULT_ZYNTAX, help="the zyntax binary (default: build/zyntax)")
+    ap.add_argument("-k", action="append", default=[], metavar="SUBSTRING",
+                    help="only cases whose name (program[label]) contains SUBSTRING; may repeat")
+    ap.add_argument("-j", type=int, default=min(2, os.cpu_count() or 1), help="parallel runs")
+    ap.add_argument("-v", action="store_true", help="print passing cases too")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = ap.parse_args()
+
+    zyntax = os.path.abspath(args.zyntax)
+    if not os.access(zyntax, os.X_OK):
+        print("error: zyntax binary not found: %s" % zyntax, file=sys.stderr)
+        return 2
+    define_all()
+    cases = [c for c in CASES if not args.k or any(k in c.name for k in args.k)]
+    if args.list:
+        for c in cases:
+            print(c.name)
+        return 0
+    if not cases:
+        print("error: no case matches %s" % args.k, file=sys.stderr)
+        return 2
+
+    t0 = time.time()
+    failures = []
+    with ThreadPoolExecutor(max_workers=max(1, args.j)) as pool:
+        results = pool.map(lambda c: (c, run_case(zyntax, c)), cases)
+        for case, (ok, msg, secs) in results:
+            if ok:
+                if args.v:
+                    print("PASS %-55s %6.2fs" % (case.name, secs))
+            else:
+                failures.append(case)
+                print("FAIL %-55s %6.2fs\n  %s" % (case.name, secs, msg.replace("\n", "\n  ")))
+            sys.stdout.flush()
+    total = time.time() - t0
+    print("\n%d of %d cases passed in %.1fs" % (len(cases) - len(failures), len(cases), total))
+    if failures:
+        progs = sorted(set(c.program for c in failures))
+        print("failing programs: %s" % ", ".join(progs))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
