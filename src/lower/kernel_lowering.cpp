@@ -137,7 +137,6 @@ class Lowering {
 
   int implied_rank(const std::string& path) {
     int best = 1;
-    std::vector<const ast::Expr*> stack;
     visit_exprs(*node_.body, [&](const ast::Expr& e) {
       if (e.kind == ast::ExprKind::Index && ast::path_text(*ast::as<ast::Index>(e).base) == path)
         best = std::max(best, static_cast<int>(ast::as<ast::Index>(e).items.size()));
@@ -518,7 +517,7 @@ class Lowering {
       const auto& idx = ast::as<ast::Index>(target);
       std::string base = ast::path_text(*idx.base);
       if (base == "out" && !lookup_local("out")) {
-        std::vector<cir::AxisSel> axes = lower_items(idx, -1, nullptr);
+        std::vector<cir::AxisSel> axes = lower_items(idx, -1);
         if (axes.size() != idx.items.size()) return;
         Value current;
         if (a.op != ast::AssignOp::Set) current = read_buffer("out", out_type(), axes, target.span);
@@ -527,7 +526,7 @@ class Lowering {
       }
       Symbol* sym = base.empty() ? nullptr : lookup_local(base);
       if (sym && (sym->kind == SymKind::Shared || (sym->is_mutable && !sym->type.is_scalar()))) {
-        std::vector<cir::AxisSel> axes = lower_items(idx, -1, nullptr);
+        std::vector<cir::AxisSel> axes = lower_items(idx, -1);
         if (axes.size() != idx.items.size()) return;
         if (axes.size() > sym->type.rank()) {
           error_if_final(target.span, "'" + base + "' has " + std::to_string(sym->type.rank()) + " axes but is indexed with " +
@@ -980,7 +979,7 @@ class Lowering {
 
   // ------------------------------------------------------------ indexing
 
-  std::vector<cir::AxisSel> lower_items(const ast::Index& idx, int input, const cir::Type* type) {
+  std::vector<cir::AxisSel> lower_items(const ast::Index& idx, int input) {
     std::vector<cir::AxisSel> axes;
     bool ok = true;
     for (size_t k = 0; k < idx.items.size(); ++k) {
@@ -1031,7 +1030,6 @@ class Lowering {
         axes.push_back(cir::AxisSel::slice(lo.e, hi.e));
       }
     }
-    (void)type;
     if (!ok) axes.clear();
     return axes;
   }
@@ -1102,7 +1100,7 @@ class Lowering {
                                     std::to_string(idx.items.size()));
       return {};
     }
-    std::vector<cir::AxisSel> axes = lower_items(idx, input, &type);
+    std::vector<cir::AxisSel> axes = lower_items(idx, input);
     if (axes.size() != idx.items.size()) return {};
     return {cir::make_access(buffer, type, std::move(axes), idx.span), false};
   }

@@ -406,7 +406,6 @@ class Checker {
         bool uniform = !elems.empty();
         for (const StaticType& x : elems) uniform = uniform && x.kind == elems[0].kind;
         if (uniform) t.elems.push_back(elems[0]);
-        t.fields.clear();
         list_items_ = elems;
         return t;
       }
@@ -415,7 +414,8 @@ class Checker {
         std::set<std::string> names;
         for (const ast::RecordField& f : ast::as<ast::Record>(e).fields) {
           if (!names.insert(f.name).second) diags().error(f.name_span, "duplicate field '" + f.name + "'");
-          t.fields.push_back({f.name, expr(*f.value)});
+          t.field_names.push_back(f.name);
+          t.field_types.push_back(expr(*f.value));
         }
         return t;
       }
@@ -511,8 +511,9 @@ class Checker {
         return StaticType::tensor(args.size() == 1 && !list_args[0].empty() ? std::optional<int>(static_cast<int>(list_args[0].size())) : std::nullopt);
       }
       if (self.kind == K::Record) {
-        for (const auto& [name, t] : self.fields)
-          if (name == fe.field && t.kind == K::Function) return user_call(*t.function, c);
+        for (size_t i = 0; i < self.field_names.size(); ++i)
+          if (self.field_names[i] == fe.field && self.field_types[i].kind == K::Function)
+            return user_call(*self.field_types[i].function, c);
       }
       return {};
     }
@@ -654,10 +655,10 @@ class Checker {
     if (base.kind == K::Future && base.inner) base = *base.inner;
     switch (base.kind) {
       case K::Record: {
-        for (const auto& [name, t] : base.fields)
-          if (name == f.field) return t;
+        for (size_t i = 0; i < base.field_names.size(); ++i)
+          if (base.field_names[i] == f.field) return base.field_types[i];
         std::string known;
-        for (const auto& [name, t] : base.fields) known += (known.empty() ? "" : ", ") + name;
+        for (const std::string& name : base.field_names) known += (known.empty() ? "" : ", ") + name;
         diags().error(f.field_span, "record has no field '" + f.field + "'").with_hint("its fields are: " + known);
         return {};
       }
@@ -699,8 +700,14 @@ class Checker {
       s.extents = t.extents;
       sigs.push_back(std::move(s));
     }
+    // Without every input's rank (an untyped parameter, load() without a type)
+    // the block is checked when it runs, with the real tensors; here it is
+    // only lowered as far as a guess allows, for --emit cir.
+    bool ranks_known = std::all_of(sigs.begin(), sigs.end(), [](const InputSignature& s) { return s.rank.has_value(); });
     StaticHostEnv env(*this);
-    std::optional<LoweredCompute> lc = lower_compute(c, session_.kernel_name(&c), sigs, env, diags());
+    DiagnosticEngine scratch(session_.sources());
+    std::optional<LoweredCompute> lc =
+        lower_compute(c, session_.kernel_name(&c), sigs, env, ranks_known ? diags() : scratch);
     if (!lc) return {};
     const cir::Param& out = lc->kernel.output();
     StaticType result = StaticType::tensor(static_cast<int>(out.type.rank()), out.type.dtype);

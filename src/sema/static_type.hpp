@@ -29,7 +29,9 @@ struct StaticType {
   std::vector<std::optional<int64_t>> extents;
 
   std::vector<StaticType> elems;                           // Tuple elements; List: [element] if uniform
-  std::vector<std::pair<std::string, StaticType>> fields;  // Record
+  // Record fields, in order (names and types apart: a pair would need StaticType complete here).
+  std::vector<std::string> field_names;
+  std::vector<StaticType> field_types;
   const ast::FuncDef* function = nullptr;
   LoadedModule* module = nullptr;
   std::shared_ptr<StaticType> inner;  // Future

@@ -54,8 +54,10 @@ class Case:
     """
 
     def __init__(self, program, label, inputs, expected, tol, args=(),
-                 stdout_has=(), stdout_check=None, cwd_files=None):
+                 stdout_has=(), stdout_check=None, static=False, post_check=None):
         self.program = program
+        self.post_check = post_check
+        self.static = static
         self.label = label
         self.inputs = inputs
         self.expected = expected
@@ -248,10 +250,20 @@ def define_reductions():
             {"norm": np.array(np.sqrt((d64 * d64).sum()), dtype=F32)}, REDUCTION)
         add("argmax", "n=%d" % n, {"data": data},
             {"max_idx": np.array(np.argmax(data), dtype=np.int64)}, EXACT)
+    # accuracy over many terms (NumPy sums pairwise)
+    data = rng_for("reduce-long").random(100000).astype(F32)
+    add("reduce_sum", "n=100000 positive", {"data": data},
+        {"sum": np.array(data.astype(F64).sum(), dtype=F32)}, (1e-5, 0.0))
     # the maximum at either end
     data = np.arange(10, dtype=F32)
     add("argmax", "last", {"data": data}, {"max_idx": np.array(9, dtype=np.int64)}, EXACT)
     add("argmax", "first", {"data": data[::-1].copy()}, {"max_idx": np.array(0, dtype=np.int64)}, EXACT)
+    # ties: the first index, as np.argmax
+    data = np.array([3.0, -1.0, 7.0, 7.0, 2.0, 7.0], dtype=F32)
+    add("argmax", "ties", {"data": data}, {"max_idx": np.array(2, dtype=np.int64)}, EXACT)
+    # NaN: the first NaN, as np.argmax
+    data = np.array([3.0, np.nan, 7.0, np.nan], dtype=F32)
+    add("argmax", "nan", {"data": data}, {"max_idx": np.array(1, dtype=np.int64)}, EXACT)
     data = np.full(8, -np.inf, dtype=F32)
     add("reduce_max", "all -inf", {"data": data}, {"max_val": np.array(-np.inf, dtype=F32)}, EXACT)
 
@@ -279,6 +291,76 @@ def define_reductions():
         m = randn(r, (rows, cols))
         add("row_sums", "%dx%d" % (rows, cols), {"matrix": m},
             {"row_sums": m.astype(F64).sum(axis=1).astype(F32)}, REDUCTION)
+
+
+def define_reduce_ops():
+    cases = [(1, (1, 1)), (3, (3, 5)), (17, (17, 1)), (127, (1, 127)), (40, (40, 33))]
+    for n, (rows, cols) in cases:
+        r = rng_for("reduce_ops", n, rows, cols)
+        # magnitudes near 1 keep the product finite and away from 0
+        data = (r.choice([-1.0, 1.0], n) * r.uniform(0.8, 1.25, n)).astype(F32)
+        matrix = randn(r, (rows, cols))
+        d64, m64 = data.astype(F64), matrix.astype(F64)
+        add("reduce_ops", "n=%d %dx%d" % (n, rows, cols), {"data": data, "matrix": matrix},
+            {"min_val": np.array(data.min(), F32),
+             "product": np.array(np.prod(d64), F32),
+             "min_idx": np.array(np.argmin(data), np.int64),
+             "all_positive": np.array(np.all(data > 0)),
+             "any_positive": np.array(np.any(data > 0)),
+             "col_sums": m64.sum(axis=0).astype(F32),
+             "row_max": matrix.max(axis=1),
+             "row_argmax": np.argmax(matrix, axis=1).astype(np.int64)},
+            {"min_val": EXACT, "product": REDUCTION, "min_idx": EXACT, "all_positive": EXACT,
+             "any_positive": EXACT, "col_sums": REDUCTION, "row_max": EXACT, "row_argmax": EXACT})
+    data = np.array([2.0, 2.0, 3.0, 4.0], dtype=F32)
+    add("reduce_ops", "all positive, ties", {"data": data, "matrix": np.array([[1.0, 5.0, 5.0], [np.nan, 0.0, 1.0]], F32)},
+        {"min_val": np.array(2.0, F32), "product": np.array(48.0, F32), "min_idx": np.array(0, np.int64),
+         "all_positive": np.array(True), "any_positive": np.array(True),
+         "col_sums": np.array([np.nan, 5.0, 6.0], F32), "row_max": np.array([5.0, np.nan], F32),
+         "row_argmax": np.array([1, 0], np.int64)},
+        {"min_val": EXACT, "product": EXACT, "min_idx": EXACT, "all_positive": EXACT,
+         "any_positive": EXACT, "col_sums": REDUCTION, "row_max": EXACT, "row_argmax": EXACT})
+
+
+def define_math():
+    for n in (1, 7, 127):
+        r = rng_for("math", n)
+        x = r.uniform(-2.5, 2.5, n).astype(F32)
+        y = r.uniform(0.1, 3.0, n).astype(F32)
+        a, b = x.astype(F64), y.astype(F64)
+        cols = [np.sin(a), np.cos(a), np.tan(a), np.exp(a), np.log(b), np.sqrt(b), 1.0 / np.sqrt(b),
+                np.abs(a), np.floor(a), np.ceil(a), np.tanh(a), np.sinh(a), np.cosh(a), b ** a,
+                np.minimum(a, b), np.maximum(a, b), np.clip(a, -1.0, 1.0), -a, a / b, a - b]
+        add("math_functions", "n=%d" % n, {"x": x, "y": y},
+            {"r": np.stack(cols, axis=1).astype(F32)}, (1e-5, 1e-6))
+
+
+def define_host():
+    for n in (1, 5, 33):
+        x = randn(rng_for("host", n), (n,))
+        x64 = x.astype(F64)
+        add("host_basics", "n=%d" % n, {"x": x},
+            {"y": (x64 * 2 + 1).astype(F32), "z": ((x64 * 2 + 1) * 3).astype(F32)}, ELEMENTWISE,
+            stdout_has=["3.0 b 7 [0, 1, 4] 3", "shape: [%d] %d" % (n, n), "10.0 100.0 2.5 0.1",
+                        "3 1024 true"])
+
+    r = rng_for("kernel_reuse")
+    a, b, c = randn(r, (3,)), randn(r, (17,)), randn(r, (5,), F64)
+    A, B = randn(r, (7, 4)), randn(r, (4, 9))
+    A64, B64 = A.astype(F64), B.astype(F64)
+    add("kernel_reuse", "mixed shapes", {"a": a, "b": b, "c": c, "A": A, "B": B},
+        {"aa": (a.astype(F64) * 3).astype(F32), "bb": (b.astype(F64) * 3).astype(F32), "cc": c * 3,
+         "aa2": (a.astype(F64) * 3).astype(F32), "AB": (A64 @ B64).astype(F32),
+         "BtAt": (B64.T @ A64.T).astype(F32), "AAt": (A64 @ A64.T).astype(F32)},
+        {"aa": ELEMENTWISE, "bb": ELEMENTWISE, "cc": (1e-12, 0.0), "aa2": ELEMENTWISE,
+         "AB": MATMUL, "BtAt": MATMUL, "AAt": MATMUL})
+
+    for vocab, dim, n in [(1, 1, 1), (10, 4, 7), (50, 17, 33)]:
+        r = rng_for("gather", vocab, dim, n)
+        table = randn(r, (vocab, dim))
+        ids = r.integers(0, vocab, n).astype(np.int64)
+        add("gather", "vocab%d dim%d n%d" % (vocab, dim, n), {"table": table, "ids": ids},
+            {"embedded": table[ids]}, EXACT)
 
 
 def define_matrix():
@@ -350,9 +432,19 @@ def define_attention():
         add("attention", "b%d h%d s%d d%d %s" % (batch, heads, seq, hd, kind),
             {"Q": Q, "K": K, "V": V, "mask": mask}, {"attn": ref_attention(Q, K, V, mask)}, MATMUL)
 
+    for batch, heads, seq, hd, kind in [(1, 1, 1, 1, "full"), (2, 3, 17, 8, "random"),
+                                        (1, 2, 40, 16, "causal")]:
+        r = rng_for("attention_typed", batch, heads, seq, hd, kind)
+        Q, K, V = (randn(r, (batch, heads, seq, hd)) for _ in range(3))
+        mask = make_mask(r, seq, kind)
+        add("attention_typed", "b%d h%d s%d d%d %s" % (batch, heads, seq, hd, kind),
+            {"Q": Q, "K": K, "V": V, "mask": mask},
+            {"attn": ref_attention(Q, K, V, mask), "flash": ref_attention(Q, K, V)}, MATMUL)
+
     for program, shapes in [
         ("flash_attention", [(1, 1, 1, 4), (1, 2, 3, 8), (2, 2, 17, 16), (1, 1, 64, 8),
                              (1, 2, 70, 8), (2, 1, 40, 5)]),
+        ("flash_attention_seed", [(1, 1, 64, 4), (2, 2, 128, 8)]),
         ("flash_attention_b16", [(1, 1, 1, 4), (1, 1, 16, 8), (2, 2, 17, 16), (1, 3, 33, 8),
                                  (2, 1, 40, 5), (1, 1, 48, 4)]),
     ]:
@@ -411,14 +503,35 @@ def define_devices():
         add("device_config", "%dx%d" % (rows, cols), {"x": x}, {"doubled": (x64 * 2).astype(F32)},
             ELEMENTWISE, stdout_has=["doubled on: cpu"])
 
+    def check_any(case, tmp):
+        # await any: the first completed of x + 1 and x + 2, with its index
+        x64 = case.inputs["x"].astype(F64)
+        index = load_output(tmp, "first_index")
+        if index.shape != (1,) or index[0] not in (0, 1):
+            raise AssertionError("first_index: %s, expected [0] or [1]" % index)
+        compare("first", load_output(tmp, "first"), (x64 + 1 + int(index[0])).astype(F32), ELEMENTWISE)
+
     for n in (1, 17, 127):
         r = rng_for("async", n)
         x, y = randn(r, (n,)), randn(r, (n,))
         x64, y64 = x.astype(F64), y.astype(F64)
         add("async", "n=%d" % n, {"x": x, "y": y},
             {"result": ref_mul_add(x, y), "relu": ref_relu(x),
-             "total": np.array(y64.sum(), dtype=F32), "diff": (x64 - y64).astype(F32)},
-            {"result": ELEMENTWISE, "relu": ELEMENTWISE, "total": REDUCTION, "diff": ELEMENTWISE})
+             "total": np.array(y64.sum(), dtype=F32), "diff": (x64 - y64).astype(F32),
+             "timed": (x64 * 3).astype(F32)},
+            {"result": ELEMENTWISE, "relu": ELEMENTWISE, "total": REDUCTION, "diff": ELEMENTWISE,
+             "timed": ELEMENTWISE},
+            post_check=check_any)
+
+    for n, (M, K, N) in [(1, (1, 1, 1)), (17, (3, 5, 7)), (127, (33, 17, 20))]:
+        r = rng_for("multi_device", n, M, K, N)
+        x, A, B = randn(r, (n,)), randn(r, (M, K)), randn(r, (K, N))
+        add("multi_device", "n=%d %dx%dx%d" % (n, M, K, N), {"x": x, "A": A, "B": B},
+            {"shifted": (x.astype(F64) + 1).astype(F32), "C": (A.astype(F64) @ B.astype(F64)).astype(F32)},
+            {"shifted": ELEMENTWISE, "C": MATMUL})
+
+    add("memory_pool", "1GB pool", {}, {}, None,
+        stdout_has=["tensor1: [512, 512] cpu", "tensor2: [256, 256] cpu", "pool reset"])
 
     for rows, cols in [(1, 1), (3, 5), (17, 4)]:
         r = rng_for("memory", rows, cols)
@@ -476,7 +589,7 @@ def define_transformer():
         # expected output depends on the weights, which the program saves:
         # it is computed after the run (see check_transformer)
         add("transformer", "b%d s%d" % (batch, seq), {"x": x}, {}, MATMUL,
-            stdout_check=None)
+            post_check=check_transformer)
 
 
 def check_transformer(case, tmp):
@@ -514,6 +627,43 @@ def check_example(stdout):
 
 def define_example():
     add("../../examples/transformer_block", "example", {}, {}, None, stdout_check=check_example)
+
+
+def define_static():
+    """`check` and `compile --emit ast|cir` accept every program without running it."""
+    programs = sorted(f[:-len(".zynml")] for f in os.listdir(HERE) if f.endswith(".zynml"))
+    for program in programs + ["../../examples/transformer_block"]:
+        add(program, "static", {}, {}, None, static=True)
+
+
+STATIC_COMMANDS = [["check"], ["compile", "--emit", "ast"], ["compile", "--emit", "cir"]]
+
+
+def run_static(zyntax, case):
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="zyntax_prog_") as tmp:
+        for sub in STATIC_COMMANDS:
+            cmd = [zyntax] + sub + [program_path(case.program)]
+            try:
+                p = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   timeout=TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                return False, "timed out: %s" % " ".join(cmd), time.time() - t0
+            out = p.stdout.decode("utf-8", "replace")
+            err = p.stderr.decode("utf-8", "replace")
+            problem = None
+            for bad in BAD_OUTPUT:
+                if bad in err or bad in out:
+                    problem = "output contains %r" % bad
+            if p.returncode != 0 and not problem:
+                problem = "exit status %d" % p.returncode
+            if sub[0] == "compile" and not problem and not out.strip():
+                problem = "printed nothing"
+            if problem:
+                tail = "\n".join((err.strip() or out.strip()).splitlines()[:12])
+                return False, "%s\n  command: %s\n  --- zyntax output ---\n  %s" % (
+                    problem, " ".join(cmd), tail.replace("\n", "\n  ")), time.time() - t0
+    return True, "", time.time() - t0
 
 
 # ---------------------------------------------------------------------------
@@ -563,6 +713,8 @@ def program_path(program):
 
 def run_case(zyntax, case):
     """Returns (ok, message, seconds)."""
+    if case.static:
+        return run_static(zyntax, case)
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="zyntax_prog_") as tmp:
         for stem, arr in case.inputs.items():
@@ -588,8 +740,8 @@ def run_case(zyntax, case):
                 case.stdout_check(out)
             for stem, expected in case.expected.items():
                 compare(stem, load_output(tmp, stem), expected, case.tol_for(stem))
-            if case.program == "transformer":
-                check_transformer(case, tmp)
+            if case.post_check:
+                case.post_check(case, tmp)
         except AssertionError as e:
             detail = str(e)
             tail = (err.strip() or out.strip())
@@ -606,6 +758,9 @@ def run_case(zyntax, case):
 def define_all():
     define_elementwise()
     define_reductions()
+    define_reduce_ops()
+    define_math()
+    define_host()
     define_matrix()
     define_conv()
     define_attention()
@@ -613,6 +768,7 @@ def define_all():
     define_devices()
     define_transformer()
     define_example()
+    define_static()
 
 
 def main():

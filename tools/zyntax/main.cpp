@@ -134,9 +134,18 @@ int main(int argc, char** argv) {
     return code == 0 ? kOk : kUsageError;
   }
   if (print_passes) cir::set_pass_log(&std::cerr);
-  if (run->parsed()) return run_command(path, device, seed);
-  if (check->parsed()) return check_command(path);
-  if (compile->parsed()) return compile_command(path, emit, output);
-  if (devices->parsed()) return devices_command();
+  try {
+    if (run->parsed()) return run_command(path, device, seed);
+    if (check->parsed()) return check_command(path);
+    if (compile->parsed()) return compile_command(path, emit, output);
+    if (devices->parsed()) return devices_command();
+  } catch (const std::bad_alloc&) {
+    std::cerr << "zyntax: error: out of memory\n";
+    return kProgramError;
+  } catch (const std::exception& e) {
+    // A bug in zyntax, not in the program: say so plainly.
+    std::cerr << "zyntax: internal compiler error: " << e.what() << "\n";
+    return kProgramError;
+  }
   return kUsageError;
 }
