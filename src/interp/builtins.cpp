@@ -23,7 +23,7 @@ const Registry& registry() {
   static const Registry r = [] {
     Registry reg;
     for (std::span<const BuiltinEntry> table : {io_builtins(), creation_builtins(), layout_builtins(), math_builtins(),
-                                                reduction_builtins(), value_builtins(), device_builtins()})
+                                                reduction_builtins(), value_builtins(), device_builtins(), memory_builtins()})
       for (const BuiltinEntry& e : table) {
         reg.impls.emplace(e.name, e.impl);
         reg.names.push_back(e.name);
@@ -83,6 +83,9 @@ const Method kMethods[] = {
     {Value::Kind::Tensor, "item", nullptr, item},
     {Value::Kind::List, "append", nullptr, append},
     {Value::Kind::List, "len", "len", nullptr},
+    {Value::Kind::Pool, "allocate", nullptr, pool_allocate},
+    {Value::Kind::Pool, "free", nullptr, pool_free},
+    {Value::Kind::Pool, "reset", nullptr, pool_reset},
 };
 
 const Method* find_method(const Value& self, std::string_view name) {
@@ -91,7 +94,9 @@ const Method* find_method(const Value& self, std::string_view name) {
   return nullptr;
 }
 
-const char* receiver_noun(Value::Kind k) { return k == Value::Kind::Tensor ? "tensor" : "list"; }
+const char* receiver_noun(Value::Kind k) {
+  return k == Value::Kind::Tensor ? "tensor" : k == Value::Kind::Pool ? "memory_pool" : "list";
+}
 
 }  // namespace
 
@@ -118,6 +123,13 @@ Value call_method(const Value& self, const std::string& name, CallArgs& args, Bu
 }
 
 bool get_attribute(const Value& self, const std::string& name, Value& out) {
+  if (self.kind == Value::Kind::Pool) {
+    if (name == "device") out = Value::of_str(self.pool->device());
+    else if (name == "capacity") out = Value::of_int(self.pool->capacity());
+    else if (name == "used") out = Value::of_int(self.pool->used());
+    else return false;
+    return true;
+  }
   if (self.kind != Value::Kind::Tensor || !self.tensor.valid()) return false;
   const Tensor& t = self.tensor;
   if (name == "shape") {

@@ -99,5 +99,11 @@ std::span<const BuiltinEntry> math_builtins();
 std::span<const BuiltinEntry> reduction_builtins();
 std::span<const BuiltinEntry> value_builtins();
 std::span<const BuiltinEntry> device_builtins();
+std::span<const BuiltinEntry> memory_builtins();
+
+// The methods of memory pools (the receiver is the first argument).
+Value pool_allocate(const Invocation& inv);
+Value pool_free(const Invocation& inv);
+Value pool_reset(const Invocation& inv);
 
 }  // namespace zyntax

@@ -57,6 +57,8 @@ bool Interpreter::run(LoadedModule& m) {
       args.span = main->second.decl;
       call_function(main->second.value, args, f);
     }
+    // Launches nobody awaited still finish, and their errors still count.
+    for (const auto& future : launched_) future->get();
     options_.out->flush();
     return true;
   } catch (const Error& e) {
@@ -387,7 +389,9 @@ Value Interpreter::eval(const ast::Expr& e, Frame& f) {
         inputs.push_back(std::move(v));
       }
       std::string device = !config_device_.empty() ? config_device_ : options_.device;
-      return computes_->run(c, f, inputs, device);
+      Value result = computes_->run(c, f, inputs, device);
+      if (result.kind == Value::Kind::Future) launched_.push_back(result.future);
+      return result;
     }
     case ExprKind::Await: return eval_await(ast::as<ast::Await>(e), f);
   }

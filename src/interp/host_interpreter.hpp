@@ -69,6 +69,7 @@ class Interpreter {
   std::string config_device_;
   std::map<std::string, std::shared_ptr<ModuleInstance>> instances_;
   std::unique_ptr<ComputeRunner> computes_;
+  std::vector<std::shared_ptr<std::shared_future<Value>>> launched_;  // @async launches
   int depth_ = 0;
   bool main_called_ = false;
   LoadedModule* main_module_ = nullptr;

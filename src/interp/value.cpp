@@ -130,6 +130,7 @@ std::string type_name(const Value& v) {
     case Value::Kind::DType: return "dtype";
     case Value::Kind::Module: return "module";
     case Value::Kind::Future: return "future";
+    case Value::Kind::Pool: return "memory_pool";
   }
   return "?";
 }
@@ -260,6 +261,7 @@ bool equal_at_depth(const Value& a, const Value& b, size_t depth) {
     case Value::Kind::DType: return a.dtype == b.dtype;
     case Value::Kind::Module: return a.module == b.module;
     case Value::Kind::Future: return a.future == b.future;
+    case Value::Kind::Pool: return a.pool == b.pool;
     default: return false;
   }
 }
@@ -283,6 +285,9 @@ std::string to_display(const Value& v) {
     case Value::Kind::DType: return dtype_name(v.dtype);
     case Value::Kind::Module: return "<module>";
     case Value::Kind::Future: return "<future>";
+    case Value::Kind::Pool:
+      return "<memory_pool on " + v.pool->device() + ": " + std::to_string(v.pool->used()) + " of " +
+             std::to_string(v.pool->capacity()) + " bytes used>";
   }
   return "?";
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/memory_pool.hpp"
 #include "runtime/tensor.hpp"
 #include "syntax/ast.hpp"
 
@@ -29,7 +30,7 @@ struct FunctionData {
 };
 
 struct Value {
-  enum class Kind { None, Bool, Int, Float, Str, Tensor, List, Tuple, Record, Function, Builtin, DType, Module, Future };
+  enum class Kind { None, Bool, Int, Float, Str, Tensor, List, Tuple, Record, Function, Builtin, DType, Module, Future, Pool };
 
   Kind kind = Kind::None;
   bool b = false;
@@ -43,6 +44,7 @@ struct Value {
   std::shared_ptr<FunctionData> function;
   std::shared_ptr<ModuleInstance> module;
   std::shared_ptr<std::shared_future<Value>> future;
+  std::shared_ptr<MemoryPool> pool;
 
   static Value none() { return {}; }
   static Value of_bool(bool v);

@@ -68,10 +68,9 @@ const char* kKernelFunctions =
     "math functions (exp, log, sqrt, rsqrt, tanh, relu, gelu, sigmoid, silu, min, max, pow, ...), dot, reduce, "
     "row_max, row_min, row_sum, transpose, zeros, ones, full, where, barrier, and casts such as f32(x)";
 
-DType default_of(DType t) { return is_float(t) ? DType::F32 : DType::I64; }
+std::string axes_text(size_t n) { return std::to_string(n) + (n == 1 ? " axis" : " axes"); }
 
-// The dtype of a weak value once it must be concrete.
-DType concrete(const Value& v) { return v.weak ? default_of(v.dtype()) : v.dtype(); }
+DType default_of(DType t) { return is_float(t) ? DType::F32 : DType::I64; }
 
 class Lowering {
  public:
@@ -129,7 +128,8 @@ class Lowering {
     // Inputs whose rank the host does not know (`load(...)` at check time)
     // get the rank their deepest indexing implies.
     ranks_.resize(sigs_.size());
-    for (size_t i = 0; i < sigs_.size() && ok; ++i) ranks_[i] = sigs_[i].rank ? *sigs_[i].rank : implied_rank(sigs_[i].path);
+    for (size_t i = 0; i < sigs_.size() && ok; ++i)
+      ranks_[i] = sigs_[i].rank ? *sigs_[i].rank : implied_rank(sigs_[i].path) + sigs_[i].rank_guess_extra;
     axis_names_.resize(sigs_.size());
     for (size_t i = 0; i < sigs_.size() && ok; ++i) axis_names_[i].resize(static_cast<size_t>(ranks_[i]));
     return ok;
@@ -176,6 +176,7 @@ class Lowering {
   void lower_body(DiagnosticEngine& diags, bool final) {
     diags_ = &diags;
     final_ = final;
+    errors_at_start_ = diags.error_count();
     previous_ = std::move(inferred_);
     inferred_.clear();
     reset();
@@ -529,7 +530,7 @@ class Lowering {
         std::vector<cir::AxisSel> axes = lower_items(idx, -1);
         if (axes.size() != idx.items.size()) return;
         if (axes.size() > sym->type.rank()) {
-          error_if_final(target.span, "'" + base + "' has " + std::to_string(sym->type.rank()) + " axes but is indexed with " +
+          error_if_final(target.span, "'" + base + "' has " + axes_text(sym->type.rank()) + " but is indexed with " +
                                           std::to_string(axes.size()));
           return;
         }
@@ -743,8 +744,12 @@ class Lowering {
 
   // ------------------------------------------------------------ checks after the walk
 
+  // Errors that follow from others (a kernel "never writes" when its store
+  // failed, a bound left unbound by a broken index) are not reported again.
+  bool other_errors() const { return diags_->error_count() > errors_at_start_; }
+
   void check_kernel_shape() {
-    if (!final_) return;
+    if (!final_ || other_errors()) return;
     bool reduce = annotations_.kind == cir::KernelKind::Reduce;
     if (reduce && !saw_yield_) {
       diags_->error(annotations_.kind_span.valid() ? annotations_.kind_span : node_.span,
@@ -765,7 +770,7 @@ class Lowering {
       for (const IndexSite& s : sites_)
         if (s.loop->bound_name == name) found.push_back(&s);
       if (found.empty()) {
-        if (final_) report_unbound(name);
+        if (final_ && (!other_errors() || !range_bounds_.count(name))) report_unbound(name);
         continue;
       }
       for (const IndexSite* s : found) {
@@ -1036,8 +1041,9 @@ class Lowering {
 
   void report_bad_index(const ast::Expr& index, const Value& v) {
     if (!final_) return;
-    std::string what = index.kind == ast::ExprKind::Name ? "'" + ast::as<ast::Name>(index).name + "'" : "this index";
-    Diagnostic& d = diags_->error(index.span, "index " + what + " has type " + describe(v) + ", but indices must be integers");
+    std::string what = index.kind == ast::ExprKind::Name ? "'" + ast::as<ast::Name>(index).name + "'" : "";
+    Diagnostic& d = diags_->error(index.span, (what.empty() ? "this index" : "index " + what) + " has type " +
+                                                  describe(v) + ", but indices must be integers");
     if (index.kind == ast::ExprKind::Name) {
       const Symbol* sym = lookup_local(ast::as<ast::Name>(index).name);
       if (sym) {
@@ -1096,7 +1102,7 @@ class Lowering {
     }
     if (idx.items.size() > type.rank()) {
       if (final_)
-        diags_->error(idx.span, "'" + base + "' has " + std::to_string(type.rank()) + " axes but is indexed with " +
+        diags_->error(idx.span, "'" + base + "' has " + axes_text(type.rank()) + " but is indexed with " +
                                     std::to_string(idx.items.size()));
       return {};
     }
@@ -1193,6 +1199,9 @@ class Lowering {
 
   bool arity(const ast::Call& c, size_t n) {
     if (c.args.size() == n) return true;
+    // The arguments still count for binding dimensions (`relu(x[i], 2.0)`
+    // must not also leave the bound of `i` unbound).
+    for (const ast::Arg& a : c.args) lower(*a.value);
     error_if_final(c.span, "'" + ast::as<ast::Name>(*c.callee).name + "' takes " + std::to_string(n) + " argument" +
                                (n == 1 ? "" : "s") + ", but " + std::to_string(c.args.size()) + " were given");
     return false;
@@ -1396,6 +1405,7 @@ class Lowering {
   std::map<std::string, std::pair<size_t, int>> bound_dims_;
   // Per iteration.
   DiagnosticEngine* diags_ = nullptr;
+  size_t errors_at_start_ = 0;
   bool final_ = false;
   std::vector<std::unique_ptr<Symbol>> symbols_;
   std::vector<std::map<std::string, Symbol*>> scopes_;

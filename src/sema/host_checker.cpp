@@ -353,7 +353,7 @@ class Checker {
     size_t best_d = 3;
     for (const std::string& c : candidates) {
       size_t d = edit_distance(n.name, c);
-      if (d < best_d && d < n.name.size()) {
+      if (d < best_d && d <= std::max<size_t>(1, n.name.size() / 3)) {
         best_d = d;
         best = c;
       }
@@ -703,11 +703,34 @@ class Checker {
     // Without every input's rank (an untyped parameter, load() without a type)
     // the block is checked when it runs, with the real tensors; here it is
     // only lowered as far as a guess allows, for --emit cir.
-    bool ranks_known = std::all_of(sigs.begin(), sigs.end(), [](const InputSignature& s) { return s.rank.has_value(); });
     StaticHostEnv env(*this);
-    DiagnosticEngine scratch(session_.sources());
-    std::optional<LoweredCompute> lc =
-        lower_compute(c, session_.kernel_name(&c), sigs, env, ranks_known ? diags() : scratch);
+    std::vector<size_t> unknown;
+    for (size_t i = 0; i < sigs.size(); ++i)
+      if (!sigs[i].rank) unknown.push_back(i);
+    std::optional<LoweredCompute> lc;
+    if (unknown.empty()) {
+      lc = lower_compute(c, session_.kernel_name(&c), sigs, env, diags());
+    } else {
+      // Guess: each unknown input has as many axes as its indexing shows or
+      // one more, and is f32, or i64 (it may be used as an index).
+      size_t n = std::min<size_t>(unknown.size(), 3);
+      std::vector<bool> dtype_known;
+      for (size_t i : unknown) dtype_known.push_back(sigs[i].dtype.has_value());
+      for (unsigned guess = 0; guess < (1u << (2 * n)) && !lc; ++guess) {
+        for (size_t k = 0; k < n; ++k) {
+          InputSignature& s = sigs[unknown[k]];
+          s.rank_guess_extra = (guess >> (2 * k)) & 1;
+          if (!dtype_known[k]) s.dtype = ((guess >> (2 * k + 1)) & 1) ? DType::I64 : DType::F32;
+        }
+        DiagnosticEngine scratch(session_.sources());
+        lc = lower_compute(c, session_.kernel_name(&c), sigs, env, scratch);
+      }
+      if (!lc && kernels_) {
+        std::string names;
+        for (size_t i : unknown) names += (names.empty() ? "" : ", ") + sigs[i].path;
+        kernels_->push_back({&c, {}, "the ranks of its inputs " + names + " are known only when it runs"});
+      }
+    }
     if (!lc) return {};
     const cir::Param& out = lc->kernel.output();
     StaticType result = StaticType::tensor(static_cast<int>(out.type.rank()), out.type.dtype);

@@ -15,6 +15,8 @@ namespace zyntax {
 struct CheckedKernel {
   const ast::Compute* node = nullptr;
   cir::Kernel kernel;
+  // Set instead of `kernel` when the block can only be lowered at run time: why.
+  std::string deferred;
 };
 
 // Returns false if an error was reported. `kernels`, if given, receives the

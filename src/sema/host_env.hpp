@@ -36,6 +36,9 @@ struct InputSignature {
   std::optional<int> rank;
   std::optional<DType> dtype;
   std::vector<std::optional<int64_t>> extents;  // static sizes, when known
+  // When the rank is not known: how many axes more than its deepest indexing
+  // shows to assume (a guess the checker varies to print a kernel's CIR).
+  int rank_guess_extra = 0;
 };
 
 }  // namespace zyntax

@@ -6,10 +6,7 @@
 
 namespace zyntax {
 
-namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0.
-size_t utf8_length(std::string_view s, size_t i) {
+size_t utf8_sequence_length(std::string_view s, size_t i) {
   unsigned char c = static_cast<unsigned char>(s[i]);
   size_t n = c >= 0xF0 && c < 0xF5 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
   if (n == 0 || i + n > s.size()) return 0;
@@ -18,10 +15,6 @@ size_t utf8_length(std::string_view s, size_t i) {
   return n;
 }
 
-// The line as it is safe to show on a terminal: control bytes and invalid
-// UTF-8 become '?', one per byte, so columns still line up.
-}  // namespace
-
 std::string printable_text(std::string_view line) {
   std::string out;
   for (size_t i = 0; i < line.size();) {
@@ -29,7 +22,7 @@ std::string printable_text(std::string_view line) {
     if (c == '\t' || (c >= 0x20 && c < 0x7f)) {
       out += static_cast<char>(c);
       ++i;
-    } else if (size_t n = c >= 0x80 ? utf8_length(line, i) : 0) {
+    } else if (size_t n = c >= 0x80 ? utf8_sequence_length(line, i) : 0) {
       out.append(line.substr(i, n));
       i += n;
     } else {
@@ -71,27 +64,29 @@ std::string DiagnosticEngine::render_excerpt(Span span) const {
   const SourceFile& f = sources_.file(span.file);
   LineCol lc = f.line_col(span.begin);
   std::string_view line = f.line_text(lc.line);
-  constexpr size_t kMaxShown = 200;
-  std::string shown = printable_text(line.substr(0, std::min(line.size(), kMaxShown)));
-  if (line.size() > kMaxShown) shown += " ...";
+  // Long lines show a window around the column, so the caret is always on screen.
+  constexpr size_t kWidth = 160;
+  size_t col = std::min<size_t>(lc.column - 1, line.size());
+  size_t first = col > kWidth / 2 ? col - kWidth / 2 : 0;
+  while (first > 0 && first < line.size() && (static_cast<unsigned char>(line[first]) & 0xC0) == 0x80) --first;
+  std::string_view shown_part = line.substr(first, kWidth);
+  std::string prefix = first > 0 ? "... " : "";
+  std::string shown = prefix + printable_text(shown_part) + (first + kWidth < line.size() ? " ..." : "");
   std::string gutter = std::to_string(lc.line);
   std::string pad(gutter.size(), ' ');
   std::ostringstream os;
   os << " " << gutter << " | " << shown << "\n";
-  os << " " << pad << " | ";
-  size_t col = lc.column - 1;
-  for (size_t i = 0; i < col && i < line.size() && i < kMaxShown;) {
+  os << " " << pad << " | " << std::string(prefix.size(), ' ');
+  for (size_t i = first; i < col;) {
     unsigned char c = static_cast<unsigned char>(line[i]);
-    size_t n = c >= 0x80 ? utf8_length(line, i) : 0;
+    size_t n = c >= 0x80 ? utf8_sequence_length(line, i) : 0;
     os << (c == '\t' ? '\t' : ' ');  // one column per shown character
     i += n ? n : 1;
   }
   os << '^';
-  uint32_t end = span.end;
-  LineCol end_lc = f.line_col(end > span.begin ? end - 1 : span.begin);
-  if (end_lc.line == lc.line && end > span.begin + 1) {
-    size_t n = end - span.begin - 1;
-    if (col + 1 + n > kMaxShown) n = col + 1 < kMaxShown ? kMaxShown - col - 1 : 0;
+  LineCol end_lc = f.line_col(span.end > span.begin ? span.end - 1 : span.begin);
+  if (end_lc.line == lc.line && span.end > span.begin + 1) {
+    size_t n = std::min<size_t>(span.end - span.begin - 1, first + kWidth > col + 1 ? first + kWidth - col - 1 : 0);
     os << std::string(n, '~');
   }
   os << "\n";

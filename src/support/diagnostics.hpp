@@ -35,6 +35,9 @@ struct Diagnostic {
   }
 };
 
+// Length of the valid UTF-8 sequence starting at s[i] (1 to 4), or 0 if none starts there.
+size_t utf8_sequence_length(std::string_view s, size_t i);
+
 // Text safe to show on a terminal: control bytes and invalid UTF-8 become
 // '?', one per byte, so that columns still line up.
 std::string printable_text(std::string_view text);

@@ -110,6 +110,7 @@ class Lexer {
     std::vector<Token> out;
     bool at_line_start = true;
     uint32_t indent = 0;
+    if (text_.compare(0, 3, "\xEF\xBB\xBF") == 0) pos_ = 3;  // a UTF-8 byte order mark
     while (true) {
       // Whitespace, newlines and comments.
       while (pos_ < text_.size()) {
@@ -264,13 +265,18 @@ class Lexer {
     return {d[c >> 4], d[c & 15]};
   }
 
-  // Identifiers are ASCII; a UTF-8 sequence is reported once as a whole.
+  // Identifiers are ASCII; a UTF-8 character is reported once as a whole,
+  // a byte that starts no valid UTF-8 sequence by its value.
   Token lex_non_ascii(size_t begin) {
-    ++pos_;
-    while (pos_ < text_.size() && (static_cast<unsigned char>(text_[pos_]) & 0xC0) == 0x80) ++pos_;
+    size_t n = utf8_sequence_length(text_, begin);
+    pos_ = begin + (n ? n : 1);
     Token t = make(Tok::Error, begin);
-    diags_.error(t.span, "unexpected character '" + printable_text(t.text) + "'")
-        .with_hint("names are made of ASCII letters, digits and '_'");
+    if (n == 0) {
+      diags_.error(t.span, "unexpected byte 0x" + hex(static_cast<unsigned char>(text_[begin])) + " (not UTF-8 text)");
+    } else {
+      diags_.error(t.span, "unexpected character '" + std::string(t.text) + "'")
+          .with_hint("names are made of ASCII letters, digits and '_'");
+    }
     return t;
   }
 

@@ -24,8 +24,8 @@ class Parser {
     m.body.span = toks_.front().span;
     while (!at(Tok::End) && !diags_.saturated()) {
       if (at(Tok::RBrace)) {
-        error_here("unmatched '}'");
-        ++pos_;
+        diags_.error(tok().span, "unmatched '}'");
+        advance();
         continue;
       }
       parse_statement_into(m.body.stmts);
@@ -83,6 +83,15 @@ class Parser {
   std::string expect_ident(const char* what) {
     if (!at(Tok::Ident) || at_boundary()) error_here(std::string("expected ") + what + ", found " + found());
     return std::string(advance().text);
+  }
+
+  // A chain `a + b + c + ...` builds a tree as deep as it is long, and every
+  // later phase walks trees recursively: long chains count against the
+  // nesting limit like brackets do.
+  void count_link(int& links) {
+    if (depth_ + ++links > kMaxParseDepth)
+      error_here("expression is too long or too deeply nested (more than " + std::to_string(kMaxParseDepth) + " levels)",
+                 "split it into several statements");
   }
 
   struct DepthGuard {
@@ -424,16 +433,14 @@ class Parser {
     advance();  // config
     auto c = std::make_unique<Config>(begin);
     advance();  // {
-    StatementMode sm(*this);
+    Nested n(*this);  // entries may span lines; a new line or ',' separates them
     while (!at(Tok::RBrace) && !at(Tok::End)) {
       RecordField f;
       f.name_span = tok().span;
-      f.name = expect_ident("a config key");
+      if (!at(Tok::Ident)) error_here("expected a config key, found " + found());
+      f.name = std::string(advance().text);
       if (!accept(Tok::Colon) && !accept(Tok::Assign)) error_here("expected ':' after the config key, found " + found());
-      {
-        Nested n(*this);
-        f.value = parse_expr();
-      }
+      f.value = parse_expr();
       c->entries.push_back(std::move(f));
       if (!accept(Tok::Comma) && !accept(Tok::Semi) && !tok().line_start && !at(Tok::RBrace))
         error_here("expected ',' or a new line between config entries, found " + found());
@@ -600,7 +607,9 @@ class Parser {
     DepthGuard guard(*this);
     ExprPtr lhs = parse_or();
     // `x |> f(y)` is `f(x, y)`; a pipe may start a continuation line.
+    int links = 0;
     while (at(Tok::Pipe)) {
+      count_link(links);
       advance();
       ExprPtr rhs = parse_or();
       std::unique_ptr<Call> call;
@@ -631,7 +640,9 @@ class Parser {
 
   ExprPtr parse_or() {
     ExprPtr lhs = parse_and();
+    int links = 0;
     while ((at(Tok::KwOr) || at(Tok::BarBar)) && !at_boundary()) {
+      count_link(links);
       Span op = advance().span;
       lhs = binary(BinOp::Or, std::move(lhs), parse_and(), op);
     }
@@ -640,7 +651,9 @@ class Parser {
 
   ExprPtr parse_and() {
     ExprPtr lhs = parse_not();
+    int links = 0;
     while ((at(Tok::KwAnd) || at(Tok::AmpAmp)) && !at_boundary()) {
+      count_link(links);
       Span op = advance().span;
       lhs = binary(BinOp::And, std::move(lhs), parse_not(), op);
     }
@@ -685,7 +698,9 @@ class Parser {
 
   ExprPtr parse_additive() {
     ExprPtr lhs = parse_multiplicative();
+    int links = 0;
     while ((at(Tok::Plus) || at(Tok::Minus)) && !at_boundary()) {
+      count_link(links);
       BinOp op = at(Tok::Plus) ? BinOp::Add : BinOp::Sub;
       Span op_span = advance().span;
       lhs = binary(op, std::move(lhs), parse_multiplicative(), op_span);
@@ -695,6 +710,7 @@ class Parser {
 
   ExprPtr parse_multiplicative() {
     ExprPtr lhs = parse_unary();
+    int links = 0;
     while (!at_boundary()) {
       BinOp op;
       if (at(Tok::Star)) op = BinOp::Mul;
@@ -702,6 +718,7 @@ class Parser {
       else if (at(Tok::Percent)) op = BinOp::Mod;
       else if (at(Tok::At)) op = BinOp::MatMul;
       else break;
+      count_link(links);
       Span op_span = advance().span;
       lhs = binary(op, std::move(lhs), parse_unary(), op_span);
     }
@@ -728,7 +745,9 @@ class Parser {
 
   ExprPtr parse_postfix() {
     ExprPtr e = parse_primary();
+    int links = 0;
     while (!at_boundary()) {
+      if (at(Tok::LParen) || at(Tok::LBracket) || at(Tok::Dot)) count_link(links);
       if (at(Tok::LParen)) {
         DepthGuard guard(*this);
         advance();

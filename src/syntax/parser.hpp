@@ -18,6 +18,6 @@ ast::Module parse(const std::vector<Token>& tokens, FileId file, DiagnosticEngin
 // Lexes and parses.
 ast::Module parse_file(const SourceManager& sources, FileId file, DiagnosticEngine& diags);
 
-constexpr int kMaxParseDepth = 200;
+constexpr int kMaxParseDepth = 256;
 
 }  // namespace zyntax

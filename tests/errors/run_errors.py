@@ -100,13 +100,52 @@ KERNEL_HEAD = ("let x = randn([4], seed=1)\nlet y = compute(x) {\n    @kernel el
 CHAIN = 100000
 
 
+def npy_header(header, data=b""):
+    """A version 1.0 .npy file with the given header dict text."""
+    h = header.encode()
+    pad = 64 - (10 + len(h) + 1) % 64
+    h += b" " * pad + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(h).to_bytes(2, "little") + h + data
+
+
+def good_npy():
+    import io
+    buf = io.BytesIO()
+    np.save(buf, np.arange(6, dtype=np.float32))
+    return buf.getvalue()
+
+
+LOAD_PROGRAM = b'let t = load("bad.npy")\nprint(shape(t), t.dtype)\n'
+
+
 def generated():
-    cases = [
+    bad_npy = [
+        # (name, contents of bad.npy, texts the message must contain)
+        ("npy_truncated_header", good_npy()[:20], ["bad.npy", "truncated header"]),
+        ("npy_bad_magic", b"\x93NUMPX" + good_npy()[6:], ["bad.npy", "not a .npy file"]),
+        ("npy_empty_file", b"", ["bad.npy", "not a .npy file"]),
+        ("npy_huge_shape", npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }"),
+         ["bad.npy", "truncated"]),
+        ("npy_overflowing_shape",
+         npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }"),
+         ["bad.npy", "too large"]),
+        ("npy_negative_shape", npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }"),
+         ["bad.npy", "-1"]),
+        ("npy_unsupported_dtype", npy_header("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", b"\0" * 16),
+         ["bad.npy", "unsupported dtype"]),
+        ("npy_header_without_shape", npy_header("{'descr': '<f4', 'fortran_order': False, }", b"\0" * 8),
+         ["bad.npy", "shape"]),
+    ]
+    cases = [(name, LOAD_PROGRAM, "run", must_fail_with("load()", *texts), {"bad.npy": data})
+             for name, data, texts in bad_npy]
+    cases += [
         ("binary_junk", junk(1, 4096), "check", must_fail_with()),
         ("binary_junk_large", junk(2, 1 << 20), "check", must_fail_with()),
         ("binary_junk_run", junk(3, 4096), "run", must_fail_with()),
         ("nul_in_program", b"let x = 1\nprint(x\x00)\n", "check", must_fail_with()),
         ("invalid_utf8_string", b'let s = "\xff\xfe\xc3"\nlet t = \x80\n', "check", must_fail_with()),
+        # a byte that is not UTF-8 is named by its value, not shown as '?'
+        ("invalid_utf8_byte", b"let t = 1 \x80 2\n", "check", must_fail_with("0x80")),
         ("nested_parens_1mb", b"(" * (1 << 20), "check", must_fail_with("nesting is too deep")),
         ("nested_parens_closed", b"let x = " + b"(" * 500000 + b"1" + b")" * 500000 + b"\n", "check",
          must_fail_with("nesting is too deep")),
@@ -129,7 +168,7 @@ def generated():
         ("chain_pipe", ("let y = 1.0" + " |> sqrt()" * CHAIN + "\n").encode(), "check", must_not_crash),
         ("many_statements", ("var x = 0\n" + "x = x + 1\n" * CHAIN + "print(x)\n").encode(), "run", must_not_crash),
     ]
-    return cases
+    return [c if len(c) == 5 else c + ({},) for c in cases]
 
 
 # ---------------------------------------------------------------------------
@@ -214,8 +253,11 @@ def run_file_case(zyntax, name):
 
 
 def run_generated_case(zyntax, case):
-    name, data, command, check = case
+    name, data, command, check, files = case
     with tempfile.TemporaryDirectory(prefix="zyntax_err_") as tmp:
+        for other, contents in files.items():
+            with open(os.path.join(tmp, other), "wb") as f:
+                f.write(contents)
         fname = name + ".zynml"
         with open(os.path.join(tmp, fname), "wb") as f:
             f.write(data)

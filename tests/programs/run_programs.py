@@ -7,10 +7,18 @@ with NumPy, writes them into a fresh temporary directory, runs
 
     zyntax run <absolute path to the program>      (cwd = that directory)
 
-checks the exit status, loads the outputs and compares them with a reference
-computed independently in NumPy (never by running zyntax).
+checks the exit status, loads the outputs and compares them (shape, dtype,
+values) with a reference computed independently in NumPy (never by running
+zyntax). Besides, every program must pass `zyntax check` and
+`zyntax compile --emit ast|cir` ("static" cases), and a few cases are run twice
+to check that the results are bitwise deterministic.
 
-    /usr/bin/python3 tests/programs/run_programs.py [--zyntax PATH] [-k SUBSTR]
+    /usr/bin/python3 tests/programs/run_programs.py [--zyntax PATH] [-k SUBSTRING]...
+        [-j JOBS] [-v] [--list] [--device DEVICE] [--keep DIR]
+
+-k selects the cases whose name, program[label], contains SUBSTRING (e.g.
+-k matmul, -k 'relu[nan'); --keep DIR keeps the inputs and outputs of each
+failing case under DIR so that the printed command can be rerun there.
 
 Exit status: 0 when every selected case passes, 1 otherwise.
 """
@@ -19,6 +27,7 @@ import argparse
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -32,6 +41,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_ZYNTAX = os.path.join(ROOT, "build", "zyntax")
 TIMEOUT_S = 120
+KEEP_DIR = None   # --keep: where failing cases leave their directories
+DEVICE = None     # --device: passed to every `zyntax run` that names no device itself
 
 F32 = np.float32
 F64 = np.float64
@@ -50,12 +61,19 @@ class Case:
     expected: {file stem: ndarray}, compared with <stem>.npy after the run;
               the expected dtype is the ndarray's dtype
     tol:      {file stem: (rtol, atol)} or one (rtol, atol) for all outputs;
-              None means exact equality
+              None means exact equality, "shape" compares shape and dtype only
+    args:        more arguments for `zyntax run`
+    stdout_has:  texts that stdout must contain
+    stdout_check: callable(stdout) raising AssertionError
+    post_check:  callable(case, directory) raising AssertionError, after the run
+    static:      instead of running, check + compile --emit ast|cir the program
+    repeat:      run a second time; stdout and files must be bitwise the same
     """
 
     def __init__(self, program, label, inputs, expected, tol, args=(),
-                 stdout_has=(), stdout_check=None, static=False, post_check=None):
+                 stdout_has=(), stdout_check=None, static=False, post_check=None, repeat=False):
         self.program = program
+        self.repeat = repeat
         self.post_check = post_check
         self.static = static
         self.label = label
@@ -253,7 +271,7 @@ def define_reductions():
     # accuracy over many terms (NumPy sums pairwise)
     data = rng_for("reduce-long").random(100000).astype(F32)
     add("reduce_sum", "n=100000 positive", {"data": data},
-        {"sum": np.array(data.astype(F64).sum(), dtype=F32)}, (1e-5, 0.0))
+        {"sum": np.array(data.astype(F64).sum(), dtype=F32)}, (1e-5, 0.0), repeat=True)
     # the maximum at either end
     data = np.arange(10, dtype=F32)
     add("argmax", "last", {"data": data}, {"max_idx": np.array(9, dtype=np.int64)}, EXACT)
@@ -333,6 +351,17 @@ def define_math():
                 np.minimum(a, b), np.maximum(a, b), np.clip(a, -1.0, 1.0), -a, a / b, a - b]
         add("math_functions", "n=%d" % n, {"x": x, "y": y},
             {"r": np.stack(cols, axis=1).astype(F32)}, (1e-5, 1e-6))
+    # IEEE special values, computed by NumPy in f32: NaN propagates through
+    # min / max (np.minimum / np.maximum) whichever argument it is
+    x = np.array([0.0, -1.0, 80.0, -80.0, np.inf, -np.inf, np.nan, 2.0, np.nan, 0.5], dtype=F32)
+    y = np.array([0.0, 1.0, np.inf, np.nan, 0.5, 2.0, 3.0, np.nan, np.inf, -np.inf], dtype=F32)
+    with np.errstate(all="ignore"):
+        a, b = x, y
+        cols = [np.sin(a), np.cos(a), np.tan(a), np.exp(a), np.log(b), np.sqrt(b), F32(1) / np.sqrt(b),
+                np.abs(a), np.floor(a), np.ceil(a), np.tanh(a), np.sinh(a), np.cosh(a), np.power(b, a),
+                np.minimum(a, b), np.maximum(a, b), np.clip(a, F32(-1), F32(1)), -a, a / b, a - b]
+        expected = np.stack(cols, axis=1).astype(F32)
+    add("math_functions", "special values", {"x": x, "y": y}, {"r": expected}, (1e-5, 1e-30))
 
 
 def define_host():
@@ -521,7 +550,7 @@ def define_devices():
              "timed": (x64 * 3).astype(F32)},
             {"result": ELEMENTWISE, "relu": ELEMENTWISE, "total": REDUCTION, "diff": ELEMENTWISE,
              "timed": ELEMENTWISE},
-            post_check=check_any)
+            post_check=check_any, repeat=(n == 127))
 
     for n, (M, K, N) in [(1, (1, 1, 1)), (17, (3, 5, 7)), (127, (33, 17, 20))]:
         r = rng_for("multi_device", n, M, K, N)
@@ -589,7 +618,9 @@ def define_transformer():
         # expected output depends on the weights, which the program saves:
         # it is computed after the run (see check_transformer)
         add("transformer", "b%d s%d" % (batch, seq), {"x": x}, {}, MATMUL,
-            post_check=check_transformer)
+            post_check=check_transformer,
+            # importing runs the example's top level, but not its main()
+            stdout_check=lambda out: check_absent(out, ["output shape:", "checksum:", "device:"]))
 
 
 def check_transformer(case, tmp):
@@ -611,6 +642,12 @@ def check_transformer(case, tmp):
     compare("y", actual, expected, MATMUL)
 
 
+def check_absent(stdout, texts):
+    for t in texts:
+        if t in stdout:
+            raise AssertionError("stdout has %r" % t)
+
+
 def check_example(stdout):
     if "output shape: [2, 24, 64]" not in stdout:
         raise AssertionError("stdout lacks 'output shape: [2, 24, 64]'")
@@ -626,7 +663,7 @@ def check_example(stdout):
 
 
 def define_example():
-    add("../../examples/transformer_block", "example", {}, {}, None, stdout_check=check_example)
+    add("../../examples/transformer_block", "example", {}, {}, None, stdout_check=check_example, repeat=True)
 
 
 def define_static():
@@ -659,6 +696,14 @@ def run_static(zyntax, case):
                 problem = "exit status %d" % p.returncode
             if sub[0] == "compile" and not problem and not out.strip():
                 problem = "printed nothing"
+            if sub[-1] == "cir" and not problem:
+                # the CIR of each kernel: one "kernel NAME: TYPE" header per compute block
+                with open(program_path(case.program), encoding="utf-8") as f:
+                    blocks = sum(line.split("//")[0].count("compute(") for line in f)
+                headers = sum(1 for line in out.splitlines() if line.startswith("kernel "))
+                if headers < blocks:
+                    problem = "printed the CIR of %d kernels, but the program has %d compute blocks" % (
+                        headers, blocks)
             if problem:
                 tail = "\n".join((err.strip() or out.strip()).splitlines()[:12])
                 return False, "%s\n  command: %s\n  --- zyntax output ---\n  %s" % (
@@ -717,42 +762,73 @@ def run_case(zyntax, case):
         return run_static(zyntax, case)
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="zyntax_prog_") as tmp:
-        for stem, arr in case.inputs.items():
-            np.save(os.path.join(tmp, stem + ".npy"), arr)
-        cmd = [zyntax, "run", program_path(case.program)] + case.args
-        try:
-            p = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return False, "timed out after %ds: %s" % (TIMEOUT_S, " ".join(cmd)), time.time() - t0
-        out = p.stdout.decode("utf-8", "replace")
-        err = p.stderr.decode("utf-8", "replace")
-        try:
-            for bad in BAD_OUTPUT:
-                if bad in err or bad in out:
-                    raise AssertionError("output contains %r" % bad)
-            if p.returncode != 0:
-                raise AssertionError("exit status %d" % p.returncode)
-            for want in case.stdout_has:
-                if want not in out:
-                    raise AssertionError("stdout lacks %r" % want)
-            if case.stdout_check:
-                case.stdout_check(out)
-            for stem, expected in case.expected.items():
-                compare(stem, load_output(tmp, stem), expected, case.tol_for(stem))
-            if case.post_check:
-                case.post_check(case, tmp)
-        except AssertionError as e:
-            detail = str(e)
-            tail = (err.strip() or out.strip())
-            if tail:
-                tail = "\n".join(tail.splitlines()[-15:])
-                detail += "\n  --- zyntax output ---\n  " + tail.replace("\n", "\n  ")
-            detail += "\n  command: (cd %s && %s)" % ("<tmp with inputs>", " ".join(cmd))
-            return False, detail, time.time() - t0
-        except Exception:  # noqa: BLE001 - a bug in this runner
-            return False, "runner error:\n" + traceback.format_exc(), time.time() - t0
-    return True, "", time.time() - t0
+        ok, msg = run_in(zyntax, case, tmp)
+        if not ok and KEEP_DIR:
+            kept = os.path.join(KEEP_DIR, re.sub(r"[^A-Za-z0-9_.=-]+", "_", case.name))
+            shutil.rmtree(kept, ignore_errors=True)
+            shutil.copytree(tmp, kept)
+            msg = msg.replace("<tmp with inputs>", kept)
+    return ok, msg, time.time() - t0
+
+
+def check_deterministic(cmd, tmp, first_stdout):
+    """A second run in a copy of the directory gives the same stdout and bitwise the same files."""
+    with tempfile.TemporaryDirectory(prefix="zyntax_prog_again_") as again:
+        for name in os.listdir(tmp):
+            shutil.copy(os.path.join(tmp, name), again)
+        p = subprocess.run(cmd, cwd=again, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT_S)
+        if p.returncode != 0:
+            raise AssertionError("second run: exit status %d" % p.returncode)
+        if p.stdout.decode("utf-8", "replace") != first_stdout:
+            raise AssertionError("second run printed something else (not deterministic)")
+        for name in sorted(os.listdir(tmp)):
+            with open(os.path.join(tmp, name), "rb") as f1, open(os.path.join(again, name), "rb") as f2:
+                if f1.read() != f2.read():
+                    raise AssertionError("second run wrote a different %s (not deterministic)" % name)
+
+
+def run_in(zyntax, case, tmp):
+    """Runs the case in the directory tmp; returns (ok, message)."""
+    for stem, arr in case.inputs.items():
+        np.save(os.path.join(tmp, stem + ".npy"), arr)
+    cmd = [zyntax, "run", program_path(case.program)] + case.args
+    if DEVICE and "--device" not in case.args:
+        cmd += ["--device", DEVICE]
+    try:
+        p = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return False, "timed out after %ds: %s" % (TIMEOUT_S, " ".join(cmd))
+    out = p.stdout.decode("utf-8", "replace")
+    err = p.stderr.decode("utf-8", "replace")
+    try:
+        for bad in BAD_OUTPUT:
+            if bad in err or bad in out:
+                raise AssertionError("output contains %r" % bad)
+        if p.returncode != 0:
+            raise AssertionError("exit status %d" % p.returncode)
+        for want in case.stdout_has:
+            if want not in out:
+                raise AssertionError("stdout lacks %r" % want)
+        if case.stdout_check:
+            case.stdout_check(out)
+        for stem, expected in case.expected.items():
+            compare(stem, load_output(tmp, stem), expected, case.tol_for(stem))
+        if case.post_check:
+            case.post_check(case, tmp)
+        if case.repeat:
+            check_deterministic(cmd, tmp, out)
+    except AssertionError as e:
+        detail = str(e)
+        tail = (err.strip() or out.strip())
+        if tail:
+            tail = "\n".join(tail.splitlines()[-15:])
+            detail += "\n  --- zyntax output ---\n  " + tail.replace("\n", "\n  ")
+        detail += "\n  command: (cd %s && %s)" % ("<tmp with inputs>", " ".join(cmd))
+        return False, detail
+    except Exception:  # noqa: BLE001 - a bug in this runner
+        return False, "runner error:\n" + traceback.format_exc()
+    return True, ""
 
 
 def define_all():
@@ -779,7 +855,15 @@ def main():
     ap.add_argument("-j", type=int, default=min(2, os.cpu_count() or 1), help="parallel runs")
     ap.add_argument("-v", action="store_true", help="print passing cases too")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--device", help="run every program with `--device DEVICE` (e.g. cpu:reference)")
+    ap.add_argument("--keep", metavar="DIR", help="copy the directory of each failing case (inputs, outputs) "
+                    "into DIR, to rerun the printed command there")
     args = ap.parse_args()
+    global KEEP_DIR, DEVICE
+    DEVICE = args.device
+    if args.keep:
+        KEEP_DIR = os.path.abspath(args.keep)
+        os.makedirs(KEEP_DIR, exist_ok=True)
 
     zyntax = os.path.abspath(args.zyntax)
     if not os.access(zyntax, os.X_OK):

@@ -75,7 +75,15 @@ int compile_command(const std::string& path, const std::string& emit, const std:
   if (emit == "ast") {
     text = print_ast(m->ast);
   } else {
-    for (size_t i = 0; i < kernels.size(); ++i) text += (i ? "\n" : "") + cir::print(kernels[i].kernel);
+    if (kernels.empty()) text = "// " + path + " has no compute blocks\n";
+    for (size_t i = 0; i < kernels.size(); ++i) {
+      const CheckedKernel& k = kernels[i];
+      if (i) text += "\n";
+      if (!k.deferred.empty())
+        text += "// kernel " + session.kernel_name(k.node) + ": lowered when it runs (" + k.deferred + ")\n";
+      else
+        text += cir::print(k.kernel);
+    }
   }
   if (output.empty() || output == "-") {
     std::cout << text;
