@@ -113,6 +113,8 @@ class Verifier : public IRVisitor {
     if (op->init.defined()) {
       include(op->init);
       check_dtype(op->init, op->type.dtype, "initial value of '" + op->name + "'");
+      if (op->type.is_scalar() && !op->init->type.is_scalar())
+        report("the scalar variable '" + op->name + "' is initialised with a tile");
     }
     declare(op->name, {SymbolKind::Decl, op->type});
   }
@@ -125,7 +127,11 @@ class Verifier : public IRVisitor {
       report("assignment to " + std::string(kind_text(s->kind)) + " '" + op->name + "'; only vars can be assigned");
     if (!op->value.defined()) return report("assignment has no value");
     include(op->value);
-    if (s && s->kind == SymbolKind::Decl) check_dtype(op->value, s->type.dtype, "value assigned to '" + op->name + "'");
+    if (s && s->kind == SymbolKind::Decl) {
+      check_dtype(op->value, s->type.dtype, "value assigned to '" + op->name + "'");
+      if (s->type.is_scalar() && !op->value->type.is_scalar())
+        report("a tile is assigned to the scalar variable '" + op->name + "'");
+    }
   }
 
   void visit(const Store* op) override {

@@ -8,6 +8,7 @@
 
 #include "cir/passes/simplify.hpp"
 #include "cir/pass_manager.hpp"
+#include "cir/substitute.hpp"
 #include "lower/output_shape.hpp"
 #include "lower/parallel_loops.hpp"
 
@@ -202,6 +203,7 @@ class Lowering {
     auto sym = std::make_unique<Symbol>();
     sym->name = name;
     sym->cir_name = fresh_name(name);
+    local_names_.insert(sym->cir_name);
     sym->kind = kind;
     sym->decl = decl;
     sym->key = key;
@@ -439,6 +441,7 @@ class Lowering {
       Symbol* sym = declare(l.names[0], SymKind::Local, l.name_spans[0], &l);
       sym->type = v.e->type;
       sym->weak = v.weak;
+      if (v.e->type.is_scalar()) let_values_[sym->cir_name] = v.e;
       out.push_back(cir::make_let(sym->cir_name, v.e, l.span));
       return;
     }
@@ -452,19 +455,70 @@ class Lowering {
       inf.shape = v.e->type.shape;
     }
     DType t = declared ? *declared : resolved(inf);
-    cir::Type type = inf.tile ? cir::Type::tensor(t, inf.shape) : cir::Type::scalar(t);
+    std::vector<Expr> shape = inf.shape;
+    if (inf.tile && l.init && !v.is_tile()) {  // a number now, a tile later
+      std::optional<std::vector<Expr>> visible = visible_shape(inf.shape);
+      if (!visible) {
+        if (final_)
+          diags_->error(l.name_spans[0], "'" + l.names[0] + "' starts as a number but is later given a tile whose size "
+                                         "is not known here")
+              .with_hint("declare it with a tile of the right size, e.g. `var " + l.names[0] + " = zeros(rows, cols)`");
+        Symbol* sym = declare(l.names[0], SymKind::Local, l.name_spans[0], &l);
+        sym->is_mutable = true;
+        poisoned_.insert(sym);
+        return;
+      }
+      shape = *visible;
+    }
+    cir::Type type = inf.tile ? cir::Type::tensor(t, shape) : cir::Type::scalar(t);
     Symbol* sym = declare(l.names[0], SymKind::Local, l.name_spans[0], &l);
     sym->is_mutable = true;
     sym->type = type;
     Expr init;
     if (l.init) {
       Value c = cast_to(v, t);
-      init = (inf.tile && !v.is_tile()) ? cir::make_fill(c.e, inf.shape, l.init->span) : c.e;
+      init = (inf.tile && !v.is_tile()) ? cir::make_fill(c.e, shape, l.init->span) : c.e;
     } else {
       init = cir::make_fill(literal(Scalar::from_int(0, t), l.span), type.shape, l.span);
       if (!inf.tile) init = literal(Scalar::from_int(0, t), l.span);
     }
     out.push_back(cir::make_decl(sym->cir_name, type, init, l.span));
+  }
+
+  // The shape a tile variable is declared with, from a later assignment's
+  // tile, with lets replaced by their values. Null if it needs a name not
+  // visible at the declaration (declared later, or a variable of an inner loop).
+  std::optional<std::vector<Expr>> visible_shape(const std::vector<Expr>& shape) {
+    std::vector<Expr> out;
+    bool ok = true;
+    for (const Expr& d : shape) {
+      Expr e = d;
+      for (int i = 0; i < 8; ++i) {
+        Expr next = cir::substitute(e, let_values_);
+        if (next.same_as(e)) break;
+        e = next;
+      }
+      e = cir::simplify(e);
+      ok = ok && names_visible(e);
+      out.push_back(e);
+    }
+    if (!ok) return std::nullopt;
+    return out;
+  }
+
+  bool names_visible(const Expr& e) const {
+    if (auto v = e.as<cir::Var>()) {
+      if (!local_names_.count(v->name)) return true;  // a dimension or host value
+      for (const auto& scope : scopes_)
+        for (const auto& [name, sym] : scope)
+          if (sym->cir_name == v->name) return true;
+      return false;
+    }
+    if (auto b = e.as<cir::Binary>()) return names_visible(b->a) && names_visible(b->b);
+    if (auto c = e.as<cir::Cast>()) return names_visible(c->value);
+    if (auto u = e.as<cir::Unary>()) return names_visible(u->a);
+    if (e.as<cir::IntImm>()) return true;
+    return false;
   }
 
   void lower_assign(const ast::Assign& a, cir::Block& out) {
@@ -505,10 +559,10 @@ class Lowering {
               .with_hint("declare it with `var " + name + " = ...` to make it mutable");
         return;
       }
-      if (poisoned_.count(sym)) return;
       Value v = combine(Value{cir::Var::make(sym->cir_name, sym->type, target.span), false});
       if (!v.ok()) return;
       record(sym->key, v);
+      if (poisoned_.count(sym)) return;
       DType t = sym->type.dtype;
       Value c = cast_to(v, t);
       out.push_back(cir::make_assign(sym->cir_name, c.e, a.span));
@@ -1410,6 +1464,10 @@ class Lowering {
   std::vector<std::unique_ptr<Symbol>> symbols_;
   std::vector<std::map<std::string, Symbol*>> scopes_;
   std::set<const Symbol*> poisoned_;
+  // Scalar lets by CIR name, for tile shapes; kept across iterations, whose
+  // names are the same, so a shape can use a let declared further down.
+  cir::Substitution let_values_;
+  std::set<std::string> local_names_;  // every local's CIR name, in any iteration
   std::map<std::string, std::vector<Span>> unresolved_;
   std::vector<std::string> unresolved_order_;
   std::set<std::string> range_bounds_;  // bare names used as loop bounds

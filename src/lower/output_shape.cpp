@@ -6,6 +6,7 @@
 #include "cir/equal.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/printer.hpp"
+#include "cir/substitute.hpp"
 
 namespace zyntax {
 
@@ -73,13 +74,14 @@ class ShapeInference {
     const std::vector<Expr>& vshape = st.value->type.shape;
     size_t consumed = st.axes.empty() ? 0 : slices;
     for (size_t k = consumed; k < vshape.size(); ++k) {
-      if (!invariant(vshape[k])) {
+      cir::Expr extent = cir::simplify(inline_lets(vshape[k]));
+      if (!invariant(extent)) {
         diags_.error(st.span, "the size of this tile changes from one iteration to the next, so it cannot set the size of 'out'")
             .with_hint("write the tile into a slice of out, as in `out[b, q:q + 64] = t`");
         failed_ = true;
         return;
       }
-      shape.push_back(vshape[k]);
+      shape.push_back(extent);
     }
     merge(shape, st.span);
   }
@@ -112,6 +114,18 @@ class ShapeInference {
       }
     }
     return bound(a.hi, true);
+  }
+
+  // `e` with the lets it mentions replaced by their values (transitively), so
+  // that `let rows = 5` does not make a shape look loop-dependent.
+  Expr inline_lets(Expr e) const {
+    cir::Substitution values(lets_.begin(), lets_.end());
+    for (int i = 0; i < 8; ++i) {
+      Expr next = cir::substitute(e, values);
+      if (next.same_as(e)) break;
+      e = next;
+    }
+    return e;
   }
 
   bool invariant(const Expr& e) const {

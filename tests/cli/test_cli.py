@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""The zyntax command line: help, version, exit codes (0 ok, 1 program error,
+2 usage error), compile -o, devices."""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLE = os.path.join(HERE, "..", "..", "examples", "transformer_block.zynml")
+
+failures = []
+
+
+def run(zyntax, *args, cwd=None):
+    p = subprocess.run([zyntax, *args], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+
+def expect(name, cond, detail=""):
+    if not cond:
+        failures.append("%s %s" % (name, detail))
+        print("FAIL", name, detail)
+    else:
+        print("ok  ", name)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--zyntax", required=True)
+    z = ap.parse_args().zyntax
+
+    rc, out, _ = run(z, "--version")
+    expect("version", rc == 0 and out.startswith("zyntax "), out)
+    rc, out, _ = run(z, "--help")
+    expect("help", rc == 0 and all(s in out for s in ["run", "check", "compile", "devices"]), out)
+    for sub in ["run", "check", "compile", "devices"]:
+        rc, out, _ = run(z, sub, "--help")
+        expect("%s --help" % sub, rc == 0 and "Usage" in out, out)
+    rc, _, err = run(z)
+    expect("no subcommand is a usage error", rc == 2, err)
+    rc, _, err = run(z, "frobnicate")
+    expect("unknown subcommand is a usage error", rc == 2, err)
+    rc, _, err = run(z, "compile", EXAMPLE, "--emit", "llvm")
+    expect("bad --emit value is a usage error", rc == 2, err)
+    rc, _, err = run(z, "run", EXAMPLE, "--device", "tpu:7")
+    expect("unknown device is a usage error", rc == 2 and "tpu:7" in err and "available" in err, err)
+    rc, _, err = run(z, "check", "/nonexistent/file.zynml")
+    expect("missing file is a program error", rc == 1 and "cannot read" in err, err)
+    rc, out, err = run(z, "check", EXAMPLE)
+    expect("check of the example", rc == 0 and out == "" and err == "", err)
+    rc, out, _ = run(z, "devices")
+    expect("devices lists cpu", rc == 0 and out.startswith("cpu\t"), out)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = os.path.join(tmp, "bad.zynml")
+        with open(bad, "w") as f:
+            f.write("let x = \n")
+        rc, _, err = run(z, "check", bad)
+        expect("syntax error exits 1", rc == 1 and "bad.zynml:1:" in err and "error:" in err, err)
+        boom = os.path.join(tmp, "boom.zynml")
+        with open(boom, "w") as f:
+            f.write("let x = ones([3])\nlet y = x[5]\n")
+        rc, _, err = run(z, "run", boom)
+        expect("runtime error exits 1", rc == 1 and "boom.zynml:2:" in err, err)
+        cir = os.path.join(tmp, "out.cir")
+        rc, out, err = run(z, "compile", EXAMPLE, "--emit", "cir", "-o", cir)
+        text = open(cir).read() if os.path.exists(cir) else ""
+        expect("compile -o writes the CIR", rc == 0 and out == "" and text.count("\nkernel ") + text.startswith("kernel ") == 6,
+               err)
+        ast = os.path.join(tmp, "out.ast")
+        rc, _, err = run(z, "compile", EXAMPLE, "--emit", "ast", "-o", ast)
+        expect("compile --emit ast", rc == 0 and open(ast).read().startswith("(module"), err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--emit", "cir", "--print-passes")
+        expect("--print-passes logs every pass", rc == 0 and "after mark_parallel_loops" in err and "after simplify" in err,
+               err[:200])
+
+    if failures:
+        print("%d CLI checks failed" % len(failures))
+        return 1
+    print("all CLI checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
