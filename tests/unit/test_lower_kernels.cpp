@@ -150,3 +150,17 @@ TEST(LowerKernels, UnknownKernelTypeListsTheKnownOnes) {
 
 }  // namespace
 }  // namespace zyntax
+
+namespace zyntax {
+namespace {
+
+TEST(LowerKernels, NumberThatBecomesATileIsDeclaredWithTheTileShape) {
+  auto c = check("let x = randn([5, 4])\nlet y = compute(x) {\n  @kernel fused\n  for b in 0..1:\n    var m = -inf\n"
+                 "    let rows = 3\n    let S = x[0:rows] * 2.0\n    m = row_max(S)\n    out = m\n}\n");
+  ASSERT_TRUE(c->ok) << c->errors();
+  EXPECT_TRUE(contains(c->cir(), "var m: tensor[min(3, x.d0), 1, f32] = fill(-inf, [min(3, x.d0), 1])")) << c->cir();
+  EXPECT_TRUE(contains(c->cir(), "out out: tensor[min(3, x.d0), 1, f32]")) << c->cir();
+}
+
+}  // namespace
+}  // namespace zyntax
