@@ -13,27 +13,20 @@
 
 #include "interp/builtins.hpp"
 #include "runtime/device.hpp"
+#include "test_helpers.hpp"
 
 namespace zyntax {
 namespace {
 
-Value I(int64_t v) { return Value::of_int(v); }
-Value F(double v) { return Value::of_float(v); }
-Value B(bool v) { return Value::of_bool(v); }
-Value S(std::string v) { return Value::of_str(std::move(v)); }
-Value L(std::vector<Value> v) { return Value::of_list(std::move(v)); }
-Value D(DType t) { return Value::of_dtype(t); }
+using namespace zyntax::testing;
 
-Tensor make(DType dtype, const Shape& shape, const std::vector<double>& values) {
-  Tensor t = Tensor::empty(dtype, shape);
-  EXPECT_EQ(static_cast<int64_t>(values.size()), t.numel());
-  for (size_t i = 0; i < values.size(); ++i) t.set(static_cast<int64_t>(i), Scalar::from_double(values[i], dtype));
-  return t;
+template <class F>
+std::string error_of(F f) {
+  return message_of<DataError>(f);
 }
 
-Value T(DType dtype, const Shape& shape, const std::vector<double>& values) {
-  return Value::of_tensor(make(dtype, shape, values));
-}
+
+
 
 std::vector<double> iota(int n) {
   std::vector<double> v;

@@ -11,41 +11,26 @@
 #include "interp/host_ops.hpp"
 #include "runtime/tensor_ops.hpp"
 #include "support/diagnostics.hpp"
+#include "test_helpers.hpp"
 
 namespace zyntax {
 namespace {
 
+using namespace zyntax::testing;
+
+template <class F>
+std::string error_of(F f) {
+  return message_of<Error>(f);
+}
+
 using ast::BinOp;
 using ast::UnOp;
 
-Value I(int64_t v) { return Value::of_int(v); }
-Value F(double v) { return Value::of_float(v); }
-Value B(bool v) { return Value::of_bool(v); }
-Value S(std::string v) { return Value::of_str(std::move(v)); }
 
-Tensor make(DType dtype, const Shape& shape, const std::vector<double>& values) {
-  Tensor t = Tensor::empty(dtype, shape);
-  EXPECT_EQ(static_cast<int64_t>(values.size()), t.numel());
-  for (size_t i = 0; i < values.size(); ++i) t.set(static_cast<int64_t>(i), Scalar::from_double(values[i], dtype));
-  return t;
-}
 
-Value T(DType dtype, const Shape& shape, const std::vector<double>& values) {
-  return Value::of_tensor(make(dtype, shape, values));
-}
 
 Value bin(BinOp op, const Value& a, const Value& b) { return host_binary(op, a, b, Span{}); }
 
-// Runs `f` and returns the zyntax::Error message it throws ("" if none).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 HostIndex at(int64_t i) {
   HostIndex h;

@@ -12,9 +12,17 @@
 #include <vector>
 
 #include "runtime/npy.hpp"
+#include "test_helpers.hpp"
 
 namespace zyntax {
 namespace {
+
+using namespace zyntax::testing;
+
+template <class F>
+std::string error_of(F f) {
+  return message_of<DataError>(f);
+}
 
 std::string fixture(const std::string& name) { return std::string(ZYNTAX_SOURCE_DIR) + "/tests/unit/data/" + name; }
 
@@ -25,21 +33,7 @@ std::string read_bytes(const std::string& path) {
   return s.str();
 }
 
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get(i).as_double());
-  return v;
-}
 
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // A version 1.0 file with the given header dict text and data bytes.
 std::string npy_v1(const std::string& dict, const std::string& data) {

@@ -8,24 +8,21 @@
 #include <vector>
 
 #include "runtime/tensor_ops.hpp"
+#include "test_helpers.hpp"
 
 namespace zyntax {
 namespace {
 
+using namespace zyntax::testing;
+
+template <class F>
+std::string error_of(F f) {
+  return message_of<DataError>(f);
+}
+
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Tensor make(DType dtype, const Shape& shape, const std::vector<double>& values) {
-  Tensor t = Tensor::empty(dtype, shape);
-  EXPECT_EQ(static_cast<int64_t>(values.size()), t.numel());
-  for (size_t i = 0; i < values.size(); ++i) t.set(static_cast<int64_t>(i), Scalar::from_double(values[i], dtype));
-  return t;
-}
 
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get(i).as_double());
-  return v;
-}
 
 std::vector<double> iota(int64_t n) {
   std::vector<double> v;
@@ -49,16 +46,6 @@ AxisSelect slice(std::optional<int64_t> begin, std::optional<int64_t> end, int64
   return s;
 }
 
-// Runs `f` and returns the DataError message it throws ("" if none).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "";
-}
 
 TEST(RuntimeTensorOps, BroadcastShapes) {
   EXPECT_EQ(broadcast_shapes("+", {2, 1, 3}, {4, 1}), (Shape{2, 4, 3}));
