@@ -3,6 +3,7 @@
 #include <fstream>
 #include <thread>
 
+#include "codegen/llvm/cpu/cpu_device.hpp"
 #include "interp/reference_device.hpp"
 
 namespace zyntax {
@@ -10,8 +11,7 @@ namespace zyntax {
 DeviceRegistry& DeviceRegistry::global() {
   static DeviceRegistry* registry = [] {
     auto* r = new DeviceRegistry();
-    // Until the native CPU backend lands, "cpu" runs on the reference executor.
-    r->add(make_reference_device("cpu"));
+    r->add(make_llvm_cpu_device("cpu"));
     r->add(make_reference_device("cpu:reference"));
     return r;
   }();

@@ -1,0 +1,143 @@
+#include "codegen/llvm/cpu/cpu_jit.hpp"
+
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "cir/hash.hpp"
+
+namespace zyntax::codegen {
+
+namespace {
+
+std::string error_text(llvm::Error e) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << e;
+  return os.str();
+}
+
+template <class T>
+T unwrap(llvm::Expected<T> v, const char* what) {
+  if (!v) throw std::runtime_error(std::string(what) + ": " + error_text(v.takeError()));
+  return std::move(*v);
+}
+
+}  // namespace
+
+CpuJit& CpuJit::instance() {
+  static CpuJit* jit = new CpuJit();  // lives as long as the code it made may run
+  return *jit;
+}
+
+CpuJit::CpuJit() {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::InitializeNativeTargetAsmParser();
+  target_ = detect_host_cpu(forced_simd_level());
+
+  std::string err;
+  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(target_.triple, err);
+  if (!t) throw std::runtime_error("no LLVM target for " + target_.triple + ": " + err);
+  llvm::TargetOptions options;  // IEEE semantics: no fast-math, no FMA contraction
+  machine_.reset(t->createTargetMachine(target_.triple, target_.cpu, target_.features, options, llvm::Reloc::PIC_,
+                                        std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+
+  llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(target_.triple)};
+  jtmb.setCPU(target_.cpu);
+  llvm::SmallVector<llvm::StringRef, 64> features;
+  llvm::StringRef(target_.features).split(features, ',', -1, false);
+  for (llvm::StringRef f : features) jtmb.getFeatures().AddFeature(f.drop_front(), f.front() == '+');
+  jtmb.setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  jit_ = unwrap(llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create(), "creating the JIT");
+  // libm for the math functions, and the runtime helpers.
+  jit_->getMainJITDylib().addGenerator(unwrap(llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+                                                  jit_->getDataLayout().getGlobalPrefix()),
+                                              "finding libm"));
+  llvm::orc::SymbolMap helpers;
+  helpers[jit_->mangleAndIntern("zyntax_rt_ipow")] = {llvm::orc::ExecutorAddr::fromPtr(&zyntax_rt_ipow),
+                                                       llvm::JITSymbolFlags::Exported};
+  if (auto e = jit_->getMainJITDylib().define(llvm::orc::absoluteSymbols(std::move(helpers))))
+    throw std::runtime_error("defining runtime helpers: " + error_text(std::move(e)));
+}
+
+CpuJit::~CpuJit() = default;
+
+std::unique_ptr<llvm::Module> CpuJit::build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name,
+                                            std::vector<CheckSite>* sites) {
+  EmittedKernel e = emit_kernel(k, ctx, name);
+  if (sites) *sites = std::move(e.sites);
+  llvm::Module& m = *e.module;
+  m.setTargetTriple(target_.triple);
+  m.setDataLayout(machine_->createDataLayout());
+  for (llvm::Function& f : m) {
+    if (f.isDeclaration()) continue;
+    f.addFnAttr("target-cpu", target_.cpu);
+    f.addFnAttr("target-features", target_.features);
+  }
+  // LLVM's O3 pipeline; vectorizers off when scalar code is asked for.
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = target_.simd != "scalar";
+  tuning.SLPVectorization = target_.simd != "scalar";
+  llvm::PassBuilder pb(machine_.get(), tuning);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(m, mam);
+  return std::move(e.module);
+}
+
+const CpuJit::Compiled& CpuJit::compile(const cir::Kernel& k, uint64_t hash) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = compiled_.find(hash);
+  if (it != compiled_.end()) return *it->second;
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::string name = "zyntax_kernel_" + cir::hash_hex(hash);
+  auto out = std::make_unique<Compiled>();
+  std::unique_ptr<llvm::Module> m = build(k, *ctx, name, &out->sites);
+  if (auto e = jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
+    throw std::runtime_error("adding kernel " + k.name + " to the JIT: " + error_text(std::move(e)));
+  auto addr = unwrap(jit_->lookup(name), "looking up the compiled kernel");
+  out->fn = addr.toPtr<KernelFn>();
+  return *(compiled_[hash] = std::move(out));
+}
+
+std::string CpuJit::emit(const cir::Kernel& k, const std::string& what) {
+  std::lock_guard<std::mutex> lock(mu_);
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> m = build(k, ctx, "zyntax_kernel_" + k.name, nullptr);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (what == "llvm") {
+    m->print(os, nullptr);
+    return os.str();
+  }
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream out(buffer);
+  llvm::legacy::PassManager pm;
+  auto type = what == "asm" ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
+  if (machine_->addPassesToEmitFile(pm, out, nullptr, type))
+    throw std::runtime_error("this target cannot emit " + what);
+  pm.run(*m);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+}  // namespace zyntax::codegen

@@ -1,0 +1,58 @@
+// Compiles kernels for the host CPU: the shared CIR → LLVM lowering, LLVM's
+// O3 pipeline tuned for the host (its vector width, unless a lower SIMD level
+// is forced), then ORC's LLJIT. One JIT per process; compiled kernels are
+// kept for its lifetime under the hash of their CIR.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cir/ir.hpp"
+#include "codegen/llvm/cpu/cpu_target.hpp"
+#include "codegen/llvm/ir_emitter.hpp"
+#include "codegen/llvm/kernel_abi.hpp"
+
+namespace llvm {
+class TargetMachine;
+namespace orc {
+class LLJIT;
+}
+}  // namespace llvm
+
+namespace zyntax::codegen {
+
+class CpuJit {
+ public:
+  static CpuJit& instance();
+  ~CpuJit();
+
+  const CpuTarget& target() const { return target_; }
+
+  struct Compiled {
+    KernelFn fn = nullptr;
+    std::vector<CheckSite> sites;
+  };
+  // The kernel must be specialised and accepted by unsupported_reason().
+  const Compiled& compile(const cir::Kernel& k, uint64_t hash);
+
+  // The optimised kernel as LLVM IR ("llvm"), assembly ("asm") or an ELF
+  // object ("obj", bytes).
+  std::string emit(const cir::Kernel& k, const std::string& what);
+
+ private:
+  CpuJit();
+  std::unique_ptr<llvm::Module> build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name,
+                                      std::vector<CheckSite>* sites);
+
+  CpuTarget target_;
+  std::unique_ptr<llvm::TargetMachine> machine_;
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  std::mutex mu_;
+  std::map<uint64_t, std::unique_ptr<Compiled>> compiled_;
+};
+
+}  // namespace zyntax::codegen

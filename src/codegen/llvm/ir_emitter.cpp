@@ -1,0 +1,841 @@
+#include "codegen/llvm/ir_emitter.hpp"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include <map>
+#include <stdexcept>
+
+#include "cir/printer.hpp"
+#include "codegen/llvm/kernel_abi.hpp"
+
+namespace zyntax::codegen {
+
+extern "C" uint64_t zyntax_rt_ipow(uint64_t base, int64_t exponent, int32_t is_signed, int32_t* error) {
+  if (is_signed && exponent < 0) {
+    int64_t b = static_cast<int64_t>(base);
+    if (b == 1) return 1;
+    if (b == -1) return (exponent % 2 == 0) ? 1 : static_cast<uint64_t>(-1);
+    *error = 1;
+    return 0;
+  }
+  uint64_t e = static_cast<uint64_t>(exponent), result = 1;
+  while (e) {  // wraps like repeated multiplication
+    if (e & 1) result *= base;
+    base *= base;
+    e >>= 1;
+  }
+  return result;
+}
+
+namespace {
+
+using cir::Expr;
+
+constexpr int64_t kMaxStackArrayBytes = 256 << 10;
+
+// ---------------------------------------------------------------- support check
+
+class SupportCheck {
+ public:
+  std::optional<std::string> run(const cir::Kernel& k) {
+    if (!k.dims.empty()) return "the kernel is not specialised";
+    for (const cir::Param& p : k.params)
+      if (p.role == cir::ParamRole::Output)
+        for (const Expr& e : p.type.shape)
+          if (!e.as<cir::IntImm>()) return "the output's shape is not constant";
+    block(k.body);
+    return reason_;
+  }
+
+ private:
+  void fail(std::string why) {
+    if (!reason_) reason_ = std::move(why);
+  }
+
+  void expr(const Expr& e) {
+    if (!e.defined() || reason_) return;
+    if (!e->type.is_scalar()) return fail("tile values (" + cir::print(e) + ")");
+    switch (e->kind) {
+      case cir::ExprKind::GpuIndex: return fail("GPU thread coordinates");
+      case cir::ExprKind::Dot:
+      case cir::ExprKind::Reduce:
+      case cir::ExprKind::MatMul:
+      case cir::ExprKind::Transpose:
+      case cir::ExprKind::Fill: return fail("tile operations (" + cir::print(e) + ")");
+      case cir::ExprKind::Access:
+        for (const cir::AxisSel& a : e.as<cir::Access>()->axes) {
+          if (a.is_slice) return fail("slices");
+          expr(a.index);
+        }
+        return;
+      case cir::ExprKind::Cast: return expr(e.as<cir::Cast>()->value);
+      case cir::ExprKind::Unary: return expr(e.as<cir::Unary>()->a);
+      case cir::ExprKind::Binary:
+        expr(e.as<cir::Binary>()->a);
+        return expr(e.as<cir::Binary>()->b);
+      case cir::ExprKind::Select:
+        expr(e.as<cir::Select>()->cond);
+        expr(e.as<cir::Select>()->t);
+        return expr(e.as<cir::Select>()->f);
+      case cir::ExprKind::Math:
+        for (const Expr& a : e.as<cir::Math>()->args) expr(a);
+        return;
+      default: return;
+    }
+  }
+
+  void block(const cir::Block& b) {
+    for (const cir::Stmt& s : b) {
+      if (reason_) return;
+      switch (s->kind) {
+        case cir::StmtKind::For: {
+          auto f = s.as<cir::For>();
+          expr(f->lo);
+          expr(f->hi);
+          expr(f->step);
+          block(f->body);
+          break;
+        }
+        case cir::StmtKind::If:
+          expr(s.as<cir::If>()->cond);
+          block(s.as<cir::If>()->then_body);
+          block(s.as<cir::If>()->else_body);
+          break;
+        case cir::StmtKind::Let: expr(s.as<cir::Let>()->value); break;
+        case cir::StmtKind::Decl:
+          if (!s.as<cir::Decl>()->type.is_scalar()) fail("tile variables");
+          expr(s.as<cir::Decl>()->init);
+          break;
+        case cir::StmtKind::Assign: expr(s.as<cir::Assign>()->value); break;
+        case cir::StmtKind::Store: {
+          auto st = s.as<cir::Store>();
+          if (st->axes.empty()) fail("whole-tile stores");
+          for (const cir::AxisSel& a : st->axes) {
+            if (a.is_slice) fail("slices");
+            expr(a.index);
+          }
+          expr(st->value);
+          break;
+        }
+        case cir::StmtKind::Yield:
+          expr(s.as<cir::Yield>()->value);
+          expr(s.as<cir::Yield>()->index);
+          for (const Expr& e : s.as<cir::Yield>()->out_index) expr(e);
+          break;
+        case cir::StmtKind::Allocate: {
+          const cir::Type& t = s.as<cir::Allocate>()->type;
+          int64_t n = static_cast<int64_t>(dtype_size(t.dtype));
+          for (const Expr& d : t.shape) {
+            auto c = d.as<cir::IntImm>();
+            if (!c || c->value < 0) return fail("arrays of non-constant size");
+            if (__builtin_mul_overflow(n, c->value, &n) || n > kMaxStackArrayBytes)
+              return fail("local arrays larger than 256 KiB");
+          }
+          break;
+        }
+        case cir::StmtKind::Barrier: break;
+        case cir::StmtKind::Atomic: fail("atomics"); break;
+      }
+    }
+  }
+
+  std::optional<std::string> reason_;
+};
+
+// ---------------------------------------------------------------- emitter
+
+class Emitter {
+ public:
+  Emitter(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name)
+      : k_(k), ctx_(ctx), b_(ctx), module_(std::make_unique<llvm::Module>("zyntax." + k.name, ctx)), name_(name) {}
+
+  EmittedKernel run() {
+    llvm::Type* ptr = llvm::PointerType::getUnqual(ctx_);
+    llvm::Type* i64 = b_.getInt64Ty();
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64, ptr}, false);
+    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name_, module_.get());
+    fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    auto arg = fn_->arg_begin();
+    llvm::Value* args = &*arg++;
+    begin_ = &*arg++;
+    end_ = &*arg++;
+    status_ = &*arg;
+    entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+    exit_ = llvm::BasicBlock::Create(ctx_, "exit", fn_);
+    b_.SetInsertPoint(exit_);
+    b_.CreateRetVoid();
+    b_.SetInsertPoint(entry_);
+
+    // Parameters: buffers by name; scalar values loaded once.
+    unsigned slot = 0;
+    for (const cir::Param& p : k_.params) {
+      llvm::Value* p_ptr = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, args, slot++), p.name + ".ptr");
+      if (p.role == cir::ParamRole::Scalar) {
+        values_[p.name] = load_scalar(p.type.dtype, p_ptr);
+      } else {
+        buffers_[p.name] = {p_ptr, p.type};
+      }
+    }
+    if (k_.kind == cir::KernelKind::Reduce) {
+      ReduceBuffers rb = reduce_buffers(k_);
+      acc_ = {b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, args, slot++), "acc"), cir::Type::scalar(rb.acc_dtype)};
+      acc_.type.shape = k_.output().type.shape;
+      if (rb.arg) {
+        best_ = {b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, args, slot++), "best"),
+                 cir::Type::tensor(rb.best_dtype, k_.output().type.shape)};
+        has_ = {b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, args, slot++), "has"),
+                cir::Type::tensor(DType::Bool, k_.output().type.shape)};
+      }
+    }
+
+    std::optional<OuterLoop> outer = outer_parallel_loop(k_);
+    if (outer) {
+      emit_for(*k_.body[0].as<cir::For>(), /*outer=*/true);
+    } else {
+      // No loop to split: run whole when the range holds iteration 0.
+      llvm::Value* runs = b_.CreateAnd(b_.CreateICmpSLE(begin_, b_.getInt64(0)), b_.CreateICmpSGT(end_, b_.getInt64(0)));
+      llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
+      b_.CreateCondBr(runs, body, exit_);
+      b_.SetInsertPoint(body);
+      block(k_.body);
+    }
+    if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(exit_);
+
+    std::string err;
+    llvm::raw_string_ostream os(err);
+    if (llvm::verifyFunction(*fn_, &os))
+      throw std::logic_error("LLVM IR of kernel " + k_.name + " does not verify: " + os.str());
+    EmittedKernel out;
+    out.module = std::move(module_);
+    out.function = name_;
+    out.sites = std::move(sites_);
+    return out;
+  }
+
+ private:
+  struct Buffer {
+    llvm::Value* ptr = nullptr;
+    cir::Type type;
+  };
+
+  // ------------------------------------------------------------ types
+
+  // Values live in registers as these types; f16 and bf16 are computed in
+  // f32 and rounded back after every operation, as the reference does.
+  llvm::Type* reg_type(DType t) {
+    switch (t) {
+      case DType::F16: case DType::BF16: case DType::F32: return b_.getFloatTy();
+      case DType::F64: return b_.getDoubleTy();
+      case DType::Bool: return b_.getInt1Ty();
+      default: return b_.getIntNTy(static_cast<unsigned>(int_bits(t)));
+    }
+  }
+
+  llvm::Type* mem_type(DType t) {
+    switch (t) {
+      case DType::F16: return b_.getHalfTy();
+      case DType::BF16: return b_.getInt16Ty();
+      case DType::Bool: return b_.getInt8Ty();
+      default: return reg_type(t);
+    }
+  }
+
+  llvm::Value* load_scalar(DType t, llvm::Value* ptr) {
+    llvm::Value* v = b_.CreateLoad(mem_type(t), ptr);
+    return from_memory(t, v);
+  }
+
+  llvm::Value* from_memory(DType t, llvm::Value* v) {
+    switch (t) {
+      case DType::F16: return b_.CreateFPExt(v, b_.getFloatTy());
+      case DType::BF16:
+        return b_.CreateBitCast(b_.CreateShl(b_.CreateZExt(v, b_.getInt32Ty()), 16), b_.getFloatTy());
+      case DType::Bool: return b_.CreateICmpNE(v, b_.getInt8(0));
+      default: return v;
+    }
+  }
+
+  llvm::Value* to_memory(DType t, llvm::Value* v) {
+    switch (t) {
+      case DType::F16: return b_.CreateFPTrunc(v, b_.getHalfTy());
+      case DType::BF16: return bf16_bits(v);
+      case DType::Bool: return b_.CreateZExt(v, b_.getInt8Ty());
+      default: return v;
+    }
+  }
+
+  // f32 → bf16 bits, round to nearest even; NaN stays a quiet NaN.
+  llvm::Value* bf16_bits(llvm::Value* f) {
+    llvm::Value* bits = b_.CreateBitCast(f, b_.getInt32Ty());
+    llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), 1);
+    llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(b_.getInt32(0x7FFF), lsb)), 16);
+    llvm::Value* nan = b_.CreateOr(b_.CreateLShr(bits, 16), b_.getInt32(0x40));
+    llvm::Value* is_nan = b_.CreateFCmpUNO(f, f);
+    return b_.CreateTrunc(b_.CreateSelect(is_nan, nan, rounded), b_.getInt16Ty());
+  }
+
+  // Rounds an f32 register to the precision of f16/bf16.
+  llvm::Value* round_to(DType t, llvm::Value* v) {
+    if (t == DType::F16 || t == DType::BF16) return from_memory(t, to_memory(t, v));
+    return v;
+  }
+
+  // ------------------------------------------------------------ checks
+
+  // Branches to a failure exit unless `ok`; returns with the check's id in *status.
+  void check(llvm::Value* ok, Span span, const std::string& what) {
+    sites_.push_back({span, what});
+    int32_t id = static_cast<int32_t>(sites_.size());
+    llvm::BasicBlock* fail = llvm::BasicBlock::Create(ctx_, "check.fail", fn_);
+    llvm::BasicBlock* cont = llvm::BasicBlock::Create(ctx_, "check.ok", fn_);
+    b_.CreateCondBr(ok, cont, fail, llvm::MDBuilder(ctx_).createBranchWeights(1 << 20, 1));
+    b_.SetInsertPoint(fail);
+    b_.CreateStore(b_.getInt32(id), status_);
+    b_.CreateBr(exit_);
+    b_.SetInsertPoint(cont);
+  }
+
+  // Row-major offset of an element, each index checked against its axis.
+  llvm::Value* element_offset(const Buffer& buf, const std::vector<cir::AxisSel>& axes, Span span,
+                              const std::string& name, bool write) {
+    llvm::Value* offset = b_.getInt64(0);
+    llvm::Value* ok = b_.getTrue();
+    for (size_t a = 0; a < axes.size(); ++a) {
+      int64_t extent = buf.type.shape[a].as<cir::IntImm>()->value;
+      llvm::Value* idx = b_.CreateSExt(expr(axes[a].index), b_.getInt64Ty());
+      ok = b_.CreateAnd(ok, b_.CreateICmpULT(idx, b_.getInt64(extent)));
+      offset = b_.CreateAdd(b_.CreateMul(offset, b_.getInt64(extent)), idx);
+    }
+    check(ok, span, std::string(write ? "index out of bounds writing " : "index out of bounds reading ") + name);
+    return offset;
+  }
+
+  llvm::Value* element_ptr(const Buffer& buf, llvm::Value* offset) {
+    return b_.CreateGEP(mem_type(buf.type.dtype), buf.ptr, offset);
+  }
+
+  const Buffer& buffer(const std::string& name) {
+    auto it = buffers_.find(name);
+    if (it == buffers_.end()) throw std::logic_error("LLVM lowering: unknown buffer " + name);
+    return it->second;
+  }
+
+  // ------------------------------------------------------------ statements
+
+  void block(const cir::Block& blk) {
+    for (const cir::Stmt& s : blk) {
+      if (b_.GetInsertBlock()->getTerminator()) return;
+      stmt(s);
+    }
+  }
+
+  void stmt(const cir::Stmt& s) {
+    switch (s->kind) {
+      case cir::StmtKind::For: return emit_for(*s.as<cir::For>(), false);
+      case cir::StmtKind::If: {
+        auto i = s.as<cir::If>();
+        llvm::Value* c = expr(i->cond);
+        llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn_);
+        llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "else", fn_);
+        llvm::BasicBlock* merge = llvm::BasicBlock::Create(ctx_, "endif", fn_);
+        b_.CreateCondBr(c, then_bb, else_bb);
+        b_.SetInsertPoint(then_bb);
+        block(i->then_body);
+        if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(merge);
+        b_.SetInsertPoint(else_bb);
+        block(i->else_body);
+        if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(merge);
+        b_.SetInsertPoint(merge);
+        return;
+      }
+      case cir::StmtKind::Let: values_[s.as<cir::Let>()->name] = expr(s.as<cir::Let>()->value); return;
+      case cir::StmtKind::Decl: {
+        auto d = s.as<cir::Decl>();
+        llvm::AllocaInst* slot = entry_alloca(reg_type(d->type.dtype), d->name);
+        vars_[d->name] = {slot, d->type.dtype};
+        llvm::Value* init = d->init.defined() ? expr(d->init) : llvm::Constant::getNullValue(reg_type(d->type.dtype));
+        b_.CreateStore(init, slot);
+        return;
+      }
+      case cir::StmtKind::Assign: {
+        auto a = s.as<cir::Assign>();
+        b_.CreateStore(expr(a->value), vars_.at(a->name).slot);
+        return;
+      }
+      case cir::StmtKind::Store: {
+        auto st = s.as<cir::Store>();
+        const Buffer& buf = buffer(st->buffer);
+        llvm::Value* v = expr(st->value);
+        llvm::Value* off = element_offset(buf, st->axes, st->span, st->buffer, true);
+        b_.CreateStore(to_memory(buf.type.dtype, v), element_ptr(buf, off));
+        return;
+      }
+      case cir::StmtKind::Yield: return emit_yield(*s.as<cir::Yield>());
+      case cir::StmtKind::Allocate: {
+        auto a = s.as<cir::Allocate>();
+        int64_t n = 1;
+        for (const Expr& d : a->type.shape) n *= d.as<cir::IntImm>()->value;
+        llvm::Type* elem = mem_type(a->type.dtype);
+        llvm::AllocaInst* mem = entry_alloca(llvm::ArrayType::get(elem, static_cast<uint64_t>(n)), a->name);
+        // Zero-filled each time the allocation is reached, as the reference does.
+        b_.CreateMemSet(mem, b_.getInt8(0), b_.getInt64(n * static_cast<int64_t>(dtype_size(a->type.dtype))),
+                        llvm::MaybeAlign(16));
+        buffers_[a->name] = {mem, a->type};
+        return;
+      }
+      case cir::StmtKind::Barrier: return;  // one thread runs each iteration in order
+      case cir::StmtKind::Atomic: throw std::logic_error("LLVM lowering: atomics are not supported");
+    }
+  }
+
+  llvm::AllocaInst* entry_alloca(llvm::Type* t, const std::string& name) {
+    llvm::IRBuilder<> eb(entry_, entry_->begin());
+    llvm::AllocaInst* a = eb.CreateAlloca(t, nullptr, name);
+    a->setAlignment(llvm::Align(16));
+    return a;
+  }
+
+  // for var in lo..hi step s, as an iteration count k = 0..trips with
+  // var = lo + k * s; the outer parallel loop runs only [begin, end) of it.
+  void emit_for(const cir::For& f, bool outer) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Value* lo = b_.CreateSExt(expr(f.lo), i64);
+    llvm::Value* hi = b_.CreateSExt(expr(f.hi), i64);
+    llvm::Value* step = b_.CreateSExt(expr(f.step), i64);
+    if (!f.step.as<cir::IntImm>()) check(b_.CreateICmpSGT(step, b_.getInt64(0)), f.span, "loop step must be positive");
+    llvm::Value* span = b_.CreateSub(hi, lo);
+    llvm::Value* trips = b_.CreateSelect(b_.CreateICmpSGT(hi, lo),
+                                         b_.CreateSDiv(b_.CreateAdd(span, b_.CreateSub(step, b_.getInt64(1))), step),
+                                         b_.getInt64(0));
+    llvm::Value* first = b_.getInt64(0);
+    if (outer) {
+      first = b_.CreateSelect(b_.CreateICmpSGT(begin_, first), begin_, first);
+      trips = b_.CreateSelect(b_.CreateICmpSLT(end_, trips), end_, trips);
+    }
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "for.head." + f.var, fn_);
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "for.body." + f.var, fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "for.end." + f.var, fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* k = b_.CreatePHI(i64, 2, "k." + f.var);
+    k->addIncoming(first, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(k, trips), body, done);
+    b_.SetInsertPoint(body);
+    values_[f.var] = b_.CreateAdd(lo, b_.CreateMul(k, step), f.var);
+    block(f.body);
+    if (!b_.GetInsertBlock()->getTerminator()) {
+      llvm::Value* next = b_.CreateAdd(k, b_.getInt64(1));
+      k->addIncoming(next, b_.GetInsertBlock());
+      b_.CreateBr(header);
+    }
+    b_.SetInsertPoint(done);
+  }
+
+  void emit_yield(const cir::Yield& y) {
+    llvm::Value* offset = b_.getInt64(0);
+    llvm::Value* ok = b_.getTrue();
+    for (size_t a = 0; a < y.out_index.size(); ++a) {
+      int64_t extent = acc_.type.shape[a].as<cir::IntImm>()->value;
+      llvm::Value* idx = b_.CreateSExt(expr(y.out_index[a]), b_.getInt64Ty());
+      ok = b_.CreateAnd(ok, b_.CreateICmpULT(idx, b_.getInt64(extent)));
+      offset = b_.CreateAdd(b_.CreateMul(offset, b_.getInt64(extent)), idx);
+    }
+    check(ok, y.span, "yield to an output element out of range");
+    llvm::Value* v = expr(y.value);
+    DType vt = y.value->type.dtype;
+    ReduceOp op = k_.reduce_op;
+    if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin) {
+      llvm::Value* index = b_.CreateSExt(expr(y.index), b_.getInt64Ty());
+      llvm::Value* has_ptr = element_ptr(has_, offset);
+      llvm::Value* best_ptr = element_ptr(best_, offset);
+      llvm::Value* seen = from_memory(DType::Bool, b_.CreateLoad(b_.getInt8Ty(), has_ptr));
+      llvm::Value* cur = from_memory(vt, b_.CreateLoad(mem_type(vt), best_ptr));
+      llvm::Value* better;
+      if (is_float(vt)) {
+        // The first NaN wins; otherwise strictly better (first occurrence wins).
+        llvm::Value* cur_nan = b_.CreateFCmpUNO(cur, cur);
+        llvm::Value* v_nan = b_.CreateFCmpUNO(v, v);
+        llvm::Value* cmp = op == ReduceOp::ArgMax ? b_.CreateFCmpOGT(v, cur) : b_.CreateFCmpOLT(v, cur);
+        better = b_.CreateAnd(b_.CreateNot(cur_nan), b_.CreateOr(v_nan, cmp));
+      } else {
+        bool s = is_signed_int(vt);
+        better = op == ReduceOp::ArgMax ? (s ? b_.CreateICmpSGT(v, cur) : b_.CreateICmpUGT(v, cur))
+                                        : (s ? b_.CreateICmpSLT(v, cur) : b_.CreateICmpULT(v, cur));
+      }
+      llvm::Value* take = b_.CreateOr(b_.CreateNot(seen), better);
+      llvm::BasicBlock* upd = llvm::BasicBlock::Create(ctx_, "arg.take", fn_);
+      llvm::BasicBlock* cont = llvm::BasicBlock::Create(ctx_, "arg.cont", fn_);
+      b_.CreateCondBr(take, upd, cont);
+      b_.SetInsertPoint(upd);
+      b_.CreateStore(b_.getInt8(1), has_ptr);
+      b_.CreateStore(to_memory(vt, v), best_ptr);
+      b_.CreateStore(index, element_ptr(acc_, offset));
+      b_.CreateBr(cont);
+      b_.SetInsertPoint(cont);
+      return;
+    }
+    DType at = acc_.type.dtype;
+    llvm::Value* acc_ptr = element_ptr(acc_, offset);
+    llvm::Value* acc = from_memory(at, b_.CreateLoad(mem_type(at), acc_ptr));
+    llvm::Value* x = convert(v, vt, at);
+    llvm::Value* r = nullptr;
+    switch (op) {
+      case ReduceOp::Sum: r = arith(BinaryOp::Add, at, acc, x, y.span); break;
+      case ReduceOp::Product: r = arith(BinaryOp::Mul, at, acc, x, y.span); break;
+      case ReduceOp::Min: r = arith(BinaryOp::Min, at, acc, x, y.span); break;
+      case ReduceOp::Max: r = arith(BinaryOp::Max, at, acc, x, y.span); break;
+      case ReduceOp::And: r = b_.CreateAnd(truthy(acc, at), truthy(x, at)); break;
+      case ReduceOp::Or: r = b_.CreateOr(truthy(acc, at), truthy(x, at)); break;
+      default: break;
+    }
+    if (op == ReduceOp::And || op == ReduceOp::Or) r = convert(r, DType::Bool, at);
+    b_.CreateStore(to_memory(at, r), acc_ptr);
+  }
+
+  llvm::Value* truthy(llvm::Value* v, DType t) {
+    if (t == DType::Bool) return v;
+    if (is_float(t)) return b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0.0));
+    return b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  }
+
+  // ------------------------------------------------------------ expressions
+
+  llvm::Value* expr(const Expr& e) {
+    DType t = e->type.dtype;
+    switch (e->kind) {
+      case cir::ExprKind::IntImm:
+        return llvm::ConstantInt::get(reg_type(t), static_cast<uint64_t>(e.as<cir::IntImm>()->value), is_signed_int(t));
+      case cir::ExprKind::FloatImm: return llvm::ConstantFP::get(reg_type(t), e.as<cir::FloatImm>()->value);
+      case cir::ExprKind::BoolImm: return b_.getInt1(e.as<cir::BoolImm>()->value);
+      case cir::ExprKind::Var: {
+        const std::string& name = e.as<cir::Var>()->name;
+        if (auto it = vars_.find(name); it != vars_.end())
+          return b_.CreateLoad(reg_type(it->second.dtype), it->second.slot, name);
+        if (auto it = values_.find(name); it != values_.end()) return it->second;
+        throw std::logic_error("LLVM lowering: unknown name " + name);
+      }
+      case cir::ExprKind::Cast: {
+        auto c = e.as<cir::Cast>();
+        return convert(expr(c->value), c->value->type.dtype, t);
+      }
+      case cir::ExprKind::Unary: {
+        auto u = e.as<cir::Unary>();
+        llvm::Value* a = expr(u->a);
+        DType at = u->a->type.dtype;
+        if (u->op == UnaryOp::Not) return b_.CreateNot(truthy(a, at));
+        if (is_float(at)) return round_to(at, b_.CreateFNeg(a));
+        if (at == DType::Bool) return a;
+        return b_.CreateNeg(a);
+      }
+      case cir::ExprKind::Binary: return binary(*e.as<cir::Binary>());
+      case cir::ExprKind::Select: {
+        auto s = e.as<cir::Select>();
+        return b_.CreateSelect(expr(s->cond), expr(s->t), expr(s->f));
+      }
+      case cir::ExprKind::Math: return math(*e.as<cir::Math>());
+      case cir::ExprKind::Access: {
+        auto a = e.as<cir::Access>();
+        const Buffer& buf = buffer(a->buffer);
+        llvm::Value* off = element_offset(buf, a->axes, a->span, a->buffer, false);
+        return from_memory(buf.type.dtype, b_.CreateLoad(mem_type(buf.type.dtype), element_ptr(buf, off)));
+      }
+      default: throw std::logic_error("LLVM lowering: unsupported expression " + cir::print(e));
+    }
+  }
+
+  // Conversions with the reference's rules: float to int truncates and
+  // saturates (NaN gives 0); int to float goes through f64; anything to bool
+  // is "not zero".
+  llvm::Value* convert(llvm::Value* v, DType from, DType to) {
+    if (from == to) return v;
+    llvm::Type* rt = reg_type(to);
+    if (to == DType::Bool) return truthy(v, from);
+    if (is_float(from)) {
+      if (is_float(to)) {
+        llvm::Value* r = v;
+        if (from == DType::F64) r = b_.CreateFPTrunc(v, rt);
+        else if (to == DType::F64) r = b_.CreateFPExt(v, rt);
+        return round_to(to, r);
+      }
+      llvm::Intrinsic::ID id = is_signed_int(to) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat;
+      return b_.CreateIntrinsic(id, {rt, v->getType()}, {v});
+    }
+    if (from == DType::Bool) {
+      if (is_float(to)) return b_.CreateUIToFP(v, rt);
+      return b_.CreateZExt(v, rt);
+    }
+    if (is_float(to)) {
+      llvm::Value* d = is_signed_int(from) ? b_.CreateSIToFP(v, b_.getDoubleTy()) : b_.CreateUIToFP(v, b_.getDoubleTy());
+      if (to == DType::F64) return d;
+      return round_to(to, b_.CreateFPTrunc(d, rt));
+    }
+    return b_.CreateIntCast(v, rt, is_signed_int(from));
+  }
+
+  llvm::Value* binary(const cir::Binary& bin) {
+    DType t = bin.a->type.dtype;
+    if (bin.op == BinaryOp::And || bin.op == BinaryOp::Or) return logical(bin);
+    llvm::Value* a = expr(bin.a);
+    llvm::Value* c = expr(bin.b);
+    if (is_comparison(bin.op)) return compare(bin.op, t, a, c);
+    return arith(bin.op, t, a, c, bin.span);
+  }
+
+  // `and`/`or` evaluate their right side only when needed, as written
+  // (`i < n and x[i] > 0` must not read x[n]).
+  llvm::Value* logical(const cir::Binary& bin) {
+    llvm::Value* a = truthy(expr(bin.a), bin.a->type.dtype);
+    llvm::BasicBlock* lhs_end = b_.GetInsertBlock();
+    llvm::BasicBlock* rhs_bb = llvm::BasicBlock::Create(ctx_, "logic.rhs", fn_);
+    llvm::BasicBlock* merge = llvm::BasicBlock::Create(ctx_, "logic.end", fn_);
+    if (bin.op == BinaryOp::And)
+      b_.CreateCondBr(a, rhs_bb, merge);
+    else
+      b_.CreateCondBr(a, merge, rhs_bb);
+    b_.SetInsertPoint(rhs_bb);
+    llvm::Value* c = truthy(expr(bin.b), bin.b->type.dtype);
+    llvm::BasicBlock* rhs_end = b_.GetInsertBlock();
+    b_.CreateBr(merge);
+    b_.SetInsertPoint(merge);
+    llvm::PHINode* phi = b_.CreatePHI(b_.getInt1Ty(), 2);
+    phi->addIncoming(b_.getInt1(bin.op == BinaryOp::Or), lhs_end);
+    phi->addIncoming(c, rhs_end);
+    return phi;
+  }
+
+  llvm::Value* compare(BinaryOp op, DType t, llvm::Value* a, llvm::Value* c) {
+    if (is_float(t)) {
+      switch (op) {
+        case BinaryOp::Eq: return b_.CreateFCmpOEQ(a, c);
+        case BinaryOp::Ne: return b_.CreateFCmpUNE(a, c);
+        case BinaryOp::Lt: return b_.CreateFCmpOLT(a, c);
+        case BinaryOp::Le: return b_.CreateFCmpOLE(a, c);
+        case BinaryOp::Gt: return b_.CreateFCmpOGT(a, c);
+        default: return b_.CreateFCmpOGE(a, c);
+      }
+    }
+    bool s = is_signed_int(t);
+    switch (op) {
+      case BinaryOp::Eq: return b_.CreateICmpEQ(a, c);
+      case BinaryOp::Ne: return b_.CreateICmpNE(a, c);
+      case BinaryOp::Lt: return s ? b_.CreateICmpSLT(a, c) : b_.CreateICmpULT(a, c);
+      case BinaryOp::Le: return s ? b_.CreateICmpSLE(a, c) : b_.CreateICmpULE(a, c);
+      case BinaryOp::Gt: return s ? b_.CreateICmpSGT(a, c) : b_.CreateICmpUGT(a, c);
+      default: return s ? b_.CreateICmpSGE(a, c) : b_.CreateICmpUGE(a, c);
+    }
+  }
+
+  llvm::Value* arith(BinaryOp op, DType t, llvm::Value* a, llvm::Value* c, Span span) {
+    if (t == DType::Bool) {  // as the reference: 0/1 arithmetic, then "not zero"
+      switch (op) {
+        case BinaryOp::Add: case BinaryOp::Max: return b_.CreateOr(a, c);
+        case BinaryOp::Mul: case BinaryOp::Min: return b_.CreateAnd(a, c);
+        case BinaryOp::Sub: return b_.CreateXor(a, c);
+        default: {
+          llvm::Value* r = arith(op, DType::I64, b_.CreateZExt(a, b_.getInt64Ty()), b_.CreateZExt(c, b_.getInt64Ty()), span);
+          return b_.CreateICmpNE(r, b_.getInt64(0));
+        }
+      }
+    }
+    if (is_float(t)) {
+      llvm::Value* r = nullptr;
+      switch (op) {
+        case BinaryOp::Add: r = b_.CreateFAdd(a, c); break;
+        case BinaryOp::Sub: r = b_.CreateFSub(a, c); break;
+        case BinaryOp::Mul: r = b_.CreateFMul(a, c); break;
+        case BinaryOp::Div: r = b_.CreateFDiv(a, c); break;
+        case BinaryOp::Mod: r = b_.CreateFRem(a, c); break;
+        case BinaryOp::Pow: r = libm2("pow", a, c); break;
+        case BinaryOp::Min: r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, c); break;
+        case BinaryOp::Max: r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, c); break;
+        default: throw std::logic_error("LLVM lowering: bad float operator");
+      }
+      return round_to(t, r);
+    }
+    bool s = is_signed_int(t);
+    switch (op) {
+      case BinaryOp::Add: return b_.CreateAdd(a, c);
+      case BinaryOp::Sub: return b_.CreateSub(a, c);
+      case BinaryOp::Mul: return b_.CreateMul(a, c);
+      case BinaryOp::Div:
+      case BinaryOp::Mod: {
+        llvm::Value* zero = llvm::ConstantInt::get(c->getType(), 0);
+        check(b_.CreateICmpNE(c, zero), span, op == BinaryOp::Div ? "integer division by zero" : "integer remainder by zero");
+        if (!s) return op == BinaryOp::Div ? b_.CreateUDiv(a, c) : b_.CreateURem(a, c);
+        // x / -1 wraps (INT_MIN / -1 is INT_MIN) instead of trapping.
+        llvm::Value* minus_one = b_.CreateICmpEQ(c, llvm::ConstantInt::getSigned(c->getType(), -1));
+        llvm::Value* safe = b_.CreateSelect(minus_one, llvm::ConstantInt::get(c->getType(), 1), c);
+        llvm::Value* q = op == BinaryOp::Div ? b_.CreateSDiv(a, safe) : b_.CreateSRem(a, safe);
+        llvm::Value* wrapped = op == BinaryOp::Div ? b_.CreateNeg(a) : zero;
+        return b_.CreateSelect(minus_one, wrapped, q);
+      }
+      case BinaryOp::Pow: return int_pow(t, a, c, span);
+      case BinaryOp::Min: return b_.CreateBinaryIntrinsic(s ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, a, c);
+      case BinaryOp::Max: return b_.CreateBinaryIntrinsic(s ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, a, c);
+      default: throw std::logic_error("LLVM lowering: bad integer operator");
+    }
+  }
+
+  llvm::Value* int_pow(DType t, llvm::Value* a, llvm::Value* c, Span span) {
+    bool s = is_signed_int(t);
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::FunctionCallee fn = module_->getOrInsertFunction(
+        "zyntax_rt_ipow", llvm::FunctionType::get(i64, {i64, i64, b_.getInt32Ty(), llvm::PointerType::getUnqual(ctx_)}, false));
+    llvm::AllocaInst* err = entry_alloca(b_.getInt32Ty(), "pow.err");
+    b_.CreateStore(b_.getInt32(0), err);
+    llvm::Value* r = b_.CreateCall(fn, {b_.CreateIntCast(a, i64, s), b_.CreateIntCast(c, i64, s), b_.getInt32(s), err});
+    check(b_.CreateICmpEQ(b_.CreateLoad(b_.getInt32Ty(), err), b_.getInt32(0)), span, "integer power with a negative exponent");
+    return b_.CreateTrunc(r, reg_type(t));
+  }
+
+  // ------------------------------------------------------------ math
+
+  llvm::Value* to_f64(llvm::Value* v) { return v->getType()->isDoubleTy() ? v : b_.CreateFPExt(v, b_.getDoubleTy()); }
+  llvm::Value* f64(double x) { return llvm::ConstantFP::get(b_.getDoubleTy(), x); }
+
+  llvm::Value* libm1(const char* name, llvm::Value* x) {
+    llvm::Type* d = b_.getDoubleTy();
+    llvm::FunctionCallee fn = module_->getOrInsertFunction(name, llvm::FunctionType::get(d, {d}, false));
+    return b_.CreateCall(fn, {to_f64(x)});
+  }
+
+  // Two-argument libm function on the register type of `a` (computed in f64).
+  llvm::Value* libm2(const char* name, llvm::Value* a, llvm::Value* c) {
+    llvm::Type* d = b_.getDoubleTy();
+    llvm::FunctionCallee fn = module_->getOrInsertFunction(name, llvm::FunctionType::get(d, {d, d}, false));
+    llvm::Value* r = b_.CreateCall(fn, {to_f64(a), to_f64(c)});
+    return a->getType()->isDoubleTy() ? r : b_.CreateFPTrunc(r, a->getType());
+  }
+
+  llvm::Value* math(const cir::Math& m) {
+    DType t = m.type.dtype;
+    std::vector<llvm::Value*> args;
+    for (const Expr& a : m.args) args.push_back(expr(a));
+    llvm::Value* x = args[0];
+    if (!is_float(t)) return int_math(m.fn, t, args);
+    llvm::Type* rt = x->getType();
+    auto back = [&](llvm::Value* d) { return round_to(t, rt->isDoubleTy() ? d : b_.CreateFPTrunc(d, rt)); };
+    auto intrinsic = [&](llvm::Intrinsic::ID id) { return round_to(t, b_.CreateUnaryIntrinsic(id, x)); };
+    switch (m.fn) {
+      case MathFn::Sin: return back(libm1("sin", x));
+      case MathFn::Cos: return back(libm1("cos", x));
+      case MathFn::Tan: return back(libm1("tan", x));
+      case MathFn::Asin: return back(libm1("asin", x));
+      case MathFn::Acos: return back(libm1("acos", x));
+      case MathFn::Atan: return back(libm1("atan", x));
+      case MathFn::Sinh: return back(libm1("sinh", x));
+      case MathFn::Cosh: return back(libm1("cosh", x));
+      case MathFn::Tanh: return back(libm1("tanh", x));
+      case MathFn::Exp: return back(libm1("exp", x));
+      case MathFn::Exp2: return back(libm1("exp2", x));
+      case MathFn::Log: return back(libm1("log", x));
+      case MathFn::Log2: return back(libm1("log2", x));
+      case MathFn::Log10: return back(libm1("log10", x));
+      case MathFn::Erf: return back(libm1("erf", x));
+      case MathFn::Sqrt: return intrinsic(llvm::Intrinsic::sqrt);  // correctly rounded in every precision
+      case MathFn::Rsqrt: return back(b_.CreateFDiv(f64(1.0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, to_f64(x))));
+      case MathFn::Abs: return intrinsic(llvm::Intrinsic::fabs);
+      case MathFn::Floor: return intrinsic(llvm::Intrinsic::floor);
+      case MathFn::Ceil: return intrinsic(llvm::Intrinsic::ceil);
+      case MathFn::Round: return intrinsic(llvm::Intrinsic::nearbyint);
+      case MathFn::Trunc: return intrinsic(llvm::Intrinsic::trunc);
+      case MathFn::Sign: {
+        llvm::Value* zero = llvm::ConstantFP::get(rt, 0.0);
+        llvm::Value* s = b_.CreateSelect(b_.CreateFCmpOGT(x, zero), llvm::ConstantFP::get(rt, 1.0),
+                                         b_.CreateSelect(b_.CreateFCmpOLT(x, zero), llvm::ConstantFP::get(rt, -1.0), zero));
+        return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, s);
+      }
+      case MathFn::Relu: {
+        llvm::Value* zero = llvm::ConstantFP::get(rt, 0.0);
+        return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, b_.CreateSelect(b_.CreateFCmpOGT(x, zero), x, zero));
+      }
+      case MathFn::Gelu: {  // 0.5 * x * (1 + erf(x / sqrt(2))), in f64 as the reference
+        llvm::Value* d = to_f64(x);
+        llvm::Value* e = libm1("erf", b_.CreateFDiv(d, f64(1.4142135623730950488)));
+        return back(b_.CreateFMul(b_.CreateFMul(f64(0.5), d), b_.CreateFAdd(f64(1.0), e)));
+      }
+      case MathFn::GeluTanh: {
+        llvm::Value* d = to_f64(x);
+        llvm::Value* cube = b_.CreateFMul(b_.CreateFMul(b_.CreateFMul(f64(0.044715), d), d), d);
+        llvm::Value* inner = b_.CreateFMul(f64(0.79788456080286535588), b_.CreateFAdd(d, cube));
+        return back(b_.CreateFMul(b_.CreateFMul(f64(0.5), d), b_.CreateFAdd(f64(1.0), libm1("tanh", inner))));
+      }
+      case MathFn::Sigmoid: {
+        llvm::Value* d = to_f64(x);
+        return back(b_.CreateFDiv(f64(1.0), b_.CreateFAdd(f64(1.0), libm1("exp", b_.CreateFNeg(d)))));
+      }
+      case MathFn::Silu: {
+        llvm::Value* d = to_f64(x);
+        return back(b_.CreateFDiv(d, b_.CreateFAdd(f64(1.0), libm1("exp", b_.CreateFNeg(d)))));
+      }
+      case MathFn::Pow: return round_to(t, libm2("pow", x, args[1]));
+      case MathFn::Atan2: return round_to(t, libm2("atan2", x, args[1]));
+      case MathFn::Min: return round_to(t, b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, x, args[1]));
+      case MathFn::Max: return round_to(t, b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, args[1]));
+      case MathFn::Clamp:
+        return round_to(t, b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum,
+                                                    b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, args[1]), args[2]));
+    }
+    throw std::logic_error("LLVM lowering: unknown math function");
+  }
+
+  llvm::Value* int_math(MathFn fn, DType t, const std::vector<llvm::Value*>& args) {
+    llvm::Value* x = args[0];
+    bool s = is_signed_int(t);
+    llvm::Value* zero = llvm::ConstantInt::get(x->getType(), 0);
+    switch (fn) {
+      case MathFn::Abs: return s ? b_.CreateSelect(b_.CreateICmpSLT(x, zero), b_.CreateNeg(x), x) : x;
+      case MathFn::Sign:
+        if (!s) return b_.CreateZExt(b_.CreateICmpNE(x, zero), x->getType());
+        return b_.CreateSelect(b_.CreateICmpSGT(x, zero), llvm::ConstantInt::get(x->getType(), 1),
+                               b_.CreateSelect(b_.CreateICmpSLT(x, zero), llvm::ConstantInt::getSigned(x->getType(), -1), zero));
+      case MathFn::Relu: return s ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, x, zero) : x;
+      case MathFn::Min: return b_.CreateBinaryIntrinsic(s ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, x, args[1]);
+      case MathFn::Max: return b_.CreateBinaryIntrinsic(s ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, x, args[1]);
+      case MathFn::Clamp:
+        return b_.CreateBinaryIntrinsic(s ? llvm::Intrinsic::smin : llvm::Intrinsic::umin,
+                                        b_.CreateBinaryIntrinsic(s ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, x, args[1]),
+                                        args[2]);
+      default: throw std::logic_error(std::string("LLVM lowering: ") + math_fn_name(fn) + " on integers");
+    }
+  }
+
+  struct Var {
+    llvm::AllocaInst* slot;
+    DType dtype;
+  };
+
+  const cir::Kernel& k_;
+  llvm::LLVMContext& ctx_;
+  llvm::IRBuilder<> b_;
+  std::unique_ptr<llvm::Module> module_;
+  std::string name_;
+  llvm::Function* fn_ = nullptr;
+  llvm::BasicBlock* entry_ = nullptr;
+  llvm::BasicBlock* exit_ = nullptr;
+  llvm::Value* begin_ = nullptr;
+  llvm::Value* end_ = nullptr;
+  llvm::Value* status_ = nullptr;
+  std::map<std::string, Buffer> buffers_;
+  std::map<std::string, llvm::Value*> values_;
+  std::map<std::string, Var> vars_;
+  Buffer acc_, best_, has_;
+  std::vector<CheckSite> sites_;
+};
+
+}  // namespace
+
+std::optional<std::string> unsupported_reason(const cir::Kernel& k) { return SupportCheck().run(k); }
+
+EmittedKernel emit_kernel(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& function_name) {
+  return Emitter(k, ctx, function_name).run();
+}
+
+}  // namespace zyntax::codegen

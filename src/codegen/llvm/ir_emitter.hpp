@@ -1,0 +1,48 @@
+// The shared CIR → LLVM IR lowering. It turns a specialised kernel into one
+// function with the signature of kernel_abi.hpp, computing exactly what the
+// reference executor computes: every operation rounded to its dtype (no
+// fast-math, no contraction into FMA), math functions through the same libm
+// in double, NaN-propagating min/max, saturating float-to-int conversions,
+// bounds checks on every access and checks on integer division. Targets
+// (the CPU JIT now, NVPTX and AMDGPU later) add their own entry points and
+// schedules on top.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cir/ir.hpp"
+
+namespace llvm {
+class LLVMContext;
+class Module;
+}  // namespace llvm
+
+namespace zyntax::codegen {
+
+// A runtime check in the generated code; its id is its index + 1.
+struct CheckSite {
+  Span span;
+  std::string what;  // "index out of bounds reading x", "integer division by zero"
+};
+
+struct EmittedKernel {
+  std::unique_ptr<llvm::Module> module;
+  std::string function;  // the entry point's name
+  std::vector<CheckSite> sites;
+};
+
+// Why the lowering cannot compile this kernel yet (tile values, atomics,
+// GPU coordinates, large local arrays), or nothing if it can.
+std::optional<std::string> unsupported_reason(const cir::Kernel& k);
+
+// Lowers a specialised kernel that unsupported_reason() accepts.
+EmittedKernel emit_kernel(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& function_name);
+
+// Called by generated code for `**` on integers; defined in the runtime so the
+// JIT can resolve it. Sets *error to 1 for a negative exponent (base not ±1).
+extern "C" uint64_t zyntax_rt_ipow(uint64_t base, int64_t exponent, int32_t is_signed, int32_t* error);
+
+}  // namespace zyntax::codegen

@@ -1,0 +1,50 @@
+#include "codegen/llvm/kernel_abi.hpp"
+
+#include "support/scalar.hpp"
+
+namespace zyntax::codegen {
+
+namespace {
+
+std::optional<DType> yielded_dtype(const cir::Block& b) {
+  for (const cir::Stmt& s : b) {
+    if (auto y = s.as<cir::Yield>()) return y->value->type.dtype;
+    if (auto f = s.as<cir::For>())
+      if (auto t = yielded_dtype(f->body)) return t;
+    if (auto i = s.as<cir::If>()) {
+      if (auto t = yielded_dtype(i->then_body)) return t;
+      if (auto t = yielded_dtype(i->else_body)) return t;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ReduceBuffers reduce_buffers(const cir::Kernel& k) {
+  ReduceBuffers r;
+  DType out = k.output().type.dtype;
+  bool float_sum = is_float(out) && (k.reduce_op == ReduceOp::Sum || k.reduce_op == ReduceOp::Product);
+  r.acc_dtype = float_sum ? DType::F64 : out;
+  r.arg = k.reduce_op == ReduceOp::ArgMax || k.reduce_op == ReduceOp::ArgMin;
+  if (r.arg) {
+    r.acc_dtype = DType::I64;
+    r.best_dtype = yielded_dtype(k.body).value_or(DType::F32);
+  }
+  return r;
+}
+
+std::optional<OuterLoop> outer_parallel_loop(const cir::Kernel& k) {
+  if (k.body.size() != 1) return std::nullopt;
+  auto f = k.body[0].as<cir::For>();
+  if (!f || f->loop_kind != cir::LoopKind::Parallel) return std::nullopt;
+  auto lo = f->lo.as<cir::IntImm>(), hi = f->hi.as<cir::IntImm>(), step = f->step.as<cir::IntImm>();
+  if (!lo || !hi || !step || step->value <= 0) return std::nullopt;
+  OuterLoop o;
+  o.lo = lo->value;
+  o.step = step->value;
+  o.trips = hi->value > lo->value ? (hi->value - lo->value + step->value - 1) / step->value : 0;
+  return o;
+}
+
+}  // namespace zyntax::codegen

@@ -1,0 +1,46 @@
+// How compiled kernels are called. Every backend built on the shared CIR →
+// LLVM lowering uses this one signature:
+//
+//   void kernel(void* const* args, int64_t begin, int64_t end, int32_t* status)
+//
+// - args: one pointer per kernel parameter, in order: the data of each
+//   tensor (inputs and the output) and, for a scalar, a pointer to its value
+//   stored in its dtype. Reduce kernels take extra buffers after those (see
+//   ReduceBuffers).
+// - [begin, end): which iterations of the kernel's outer parallel loop this
+//   call runs, counted from 0 (the device splits the range over threads).
+//   Kernels without an outer parallel loop run whole for any range that
+//   contains 0, and do nothing otherwise.
+// - status: set to the id (> 0) of the runtime check that failed (an index
+//   out of bounds, an integer division by zero); the kernel then returns.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "cir/ir.hpp"
+
+namespace zyntax::codegen {
+
+using KernelFn = void (*)(void* const* args, int64_t begin, int64_t end, int32_t* status);
+
+// Reduce kernels accumulate into buffers the device prepares, one element
+// per output element: `acc` (f64 for float sums and products, else the
+// output's dtype) filled with the operator's identity; for argmin/argmax
+// `acc` is the output itself (the index), plus `best` (the best value so
+// far, in the yielded dtype) and `has` (one byte per element: seen a value).
+struct ReduceBuffers {
+  DType acc_dtype = DType::F32;
+  bool arg = false;
+  DType best_dtype = DType::F32;
+};
+ReduceBuffers reduce_buffers(const cir::Kernel& k);
+
+// The outer loop that is split across threads: the kernel body is a single
+// `parallel for` with constant bounds. Trip count and where it starts.
+struct OuterLoop {
+  int64_t lo = 0, step = 1, trips = 1;
+};
+std::optional<OuterLoop> outer_parallel_loop(const cir::Kernel& k);
+
+}  // namespace zyntax::codegen

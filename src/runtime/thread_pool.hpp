@@ -1,0 +1,44 @@
+// A persistent pool of worker threads: kernels split their outer parallel
+// loop over it, so no launch creates threads. Several launches (from async
+// compute blocks) may share it at once; the calling thread always works on
+// its own job too, so every job finishes even when the workers are busy.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace zyntax {
+
+class ThreadPool {
+ public:
+  // `threads` counts the caller: a pool of n runs n - 1 workers.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+
+  // The process's pool: ZYNTAX_NUM_THREADS threads, else one per core.
+  static ThreadPool& global();
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls f(begin, end) over chunks covering [0, n) and returns when all are done.
+  void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& f);
+
+ private:
+  struct Job;
+  void worker();
+  static void work_on(Job& job);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> jobs_;
+  bool stopping_ = false;
+};
+
+}  // namespace zyntax
