@@ -16,8 +16,7 @@ class FrameHostEnv : public HostEnv {
     if (!b) return std::nullopt;
     HostBinding h;
     h.decl = b->decl;
-    h.param = b->param;
-    h.param_axis = b->param_axis;
+    h.param_axes = b->param_axes;
     switch (b->value.kind) {
       case Value::Kind::Int: h.kind = HostBinding::Kind::Int; break;
       case Value::Kind::Float: h.kind = HostBinding::Kind::Float; break;

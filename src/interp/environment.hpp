@@ -16,10 +16,9 @@ struct Binding {
   Value value;
   bool is_mutable = false;
   Span decl;
-  // A dimension bound by a parameter type (`x: tensor[batch, seq]`): which
-  // parameter and axis it is the extent of.
-  std::string param;
-  int param_axis = -1;
+  // A dimension bound by parameter types (`x: tensor[batch, seq]`): the
+  // parameters and axes it is the extent of.
+  std::vector<std::pair<std::string, int>> param_axes;
 };
 
 using Scope = std::unordered_map<std::string, Binding>;

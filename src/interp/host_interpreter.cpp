@@ -100,7 +100,7 @@ void Interpreter::hoist_functions(const ast::Block& b, Frame& f) {
     v.function = std::make_shared<FunctionData>();
     v.function->def = &def;
     v.function->module = f.module;
-    f.innermost()[def.name] = Binding{v, false, def.name_span, "", -1};
+    f.innermost()[def.name] = Binding{v, false, def.name_span, {}};
   }
 }
 
@@ -186,7 +186,7 @@ void Interpreter::exec_let(const ast::Let& l, Frame& f) {
   }
   Scope& scope = f.innermost();
   if (!l.destructure) {
-    scope[l.names[0]] = Binding{v, l.is_mutable, l.name_spans[0], "", -1};
+    scope[l.names[0]] = Binding{v, l.is_mutable, l.name_spans[0], {}};
     return;
   }
   if (v.kind == Value::Kind::Future) v = v.future->get();
@@ -195,7 +195,7 @@ void Interpreter::exec_let(const ast::Let& l, Frame& f) {
   if (v.items->size() != l.names.size())
     throw Error(l.init->span, "cannot unpack " + std::to_string(v.items->size()) + " values into " +
                                   std::to_string(l.names.size()) + " names");
-  for (size_t i = 0; i < l.names.size(); ++i) scope[l.names[i]] = Binding{(*v.items)[i], l.is_mutable, l.name_spans[i], "", -1};
+  for (size_t i = 0; i < l.names.size(); ++i) scope[l.names[i]] = Binding{(*v.items)[i], l.is_mutable, l.name_spans[i], {}};
 }
 
 void Interpreter::exec_assign(const ast::Assign& a, Frame& f) {
@@ -244,7 +244,7 @@ Interpreter::Flow Interpreter::exec_for(const ast::For& fr, size_t range, Frame&
   }
   const ast::ForRange& r = fr.ranges[range];
   auto run_body = [&](Value v) {
-    f.scopes.back()[r.var] = Binding{std::move(v), false, r.var_span, "", -1};
+    f.scopes.back()[r.var] = Binding{std::move(v), false, r.var_span, {}};
     return exec_for(fr, range + 1, f);
   };
   if (r.hi) {
@@ -301,7 +301,7 @@ void Interpreter::exec_import(const ast::Import& imp, Frame& f) {
     size_t dot = name.find('.');
     if (dot != std::string::npos) name = name.substr(0, dot);
   }
-  f.innermost()[name] = Binding{v, false, imp.span, "", -1};
+  f.innermost()[name] = Binding{v, false, imp.span, {}};
 }
 
 void Interpreter::exec_config(const ast::Config& c, Frame& f) {
@@ -620,7 +620,7 @@ void Interpreter::bind_typed_param(const ast::Param& p, const Value& v, Scope& s
     check_type(*p.type, value, p.span, scope, "argument '" + p.name + "'", p.name, &dim_sites);
     if (p.type->name == "float" && value.kind == Value::Kind::Int) value = Value::of_float(static_cast<double>(value.i));
   }
-  scope[p.name] = Binding{value, false, p.span, "", -1};
+  scope[p.name] = Binding{value, false, p.span, {}};
 }
 
 // Checks a value against a written type. Tensor types bind their dimension
@@ -668,7 +668,7 @@ void Interpreter::check_type(const ast::TypeExpr& t, const Value& v, Span where,
         const std::string& dim = ast::as<ast::Name>(d).name;
         auto it = scope.find(dim);
         if (it == scope.end() && dim_sites) {
-          scope[dim] = Binding{Value::of_int(actual), false, d.span, param, static_cast<int>(a)};
+          scope[dim] = Binding{Value::of_int(actual), false, d.span, {{param, static_cast<int>(a)}}};
           (*dim_sites)[dim] = where;
           continue;
         }
@@ -681,7 +681,11 @@ void Interpreter::check_type(const ast::TypeExpr& t, const Value& v, Span where,
           diag.note(d.span, "the type is written here");
           throw Error(diag);
         }
-        if (it != scope.end()) continue;
+        if (it != scope.end()) {
+          // The same dimension in another parameter's type: that axis is it too.
+          if (dim_sites && !it->second.param_axes.empty()) it->second.param_axes.push_back({param, static_cast<int>(a)});
+          continue;
+        }
       }
       Value expected = eval(d, dims_frame);
       if (expected.kind != Value::Kind::Int) throw Error(d.span, "a tensor dimension must be an integer");

@@ -955,15 +955,16 @@ class Lowering {
       case K::Int:
       case K::Unknown: {
         // A dimension of an input's parameter type is that input's extent.
-        if (!h.param.empty()) {
-          int i = input_index(h.param);
-          if (i >= 0 && h.param_axis >= 0 && static_cast<size_t>(h.param_axis) < axis_names_[static_cast<size_t>(i)].size()) {
-            std::string& n = axis_names_[static_cast<size_t>(i)][static_cast<size_t>(h.param_axis)];
-            if (n.empty()) n = name;
-            bound_dims_[name] = {static_cast<size_t>(i), h.param_axis};
-            return {cir::Var::make(name, cir::Type::scalar(DType::I64), span), true};
-          }
+        bool from_input = false;
+        for (const auto& [param, axis] : h.param_axes) {
+          int i = input_index(param);
+          if (i < 0 || axis < 0 || static_cast<size_t>(axis) >= axis_names_[static_cast<size_t>(i)].size()) continue;
+          std::string& n = axis_names_[static_cast<size_t>(i)][static_cast<size_t>(axis)];
+          if (n.empty()) n = name;
+          if (!from_input) bound_dims_[name] = {static_cast<size_t>(i), axis};
+          from_input = true;
         }
+        if (from_input) return {cir::Var::make(name, cir::Type::scalar(DType::I64), span), true};
         if (!host_dims_.count(name)) host_dims_order_.push_back(name);
         host_dims_.insert(name);
         return {cir::Var::make(name, cir::Type::scalar(DType::I64), span), true};

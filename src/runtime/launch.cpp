@@ -32,6 +32,9 @@ std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::
     throw DataError("compute '" + k.name + "' takes " + std::to_string(params.size()) + " inputs, got " +
                     std::to_string(inputs.size()));
   for (size_t i = 0; i < params.size(); ++i) {
+    if (inputs[i].dtype() != params[i]->type.dtype)
+      throw DataError("compute '" + k.name + "': input '" + params[i]->name + "' is " + dtype_name(inputs[i].dtype()) +
+                      ", but the kernel was compiled for " + dtype_name(params[i]->type.dtype));
     if (static_cast<size_t>(inputs[i].rank()) != params[i]->type.rank())
       throw DataError("compute '" + k.name + "': input '" + params[i]->name + "' has " + std::to_string(inputs[i].rank()) +
                       " axes (shape " + shape_str(inputs[i].shape()) + ") but the kernel uses it with " +

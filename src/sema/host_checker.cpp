@@ -20,8 +20,7 @@ struct Symbol {
   StaticType type;
   Span decl;
   bool is_mutable = false;
-  std::string param;  // a dimension of this parameter's type
-  int param_axis = -1;
+  std::vector<std::pair<std::string, int>> param_axes;  // a dimension of these parameters' types
 };
 
 using Scope = std::map<std::string, Symbol>;
@@ -101,7 +100,7 @@ class Checker {
         diags().error(f.name_span, "'" + f.name + "' is defined twice").note(it->second.decl, "first defined here");
       StaticType t = StaticType::of(K::Function);
       t.function = &f;
-      scope[f.name] = Symbol{t, f.name_span, false, "", -1};
+      scope[f.name] = Symbol{t, f.name_span, false, {}};
       functions.push_back(&f);
     }
   }
@@ -149,7 +148,7 @@ class Checker {
             if (t.kind == K::List && !t.elems.empty()) var = t.elems[0];
             if (t.kind == K::Tensor && t.rank && *t.rank > 1) var = StaticType::tensor(*t.rank - 1, t.dtype);
           }
-          scopes_.back()[r.var] = Symbol{var, r.var_span, false, "", -1};
+          scopes_.back()[r.var] = Symbol{var, r.var_span, false, {}};
         }
         ++loop_depth_;
         block(f.body);
@@ -194,7 +193,7 @@ class Checker {
       if (declared.known()) t = declared;
     }
     if (!l.destructure) {
-      innermost()[l.names[0]] = Symbol{t, l.name_spans[0], l.is_mutable, "", -1};
+      innermost()[l.names[0]] = Symbol{t, l.name_spans[0], l.is_mutable, {}};
       return;
     }
     if (t.kind == K::Future && t.inner) t = *t.inner;
@@ -203,7 +202,7 @@ class Checker {
                                       std::to_string(l.names.size()) + " names");
     for (size_t i = 0; i < l.names.size(); ++i) {
       StaticType e = t.kind == K::Tuple && i < t.elems.size() ? t.elems[i] : StaticType{};
-      innermost()[l.names[i]] = Symbol{e, l.name_spans[i], l.is_mutable, "", -1};
+      innermost()[l.names[i]] = Symbol{e, l.name_spans[i], l.is_mutable, {}};
     }
   }
 
@@ -253,7 +252,7 @@ class Checker {
       if (slash != std::string::npos) name = name.substr(slash + 1);
       name = name.substr(0, name.find('.'));
     }
-    innermost()[name] = Symbol{t, imp.span, false, "", -1};
+    innermost()[name] = Symbol{t, imp.span, false, {}};
   }
 
   void config(const ast::Config& c) {
@@ -276,7 +275,7 @@ class Checker {
       if (!seen.insert(p.name).second) diags().error(p.span, "parameter '" + p.name + "' is declared twice");
       if (p.default_value) expr(*p.default_value);
       StaticType t = p.type ? from_type(*p.type, &scopes_.back(), p.name) : StaticType{};
-      scopes_.back()[p.name] = Symbol{t, p.span, false, "", -1};
+      scopes_.back()[p.name] = Symbol{t, p.span, false, {}};
     }
     if (f.return_type) from_type(*f.return_type, &scopes_.back(), "");
     int saved_loops = loop_depth_;
@@ -308,7 +307,10 @@ class Checker {
           out.extents[a] = *c;
         } else if (d.kind == ast::ExprKind::Name) {
           const std::string& dim = ast::as<ast::Name>(d).name;
-          if (dims && !dims->count(dim)) (*dims)[dim] = Symbol{StaticType::integer(), d.span, false, param, static_cast<int>(a)};
+          if (dims && !dims->count(dim))
+            (*dims)[dim] = Symbol{StaticType::integer(), d.span, false, {{param, static_cast<int>(a)}}};
+          else if (dims && !(*dims)[dim].param_axes.empty())
+            (*dims)[dim].param_axes.push_back({param, static_cast<int>(a)});
         } else if (dims) {
           expr(d);
         }
@@ -756,8 +758,7 @@ std::optional<HostBinding> StaticHostEnv::lookup(std::string_view name) const {
   if (!s) return std::nullopt;
   HostBinding h;
   h.decl = s->decl;
-  h.param = s->param;
-  h.param_axis = s->param_axis;
+  h.param_axes = s->param_axes;
   switch (s->type.kind) {
     case K::Int: h.kind = HostBinding::Kind::Int; break;
     case K::Float: h.kind = HostBinding::Kind::Float; break;

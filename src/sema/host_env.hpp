@@ -16,10 +16,9 @@ struct HostBinding {
   enum class Kind { Int, Float, Bool, Tensor, Other, Unknown };
   Kind kind = Kind::Unknown;
   Span decl;  // where the host name was declared
-  // Set for a dimension declared by a parameter type (`x: tensor[batch, seq]`
-  // makes `batch` = x.shape[0]): the parameter and the axis.
-  std::string param;
-  int param_axis = -1;
+  // For a dimension declared by parameter types (`x: tensor[batch, seq]`
+  // makes `batch` = x.shape[0]): every (parameter, axis) it names.
+  std::vector<std::pair<std::string, int>> param_axes;
 };
 
 class HostEnv {

@@ -42,7 +42,7 @@ def main():
     expect("no subcommand is a usage error", rc == 2, err)
     rc, _, err = run(z, "frobnicate")
     expect("unknown subcommand is a usage error", rc == 2, err)
-    rc, _, err = run(z, "compile", EXAMPLE, "--emit", "llvm")
+    rc, _, err = run(z, "compile", EXAMPLE, "--emit", "wasm")
     expect("bad --emit value is a usage error", rc == 2, err)
     rc, _, err = run(z, "run", EXAMPLE, "--device", "tpu:7")
     expect("unknown device is a usage error", rc == 2 and "tpu:7" in err and "available" in err, err)
@@ -72,6 +72,18 @@ def main():
         ast = os.path.join(tmp, "out.ast")
         rc, _, err = run(z, "compile", EXAMPLE, "--emit", "ast", "-o", ast)
         expect("compile --emit ast", rc == 0 and open(ast).read().startswith("(module"), err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--emit", "llvm")
+        expect("--emit llvm prints LLVM IR of the compiled kernels",
+               rc == 0 and "define void @zyntax_kernel_qkv" in out and "runs on the reference executor" in out, err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--backend", "llvm", "--emit", "asm", "--kernel", "qkv",
+                           "--dim", "batch=2", "--dim", "seq=8", "--dim", "hidden=16",
+                           "--dim", "weights.qkv_proj.d0=16", "--dim", "weights.qkv_proj.d1=48")
+        expect("--emit asm of one specialised kernel", rc == 0 and "zyntax_kernel_qkv" in out and "ret" in out, err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--emit", "asm", "--kernel", "qkv", "--dim", "batch=2")
+        expect("missing --dim sizes are a usage error naming them", rc == 2 and "needs --dim for" in err, err)
+        obj = os.path.join(tmp, "qkv.o")
+        rc, _, err = run(z, "compile", EXAMPLE, "--emit", "obj", "--kernel", "qkv", "-o", obj)
+        expect("--emit obj writes an ELF object", rc == 0 and open(obj, "rb").read(4) == b"\x7fELF", err)
         rc, out, err = run(z, "compile", EXAMPLE, "--emit", "cir", "--print-passes")
         expect("--print-passes logs every pass", rc == 0 and "after mark_parallel_loops" in err and "after simplify" in err,
                err[:200])

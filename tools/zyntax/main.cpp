@@ -7,6 +7,9 @@
 #include <iostream>
 
 #include "cir/pass_manager.hpp"
+#include "cir/passes/specialize.hpp"
+#include "codegen/llvm/cpu/cpu_jit.hpp"
+#include "codegen/llvm/ir_emitter.hpp"
 #include "cir/printer.hpp"
 #include "driver/session.hpp"
 #include "interp/host_interpreter.hpp"
@@ -66,7 +69,55 @@ int check_command(const std::string& path) {
   return load_and_check(session, path, nullptr) ? kOk : kProgramError;
 }
 
-int compile_command(const std::string& path, const std::string& emit, const std::string& output) {
+struct CompileOptions {
+  std::string emit, output, kernel;
+  std::vector<std::string> dims;  // NAME=VALUE
+};
+
+// The kernel specialised on the sizes given with --dim, or left generic
+// (its dimensions become arguments) when none are given.
+cir::Kernel with_dims(const cir::Kernel& k, const std::vector<std::string>& given) {
+  if (given.empty()) return k;
+  std::map<std::string, int64_t> dims;
+  for (const std::string& g : given) {
+    size_t eq = g.find('=');
+    if (eq == std::string::npos) throw std::invalid_argument("--dim takes NAME=VALUE, got '" + g + "'");
+    dims[g.substr(0, eq)] = std::stoll(g.substr(eq + 1));
+  }
+  std::string missing;
+  for (const cir::DimParam& d : k.dims)
+    if (!dims.count(d.name)) missing += (missing.empty() ? "" : ", ") + d.name;
+  if (!missing.empty()) throw std::invalid_argument("kernel " + k.name + " also needs --dim for: " + missing);
+  return cir::specialize(k, dims);
+}
+
+// LLVM IR, assembly or an object file of each kernel, from the CPU backend.
+int emit_native(Session& session, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, std::string& text) {
+  int emitted = 0;
+  for (const CheckedKernel& ck : kernels) {
+    std::string name = session.kernel_name(ck.node);
+    if (!o.kernel.empty() && name != o.kernel) continue;
+    if (!ck.deferred.empty()) {
+      text += "; kernel " + name + ": lowered when it runs (" + ck.deferred + ")\n";
+      continue;
+    }
+    cir::Kernel k = with_dims(ck.kernel, o.dims);
+    if (auto why = codegen::unsupported_reason(k)) {
+      text += "; kernel " + name + ": runs on the reference executor (the LLVM backend does not compile " + *why + " yet)\n";
+      continue;
+    }
+    if (o.emit == "obj" && emitted > 0)
+      throw std::invalid_argument("an object file holds one kernel: choose it with --kernel NAME");
+    text += codegen::CpuJit::instance().emit(k, o.emit);
+    ++emitted;
+  }
+  if (o.emit == "obj" && emitted == 0) throw std::invalid_argument("no kernel was compiled, so there is no object file");
+  return kOk;
+}
+
+int compile_command(const std::string& path, const CompileOptions& o) {
+  const std::string& emit = o.emit;
+  const std::string& output = o.output;
   Session session;
   std::vector<CheckedKernel> kernels;
   LoadedModule* m = load_and_check(session, path, &kernels);
@@ -74,6 +125,17 @@ int compile_command(const std::string& path, const std::string& emit, const std:
   std::string text;
   if (emit == "ast") {
     text = print_ast(m->ast);
+  } else if (emit == "llvm" || emit == "asm" || emit == "obj") {
+    if (emit == "obj" && (output.empty() || output == "-")) {
+      std::cerr << "zyntax: error: --emit obj needs -o FILE\n";
+      return kUsageError;
+    }
+    try {
+      emit_native(session, kernels, o, text);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "zyntax: error: " << e.what() << "\n";
+      return kUsageError;
+    }
   } else {
     if (kernels.empty()) text = "// " + path + " has no compute blocks\n";
     for (size_t i = 0; i < kernels.size(); ++i) {
@@ -113,7 +175,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("zyntax ") + ZYNTAX_VERSION);
   app.require_subcommand(1);
 
-  std::string path, device = "auto", emit, output;
+  std::string path, device = "auto", emit, output, backend = "cir", kernel_filter;
+  std::vector<std::string> dim_values;
   uint64_t seed = 0;
   bool print_passes = false;
 
@@ -129,7 +192,13 @@ int main(int argc, char** argv) {
 
   CLI::App* compile = app.add_subcommand("compile", "Print the parsed program or the Compute IR of each kernel");
   compile->add_option("file", path, "The .zynml program")->required();
-  compile->add_option("--emit", emit, "What to print: ast or cir")->required()->check(CLI::IsMember({"ast", "cir"}));
+  compile->add_option("--emit", emit, "What to print: ast, cir, or from the CPU backend llvm, asm, obj")
+      ->required()
+      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj"}));
+  compile->add_option("--backend", backend, "cir (the IR itself) or llvm (the CPU backend; implied by llvm/asm/obj)")
+      ->check(CLI::IsMember({"cir", "llvm"}));
+  compile->add_option("--dim", dim_values, "NAME=VALUE: specialise kernels on these sizes (else they stay generic)");
+  compile->add_option("--kernel", kernel_filter, "Only this kernel (by name)");
   compile->add_option("-o,--output", output, "Write to this file instead of standard output");
   compile->add_flag("--print-passes", print_passes, "Print each kernel's CIR after every pass to standard error");
 
@@ -145,7 +214,10 @@ int main(int argc, char** argv) {
   try {
     if (run->parsed()) return run_command(path, device, seed);
     if (check->parsed()) return check_command(path);
-    if (compile->parsed()) return compile_command(path, emit, output);
+    if (compile->parsed()) {
+      if (backend == "llvm" && (emit == "ast" || emit == "cir")) emit = "llvm";
+      return compile_command(path, CompileOptions{emit, output, kernel_filter, dim_values});
+    }
     if (devices->parsed()) return devices_command();
   } catch (const std::bad_alloc&) {
     std::cerr << "zyntax: error: out of memory\n";

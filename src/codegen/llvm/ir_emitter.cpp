@@ -44,11 +44,6 @@ constexpr int64_t kMaxStackArrayBytes = 256 << 10;
 class SupportCheck {
  public:
   std::optional<std::string> run(const cir::Kernel& k) {
-    if (!k.dims.empty()) return "the kernel is not specialised";
-    for (const cir::Param& p : k.params)
-      if (p.role == cir::ParamRole::Output)
-        for (const Expr& e : p.type.shape)
-          if (!e.as<cir::IntImm>()) return "the output's shape is not constant";
     block(k.body);
     return reason_;
   }
@@ -182,6 +177,9 @@ class Emitter {
         buffers_[p.name] = {p_ptr, p.type};
       }
     }
+    // A generic kernel takes its dimensions as arguments (specialised ones have none).
+    for (const cir::DimParam& d : k_.dims)
+      values_[d.name] = b_.CreateLoad(i64, b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, args, slot++)), d.name);
     if (k_.kind == cir::KernelKind::Reduce) {
       ReduceBuffers rb = reduce_buffers(k_);
       acc_ = {b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, args, slot++), "acc"), cir::Type::scalar(rb.acc_dtype)};
@@ -307,10 +305,10 @@ class Emitter {
     llvm::Value* offset = b_.getInt64(0);
     llvm::Value* ok = b_.getTrue();
     for (size_t a = 0; a < axes.size(); ++a) {
-      int64_t extent = buf.type.shape[a].as<cir::IntImm>()->value;
+      llvm::Value* extent = b_.CreateSExt(expr(buf.type.shape[a]), b_.getInt64Ty());
       llvm::Value* idx = b_.CreateSExt(expr(axes[a].index), b_.getInt64Ty());
-      ok = b_.CreateAnd(ok, b_.CreateICmpULT(idx, b_.getInt64(extent)));
-      offset = b_.CreateAdd(b_.CreateMul(offset, b_.getInt64(extent)), idx);
+      ok = b_.CreateAnd(ok, b_.CreateICmpULT(idx, extent));
+      offset = b_.CreateAdd(b_.CreateMul(offset, extent), idx);
     }
     check(ok, span, std::string(write ? "index out of bounds writing " : "index out of bounds reading ") + name);
     return offset;
@@ -442,10 +440,10 @@ class Emitter {
     llvm::Value* offset = b_.getInt64(0);
     llvm::Value* ok = b_.getTrue();
     for (size_t a = 0; a < y.out_index.size(); ++a) {
-      int64_t extent = acc_.type.shape[a].as<cir::IntImm>()->value;
+      llvm::Value* extent = b_.CreateSExt(expr(acc_.type.shape[a]), b_.getInt64Ty());
       llvm::Value* idx = b_.CreateSExt(expr(y.out_index[a]), b_.getInt64Ty());
-      ok = b_.CreateAnd(ok, b_.CreateICmpULT(idx, b_.getInt64(extent)));
-      offset = b_.CreateAdd(b_.CreateMul(offset, b_.getInt64(extent)), idx);
+      ok = b_.CreateAnd(ok, b_.CreateICmpULT(idx, extent));
+      offset = b_.CreateAdd(b_.CreateMul(offset, extent), idx);
     }
     check(ok, y.span, "yield to an output element out of range");
     llvm::Value* v = expr(y.value);

@@ -5,8 +5,9 @@
 //
 // - args: one pointer per kernel parameter, in order: the data of each
 //   tensor (inputs and the output) and, for a scalar, a pointer to its value
-//   stored in its dtype. Reduce kernels take extra buffers after those (see
-//   ReduceBuffers).
+//   stored in its dtype; then, for a kernel not specialised, a pointer to
+//   each dimension's value (i64, in the order of its dims); then, for reduce
+//   kernels, the buffers of ReduceBuffers.
 // - [begin, end): which iterations of the kernel's outer parallel loop this
 //   call runs, counted from 0 (the device splits the range over threads).
 //   Kernels without an outer parallel loop run whole for any range that

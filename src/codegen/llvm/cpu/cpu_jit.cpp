@@ -85,6 +85,8 @@ std::unique_ptr<llvm::Module> CpuJit::build(const cir::Kernel& k, llvm::LLVMCont
     if (f.isDeclaration()) continue;
     f.addFnAttr("target-cpu", target_.cpu);
     f.addFnAttr("target-features", target_.features);
+    // Use the full width of the detected vector unit (LLVM prefers 256 bits on AVX-512 otherwise).
+    if (target_.vector_bits > 0) f.addFnAttr("prefer-vector-width", std::to_string(target_.vector_bits));
   }
   // LLVM's O3 pipeline; vectorizers off when scalar code is asked for.
   llvm::LoopAnalysisManager lam;
