@@ -550,7 +550,7 @@ def define_devices():
              "timed": (x64 * 3).astype(F32)},
             {"result": ELEMENTWISE, "relu": ELEMENTWISE, "total": REDUCTION, "diff": ELEMENTWISE,
              "timed": ELEMENTWISE},
-            post_check=check_any, repeat=(n == 127))
+            post_check=check_any)  # not repeated: `await any` returns whichever racer finishes first
 
     for n, (M, K, N) in [(1, (1, 1, 1)), (17, (3, 5, 7)), (127, (33, 17, 20))]:
         r = rng_for("multi_device", n, M, K, N)
