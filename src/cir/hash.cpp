@@ -4,14 +4,16 @@
 
 namespace zyntax::cir {
 
-uint64_t hash_kernel(const Kernel& k) {
+uint64_t hash_text(std::string_view text) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : print(k)) {
+  for (unsigned char c : text) {
     h ^= c;
     h *= 0x100000001b3ull;
   }
   return h;
 }
+
+uint64_t hash_kernel(const Kernel& k) { return hash_text(print(k)); }
 
 std::string hash_hex(uint64_t h) {
   static const char kDigits[] = "0123456789abcdef";

@@ -88,6 +88,24 @@ def main():
         expect("--print-passes logs every pass", rc == 0 and "after mark_parallel_loops" in err and "after simplify" in err,
                err[:200])
 
+    # The on-disk kernel cache: filled by a first run, used by a second, and a
+    # corrupt entry is rebuilt, never run.
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, ZYNTAX_CACHE_DIR=cache)
+        first = subprocess.run([z, "run", EXAMPLE], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        files = sorted(f for f in os.listdir(cache) if f.endswith(".kernel"))
+        expect("first run fills the kernel cache", first.returncode == 0 and len(files) >= 4, first.stderr.decode())
+        second = subprocess.run([z, "run", EXAMPLE], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        expect("second run from the cache gives the same output",
+               second.returncode == 0 and second.stdout == first.stdout, second.stderr.decode())
+        for f in files:
+            with open(os.path.join(cache, f), "r+b") as fh:
+                fh.seek(-20, 2)
+                fh.write(b"garbage garbage garb")
+        third = subprocess.run([z, "run", EXAMPLE], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        expect("corrupt cache entries are rebuilt", third.returncode == 0 and third.stdout == first.stdout,
+               third.stderr.decode())
+
     if failures:
         print("%d CLI checks failed" % len(failures))
         return 1

@@ -7,6 +7,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -16,6 +17,8 @@
 #include <stdexcept>
 
 #include "cir/hash.hpp"
+#include "cir/printer.hpp"
+#include "runtime/disk_cache.hpp"
 
 namespace zyntax::codegen {
 
@@ -107,16 +110,38 @@ std::unique_ptr<llvm::Module> CpuJit::build(const cir::Kernel& k, llvm::LLVMCont
   return std::move(e.module);
 }
 
+std::string CpuJit::cache_key(const cir::Kernel& k) const {
+  return std::string("zyntax ") + ZYNTAX_VERSION + ", LLVM " + ZYNTAX_LLVM_VERSION + ", codegen " +
+         std::to_string(kCodegenRevision) + "\n" + target_.triple + " " + target_.cpu + " " + target_.simd + " " +
+         target_.features + "\n" + cir::print(k);
+}
+
+std::string CpuJit::object_code(llvm::Module& m) {
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream out(buffer);
+  llvm::legacy::PassManager pm;
+  if (machine_->addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::ObjectFile))
+    throw std::runtime_error("this target cannot emit object code");
+  pm.run(m);
+  return std::string(buffer.begin(), buffer.end());
+}
+
 const CpuJit::Compiled& CpuJit::compile(const cir::Kernel& k, uint64_t hash) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = compiled_.find(hash);
   if (it != compiled_.end()) return *it->second;
-  auto ctx = std::make_unique<llvm::LLVMContext>();
   std::string name = "zyntax_kernel_" + cir::hash_hex(hash);
   auto out = std::make_unique<Compiled>();
-  std::unique_ptr<llvm::Module> m = build(k, *ctx, name, &out->sites);
-  if (auto e = jit_->addIRModule(llvm::orc::ThreadSafeModule(std::move(m), std::move(ctx))))
-    throw std::runtime_error("adding kernel " + k.name + " to the JIT: " + error_text(std::move(e)));
+  std::string key = cache_key(k);
+  std::optional<std::string> object = DiskCache::global().load(key);
+  if (!object) {  // build, and keep the object code for the next run
+    llvm::LLVMContext ctx;
+    std::unique_ptr<llvm::Module> m = build(k, ctx, name, &out->sites);
+    object = object_code(*m);
+    DiskCache::global().store(key, *object);
+  }
+  if (auto e = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(*object, name)))
+    throw std::runtime_error("loading kernel " + k.name + " into the JIT: " + error_text(std::move(e)));
   auto addr = unwrap(jit_->lookup(name), "looking up the compiled kernel");
   out->fn = addr.toPtr<KernelFn>();
   return *(compiled_[hash] = std::move(out));
@@ -132,12 +157,12 @@ std::string CpuJit::emit(const cir::Kernel& k, const std::string& what) {
     m->print(os, nullptr);
     return os.str();
   }
+  if (what == "obj") return object_code(*m);
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream out(buffer);
   llvm::legacy::PassManager pm;
-  auto type = what == "asm" ? llvm::CodeGenFileType::AssemblyFile : llvm::CodeGenFileType::ObjectFile;
-  if (machine_->addPassesToEmitFile(pm, out, nullptr, type))
-    throw std::runtime_error("this target cannot emit " + what);
+  if (machine_->addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    throw std::runtime_error("this target cannot emit assembly");
   pm.run(*m);
   return std::string(buffer.begin(), buffer.end());
 }

@@ -1,7 +1,9 @@
 // Compiles kernels for the host CPU: the shared CIR → LLVM lowering, LLVM's
 // O3 pipeline tuned for the host (its vector width, unless a lower SIMD level
-// is forced), then ORC's LLJIT. One JIT per process; compiled kernels are
-// kept for its lifetime under the hash of their CIR.
+// is forced), object code, then ORC's LLJIT. One JIT per process; compiled
+// kernels are kept for its lifetime under the hash of their CIR, and their
+// object code on disk (runtime/disk_cache.hpp) under the CIR, the target and
+// the compiler's version.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +47,10 @@ class CpuJit {
 
  private:
   CpuJit();
+  // Bumped whenever generated code changes, so older disk cache entries miss.
+  static constexpr int kCodegenRevision = 1;
+  std::string cache_key(const cir::Kernel& k) const;
+  std::string object_code(llvm::Module& m);
   std::unique_ptr<llvm::Module> build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name,
                                       std::vector<CheckSite>* sites);
 
