@@ -135,10 +135,13 @@ Stmt make_store(std::string buffer, std::vector<AxisSel> axes, Expr value, Span 
 Stmt make_yield(Expr value, Expr index, std::vector<Expr> out_index, Span s) {
   return Stmt(std::make_shared<Yield>(std::move(value), std::move(index), std::move(out_index), s));
 }
-Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s) {
-  return Stmt(std::make_shared<Allocate>(std::move(name), std::move(type), space, s));
+Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s, int64_t capacity) {
+  return Stmt(std::make_shared<Allocate>(std::move(name), std::move(type), space, capacity, s));
 }
 Stmt make_barrier(FenceScope scope, Span s) { return Stmt(std::make_shared<Barrier>(scope, s)); }
+Stmt make_check(Expr cond, std::string message, Span s) {
+  return Stmt(std::make_shared<Check>(std::move(cond), std::move(message), s));
+}
 
 const char* loop_kind_name(LoopKind k) {
   switch (k) {

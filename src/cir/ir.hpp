@@ -242,7 +242,7 @@ struct GpuIndex : ExprNode {
 
 // ---------------------------------------------------------------- statements
 
-enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic };
+enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic, Check };
 
 struct StmtNode {
   StmtKind kind;
@@ -329,12 +329,16 @@ enum class MemorySpace : uint8_t { Shared, Local };
 
 // A zero-filled array visible to the end of the enclosing block. Shared
 // arrays are visible to all threads of a GPU block.
+// `type.shape` may use values computed at run time (a tile whose size changes
+// from one iteration to the next); `capacity` then bounds its element count.
 struct Allocate : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Allocate;
   std::string name;
   Type type;
   MemorySpace space;
-  Allocate(std::string n, Type t, MemorySpace m, Span s) : StmtNode(kKind, s), name(std::move(n)), type(std::move(t)), space(m) {}
+  int64_t capacity = 0;  // elements to reserve; 0: the type's (constant) shape
+  Allocate(std::string n, Type t, MemorySpace m, int64_t cap, Span s)
+      : StmtNode(kKind, s), name(std::move(n)), type(std::move(t)), space(m), capacity(cap) {}
 };
 
 enum class FenceScope : uint8_t { Block, Device, System };
@@ -359,6 +363,16 @@ struct Atomic : StmtNode {
       : StmtNode(kKind, s), op(o), buffer(std::move(b)), index(std::move(i)), value(std::move(v)), scope(sc) {}
 };
 
+// Stops the kernel with an error unless `cond` holds. Passes insert checks
+// where the source's semantics has an error they cannot otherwise keep
+// (shapes that must agree, a reduction that must not be empty).
+struct Check : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::Check;
+  Expr cond;
+  std::string message;
+  Check(Expr c, std::string m, Span s) : StmtNode(kKind, s), cond(std::move(c)), message(std::move(m)) {}
+};
+
 // Statement constructors.
 Stmt make_for(std::string var, Expr lo, Expr hi, Expr step, Block body, LoopKind kind = LoopKind::Serial, int factor = 0, Span s = {});
 Stmt make_if(Expr cond, Block then_body, Block else_body = {}, Span s = {});
@@ -367,8 +381,9 @@ Stmt make_decl(std::string name, Type type, Expr init, Span s = {});
 Stmt make_assign(std::string name, Expr value, Span s = {});
 Stmt make_store(std::string buffer, std::vector<AxisSel> axes, Expr value, Span s = {});
 Stmt make_yield(Expr value, Expr index, std::vector<Expr> out_index, Span s = {});
-Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s = {});
+Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s = {}, int64_t capacity = 0);
 Stmt make_barrier(FenceScope scope = FenceScope::Block, Span s = {});
+Stmt make_check(Expr cond, std::string message, Span s = {});
 
 // ---------------------------------------------------------------- kernels
 

@@ -98,6 +98,7 @@ Stmt IRMutator::mutate(const Stmt& s) {
     case StmtKind::Yield: return visit(s.as<Yield>());
     case StmtKind::Allocate: return visit(s.as<Allocate>());
     case StmtKind::Barrier: return visit(s.as<Barrier>());
+    case StmtKind::Check: return visit(s.as<Check>());
     case StmtKind::Atomic: return visit(s.as<Atomic>());
   }
   return s;
@@ -285,7 +286,12 @@ Stmt IRMutator::visit(const Yield* op) {
 Stmt IRMutator::visit(const Allocate* op) {
   Type t = mutate_type(op->type);
   return keep_or(handle_of(op), !same_type(t, op->type),
-                 [&] { return make_allocate(op->name, t, op->space, op->span); });
+                 [&] { return make_allocate(op->name, t, op->space, op->span, op->capacity); });
+}
+
+Stmt IRMutator::visit(const Check* op) {
+  Expr c = mutate(op->cond);
+  return keep_or(handle_of(op), !c.same_as(op->cond), [&] { return make_check(c, op->message, op->span); });
 }
 
 Stmt IRMutator::visit(const Barrier* op) {

@@ -61,6 +61,7 @@ class IRMutator {
   virtual Stmt visit(const Yield* op);
   virtual Stmt visit(const Allocate* op);
   virtual Stmt visit(const Barrier* op);
+  virtual Stmt visit(const Check* op);
   virtual Stmt visit(const Atomic* op);
 
  protected:

@@ -260,9 +260,11 @@ class StmtPrinter {
       case StmtKind::Allocate: {
         auto op = s.as<Allocate>();
         const char* space = op->space == MemorySpace::Shared ? "shared " : "local ";
-        return line(indent, space + op->name + ": " + print(op->type));
+        std::string cap = op->capacity > 0 ? " capacity " + std::to_string(op->capacity) : "";
+        return line(indent, space + op->name + ": " + print(op->type) + cap);
       }
       case StmtKind::Barrier: return line(indent, std::string("barrier(") + scope_name(s.as<Barrier>()->scope) + ")");
+      case StmtKind::Check: return line(indent, "check " + print(s.as<Check>()->cond) + ", \"" + s.as<Check>()->message + "\"");
       case StmtKind::Atomic: {
         auto op = s.as<Atomic>();
         // Device scope is what a plain GPU atomic gives, so only others are spelled out.

@@ -36,6 +36,7 @@ void IRVisitor::include(const Stmt& s) {
     case StmtKind::Yield: return visit(s.as<Yield>());
     case StmtKind::Allocate: return visit(s.as<Allocate>());
     case StmtKind::Barrier: return visit(s.as<Barrier>());
+    case StmtKind::Check: return visit(s.as<Check>());
     case StmtKind::Atomic: return visit(s.as<Atomic>());
   }
 }
@@ -113,6 +114,7 @@ void IRVisitor::visit(const Yield* op) {
 }
 void IRVisitor::visit(const Allocate*) {}
 void IRVisitor::visit(const Barrier*) {}
+void IRVisitor::visit(const Check* op) { include(op->cond); }
 void IRVisitor::visit(const Atomic* op) {
   for (const Expr& e : op->index) include(e);
   include(op->value);

@@ -47,6 +47,7 @@ class IRVisitor {
   virtual void visit(const Yield* op);
   virtual void visit(const Allocate* op);
   virtual void visit(const Barrier* op);
+  virtual void visit(const Check* op);
   virtual void visit(const Atomic* op);
 
  protected:

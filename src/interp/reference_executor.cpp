@@ -433,6 +433,13 @@ struct ReferenceKernel::Compiled {
           f.tiles[static_cast<size_t>(slot)] = Tensor::zeros(t, shape);
         };
       }
+      case cir::StmtKind::Check: {
+        ScalarFn c = scalar(s.as<cir::Check>()->cond);
+        std::string message = s.as<cir::Check>()->message;
+        return [c, message, span](Frame& f) {
+          if (!c(f).truthy()) fail(span, message);
+        };
+      }
       case cir::StmtKind::Barrier:
         // One thread runs every iteration in order: all writes before the
         // barrier are already visible after it.

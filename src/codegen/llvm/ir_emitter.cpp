@@ -124,9 +124,14 @@ class SupportCheck {
           for (const Expr& e : s.as<cir::Yield>()->out_index) expr(e);
           break;
         case cir::StmtKind::Allocate: {
-          const cir::Type& t = s.as<cir::Allocate>()->type;
-          int64_t n = static_cast<int64_t>(dtype_size(t.dtype));
-          for (const Expr& d : t.shape) {
+          auto a = s.as<cir::Allocate>();
+          int64_t n = static_cast<int64_t>(dtype_size(a->type.dtype));
+          if (a->capacity > 0) {
+            if (__builtin_mul_overflow(n, a->capacity, &n) || n > kMaxStackArrayBytes)
+              return fail("local arrays larger than 256 KiB");
+            break;
+          }
+          for (const Expr& d : a->type.shape) {
             auto c = d.as<cir::IntImm>();
             if (!c || c->value < 0) return fail("arrays of non-constant size");
             if (__builtin_mul_overflow(n, c->value, &n) || n > kMaxStackArrayBytes)
@@ -135,6 +140,7 @@ class SupportCheck {
           break;
         }
         case cir::StmtKind::Barrier: break;
+        case cir::StmtKind::Check: expr(s.as<cir::Check>()->cond); break;
         case cir::StmtKind::Atomic: fail("atomics"); break;
       }
     }
@@ -377,17 +383,27 @@ class Emitter {
       case cir::StmtKind::Yield: return emit_yield(*s.as<cir::Yield>());
       case cir::StmtKind::Allocate: {
         auto a = s.as<cir::Allocate>();
-        int64_t n = 1;
-        for (const Expr& d : a->type.shape) n *= d.as<cir::IntImm>()->value;
+        int64_t n = a->capacity;
+        if (n == 0) {
+          n = 1;
+          for (const Expr& d : a->type.shape) n *= d.as<cir::IntImm>()->value;
+        }
         llvm::Type* elem = mem_type(a->type.dtype);
         llvm::AllocaInst* mem = entry_alloca(llvm::ArrayType::get(elem, static_cast<uint64_t>(n)), a->name);
-        // Zero-filled each time the allocation is reached, as the reference does.
-        b_.CreateMemSet(mem, b_.getInt8(0), b_.getInt64(n * static_cast<int64_t>(dtype_size(a->type.dtype))),
-                        llvm::MaybeAlign(16));
+        // Zero-filled each time the allocation is reached, as the reference does
+        // (a shared array; the local arrays of tiles are written before they are read).
+        if (a->space == cir::MemorySpace::Shared)
+          b_.CreateMemSet(mem, b_.getInt8(0), b_.getInt64(n * static_cast<int64_t>(dtype_size(a->type.dtype))),
+                          llvm::MaybeAlign(16));
         buffers_[a->name] = {mem, a->type};
         return;
       }
       case cir::StmtKind::Barrier: return;  // one thread runs each iteration in order
+      case cir::StmtKind::Check: {
+        auto c = s.as<cir::Check>();
+        check(expr(c->cond), c->span, c->message);
+        return;
+      }
       case cir::StmtKind::Atomic: throw std::logic_error("LLVM lowering: atomics are not supported");
     }
   }

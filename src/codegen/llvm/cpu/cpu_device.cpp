@@ -3,6 +3,8 @@
 #include <atomic>
 #include <cstring>
 
+#include "cir/hash.hpp"
+#include "cir/passes/scalarize_tiles.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
@@ -34,8 +36,23 @@ class LlvmCpuDevice : public Device {
 
   Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
              const std::map<std::string, Scalar>& scalars) override {
-    if (codegen::unsupported_reason(kernel)) return reference(kernel, key).run(inputs, scalars);
-    const CpuJit::Compiled& c = CpuJit::instance().compile(kernel, key);
+    // Tile values become loops over scalars first; what the lowering still
+    // cannot take runs on the reference executor.
+    const cir::Kernel* native = &kernel;
+    uint64_t native_key = key;
+    if (codegen::unsupported_reason(kernel)) {
+      std::shared_ptr<Scalarized> s = scalarized_.get(key, [&] {
+        auto r = std::make_shared<Scalarized>();
+        r->kernel = cir::scalarize_tiles(kernel, &r->why);
+        if (r->kernel && codegen::unsupported_reason(*r->kernel)) r->kernel.reset();
+        if (r->kernel) r->hash = cir::hash_kernel(*r->kernel);
+        return r;
+      });
+      if (!s->kernel) return reference(kernel, key).run(inputs, scalars);
+      native = &*s->kernel;
+      native_key = s->hash;
+    }
+    const CpuJit::Compiled& c = CpuJit::instance().compile(*native, native_key);
 
     // One pointer per parameter: tensor data, or the scalar's value in its dtype.
     std::vector<void*> args;
@@ -81,15 +98,15 @@ class LlvmCpuDevice : public Device {
       int32_t none = 0;
       if (status) failed.compare_exchange_strong(none, status);
     };
-    if (std::optional<codegen::OuterLoop> outer = codegen::outer_parallel_loop(kernel))
+    if (std::optional<codegen::OuterLoop> outer = codegen::outer_parallel_loop(*native))
       ThreadPool::global().parallel_for(outer->trips, call);
     else
       call(0, 1);
-    if (int32_t site = failed.load()) {
-      // The reference executor reports the failure with the same words and place.
-      reference(kernel, key).run(inputs, scalars);
-      const codegen::CheckSite& s = c.sites.at(static_cast<size_t>(site - 1));
-      throw Error(s.span, s.what);
+    if (failed.load()) {
+      // A check failed: the reference executor reports the error with the
+      // source's words and place (or, for a conservative check such as a
+      // tile outgrowing its array, simply computes the result).
+      return reference(kernel, key).run(inputs, scalars);
     }
     if (reduce && rb.arg) {
       for (int64_t i = 0; i < has.numel(); ++i)
@@ -106,8 +123,15 @@ class LlvmCpuDevice : public Device {
     return *references_.get(key, [&] { return std::make_shared<ReferenceKernel>(kernel); });
   }
 
+  struct Scalarized {
+    std::optional<cir::Kernel> kernel;
+    uint64_t hash = 0;
+    std::string why;  // when there is no kernel
+  };
+
   DeviceInfo info_;
   KernelCache<ReferenceKernel> references_;
+  KernelCache<Scalarized> scalarized_;
 };
 
 }  // namespace

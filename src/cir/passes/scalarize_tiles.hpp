@@ -1,0 +1,31 @@
+// Rewrites the tile values of a specialised kernel into loops over scalars
+// and local arrays, for backends that compile scalar code:
+//
+//   let S = Q_block @ transpose(K_block) / d      // a tile
+//
+// becomes the extents of S as lets, a local array of S's largest size, and a
+// loop nest that computes each element (a matmul with an accumulator,
+// element-wise operations and broadcasting by index arithmetic). Results are
+// the reference executor's: the same order of accumulation, f64 sums for
+// float reductions, NaN-first arg reductions.
+//
+// Where the rewrite could not keep the reference's behaviour (a shape
+// mismatch or an empty reduction that would be an error there, a tile whose
+// size has no bound, a tile operation whose evaluation depends on `and`/`or`
+// short-circuiting) it gives up and says why; the kernel then runs as it is.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "cir/ir.hpp"
+
+namespace zyntax::cir {
+
+// The rewritten kernel, or nothing with the reason in `why`.
+std::optional<Kernel> scalarize_tiles(const Kernel& k, std::string* why);
+
+// True if the kernel has tile values (so scalarize_tiles has work to do).
+bool has_tiles(const Kernel& k);
+
+}  // namespace zyntax::cir
