@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cir/pass_manager.hpp"
+#include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/specialize.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
@@ -102,9 +103,17 @@ int emit_native(Session& session, const std::vector<CheckedKernel>& kernels, con
       continue;
     }
     cir::Kernel k = with_dims(ck.kernel, o.dims);
-    if (auto why = codegen::unsupported_reason(k)) {
-      text += "; kernel " + name + ": runs on the reference executor (the LLVM backend does not compile " + *why + " yet)\n";
-      continue;
+    if (auto why = codegen::unsupported_reason(k)) {  // tiles first become loops, as on the device
+      std::string scalar_why;
+      std::optional<cir::Kernel> s = k.dims.empty() ? cir::scalarize_tiles(k, &scalar_why) : std::nullopt;
+      if (k.dims.empty() && s && !codegen::unsupported_reason(*s)) {
+        k = *s;
+      } else {
+        std::string reason = !k.dims.empty() ? "give every size with --dim to compile its tiles"
+                                              : !s ? scalar_why : *codegen::unsupported_reason(*s);
+        text += "; kernel " + name + ": runs on the reference executor (" + reason + ")\n";
+        continue;
+      }
     }
     if (o.emit == "obj" && emitted > 0)
       throw std::invalid_argument("an object file holds one kernel: choose it with --kernel NAME");

@@ -110,7 +110,26 @@ class Scalarizer {
     return Binary::make(b->op, a, c);
   }
 
-  std::optional<Interval> interval(const Expr& e) const { return range_of(simplify(distribute(e))); }
+  std::optional<Interval> interval(const Expr& e) const { return range_of(simplify(distribute(tighten(e)))); }
+
+  // min(a, b) is a when a can never exceed b (and likewise for max): the
+  // clamp `min(q, n)` of a loop variable q < n is just q.
+  Expr tighten(const Expr& e) const {
+    auto b = e.as<Binary>();
+    if (!b) return e;
+    Expr x = tighten(b->a), y = tighten(b->b);
+    if (b->op == BinaryOp::Min || b->op == BinaryOp::Max) {
+      auto rx = range_of(simplify(x)), ry = range_of(simplify(y));
+      if (rx && ry) {
+        if (b->op == BinaryOp::Min && rx->hi <= ry->lo) return x;
+        if (b->op == BinaryOp::Min && ry->hi <= rx->lo) return y;
+        if (b->op == BinaryOp::Max && rx->lo >= ry->hi) return x;
+        if (b->op == BinaryOp::Max && ry->lo >= rx->hi) return y;
+      }
+    }
+    if (x.same_as(b->a) && y.same_as(b->b)) return e;
+    return Binary::make(b->op, x, y);
+  }
 
   std::optional<Interval> range_of(const Expr& e) const {
     if (auto i = e.as<IntImm>()) return Interval{i->value, i->value};

@@ -13,6 +13,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 
@@ -77,10 +78,8 @@ CpuJit::CpuJit() {
 
 CpuJit::~CpuJit() = default;
 
-std::unique_ptr<llvm::Module> CpuJit::build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name,
-                                            std::vector<CheckSite>* sites) {
+std::unique_ptr<llvm::Module> CpuJit::build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name) {
   EmittedKernel e = emit_kernel(k, ctx, name);
-  if (sites) *sites = std::move(e.sites);
   llvm::Module& m = *e.module;
   m.setTargetTriple(target_.triple);
   m.setDataLayout(machine_->createDataLayout());
@@ -130,27 +129,46 @@ const CpuJit::Compiled& CpuJit::compile(const cir::Kernel& k, uint64_t hash) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = compiled_.find(hash);
   if (it != compiled_.end()) return *it->second;
-  std::string name = "zyntax_kernel_" + cir::hash_hex(hash);
+  auto t0 = std::chrono::steady_clock::now();
   auto out = std::make_unique<Compiled>();
   std::string key = cache_key(k);
-  std::optional<std::string> object = DiskCache::global().load(key);
-  if (!object) {  // build, and keep the object code for the next run
+  // Named by what the code is, so a cached object always matches its name.
+  std::string name = "zyntax_kernel_" + cir::hash_hex(cir::hash_text(key));
+  // Each kernel in its own library, which sees libm and the helpers.
+  auto load = [&](const std::string& object) -> KernelFn {
+    auto created = jit_->createJITDylib("kernel" + std::to_string(libraries_++));
+    if (!created) throw std::runtime_error("creating a JIT library: " + error_text(created.takeError()));
+    llvm::orc::JITDylib& lib = *created;
+    lib.addToLinkOrder(jit_->getMainJITDylib());
+    if (auto e = jit_->addObjectFile(lib, llvm::MemoryBuffer::getMemBufferCopy(object, name))) {
+      llvm::consumeError(std::move(e));
+      return nullptr;
+    }
+    auto addr = jit_->lookup(lib, name);
+    if (!addr) {
+      llvm::consumeError(addr.takeError());
+      return nullptr;
+    }
+    return addr->toPtr<KernelFn>();
+  };
+  std::optional<std::string> cached = DiskCache::global().load(key);
+  last_.from_disk = cached && (out->fn = load(*cached));
+  if (!out->fn) {  // build, and keep the object code for the next run
     llvm::LLVMContext ctx;
-    std::unique_ptr<llvm::Module> m = build(k, ctx, name, &out->sites);
-    object = object_code(*m);
-    DiskCache::global().store(key, *object);
+    std::unique_ptr<llvm::Module> m = build(k, ctx, name);
+    std::string object = object_code(*m);
+    DiskCache::global().store(key, object);
+    out->fn = load(object);
+    if (!out->fn) throw std::runtime_error("the JIT could not load kernel " + k.name);
   }
-  if (auto e = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(*object, name)))
-    throw std::runtime_error("loading kernel " + k.name + " into the JIT: " + error_text(std::move(e)));
-  auto addr = unwrap(jit_->lookup(name), "looking up the compiled kernel");
-  out->fn = addr.toPtr<KernelFn>();
+  last_.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return *(compiled_[hash] = std::move(out));
 }
 
 std::string CpuJit::emit(const cir::Kernel& k, const std::string& what) {
   std::lock_guard<std::mutex> lock(mu_);
   llvm::LLVMContext ctx;
-  std::unique_ptr<llvm::Module> m = build(k, ctx, "zyntax_kernel_" + k.name, nullptr);
+  std::unique_ptr<llvm::Module> m = build(k, ctx, "zyntax_kernel_" + k.name);
   std::string text;
   llvm::raw_string_ostream os(text);
   if (what == "llvm") {

@@ -36,10 +36,17 @@ class CpuJit {
 
   struct Compiled {
     KernelFn fn = nullptr;
-    std::vector<CheckSite> sites;
   };
   // The kernel must be specialised and accepted by unsupported_reason().
   const Compiled& compile(const cir::Kernel& k, uint64_t hash);
+
+  // How the last compile() that did work went: built from CIR (lowering,
+  // O3, code generation) or loaded from the disk cache, and how long it took.
+  struct Stats {
+    bool from_disk = false;
+    double milliseconds = 0;
+  };
+  Stats last_compile() const { return last_; }
 
   // The optimised kernel as LLVM IR ("llvm"), assembly ("asm") or an ELF
   // object ("obj", bytes).
@@ -48,17 +55,18 @@ class CpuJit {
  private:
   CpuJit();
   // Bumped whenever generated code changes, so older disk cache entries miss.
-  static constexpr int kCodegenRevision = 1;
+  static constexpr int kCodegenRevision = 2;
   std::string cache_key(const cir::Kernel& k) const;
   std::string object_code(llvm::Module& m);
-  std::unique_ptr<llvm::Module> build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name,
-                                      std::vector<CheckSite>* sites);
+  std::unique_ptr<llvm::Module> build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name);
 
   CpuTarget target_;
   std::unique_ptr<llvm::TargetMachine> machine_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<Compiled>> compiled_;
+  Stats last_;
+  int libraries_ = 0;
 };
 
 }  // namespace zyntax::codegen

@@ -1,0 +1,274 @@
+// CPU benchmarks: zyntax kernels, written in ZynML and run on the `cpu`
+// device, next to the anchors measured in the same process — OpenBLAS and
+// oneDNN sgemm, and memory bandwidth (memcpy of buffers larger than the
+// caches). bench/compare_cpu.py runs this with PyTorch and NumPy beside it
+// and writes docs/performance.md. Timings belong here, never in tests.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+#include <dnnl.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cir/hash.hpp"
+#include "cir/passes/specialize.hpp"
+#include "codegen/llvm/cpu/cpu_jit.hpp"
+#include "driver/session.hpp"
+#include "runtime/device.hpp"
+#include "runtime/launch.hpp"
+#include "runtime/tensor_ops.hpp"
+#include "sema/host_checker.hpp"
+
+namespace {
+
+using namespace zyntax;
+
+// ------------------------------------------------------------ the kernels
+
+const char* kMatmul = R"(
+def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {
+    return compute(A, B) {
+        @kernel matmul
+        for i in 0..M, j in 0..N:
+            var sum = 0.0
+            for k in 0..K:
+                sum += A[i, k] * B[k, j]
+            out[i, j] = sum
+    }
+})";
+
+const char* kGelu = R"(
+def f(x: tensor[n, f32]) {
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            let v = x[i]
+            out[i] = v * 0.5 * (1.0 + tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+    }
+})";
+
+const char* kCopy = R"(
+def f(x: tensor[n, f32]) {
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = x[i]
+    }
+})";
+
+const char* kSoftmax = R"(
+def f(x: tensor[r, c, f32]) {
+    return compute(x) {
+        @kernel fused
+        for i in 0..r:
+            var m = -inf
+            for j in 0..c:
+                m = max(m, x[i, j])
+            var s = 0.0
+            for j in 0..c:
+                s += exp(x[i, j] - m)
+            let inv = 1.0 / s
+            for j in 0..c:
+                out[i, j] = exp(x[i, j] - m) * inv
+    }
+})";
+
+const char* kLayerNorm = R"(
+def f(x: tensor[r, c, f32], g: tensor[c, f32], b: tensor[c, f32]) {
+    return compute(x, g, b) {
+        @kernel fused
+        for i in 0..r:
+            var mean = 0.0
+            for j in 0..c:
+                mean += x[i, j]
+            mean /= c
+            var var = 0.0
+            for j in 0..c:
+                let d = x[i, j] - mean
+                var += d * d
+            var /= c
+            let inv = rsqrt(var + 1e-5)
+            for j in 0..c:
+                out[i, j] = (x[i, j] - mean) * inv * g[j] + b[j]
+    }
+})";
+
+const char* kAttention = R"(
+def f(Q: tensor[bh, s, d, f32], K: tensor[bh, s, d, f32], V: tensor[bh, s, d, f32]) {
+    return compute(Q, K, V) {
+        @kernel flash_attention
+        for h in 0..bh:
+            for q0 in 0..s step 32:
+                var m = -inf
+                var l = 0.0
+                var o = zeros(min(32, s - q0), d)
+                let Qb = Q[h, q0:q0 + 32]
+                for k0 in 0..s step 32:
+                    let S = Qb @ transpose(K[h, k0:k0 + 32]) / sqrt(d)
+                    let m_new = max(m, row_max(S))
+                    let p = exp(S - m_new)
+                    l = exp(m - m_new) * l + row_sum(p)
+                    o = exp(m - m_new) * o + p @ V[h, k0:k0 + 32]
+                    m = m_new
+                out[h, q0:q0 + 32] = o / l
+    }
+})";
+
+// A kernel lowered once per source, kept for the whole run.
+CompiledCompute& kernel(const char* source) {
+  static std::map<const char*, std::unique_ptr<CompiledCompute>> cache;
+  auto it = cache.find(source);
+  if (it != cache.end()) return *it->second;
+  Session session;
+  std::vector<CheckedKernel> kernels;
+  LoadedModule* m = session.load_text("bench.zynml", source);
+  if (session.diags().has_errors() || !check_program(session, *m, &kernels) || kernels.empty())
+    throw std::runtime_error("benchmark kernel does not compile:\n" + session.diags().render_all());
+  return *(cache[source] = std::make_unique<CompiledCompute>(kernels[0].kernel));
+}
+
+Device& cpu() { return *DeviceRegistry::global().find("cpu"); }
+
+Tensor random(const Shape& s, uint64_t seed) {
+  Random rng(seed);
+  return rand_normal(rng, DType::F32, s);
+}
+
+Tensor run(const char* source, const std::vector<Tensor>& inputs) { return kernel(source).launch(cpu(), inputs, {}, {}); }
+
+// ------------------------------------------------------------ matmul
+
+void BM_zyntax_sgemm(benchmark::State& state) {
+  int64_t n = state.range(0);
+  std::vector<Tensor> in = {random({n, n}, 1), random({n, n}, 2)};
+  run(kMatmul, in);  // compile outside the timing
+  for (auto _ : state) benchmark::DoNotOptimize(run(kMatmul, in).data());
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_openblas_sgemm(benchmark::State& state) {
+  int n = static_cast<int>(state.range(0));
+  Tensor a = random({n, n}, 1), b = random({n, n}, 2), c = Tensor::zeros(DType::F32, {n, n});
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data_as<float>(), n, b.data_as<float>(), n,
+                0.0f, c.data_as<float>(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_onednn_sgemm(benchmark::State& state) {
+  int64_t n = state.range(0);
+  Tensor a = random({n, n}, 1), b = random({n, n}, 2), c = Tensor::zeros(DType::F32, {n, n});
+  for (auto _ : state) {
+    dnnl_sgemm('N', 'N', n, n, n, 1.0f, a.data_as<float>(), n, b.data_as<float>(), n, 0.0f, c.data_as<float>(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ------------------------------------------------------------ memory-bound
+
+constexpr int64_t kLarge = int64_t{1} << 24;  // 64 MiB of f32: larger than every cache
+
+void bytes_counter(benchmark::State& state, double bytes_per_iteration) {
+  state.counters["GBps"] = benchmark::Counter(bytes_per_iteration / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_memcpy_bandwidth(benchmark::State& state) {
+  std::vector<float> src(kLarge, 1.0f), dst(kLarge);
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), kLarge * sizeof(float));
+    benchmark::DoNotOptimize(dst.data());
+  }
+  bytes_counter(state, 2.0 * kLarge * sizeof(float));  // read + write
+}
+
+void BM_zyntax_copy(benchmark::State& state) {
+  std::vector<Tensor> in = {random({kLarge}, 3)};
+  run(kCopy, in);
+  for (auto _ : state) benchmark::DoNotOptimize(run(kCopy, in).data());
+  bytes_counter(state, 2.0 * kLarge * sizeof(float));
+}
+
+void BM_zyntax_gelu(benchmark::State& state) {
+  std::vector<Tensor> in = {random({kLarge}, 4)};
+  run(kGelu, in);
+  for (auto _ : state) benchmark::DoNotOptimize(run(kGelu, in).data());
+  bytes_counter(state, 2.0 * kLarge * sizeof(float));
+}
+
+// ------------------------------------------------------------ rows
+
+void BM_zyntax_softmax(benchmark::State& state) {
+  int64_t rows = state.range(0), cols = state.range(1);
+  std::vector<Tensor> in = {random({rows, cols}, 5)};
+  run(kSoftmax, in);
+  for (auto _ : state) benchmark::DoNotOptimize(run(kSoftmax, in).data());
+  bytes_counter(state, 2.0 * rows * cols * sizeof(float));
+}
+
+void BM_zyntax_layernorm(benchmark::State& state) {
+  int64_t rows = state.range(0), cols = state.range(1);
+  std::vector<Tensor> in = {random({rows, cols}, 6), random({cols}, 7), random({cols}, 8)};
+  run(kLayerNorm, in);
+  for (auto _ : state) benchmark::DoNotOptimize(run(kLayerNorm, in).data());
+  bytes_counter(state, 2.0 * rows * cols * sizeof(float));
+}
+
+void BM_zyntax_attention(benchmark::State& state) {
+  int64_t bh = state.range(0), s = state.range(1), d = state.range(2);
+  std::vector<Tensor> in = {random({bh, s, d}, 9), random({bh, s, d}, 10), random({bh, s, d}, 11)};
+  run(kAttention, in);
+  for (auto _ : state) benchmark::DoNotOptimize(run(kAttention, in).data());
+  state.counters["GFLOPS"] = benchmark::Counter(4.0 * bh * s * s * d / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ------------------------------------------------------------ launch and compile
+
+void BM_zyntax_launch_tiny(benchmark::State& state) {
+  std::vector<Tensor> in = {random({8}, 12)};
+  run(kCopy, in);
+  for (auto _ : state) benchmark::DoNotOptimize(run(kCopy, in).data());
+}
+
+// Cold: a kernel never seen (a fresh size, no disk cache); warm: the same
+// kernel's object code loaded from the disk cache into a fresh JIT entry.
+void BM_compile_cold_and_warm(benchmark::State& state) {
+  int64_t size = 1000;
+  double cold = 0, warm = 0;
+  int64_t runs = 0;
+  for (auto _ : state) {
+    ++size;
+    cir::Kernel k = cir::specialize(kernel(kGelu).generic(), {{"n", size}});
+    uint64_t h = cir::hash_kernel(k);
+    codegen::CpuJit::instance().compile(k, h);
+    cold += codegen::CpuJit::instance().last_compile().milliseconds;
+    // Same kernel again under another in-memory key: found on disk.
+    codegen::CpuJit::instance().compile(k, h ^ 0x9e3779b97f4a7c15ull);
+    if (codegen::CpuJit::instance().last_compile().from_disk) warm += codegen::CpuJit::instance().last_compile().milliseconds;
+    ++runs;
+  }
+  state.counters["cold_ms"] = cold / static_cast<double>(runs);
+  state.counters["warm_ms"] = warm / static_cast<double>(runs);
+}
+
+BENCHMARK(BM_zyntax_sgemm)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_openblas_sgemm)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_onednn_sgemm)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_memcpy_bandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_copy)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_gelu)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_softmax)->Args({4096, 1024})->Args({1024, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_layernorm)->Args({4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_attention)->Args({12, 128, 64})->Args({4, 512, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_launch_tiny)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_compile_cold_and_warm)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
