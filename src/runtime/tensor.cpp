@@ -61,6 +61,13 @@ std::vector<int64_t> shape_strides(const Shape& s) {
   return strides;
 }
 
+std::shared_ptr<unsigned char> Tensor::allocate(size_t bytes) {
+  // One byte at least, so that an empty tensor still has storage.
+  auto* p = static_cast<unsigned char*>(std::calloc(bytes ? bytes : 1, 1));
+  if (!p) throw std::bad_alloc();
+  return std::shared_ptr<unsigned char>(p, [](unsigned char* q) { std::free(q); });
+}
+
 Tensor Tensor::empty(DType dtype, Shape shape) {
   for (int64_t d : shape)
     if (d < 0) throw DataError("negative dimension in shape " + shape_str(shape));
@@ -68,7 +75,7 @@ Tensor Tensor::empty(DType dtype, Shape shape) {
   if (numel > kMaxTensorBytes / dtype_size(dtype))
     throw DataError("shape " + shape_str(shape) + " of " + dtype_name(dtype) + " is too large to allocate");
   Tensor t;
-  t.storage_ = std::make_shared<std::vector<unsigned char>>(static_cast<size_t>(numel * dtype_size(dtype)));
+  t.storage_ = allocate(static_cast<size_t>(numel * dtype_size(dtype)));
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   return t;
@@ -146,7 +153,8 @@ Tensor Tensor::reshaped(Shape shape) const {
 Tensor Tensor::clone() const {
   if (!storage_) return Tensor{};
   Tensor t = *this;
-  t.storage_ = std::make_shared<std::vector<unsigned char>>(*storage_);
+  t.storage_ = allocate(nbytes());
+  if (nbytes()) std::memcpy(t.storage_.get(), storage_.get(), nbytes());
   return t;
 }
 

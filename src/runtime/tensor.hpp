@@ -46,8 +46,8 @@ class Tensor {
   int64_t numel() const { return shape_numel(shape_); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
 
-  void* data() { return storage_ ? storage_->data() : nullptr; }
-  const void* data() const { return storage_ ? storage_->data() : nullptr; }
+  void* data() { return storage_.get(); }
+  const void* data() const { return storage_.get(); }
   template <class T>
   T* data_as() { return static_cast<T*>(data()); }
   template <class T>
@@ -70,12 +70,15 @@ class Tensor {
   bool same_storage(const Tensor& o) const { return storage_ == o.storage_; }
 
  private:
-  std::shared_ptr<std::vector<unsigned char>> storage_;
+  // calloc'd bytes: large zero tensors come as fresh zero pages from the
+  // operating system, touched first by whichever thread writes them.
+  std::shared_ptr<unsigned char> storage_;
   DType dtype_ = DType::F32;
   Shape shape_;
   std::string device_ = "cpu";
-  unsigned char* raw() { return storage_->data(); }
-  const unsigned char* raw() const { return storage_->data(); }
+  unsigned char* raw() { return storage_.get(); }
+  const unsigned char* raw() const { return storage_.get(); }
+  static std::shared_ptr<unsigned char> allocate(size_t bytes);
 };
 
 }  // namespace zyntax

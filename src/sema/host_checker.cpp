@@ -736,7 +736,7 @@ class Checker {
     if (!lc) return {};
     const cir::Param& out = lc->kernel.output();
     StaticType result = StaticType::tensor(static_cast<int>(out.type.rank()), out.type.dtype);
-    if (kernels_) kernels_->push_back({&c, lc->kernel});
+    if (kernels_) kernels_->push_back({&c, lc->kernel, ""});
     if (!lc->annotations.is_async) return result;
     StaticType f = StaticType::of(K::Future);
     f.inner = std::make_shared<StaticType>(result);

@@ -88,6 +88,11 @@ def main():
         expect("--print-passes logs every pass", rc == 0 and "after mark_parallel_loops" in err and "after simplify" in err,
                err[:200])
 
+    rc, out, err = run(z, "run", EXAMPLE, "--threads", "1", "--simd", "scalar")
+    expect("--threads and --simd", rc == 0 and "output shape: [2, 24, 64]" in out, err)
+    rc, _, err = run(z, "run", EXAMPLE, "--simd", "mmx")
+    expect("unknown --simd level is a usage error", rc == 2, err)
+
     # The on-disk kernel cache: filled by a first run, used by a second, and a
     # corrupt entry is rebuilt, never run.
     with tempfile.TemporaryDirectory() as cache:

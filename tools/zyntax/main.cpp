@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 
@@ -195,6 +196,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--seed", seed, "Seed of rand()/randn() calls that give none")->capture_default_str();
   run->add_flag("--print-passes", print_passes, "Print each kernel's CIR after every pass to standard error");
+  int threads = 0;
+  std::string simd;
+  run->add_option("--threads", threads, "Threads of the cpu device (default: one per core)")->check(CLI::Range(1, 1024));
+  run->add_option("--simd", simd, "Compile for a lower SIMD level: avx512, avx2, sse4.1, neon, scalar")
+      ->check(CLI::IsMember({"avx512", "avx2", "sse4.1", "neon", "scalar"}));
 
   CLI::App* check = app.add_subcommand("check", "Parse and type-check a program without running it");
   check->add_option("file", path, "The .zynml program")->required();
@@ -220,6 +226,17 @@ int main(int argc, char** argv) {
     return code == 0 ? kOk : kUsageError;
   }
   if (print_passes) cir::set_pass_log(&std::cerr);
+  // Read when the cpu device first starts, which is after this.
+  if (threads > 0) setenv("ZYNTAX_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  if (!simd.empty()) {
+    try {
+      codegen::detect_host_cpu(simd);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "zyntax: error: " << e.what() << "\n";
+      return kUsageError;
+    }
+    setenv("ZYNTAX_CPU_SIMD", simd.c_str(), 1);
+  }
   try {
     if (run->parsed()) return run_command(path, device, seed);
     if (check->parsed()) return check_command(path);
