@@ -257,7 +257,7 @@ void BM_compile_cold_and_warm(benchmark::State& state) {
   state.counters["warm_ms"] = warm / static_cast<double>(runs);
 }
 
-BENCHMARK(BM_zyntax_sgemm)->Arg(256)->Arg(512)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_sgemm)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_openblas_sgemm)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_onednn_sgemm)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_memcpy_bandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();

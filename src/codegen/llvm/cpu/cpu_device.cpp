@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "cir/hash.hpp"
+#include "cir/pass_manager.hpp"
+#include "cir/passes/interchange_reductions.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
@@ -36,23 +38,10 @@ class LlvmCpuDevice : public Device {
 
   Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
              const std::map<std::string, Scalar>& scalars) override {
-    // Tile values become loops over scalars first; what the lowering still
-    // cannot take runs on the reference executor.
-    const cir::Kernel* native = &kernel;
-    uint64_t native_key = key;
-    if (codegen::unsupported_reason(kernel)) {
-      std::shared_ptr<Scalarized> s = scalarized_.get(key, [&] {
-        auto r = std::make_shared<Scalarized>();
-        r->kernel = cir::scalarize_tiles(kernel, &r->why);
-        if (r->kernel && codegen::unsupported_reason(*r->kernel)) r->kernel.reset();
-        if (r->kernel) r->hash = cir::hash_kernel(*r->kernel);
-        return r;
-      });
-      if (!s->kernel) return reference(kernel, key).run(inputs, scalars);
-      native = &*s->kernel;
-      native_key = s->hash;
-    }
-    const CpuJit::Compiled& c = CpuJit::instance().compile(*native, native_key);
+    std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
+    if (!plan->kernel) return reference(kernel, key).run(inputs, scalars);
+    const cir::Kernel* native = &*plan->kernel;
+    const CpuJit::Compiled& c = CpuJit::instance().compile(*native, plan->hash);
 
     // One pointer per parameter: tensor data, or the scalar's value in its dtype.
     std::vector<void*> args;
@@ -123,15 +112,33 @@ class LlvmCpuDevice : public Device {
     return *references_.get(key, [&] { return std::make_shared<ReferenceKernel>(kernel); });
   }
 
-  struct Scalarized {
+  // The kernel as it is compiled: tile values turned into loops, reductions
+  // interchanged so the parallel loop is innermost. No kernel when the
+  // lowering cannot take it: it runs on the reference executor.
+  struct Plan {
     std::optional<cir::Kernel> kernel;
     uint64_t hash = 0;
-    std::string why;  // when there is no kernel
   };
+
+  static std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
+    auto plan = std::make_shared<Plan>();
+    std::vector<cir::Pass> passes;
+    if (codegen::unsupported_reason(kernel)) {
+      std::string why;
+      if (!cir::scalarize_tiles(kernel, &why)) return plan;
+      passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr); }});
+    }
+    passes.push_back({"interchange_reductions", [](const cir::Kernel& k) { return cir::interchange_reductions(k); }});
+    cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
+    if (codegen::unsupported_reason(k)) return plan;
+    plan->hash = cir::hash_kernel(k);
+    plan->kernel = std::move(k);
+    return plan;
+  }
 
   DeviceInfo info_;
   KernelCache<ReferenceKernel> references_;
-  KernelCache<Scalarized> scalarized_;
+  KernelCache<Plan> plans_;
 };
 
 }  // namespace

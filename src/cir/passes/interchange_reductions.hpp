@@ -1,0 +1,22 @@
+// Turns a reduction inside a parallel loop inside out, so the parallel loop
+// becomes the innermost one and vectorises:
+//
+//   for j in 0..N:                      local acc[N]
+//     var s = init                      for j in 0..N: acc[j] = init
+//     for k in 0..K:            →       for k in 0..K:
+//       s = s + A[i, k] * B[k, j]         for j in 0..N: acc[j] = acc[j] + A[i, k] * B[k, j]
+//     out[i, j] = f(s)                  for j in 0..N: out[i, j] = f(acc[j])
+//
+// Each acc[j] still adds its terms in k order from the same start, so the
+// result is the same bit for bit; what changes is that the j loop is now
+// innermost over contiguous memory (the classic i-k-j matmul order).
+#pragma once
+
+#include "cir/ir.hpp"
+
+namespace zyntax::cir {
+
+// Rewrites every loop of this shape in a specialised kernel; leaves the rest.
+Kernel interchange_reductions(const Kernel& k);
+
+}  // namespace zyntax::cir
