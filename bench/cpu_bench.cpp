@@ -239,7 +239,9 @@ void BM_zyntax_launch_tiny(benchmark::State& state) {
 // Cold: a kernel never seen (a fresh size, no disk cache); warm: the same
 // kernel's object code loaded from the disk cache into a fresh JIT entry.
 void BM_compile_cold_and_warm(benchmark::State& state) {
-  int64_t size = 1000;
+  // Sizes no earlier run has used, so the disk cache cannot have them.
+  int64_t size = 1000 + std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count() % 100000000;
   double cold = 0, warm = 0;
   int64_t runs = 0;
   for (auto _ : state) {
