@@ -613,6 +613,27 @@ class Scalarizer {
     std::string name = fresh("mm");
     TileLocal t = new_tile(name, m.type.dtype, re, false, out, m.span);
     DType dt = m.type.dtype;
+    if (!a_vec && !b_vec) {
+      // Row by row in i-k-j order: each element still sums its products in k
+      // order from zero, and the j loop runs over contiguous memory.
+      loops({t.extents[0]}, name, out, m.span, [&](const std::vector<Expr>& row, Block& body) {
+        loops({t.extents[1]}, name, body, m.span, [&](const std::vector<Expr>& col, Block& init) {
+          init.push_back(make_store(name, at({row[0], col[0]}), zero(dt), m.span));
+        });
+        std::string kv = fresh("k");
+        Expr k = i64v(kv);
+        auto ki = interval(inner_a);
+        ranges_[kv] = Interval{0, ki ? std::max<int64_t>(ki->hi - 1, 0) : 0};
+        Block over_k;
+        loops({t.extents[1]}, name, over_k, m.span, [&](const std::vector<Expr>& col, Block& step) {
+          std::vector<AxisSel> ij = at({row[0], col[0]});
+          Expr prod = Binary::make(BinaryOp::Mul, elem(a, {row[0], k}, ae), elem(b, {k, col[0]}, be));
+          step.push_back(make_store(name, ij, Binary::make(BinaryOp::Add, make_access(name, buffer_types_.at(name), ij), prod), m.span));
+        });
+        body.push_back(make_for(kv, i64(0), inner_a, i64(1), std::move(over_k), LoopKind::Serial, 0, m.span));
+      });
+      return Var::make(name, Type::tensor(dt, t.extents));
+    }
     loops(t.extents, name, out, m.span, [&](const std::vector<Expr>& idx, Block& body) {
       std::string acc = fresh("acc");
       std::string kv = fresh("k");
