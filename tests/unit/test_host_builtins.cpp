@@ -20,11 +20,6 @@ namespace {
 
 using namespace zyntax::testing;
 
-template <class F>
-std::string error_of(F f) {
-  return message_of<DataError>(f);
-}
-
 
 
 
