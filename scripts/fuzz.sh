@@ -11,11 +11,11 @@ mkdir -p build-fuzz/corpus-check build-fuzz/corpus-npy
 cp examples/*.zynml build-fuzz/corpus-check/ 2>/dev/null || true
 find tests/programs tests/errors -name '*.zynml' -exec cp {} build-fuzz/corpus-check/ \; 2>/dev/null || true
 cp tests/unit/data/*.npy build-fuzz/corpus-npy/ 2>/dev/null || true
-build-fuzz/fuzz/fuzz_check -max_total_time="$SECONDS_EACH" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+build-fuzz/fuzz/fuzz_check -artifact_prefix=build-fuzz/ -max_total_time="$SECONDS_EACH" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
   -print_final_stats=1 -dict=fuzz/dict build-fuzz/corpus-check >/dev/null 2>build-fuzz/fuzz_check.log || {
   tail -60 build-fuzz/fuzz_check.log; exit 1; }
 tail -3 build-fuzz/fuzz_check.log
-build-fuzz/fuzz/fuzz_npy -max_total_time="$SECONDS_EACH" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
+build-fuzz/fuzz/fuzz_npy -artifact_prefix=build-fuzz/ -max_total_time="$SECONDS_EACH" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
   -print_final_stats=1 build-fuzz/corpus-npy >/dev/null 2>build-fuzz/fuzz_npy.log || {
   tail -60 build-fuzz/fuzz_npy.log; exit 1; }
 tail -3 build-fuzz/fuzz_npy.log
