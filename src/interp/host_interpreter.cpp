@@ -55,7 +55,7 @@ bool Interpreter::run(LoadedModule& m) {
       f.module = &inst;
       CallArgs args;
       args.span = main->second.decl;
-      call_function(main->second.value, args, f);
+      call_function(main->second.value, args);
     }
     // Launches nobody awaited still finish, and their errors still count.
     for (const auto& future : launched_) future->get();
@@ -522,15 +522,14 @@ Value Interpreter::eval_call(const ast::Call& c, Frame& f) {
     }
     Value fn = eval_field(fe, f);
     eval_args();
-    return call_function(fn, args, f);
+    return call_function(fn, args);
   }
   Value fn = eval(*c.callee, f);
   eval_args();
-  return call_function(fn, args, f);
+  return call_function(fn, args);
 }
 
-Value Interpreter::call_function(const Value& fn, CallArgs& args, Frame& caller) {
-  (void)caller;
+Value Interpreter::call_function(const Value& fn, CallArgs& args) {
   if (fn.kind == Value::Kind::Builtin) {
     BuiltinContext ctx{options_.out, &rng_};
     // all()/any() over futures wait for them.

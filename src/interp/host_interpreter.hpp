@@ -56,7 +56,7 @@ class Interpreter {
   Value eval_field(const ast::Field& fe, Frame& f);
   Value eval_index(const ast::Index& ix, Frame& f);
   Value eval_await(const ast::Await& a, Frame& f);
-  Value call_function(const Value& fn, CallArgs& args, Frame& caller);
+  Value call_function(const Value& fn, CallArgs& args);
   Value call_user(const FunctionData& fn, CallArgs& args);
   void bind_typed_param(const ast::Param& p, const Value& v, Scope& scope, std::map<std::string, Span>& dim_sites);
   void check_type(const ast::TypeExpr& t, const Value& v, Span where, Scope& scope, const std::string& what,

@@ -9,14 +9,7 @@ namespace {
 
 class ReferenceDevice : public Device {
  public:
-  explicit ReferenceDevice(const std::string& id) {
-    info_.id = id;
-    info_.type = "cpu";
-    info_.name = cpu_model_name();
-    info_.backend = "reference executor";
-    info_.cores = cpu_core_count();
-    info_.memory_bytes = host_memory_bytes();
-  }
+  explicit ReferenceDevice(const std::string& id) : info_(host_cpu_info(id, "reference executor")) {}
 
   const DeviceInfo& info() const override { return info_; }
 

@@ -270,10 +270,6 @@ struct ReferenceKernel::Compiled {
   // The slot holding a buffer (input, out, shared array or local tile).
   int buffer_slot(const std::string& name) const { return tile_of(name); }
 
-  struct Index {
-    std::vector<ScalarFn> at;
-  };
-
   // Flat offset of an element, every index checked against its axis.
   static int64_t flat_index(const Tensor& t, const std::vector<int64_t>& idx, const std::string& name, Span span) {
     if (static_cast<int64_t>(idx.size()) != t.rank())

@@ -36,6 +36,17 @@ std::string DeviceRegistry::available() const {
   return s;
 }
 
+DeviceInfo host_cpu_info(const std::string& id, std::string backend) {
+  DeviceInfo info;
+  info.id = id;
+  info.type = "cpu";
+  info.name = cpu_model_name();
+  info.backend = std::move(backend);
+  info.cores = cpu_core_count();
+  info.memory_bytes = host_memory_bytes();
+  return info;
+}
+
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;

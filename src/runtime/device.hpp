@@ -49,6 +49,9 @@ class DeviceRegistry {
   std::vector<std::unique_ptr<Device>> devices_;
 };
 
+// What every device on the host processor reports, with its backend's description.
+DeviceInfo host_cpu_info(const std::string& id, std::string backend);
+
 // The processor's model name and core count, read from the operating system.
 std::string cpu_model_name();
 int cpu_core_count();

@@ -77,7 +77,6 @@ class Reader {
       return;
     }
     out_.kind = *kind;
-    out_.kind_given = true;
     out_.kind_span = a.span;
     if (*kind == cir::KernelKind::Reduce) {
       if (a.args.empty()) {

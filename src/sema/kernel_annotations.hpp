@@ -17,7 +17,6 @@ namespace zyntax {
 
 struct KernelAnnotations {
   cir::KernelKind kind = cir::KernelKind::Fused;
-  bool kind_given = false;
   Span kind_span;
   ReduceOp reduce_op = ReduceOp::Sum;
   std::optional<int> reduce_axis;

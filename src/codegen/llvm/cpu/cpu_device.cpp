@@ -23,16 +23,9 @@ using codegen::CpuJit;
 
 class LlvmCpuDevice : public Device {
  public:
-  explicit LlvmCpuDevice(const std::string& id) {
-    info_.id = id;
-    info_.type = "cpu";
-    info_.name = cpu_model_name();
-    const codegen::CpuTarget& t = CpuJit::instance().target();
-    info_.backend = std::string("LLVM ") + ZYNTAX_LLVM_VERSION + " JIT, " + t.simd + ", " +
-                    std::to_string(ThreadPool::global().size()) + " threads";
-    info_.cores = cpu_core_count();
-    info_.memory_bytes = host_memory_bytes();
-  }
+  explicit LlvmCpuDevice(const std::string& id)
+      : info_(host_cpu_info(id, std::string("LLVM ") + ZYNTAX_LLVM_VERSION + " JIT, " + CpuJit::instance().target().simd +
+                                    ", " + std::to_string(ThreadPool::global().size()) + " threads")) {}
 
   const DeviceInfo& info() const override { return info_; }
 
