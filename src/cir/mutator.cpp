@@ -100,6 +100,7 @@ Stmt IRMutator::mutate(const Stmt& s) {
     case StmtKind::Barrier: return visit(s.as<Barrier>());
     case StmtKind::Check: return visit(s.as<Check>());
     case StmtKind::Atomic: return visit(s.as<Atomic>());
+    case StmtKind::MatMulBlock: return visit(s.as<MatMulBlock>());
   }
   return s;
 }
@@ -304,6 +305,18 @@ Stmt IRMutator::visit(const Atomic* op) {
   bool changed = !same_exprs(index, op->index) || !v.same_as(op->value);
   return keep_or(handle_of(op), changed,
                  [&] { return Stmt(std::make_shared<Atomic>(op->op, op->buffer, index, v, op->scope, op->span)); });
+}
+
+Stmt IRMutator::visit(const MatMulBlock* op) {
+  Expr ao = mutate(op->a_offset), bo = mutate(op->b_offset), kc = mutate(op->kc), ldc = mutate(op->ldc);
+  Expr mv = mutate(op->m_valid), nv = mutate(op->n_valid), acc = mutate(op->accumulate);
+  std::vector<Expr> ci = mutate_exprs(op->c_index);
+  bool changed = !ao.same_as(op->a_offset) || !bo.same_as(op->b_offset) || !kc.same_as(op->kc) || !ldc.same_as(op->ldc) ||
+                 !mv.same_as(op->m_valid) || !nv.same_as(op->n_valid) || !acc.same_as(op->accumulate) ||
+                 !same_exprs(ci, op->c_index);
+  return keep_or(handle_of(op), changed, [&] {
+    return make_matmul_block(op->rows, op->cols, op->a, ao, op->b, bo, kc, op->c, ci, ldc, mv, nv, acc, op->span);
+  });
 }
 
 }  // namespace zyntax::cir

@@ -63,6 +63,7 @@ class IRMutator {
   virtual Stmt visit(const Barrier* op);
   virtual Stmt visit(const Check* op);
   virtual Stmt visit(const Atomic* op);
+  virtual Stmt visit(const MatMulBlock* op);
 
  protected:
   std::vector<AxisSel> mutate_axes(const std::vector<AxisSel>& axes);

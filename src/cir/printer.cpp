@@ -265,6 +265,15 @@ class StmtPrinter {
       }
       case StmtKind::Barrier: return line(indent, std::string("barrier(") + scope_name(s.as<Barrier>()->scope) + ")");
       case StmtKind::Check: return line(indent, "check " + print(s.as<Check>()->cond) + ", \"" + s.as<Check>()->message + "\"");
+      case StmtKind::MatMulBlock: {
+        auto op = s.as<MatMulBlock>();
+        std::vector<AxisSel> at;
+        for (const Expr& i : op->c_index) at.push_back(AxisSel::at(i));
+        return line(indent, "matmul_block<" + std::to_string(op->rows) + "x" + std::to_string(op->cols) + "> " +
+                                axes_text(op->c, at) + " ldc " + print(op->ldc) + " valid (" + print(op->m_valid) + ", " +
+                                print(op->n_valid) + ") accumulate " + print(op->accumulate) + " <- " + op->a + "[" +
+                                print(op->a_offset) + "] . " + op->b + "[" + print(op->b_offset) + "] over " + print(op->kc));
+      }
       case StmtKind::Atomic: {
         auto op = s.as<Atomic>();
         // Device scope is what a plain GPU atomic gives, so only others are spelled out.

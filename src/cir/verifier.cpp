@@ -189,6 +189,32 @@ class Verifier : public IRVisitor {
     if (s) check_dtype(op->value, s->type.dtype, "atomic value");
   }
 
+  void visit(const MatMulBlock* op) override {
+    if (op->rows <= 0 || op->cols <= 0)
+      report("matmul_block has " + std::to_string(op->rows) + "x" + std::to_string(op->cols) + " elements");
+    for (const std::string& name : {op->a, op->b}) {
+      const Symbol* s = readable_buffer(name);
+      if (s && s->type.dtype != DType::F32) report("matmul_block operand '" + name + "' is not f32");
+    }
+    const Symbol* c = writable_buffer(op->c);
+    if (c && c->type.dtype != DType::F32) report("matmul_block result '" + op->c + "' is not f32");
+    if (c && op->c_index.size() != c->type.rank())
+      report("matmul_block result '" + op->c + "' has rank " + std::to_string(c->type.rank()) + " but " +
+             std::to_string(op->c_index.size()) + " indices");
+    for (const auto& [what, e] : {std::pair{"a_offset", op->a_offset}, std::pair{"b_offset", op->b_offset},
+                                  std::pair{"kc", op->kc}, std::pair{"ldc", op->ldc}, std::pair{"m_valid", op->m_valid},
+                                  std::pair{"n_valid", op->n_valid}}) {
+      check_int_scalar(e, std::string("matmul_block ") + what);
+      include(e);
+    }
+    for (const Expr& e : op->c_index) {
+      check_int_scalar(e, "matmul_block index");
+      include(e);
+    }
+    check_condition(op->accumulate, "matmul_block accumulate");
+    include(op->accumulate);
+  }
+
   // ---------------------------------------------------------------- expressions
 
   void visit(const Var* op) override {

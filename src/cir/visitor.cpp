@@ -38,6 +38,7 @@ void IRVisitor::include(const Stmt& s) {
     case StmtKind::Barrier: return visit(s.as<Barrier>());
     case StmtKind::Check: return visit(s.as<Check>());
     case StmtKind::Atomic: return visit(s.as<Atomic>());
+    case StmtKind::MatMulBlock: return visit(s.as<MatMulBlock>());
   }
 }
 
@@ -118,6 +119,11 @@ void IRVisitor::visit(const Check* op) { include(op->cond); }
 void IRVisitor::visit(const Atomic* op) {
   for (const Expr& e : op->index) include(e);
   include(op->value);
+}
+
+void IRVisitor::visit(const MatMulBlock* op) {
+  for (const Expr& e : {op->a_offset, op->b_offset, op->kc, op->ldc, op->m_valid, op->n_valid, op->accumulate}) include(e);
+  for (const Expr& e : op->c_index) include(e);
 }
 
 }  // namespace zyntax::cir

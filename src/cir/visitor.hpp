@@ -49,6 +49,7 @@ class IRVisitor {
   virtual void visit(const Barrier* op);
   virtual void visit(const Check* op);
   virtual void visit(const Atomic* op);
+  virtual void visit(const MatMulBlock* op);
 
  protected:
   // Visits the extents of a type.

@@ -58,7 +58,7 @@ class IndependenceCheck {
       bool indexed = false;
       for (const Expr& e : y->out_index) indexed = indexed || is_var(e, var_);
       if (!indexed) ok_ = false;
-    } else if (s.as<cir::Atomic>()) {
+    } else if (s.as<cir::Atomic>() || s.as<cir::MatMulBlock>()) {
       ok_ = false;
     }
   }

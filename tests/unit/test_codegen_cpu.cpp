@@ -21,6 +21,7 @@
 #include "runtime/tensor_ops.hpp"
 #include "sema/host_checker.hpp"
 #include "support/diagnostics.hpp"
+#include "kernel_source.hpp"
 
 namespace zyntax {
 namespace {
@@ -32,16 +33,7 @@ std::map<std::string, int64_t> all_dims(const cir::Kernel& k, int64_t n) {
   return dims;
 }
 
-// The first kernel of a program, lowered with the input types it declares.
-cir::Kernel kernel_of(const std::string& src) {
-  Session session;
-  std::vector<CheckedKernel> kernels;
-  LoadedModule* m = session.load_text("k.zynml", src);
-  bool ok = !session.diags().has_errors() && check_program(session, *m, &kernels);
-  EXPECT_TRUE(ok) << session.diags().render_all();
-  if (!ok || kernels.empty()) return {};
-  return kernels[0].kernel;
-}
+using testing::kernel_of;
 
 // Identical, or for `approximate` kernels |a - b| <= 1e-4 |b| + 1e-5; NaN
 // and infinities must match either way.

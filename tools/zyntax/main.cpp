@@ -8,7 +8,7 @@
 #include <iostream>
 
 #include "cir/pass_manager.hpp"
-#include "cir/passes/scalarize_tiles.hpp"
+#include "codegen/llvm/cpu/cpu_plan.hpp"
 #include "cir/passes/specialize.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
@@ -16,6 +16,7 @@
 #include "driver/session.hpp"
 #include "interp/host_interpreter.hpp"
 #include "runtime/device.hpp"
+#include "runtime/thread_pool.hpp"
 #include "sema/host_checker.hpp"
 #include "syntax/ast_printer.hpp"
 
@@ -103,19 +104,13 @@ int emit_native(Session& session, const std::vector<CheckedKernel>& kernels, con
       text += "; kernel " + name + ": lowered when it runs (" + ck.deferred + ")\n";
       continue;
     }
-    cir::Kernel k = with_dims(ck.kernel, o.dims);
-    if (auto why = codegen::unsupported_reason(k)) {  // tiles first become loops, as on the device
-      std::string scalar_why;
-      std::optional<cir::Kernel> s = k.dims.empty() ? cir::scalarize_tiles(k, &scalar_why) : std::nullopt;
-      if (k.dims.empty() && s && !codegen::unsupported_reason(*s)) {
-        k = *s;
-      } else {
-        std::string reason = !k.dims.empty() ? "give every size with --dim to compile its tiles"
-                                              : !s ? scalar_why : *codegen::unsupported_reason(*s);
-        text += "; kernel " + name + ": runs on the reference executor (" + reason + ")\n";
-        continue;
-      }
+    codegen::CpuPlan plan = codegen::plan_cpu_kernel(with_dims(ck.kernel, o.dims), ThreadPool::global().size());
+    if (!plan.kernel) {
+      std::string reason = !ck.kernel.dims.empty() && o.dims.empty() ? "give every size with --dim to compile its tiles" : plan.why_not;
+      text += "; kernel " + name + ": runs on the reference executor (" + reason + ")\n";
+      continue;
     }
+    const cir::Kernel& k = *plan.kernel;
     if (o.emit == "obj" && emitted > 0)
       throw std::invalid_argument("an object file holds one kernel: choose it with --kernel NAME");
     text += codegen::CpuJit::instance().emit(k, o.emit);

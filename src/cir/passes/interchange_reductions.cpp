@@ -3,9 +3,9 @@
 #include <set>
 
 #include "cir/passes/simplify.hpp"
+#include "cir/reads.hpp"
 #include "cir/substitute.hpp"
 #include "cir/verifier.hpp"
-#include "cir/visitor.hpp"
 
 namespace zyntax::cir {
 
@@ -13,32 +13,6 @@ namespace {
 
 // Arrays larger than this stay as they are (the accumulators live on the stack).
 constexpr int64_t kMaxAccumulatorBytes = 64 << 10;
-
-// The names an expression reads: variables and buffers.
-class Reads : public IRVisitor {
- public:
-  std::set<std::string> names;
-  using IRVisitor::visit;
-
- protected:
-  void visit(const Var* op) override { names.insert(op->name); }
-  void visit(const Access* op) override {
-    names.insert(op->buffer);
-    IRVisitor::visit(op);
-  }
-};
-
-std::set<std::string> reads(const Expr& e) {
-  Reads r;
-  r.include(e);
-  return r.names;
-}
-
-bool reads_any(const Expr& e, const std::set<std::string>& names) {
-  for (const std::string& n : reads(e))
-    if (names.count(n)) return true;
-  return false;
-}
 
 class Interchange {
  public:

@@ -252,6 +252,7 @@ class Scalarizer {
         out.push_back(make_check(scalar(s.as<Check>()->cond, out), s.as<Check>()->message, s->span));
         return;
       case StmtKind::Barrier: out.push_back(s); return;
+      case StmtKind::MatMulBlock: out.push_back(s); return;
       case StmtKind::Atomic: give_up("atomics");
     }
   }

@@ -13,6 +13,7 @@
 
 #include "cir/printer.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
+#include "codegen/llvm/matmul_block.hpp"
 
 namespace zyntax::codegen {
 
@@ -37,7 +38,21 @@ namespace {
 
 using cir::Expr;
 
+// Local arrays up to this size live on the stack; larger ones (packed
+// panels of a matrix product) on the heap, allocated once per call.
 constexpr int64_t kMaxStackArrayBytes = 256 << 10;
+constexpr int64_t kMaxLocalArrayBytes = int64_t{1} << 30;
+
+// The bytes of an allocation, or -1 when not a constant.
+int64_t allocation_bytes(const cir::Allocate& a) {
+  int64_t n = static_cast<int64_t>(dtype_size(a.type.dtype));
+  if (a.capacity > 0) return __builtin_mul_overflow(n, a.capacity, &n) ? -1 : n;
+  for (const Expr& d : a.type.shape) {
+    auto c = d.as<cir::IntImm>();
+    if (!c || c->value < 0 || __builtin_mul_overflow(n, c->value, &n)) return -1;
+  }
+  return n;
+}
 
 // ---------------------------------------------------------------- support check
 
@@ -124,24 +139,21 @@ class SupportCheck {
           for (const Expr& e : s.as<cir::Yield>()->out_index) expr(e);
           break;
         case cir::StmtKind::Allocate: {
-          auto a = s.as<cir::Allocate>();
-          int64_t n = static_cast<int64_t>(dtype_size(a->type.dtype));
-          if (a->capacity > 0) {
-            if (__builtin_mul_overflow(n, a->capacity, &n) || n > kMaxStackArrayBytes)
-              return fail("local arrays larger than 256 KiB");
-            break;
-          }
-          for (const Expr& d : a->type.shape) {
-            auto c = d.as<cir::IntImm>();
-            if (!c || c->value < 0) return fail("arrays of non-constant size");
-            if (__builtin_mul_overflow(n, c->value, &n) || n > kMaxStackArrayBytes)
-              return fail("local arrays larger than 256 KiB");
-          }
+          int64_t n = allocation_bytes(*s.as<cir::Allocate>());
+          if (n < 0) return fail("arrays of non-constant size");
+          if (n > kMaxLocalArrayBytes) return fail("local arrays larger than 1 GiB");
           break;
         }
         case cir::StmtKind::Barrier: break;
         case cir::StmtKind::Check: expr(s.as<cir::Check>()->cond); break;
         case cir::StmtKind::Atomic: fail("atomics"); break;
+        case cir::StmtKind::MatMulBlock: {
+          auto m = s.as<cir::MatMulBlock>();
+          if (m->rows > 32 || m->cols > 256) return fail("register blocks larger than 32x256");
+          for (const Expr& e : {m->a_offset, m->b_offset, m->kc, m->ldc, m->m_valid, m->n_valid, m->accumulate}) expr(e);
+          for (const Expr& e : m->c_index) expr(e);
+          break;
+        }
       }
     }
   }
@@ -197,6 +209,8 @@ class Emitter {
                 cir::Type::tensor(DType::Bool, k_.output().type.shape)};
       }
     }
+
+    allocate_heap_arrays();
 
     std::optional<OuterLoop> outer = outer_parallel_loop(k_);
     if (outer) {
@@ -384,18 +398,21 @@ class Emitter {
       case cir::StmtKind::Yield: return emit_yield(*s.as<cir::Yield>());
       case cir::StmtKind::Allocate: {
         auto a = s.as<cir::Allocate>();
-        int64_t n = a->capacity;
-        if (n == 0) {
-          n = 1;
-          for (const Expr& d : a->type.shape) n *= d.as<cir::IntImm>()->value;
+        int64_t bytes = allocation_bytes(*a);
+        llvm::Value* mem = nullptr;
+        if (auto heap = heap_arrays_.find(a->name); heap != heap_arrays_.end()) {
+          mem = heap->second;
+        } else {
+          llvm::Type* elem = mem_type(a->type.dtype);
+          uint64_t n = static_cast<uint64_t>(bytes) / dtype_size(a->type.dtype);
+          llvm::AllocaInst* slot = entry_alloca(llvm::ArrayType::get(elem, n), a->name);
+          slot->setAlignment(llvm::Align(64));
+          mem = slot;
         }
-        llvm::Type* elem = mem_type(a->type.dtype);
-        llvm::AllocaInst* mem = entry_alloca(llvm::ArrayType::get(elem, static_cast<uint64_t>(n)), a->name);
         // Zero-filled each time the allocation is reached, as the reference does
         // (a shared array; the local arrays of tiles are written before they are read).
         if (a->space == cir::MemorySpace::Shared)
-          b_.CreateMemSet(mem, b_.getInt8(0), b_.getInt64(n * static_cast<int64_t>(dtype_size(a->type.dtype))),
-                          llvm::MaybeAlign(16));
+          b_.CreateMemSet(mem, b_.getInt8(0), b_.getInt64(bytes), llvm::MaybeAlign(16));
         buffers_[a->name] = {mem, a->type};
         return;
       }
@@ -406,7 +423,86 @@ class Emitter {
         return;
       }
       case cir::StmtKind::Atomic: throw std::logic_error("LLVM lowering: atomics are not supported");
+      case cir::StmtKind::MatMulBlock: return emit_matmul_block(*s.as<cir::MatMulBlock>());
     }
+  }
+
+  // Local arrays too large for the stack: allocated when the kernel starts
+  // and freed when it returns (every path leaves through exit_).
+  void allocate_heap_arrays() {
+    std::vector<const cir::Allocate*> large;
+    collect_large_allocations(k_.body, large);
+    if (large.empty()) return;
+    llvm::Type* ptr = llvm::PointerType::getUnqual(ctx_);
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::FunctionCallee alloc = module_->getOrInsertFunction("aligned_alloc", ptr, i64, i64);
+    llvm::FunctionCallee release = module_->getOrInsertFunction("free", b_.getVoidTy(), ptr);
+    llvm::Value* ok = b_.getTrue();
+    llvm::IRBuilder<> eb(exit_, exit_->getTerminator()->getIterator());
+    for (const cir::Allocate* a : large) {
+      int64_t bytes = (allocation_bytes(*a) + 63) / 64 * 64;
+      llvm::Value* mem = b_.CreateCall(alloc, {b_.getInt64(64), b_.getInt64(bytes)}, a->name);
+      heap_arrays_[a->name] = mem;
+      ok = b_.CreateAnd(ok, b_.CreateIsNotNull(mem));
+      eb.CreateCall(release, {mem});
+    }
+    check(ok, k_.span, "out of memory for the kernel's local arrays");
+  }
+
+  static void collect_large_allocations(const cir::Block& blk, std::vector<const cir::Allocate*>& out) {
+    for (const cir::Stmt& s : blk) {
+      if (auto a = s.as<cir::Allocate>(); a && allocation_bytes(*a) > kMaxStackArrayBytes) out.push_back(a);
+      if (auto f = s.as<cir::For>()) collect_large_allocations(f->body, out);
+      if (auto i = s.as<cir::If>()) {
+        collect_large_allocations(i->then_body, out);
+        collect_large_allocations(i->else_body, out);
+      }
+    }
+  }
+
+  void emit_matmul_block(const cir::MatMulBlock& m) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Type* f32 = b_.getFloatTy();
+    auto value = [&](const Expr& e) { return b_.CreateSExt(expr(e), i64); };
+    const Buffer& a = buffer(m.a);
+    const Buffer& bb = buffer(m.b);
+    const Buffer& c = buffer(m.c);
+    llvm::Value* a_off = value(m.a_offset);
+    llvm::Value* b_off = value(m.b_offset);
+    llvm::Value* kc = value(m.kc);
+    llvm::Value* ldc = value(m.ldc);
+    llvm::Value* mv = value(m.m_valid);
+    llvm::Value* nv = value(m.n_valid);
+    std::vector<cir::AxisSel> at;
+    for (const Expr& e : m.c_index) at.push_back(cir::AxisSel::at(e));
+    llvm::Value* c_off = element_offset(c, at, m.span, m.c, true);
+    // The whole block must lie inside its buffers.
+    auto numel = [&](const Buffer& buf) {
+      llvm::Value* n = b_.getInt64(1);
+      for (const Expr& d : buf.type.shape) n = b_.CreateMul(n, b_.CreateSExt(expr(d), i64));
+      return n;
+    };
+    llvm::Value* ok = b_.CreateAnd(b_.CreateICmpSGE(kc, b_.getInt64(0)), b_.CreateICmpSGE(a_off, b_.getInt64(0)));
+    ok = b_.CreateAnd(ok, b_.CreateICmpSGE(b_off, b_.getInt64(0)));
+    ok = b_.CreateAnd(ok, b_.CreateICmpSLE(b_.CreateAdd(a_off, b_.CreateMul(kc, b_.getInt64(m.rows))), numel(a)));
+    ok = b_.CreateAnd(ok, b_.CreateICmpSLE(b_.CreateAdd(b_off, b_.CreateMul(kc, b_.getInt64(m.cols))), numel(bb)));
+    ok = b_.CreateAnd(ok, b_.CreateAnd(b_.CreateICmpSLE(mv, b_.getInt64(m.rows)), b_.CreateICmpSLE(nv, b_.getInt64(m.cols))));
+    llvm::Value* last = b_.CreateAdd(c_off, b_.CreateAdd(b_.CreateMul(b_.CreateSub(mv, b_.getInt64(1)), ldc), nv));
+    llvm::Value* empty = b_.CreateOr(b_.CreateICmpSLE(mv, b_.getInt64(0)), b_.CreateICmpSLE(nv, b_.getInt64(0)));
+    ok = b_.CreateAnd(ok, b_.CreateOr(empty, b_.CreateICmpSLE(last, numel(c))));
+    check(ok, m.span, "matmul block outside its buffers");
+    MatMulBlockArgs args;
+    args.rows = m.rows;
+    args.cols = m.cols;
+    args.a = b_.CreateGEP(f32, a.ptr, a_off);
+    args.b = b_.CreateGEP(f32, bb.ptr, b_off);
+    args.c = b_.CreateGEP(f32, c.ptr, c_off);
+    args.kc = kc;
+    args.ldc = ldc;
+    args.m_valid = mv;
+    args.n_valid = nv;
+    args.accumulate = expr(m.accumulate);
+    codegen::emit_matmul_block(b_, args);
   }
 
   // `s = s + e` on an f32/f64 variable: a running sum. Its add may be
@@ -921,6 +1017,7 @@ class Emitter {
   llvm::Value* end_ = nullptr;
   llvm::Value* status_ = nullptr;
   std::map<std::string, Buffer> buffers_;
+  std::map<std::string, llvm::Value*> heap_arrays_;
   std::map<std::string, llvm::Value*> values_;
   std::map<std::string, Var> vars_;
   Buffer acc_, best_, has_;

@@ -4,10 +4,8 @@
 #include <cstring>
 
 #include "cir/hash.hpp"
-#include "cir/pass_manager.hpp"
-#include "cir/passes/interchange_reductions.hpp"
-#include "cir/passes/scalarize_tiles.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
+#include "codegen/llvm/cpu/cpu_plan.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "interp/reference_executor.hpp"
@@ -105,9 +103,8 @@ class LlvmCpuDevice : public Device {
     return *references_.get(key, [&] { return std::make_shared<ReferenceKernel>(kernel); });
   }
 
-  // The kernel as it is compiled: tile values turned into loops, reductions
-  // interchanged so the parallel loop is innermost. No kernel when the
-  // lowering cannot take it: it runs on the reference executor.
+  // The kernel as it is compiled (see cpu_plan.hpp); none when it runs on
+  // the reference executor.
   struct Plan {
     std::optional<cir::Kernel> kernel;
     uint64_t hash = 0;
@@ -115,17 +112,8 @@ class LlvmCpuDevice : public Device {
 
   static std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
     auto plan = std::make_shared<Plan>();
-    std::vector<cir::Pass> passes;
-    if (codegen::unsupported_reason(kernel)) {
-      std::string why;
-      if (!cir::scalarize_tiles(kernel, &why)) return plan;
-      passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr); }});
-    }
-    passes.push_back({"interchange_reductions", [](const cir::Kernel& k) { return cir::interchange_reductions(k); }});
-    cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
-    if (codegen::unsupported_reason(k)) return plan;
-    plan->hash = cir::hash_kernel(k);
-    plan->kernel = std::move(k);
+    plan->kernel = codegen::plan_cpu_kernel(kernel, ThreadPool::global().size()).kernel;
+    if (plan->kernel) plan->hash = cir::hash_kernel(*plan->kernel);
     return plan;
   }
 

@@ -1,0 +1,263 @@
+#include "cir/passes/schedule_matmul.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "cir/passes/simplify.hpp"
+#include "cir/reads.hpp"
+#include "cir/substitute.hpp"
+#include "cir/verifier.hpp"
+
+namespace zyntax::cir {
+
+namespace {
+
+Expr var(const std::string& name) { return Var::make(name, Type::scalar(DType::I64)); }
+Expr cmp(BinaryOp op, Expr a, Expr b) { return Binary::make(op, std::move(a), std::move(b)); }
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::optional<int64_t> constant(const Expr& e) {
+  if (auto c = e.as<IntImm>()) return c->value;
+  return std::nullopt;
+}
+
+// The kernel's matrix product, taken apart.
+struct Product {
+  std::vector<const For*> loops;  // batch loops, then i, then j
+  const Decl* sum = nullptr;
+  int64_t k_lo = 0, k_extent = 0;
+  std::string k;
+  Expr x, y;                      // the factors: x reads i, y reads j
+  const Store* store = nullptr;
+
+  const For& i() const { return *loops[loops.size() - 2]; }
+  const For& j() const { return *loops.back(); }
+  int64_t extent(const For& f) const { return *constant(f.hi); }
+};
+
+std::optional<Product> match(const Kernel& kernel) {
+  Product m;
+  const Block* body = &kernel.body;
+  while (body->size() == 1) {
+    auto f = (*body)[0].as<For>();
+    if (!f || f->loop_kind != LoopKind::Parallel || constant(f->lo) != 0 || constant(f->step) != 1 || !constant(f->hi) ||
+        *constant(f->hi) <= 0)
+      return std::nullopt;
+    m.loops.push_back(f);
+    body = &f->body;
+  }
+  if (m.loops.size() < 2 || body->size() != 3) return std::nullopt;
+  m.sum = (*body)[0].as<Decl>();
+  auto kloop = (*body)[1].as<For>();
+  m.store = (*body)[2].as<Store>();
+  if (!m.sum || !kloop || !m.store) return std::nullopt;
+
+  // var s: f32 = 0.0
+  auto zero = m.sum->init.defined() ? m.sum->init.as<FloatImm>() : nullptr;
+  if (!m.sum->type.is_scalar() || m.sum->type.dtype != DType::F32 || !zero || zero->value != 0.0 || std::signbit(zero->value))
+    return std::nullopt;
+
+  // for k in lo..hi: s = s + X * Y
+  auto lo = constant(kloop->lo), hi = constant(kloop->hi);
+  if (!lo || !hi || *hi <= *lo || constant(kloop->step) != 1 || kloop->body.size() != 1) return std::nullopt;
+  m.k = kloop->var;
+  m.k_lo = *lo;
+  m.k_extent = *hi - *lo;
+  auto assign = kloop->body[0].as<Assign>();
+  if (!assign || assign->name != m.sum->name) return std::nullopt;
+  auto add = assign->value.as<Binary>();
+  if (!add || add->op != BinaryOp::Add) return std::nullopt;
+  auto self = add->a.as<Var>();
+  auto mul = add->b.as<Binary>();
+  if (!self || self->name != m.sum->name || !mul || mul->op != BinaryOp::Mul) return std::nullopt;
+  const std::string& i = m.i().var;
+  const std::string& j = m.j().var;
+  std::set<std::string> forbidden = {m.sum->name, m.store->buffer};
+  if (reads_any(mul->a, forbidden) || reads_any(mul->b, forbidden)) return std::nullopt;
+  if (!reads_any(mul->a, {j}) && !reads_any(mul->b, {i})) {
+    m.x = mul->a;
+    m.y = mul->b;
+  } else if (!reads_any(mul->b, {j}) && !reads_any(mul->a, {i})) {
+    m.x = mul->b;
+    m.y = mul->a;
+  } else {
+    return std::nullopt;
+  }
+
+  // out[b.., i, j] = f(s), the output laid out as the loops.
+  const Param& out = kernel.output();
+  if (m.store->buffer != out.name || out.type.dtype != DType::F32 || m.store->axes.size() != m.loops.size() ||
+      out.type.rank() != m.loops.size())
+    return std::nullopt;
+  for (size_t d = 0; d < m.loops.size(); ++d) {
+    const AxisSel& a = m.store->axes[d];
+    auto v = a.is_slice ? nullptr : a.index.as<Var>();
+    if (!v || v->name != m.loops[d]->var || constant(out.type.shape[d]) != m.extent(*m.loops[d])) return std::nullopt;
+  }
+  if (reads_any(m.store->value, {out.name})) return std::nullopt;
+  return m;
+}
+
+class Builder {
+ public:
+  Builder(const Product& m, const MatMulSchedule& s) : m_(m), s_(s) {}
+
+  Block build(const std::string& out) {
+    const int64_t M = m_.extent(m_.i()), N = m_.extent(m_.j()), K = m_.k_extent;
+    const int64_t MR = s_.mr, NR = s_.nr, KC = std::min(s_.kc, K);
+    const int64_t PM = ceil_div(M, MR), PN = ceil_div(N, NR);
+    const int64_t MC = std::min(std::max<int64_t>(s_.mc / MR, 1), PM) * MR;
+    const int64_t NC = std::min(std::max<int64_t>(s_.nc / NR, 1), PN) * NR;
+
+    // Tasks: every batch element, its rows split into groups and, when that
+    // is not enough work for the threads, its columns too.
+    int64_t batch = 1;
+    for (size_t d = 0; d + 2 < m_.loops.size(); ++d) batch *= m_.extent(*m_.loops[d]);
+    int64_t T = std::max(s_.threads, 1);
+    int64_t gm = 1, gn = 1;
+    if (batch % T != 0 && batch < 4 * T) {
+      gm = std::min(PM, ceil_div(T, batch));
+      if (batch * gm < T) gn = std::min(PN, ceil_div(T, batch * gm));
+    }
+    Expr t = var("t%mm");
+    Block task;
+    task.push_back(make_let("bt%mm", t / i64(gm * gn)));
+    task.push_back(make_let("gm%mm", (t / i64(gn)) - (t / i64(gm * gn)) * i64(gm)));
+    task.push_back(make_let("gn%mm", t - (t / i64(gn)) * i64(gn)));
+    int64_t stride = batch;
+    for (size_t d = 0; d + 2 < m_.loops.size(); ++d) {
+      int64_t ext = m_.extent(*m_.loops[d]);
+      stride /= ext;
+      Expr q = var("bt%mm") / i64(stride);
+      task.push_back(make_let(m_.loops[d]->var, q - (q / i64(ext)) * i64(ext)));
+    }
+    Expr g = var("gm%mm"), h = var("gn%mm");
+    task.push_back(make_let("i0%mm", (g * i64(PM) / i64(gm)) * i64(MR)));
+    task.push_back(make_let("i1%mm", min(((g + i64(1)) * i64(PM) / i64(gm)) * i64(MR), i64(M))));
+    task.push_back(make_let("j0%mm", (h * i64(PN) / i64(gn)) * i64(NR)));
+    task.push_back(make_let("j1%mm", min(((h + i64(1)) * i64(PN) / i64(gn)) * i64(NR), i64(N))));
+    task.push_back(make_allocate("ap%mm", Type::tensor(DType::F32, {i64(MC * KC)}), MemorySpace::Local));
+    task.push_back(make_allocate("bp%mm", Type::tensor(DType::F32, {i64(NC * KC)}), MemorySpace::Local));
+
+    // One NC-wide column block of the task.
+    Block column;
+    column.push_back(make_let("jn%mm", min(i64(NC), var("j1%mm") - var("jc%mm"))));
+    Block depth;
+    depth.push_back(make_let("kcv%mm", min(i64(KC), i64(K) - var("pc%mm"))));
+    pack_b(depth, KC, NR);
+    Block rows;
+    rows.push_back(make_let("mn%mm", min(i64(MC), var("i1%mm") - var("ic%mm"))));
+    pack_a(rows, KC, MR);
+    Block block_row;
+    std::vector<Expr> at;
+    for (size_t d = 0; d + 2 < m_.loops.size(); ++d) at.push_back(var(m_.loops[d]->var));
+    at.push_back(var("ic%mm") + var("ip%mm") * i64(MR));
+    at.push_back(var("jc%mm") + var("jp%mm") * i64(NR));
+    block_row.push_back(make_matmul_block(
+        static_cast<int>(MR), static_cast<int>(NR), "ap%mm", var("ip%mm") * i64(KC * MR), "bp%mm",
+        var("jp%mm") * i64(KC * NR), var("kcv%mm"), out, at, i64(N), min(i64(MR), var("mn%mm") - var("ip%mm") * i64(MR)),
+        min(i64(NR), var("jn%mm") - var("jp%mm") * i64(NR)), cmp(BinaryOp::Gt, var("pc%mm"), i64(0)), m_.store->span));
+    Block panels = {make_for("ip%mm", i64(0), (var("mn%mm") + i64(MR - 1)) / i64(MR), i64(1), block_row)};
+    rows.push_back(make_for("jp%mm", i64(0), (var("jn%mm") + i64(NR - 1)) / i64(NR), i64(1), panels));
+    depth.push_back(make_for("ic%mm", var("i0%mm"), var("i1%mm"), i64(MC), rows));
+    column.push_back(make_for("pc%mm", i64(0), i64(K), i64(KC), depth));
+    epilogue(column, out);
+    task.push_back(make_for("jc%mm", var("j0%mm"), var("j1%mm"), i64(NC), column));
+    return {make_for("t%mm", i64(0), i64(batch * gm * gn), i64(1), task, LoopKind::Parallel, 0, m_.loops[0]->span)};
+  }
+
+ private:
+  // Loop variables are named once each: the two ways of packing a panel
+  // (whole, or at the edge) each get their own.
+  std::string fresh(const std::string& base) { return base + "%mm" + std::to_string(counter_++); }
+
+  // The reduction index of packed step p.
+  Expr k_at(const std::string& p) const { return i64(m_.k_lo) + var("pc%mm") + var(p); }
+
+  // bp[jp, p, c] = Y[k, jc + jp * NR + c], zero past the block's last column.
+  void pack_b(Block& out, int64_t KC, int64_t NR) {
+    std::string jp = fresh("jp");
+    Expr end = var("jc%mm") + var("jn%mm");
+    auto copy = [&](bool edge) {
+      std::string p = fresh("p"), c = fresh("c");
+      Expr col = var("jb%mm") + var(c);
+      Expr y = substitute(m_.y, {{m_.k, k_at(p)}, {m_.j().var, col}});
+      std::vector<AxisSel> at = {AxisSel::at(var(jp) * i64(KC * NR) + var(p) * i64(NR) + var(c))};
+      Stmt store = make_store("bp%mm", at, y);
+      if (edge) store = make_if(cmp(BinaryOp::Lt, col, end), {store}, {make_store("bp%mm", at, FloatImm::make(0.0))});
+      return Block{make_for(p, i64(0), var("kcv%mm"), i64(1), {make_for(c, i64(0), i64(NR), i64(1), {store})})};
+    };
+    Block panel = {make_let("jb%mm", var("jc%mm") + var(jp) * i64(NR)),
+                   make_if(cmp(BinaryOp::Le, var("jb%mm") + i64(NR), end), copy(false), copy(true))};
+    out.push_back(make_for(jp, i64(0), (var("jn%mm") + i64(NR - 1)) / i64(NR), i64(1), panel));
+  }
+
+  // ap[ip, p, r] = X[ic + ip * MR + r, k], zero past the block's last row.
+  void pack_a(Block& out, int64_t KC, int64_t MR) {
+    std::string ip = fresh("ip"), r = fresh("r");
+    Expr row = var("ib%mm") + var(r);
+    auto over_p = [&](bool zero) {
+      std::string p = fresh("p");
+      Expr v = zero ? FloatImm::make(0.0) : substitute(m_.x, {{m_.k, k_at(p)}, {m_.i().var, row}});
+      std::vector<AxisSel> at = {AxisSel::at(var(ip) * i64(KC * MR) + var(p) * i64(MR) + var(r))};
+      return Block{make_for(p, i64(0), var("kcv%mm"), i64(1), {make_store("ap%mm", at, v)})};
+    };
+    Block per_row = {make_if(cmp(BinaryOp::Lt, row, var("ic%mm") + var("mn%mm")), over_p(false), over_p(true))};
+    Block panel = {make_let("ib%mm", var("ic%mm") + var(ip) * i64(MR)), make_for(r, i64(0), i64(MR), i64(1), per_row)};
+    out.push_back(make_for(ip, i64(0), (var("mn%mm") + i64(MR - 1)) / i64(MR), i64(1), panel));
+  }
+
+  // out[b.., i, j] = f(out[b.., i, j]) over the column block, unless f is the sum itself.
+  void epilogue(Block& out, const std::string& buffer) {
+    const Expr& f = m_.store->value;
+    if (auto v = f.as<Var>(); v && v->name == m_.sum->name) return;
+    std::vector<AxisSel> axes = m_.store->axes;  // b.., i, j by their own names
+    Block body = {make_let(m_.sum->name, make_access(buffer, output_type(buffer), axes)), make_store(buffer, axes, f, m_.store->span)};
+    Block over_j = {make_for(m_.j().var, var("jc%mm"), var("jc%mm") + var("jn%mm"), i64(1), body)};
+    out.push_back(make_for(m_.i().var, var("i0%mm"), var("i1%mm"), i64(1), over_j));
+  }
+
+  Type output_type(const std::string&) const {
+    std::vector<Expr> shape;
+    for (const For* f : m_.loops) shape.push_back(f->hi);
+    return Type::tensor(DType::F32, shape);
+  }
+
+  const Product& m_;
+  const MatMulSchedule& s_;
+  int counter_ = 0;
+};
+
+}  // namespace
+
+MatMulSchedule cpu_matmul_schedule(int vector_bits, int threads) {
+  MatMulSchedule s;
+  s.threads = threads;
+  if (vector_bits >= 512) {
+    s.mr = 8, s.nr = 32;   // 16 zmm accumulators, 2 for B
+    s.kc = 384;
+  } else if (vector_bits >= 256) {
+    s.mr = 6, s.nr = 16;   // 12 ymm accumulators, 2 for B, 1 broadcast
+    s.mc = 120;
+  } else {
+    s.mr = 6, s.nr = 8;    // 12 of 16 xmm (NEON has 32; this leaves room)
+    s.mc = 120;
+  }
+  return s;
+}
+
+std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s) {
+  if (!k.dims.empty()) return std::nullopt;
+  std::optional<Product> m = match(k);
+  if (!m) return std::nullopt;
+  int64_t M = m->extent(m->i()), N = m->extent(m->j());
+  if (M < 4 || N < 4 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(m->k_extent) < s.min_flops)
+    return std::nullopt;
+  Kernel out = k;
+  out.body = Builder(*m, s).build(k.output().name);
+  out = simplify(out);
+  verify_or_throw(out, "schedule_matmul");
+  return out;
+}
+
+}  // namespace zyntax::cir

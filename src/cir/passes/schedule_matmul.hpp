@@ -1,0 +1,46 @@
+// Schedules a matrix product the way BLIS does, for CPUs:
+//
+//   parallel for task (batch x row group x column group):
+//     for jc (NC columns):
+//       for pc (KC of the reduction):
+//         pack B[pc.., jc..] into NR-wide panels, k-major      (stays in L2/L3)
+//         for ic (MC rows):
+//           pack A[ic.., pc..] into MR-tall panels, k-major   (stays in L2)
+//           for each NR panel, for each MR panel:
+//             matmul_block<MR x NR>                           (registers; B panel in L1)
+//     epilogue: out = f(sum) over the task's tile, if the store was not just the sum
+//
+// It rewrites a specialised kernel whose body is exactly
+//
+//   for b.. , i, j (parallel, from 0):
+//     var s: f32 = 0.0
+//     for k in lo..hi: s = s + X * Y      X reads i and k, not j; Y reads j and k, not i
+//     out[b.., i, j] = f(s)
+//
+// X and Y may be any expressions (transposed or batched operands, casts from
+// f16), since packing evaluates them; only the inner product runs in the
+// micro-kernel. The sums are multiply-adds in k order, like the reference's,
+// fused where the target has FMA, so results agree within rounding.
+#pragma once
+
+#include <optional>
+
+#include "cir/ir.hpp"
+
+namespace zyntax::cir {
+
+struct MatMulSchedule {
+  int mr = 12, nr = 32;             // register block: rows x columns (columns in vector lanes)
+  int64_t kc = 256;                 // reduction depth of a packed panel
+  int64_t mc = 240, nc = 1024;      // rows of A and columns of B packed at once
+  int threads = 1;                  // tasks are made for at least this many threads
+  int64_t min_flops = 8192;         // smaller products keep their loops
+};
+
+// The blocking for a CPU with vectors of `vector_bits` (512, 256 or 128).
+MatMulSchedule cpu_matmul_schedule(int vector_bits, int threads);
+
+// The scheduled kernel, or nothing when `k` is not a matrix product of this shape.
+std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s);
+
+}  // namespace zyntax::cir

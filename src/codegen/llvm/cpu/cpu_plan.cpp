@@ -1,0 +1,38 @@
+#include "codegen/llvm/cpu/cpu_plan.hpp"
+
+#include "cir/pass_manager.hpp"
+#include "cir/passes/interchange_reductions.hpp"
+#include "cir/passes/scalarize_tiles.hpp"
+#include "cir/passes/schedule_matmul.hpp"
+#include "codegen/llvm/cpu/cpu_jit.hpp"
+#include "codegen/llvm/ir_emitter.hpp"
+
+namespace zyntax::codegen {
+
+CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads) {
+  CpuPlan plan;
+  std::vector<cir::Pass> passes;
+  if (unsupported_reason(kernel)) {
+    if (!kernel.dims.empty()) {
+      plan.why_not = "tile values are rewritten to loops once every size is known";
+      return plan;
+    }
+    if (!cir::scalarize_tiles(kernel, &plan.why_not)) return plan;
+    passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr); }});
+  }
+  cir::MatMulSchedule mm = cir::cpu_matmul_schedule(CpuJit::instance().target().vector_bits, threads);
+  passes.push_back({"schedule_matmul", [mm](const cir::Kernel& k) {
+                      std::optional<cir::Kernel> s = cir::schedule_matmul(k, mm);
+                      return s ? *s : k;
+                    }});
+  passes.push_back({"interchange_reductions", [](const cir::Kernel& k) { return cir::interchange_reductions(k); }});
+  cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
+  if (auto why = unsupported_reason(k)) {
+    plan.why_not = *why;
+    return plan;
+  }
+  plan.kernel = std::move(k);
+  return plan;
+}
+
+}  // namespace zyntax::codegen

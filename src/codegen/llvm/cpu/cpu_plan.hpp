@@ -1,0 +1,23 @@
+// The CIR passes that make a kernel what the CPU backend compiles: tile
+// values rewritten to loops, matrix products packed and register-blocked,
+// other reductions inside parallel loops interchanged so they vectorise.
+// Shared by the cpu device and `zyntax compile`, so what the command shows
+// is what runs.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "cir/ir.hpp"
+
+namespace zyntax::codegen {
+
+struct CpuPlan {
+  std::optional<cir::Kernel> kernel;  // none: the kernel runs on the reference executor
+  std::string why_not;                // and why
+};
+
+// `threads`: how many threads will share the kernel's outer parallel loop.
+CpuPlan plan_cpu_kernel(const cir::Kernel& k, int threads);
+
+}  // namespace zyntax::codegen

@@ -1,0 +1,111 @@
+#include "codegen/llvm/matmul_block.hpp"
+
+#include <llvm/IR/Intrinsics.h>
+
+#include <string>
+#include <vector>
+
+namespace zyntax::codegen {
+
+namespace {
+
+// for i in 0..n: body(i), with the body's blocks created by `body`.
+template <class Body>
+void counted_loop(llvm::IRBuilder<>& b, llvm::Value* n, const std::string& name, Body body) {
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx, name + ".head", fn);
+  llvm::BasicBlock* loop = llvm::BasicBlock::Create(ctx, name + ".body", fn);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, name + ".end", fn);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode* i = b.CreatePHI(b.getInt64Ty(), 2, name);
+  i->addIncoming(b.getInt64(0), pre);
+  b.CreateCondBr(b.CreateICmpSLT(i, n), loop, done);
+  b.SetInsertPoint(loop);
+  body(static_cast<llvm::Value*>(i));
+  i->addIncoming(b.CreateAdd(i, b.getInt64(1)), b.GetInsertBlock());
+  b.CreateBr(head);
+  b.SetInsertPoint(done);
+}
+
+}  // namespace
+
+void emit_matmul_block(llvm::IRBuilder<>& b, const MatMulBlockArgs& m) {
+  llvm::LLVMContext& ctx = b.getContext();
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  llvm::Type* f32 = b.getFloatTy();
+  auto* vec = llvm::FixedVectorType::get(f32, static_cast<unsigned>(m.cols));
+  llvm::Function* fmuladd = llvm::Intrinsic::getDeclaration(fn->getParent(), llvm::Intrinsic::fmuladd, {vec});
+  llvm::Value* zero = llvm::ConstantAggregateZero::get(vec);
+
+  // The k loop: the accumulators are loop-carried values, never memory.
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx, "mmb.k.head", fn);
+  llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx, "mmb.k.body", fn);
+  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, "mmb.k.end", fn);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode* p = b.CreatePHI(b.getInt64Ty(), 2, "mmb.p");
+  p->addIncoming(b.getInt64(0), pre);
+  std::vector<llvm::PHINode*> acc;
+  for (int r = 0; r < m.rows; ++r) {
+    acc.push_back(b.CreatePHI(vec, 2, "mmb.acc" + std::to_string(r)));
+    acc.back()->addIncoming(zero, pre);
+  }
+  b.CreateCondBr(b.CreateICmpSLT(p, m.kc), body, done);
+
+  b.SetInsertPoint(body);
+  llvm::Value* brow = b.CreateGEP(f32, m.b, b.CreateMul(p, b.getInt64(m.cols)));
+  llvm::Value* bv = b.CreateAlignedLoad(vec, brow, llvm::Align(4), "mmb.b");
+  llvm::Value* acol = b.CreateGEP(f32, m.a, b.CreateMul(p, b.getInt64(m.rows)));
+  std::vector<llvm::Value*> next(acc.size());
+  for (int r = 0; r < m.rows; ++r) {
+    llvm::Value* av = b.CreateAlignedLoad(f32, b.CreateConstGEP1_64(f32, acol, static_cast<uint64_t>(r)), llvm::Align(4));
+    llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(m.cols), av);
+    next[static_cast<size_t>(r)] = b.CreateCall(fmuladd, {splat, bv, acc[static_cast<size_t>(r)]});
+  }
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  p->addIncoming(b.CreateAdd(p, b.getInt64(1)), latch);
+  for (int r = 0; r < m.rows; ++r) acc[static_cast<size_t>(r)]->addIncoming(next[static_cast<size_t>(r)], latch);
+  b.CreateBr(head);
+  b.SetInsertPoint(done);
+
+  // Whole blocks store vectors; edge blocks go through memory element by element.
+  llvm::Value* whole = b.CreateAnd(b.CreateICmpEQ(m.m_valid, b.getInt64(m.rows)), b.CreateICmpEQ(m.n_valid, b.getInt64(m.cols)));
+  llvm::BasicBlock* vstore = llvm::BasicBlock::Create(ctx, "mmb.store", fn);
+  llvm::BasicBlock* estore = llvm::BasicBlock::Create(ctx, "mmb.edge", fn);
+  llvm::BasicBlock* merged = llvm::BasicBlock::Create(ctx, "mmb.done", fn);
+  b.CreateCondBr(whole, vstore, estore);
+
+  b.SetInsertPoint(vstore);
+  for (int r = 0; r < m.rows; ++r) {
+    llvm::Value* row = b.CreateGEP(f32, m.c, b.CreateMul(b.getInt64(r), m.ldc));
+    llvm::Value* old = b.CreateAlignedLoad(vec, row, llvm::Align(4));
+    llvm::Value* sum = b.CreateFAdd(old, acc[static_cast<size_t>(r)]);
+    b.CreateAlignedStore(b.CreateSelect(m.accumulate, sum, acc[static_cast<size_t>(r)]), row, llvm::Align(4));
+  }
+  b.CreateBr(merged);
+
+  b.SetInsertPoint(estore);
+  llvm::BasicBlock* entry = &fn->getEntryBlock();
+  llvm::IRBuilder<> eb(entry, entry->begin());
+  llvm::AllocaInst* tmp = eb.CreateAlloca(llvm::ArrayType::get(vec, static_cast<uint64_t>(m.rows)), nullptr, "mmb.tmp");
+  for (int r = 0; r < m.rows; ++r)
+    b.CreateAlignedStore(acc[static_cast<size_t>(r)], b.CreateConstGEP2_64(tmp->getAllocatedType(), tmp, 0, static_cast<uint64_t>(r)),
+                         llvm::Align(4));
+  counted_loop(b, m.m_valid, "mmb.r", [&](llvm::Value* r) {
+    counted_loop(b, m.n_valid, "mmb.c", [&](llvm::Value* c) {
+      llvm::Value* v = b.CreateAlignedLoad(
+          f32, b.CreateGEP(f32, tmp, b.CreateAdd(b.CreateMul(r, b.getInt64(m.cols)), c)), llvm::Align(4));
+      llvm::Value* out = b.CreateGEP(f32, m.c, b.CreateAdd(b.CreateMul(r, m.ldc), c));
+      llvm::Value* sum = b.CreateFAdd(b.CreateAlignedLoad(f32, out, llvm::Align(4)), v);
+      b.CreateAlignedStore(b.CreateSelect(m.accumulate, sum, v), out, llvm::Align(4));
+    });
+  });
+  b.CreateBr(merged);
+  b.SetInsertPoint(merged);
+}
+
+}  // namespace zyntax::codegen
