@@ -2,10 +2,38 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
 namespace zyntax {
+
+namespace {
+
+// Waking a sleeping thread costs tens of microseconds, as much as a small
+// kernel's whole run: threads spin this long for work before they sleep.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Spins until `ready()` or kSpin has passed; returns ready().
+template <class Ready>
+bool spin_until(Ready ready) {
+  auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    cpu_relax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return ready();
+  }
+}
+
+}  // namespace
 
 struct ThreadPool::Job {
   const std::function<void(int64_t, int64_t)>* f;
@@ -24,6 +52,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    stopping_flag_ = true;
   }
   cv_.notify_all();
   for (std::thread& t : workers_) t.join();
@@ -58,6 +87,7 @@ void ThreadPool::work_on(Job& job) {
 void ThreadPool::worker() {
   while (true) {
     std::shared_ptr<Job> job;
+    spin_until([this] { return queued_.load(std::memory_order_acquire) > 0 || stopping_flag_.load(); });
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
@@ -65,6 +95,7 @@ void ThreadPool::worker() {
       job = jobs_.front();
       if (job->next.load() >= job->chunks) {  // fully claimed: nothing left for workers
         jobs_.pop_front();
+        queued_.fetch_sub(1, std::memory_order_release);
         continue;
       }
     }
@@ -88,9 +119,11 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_.push_back(job);
+    queued_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
   work_on(*job);
+  if (spin_until([&] { return job->done.load() == job->chunks; })) return;
   std::unique_lock<std::mutex> lock(job->mu);
   job->finished.wait(lock, [&] { return job->done.load() == job->chunks; });
 }

@@ -4,6 +4,7 @@
 // its own job too, so every job finishes even when the workers are busy.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -39,6 +40,9 @@ class ThreadPool {
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> jobs_;
   bool stopping_ = false;
+  // Read without the lock by spinning workers.
+  std::atomic<int> queued_{0};
+  std::atomic<bool> stopping_flag_{false};
 };
 
 }  // namespace zyntax

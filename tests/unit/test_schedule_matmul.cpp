@@ -127,7 +127,7 @@ TEST_P(ScheduleMatmul, ScheduledKernelMatchesTheOriginalOnTheReference) {
   cir::Kernel generic = kernel_of(f.source);
   cir::Kernel bound_generic = kernel_of(f.bound_source);
   Random rng(7);
-  for (Size s : {kSizes[0], kSizes[3], kSizes[6]}) {
+  for (Size s : {kSizes[0], kSizes[2], kSizes[3], kSizes[6]}) {
     for (int threads : {1, 2, 3}) {
       Problem p = problem(f, s, 3, rng);
       cir::Kernel k = cir::specialize(generic, p.dims);

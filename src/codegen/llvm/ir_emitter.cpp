@@ -9,9 +9,13 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include <map>
+#include <set>
 #include <stdexcept>
 
+#include "cir/affine.hpp"
 #include "cir/printer.hpp"
+#include "cir/reads.hpp"
+#include "cir/visitor.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/matmul_block.hpp"
 
@@ -150,7 +154,7 @@ class SupportCheck {
         case cir::StmtKind::MatMulBlock: {
           auto m = s.as<cir::MatMulBlock>();
           if (m->rows > 32 || m->cols > 256) return fail("register blocks larger than 32x256");
-          for (const Expr& e : {m->a_offset, m->b_offset, m->kc, m->ldc, m->m_valid, m->n_valid, m->accumulate}) expr(e);
+          for (const Expr& e : {m->a_offset, m->b_offset, m->ldb, m->kc, m->ldc, m->m_valid, m->n_valid, m->accumulate}) expr(e);
           for (const Expr& e : m->c_index) expr(e);
           break;
         }
@@ -330,7 +334,8 @@ class Emitter {
       ok = b_.CreateAnd(ok, b_.CreateICmpULT(idx, extent));
       offset = b_.CreateAdd(b_.CreateMul(offset, extent), idx);
     }
-    check(ok, span, std::string(write ? "index out of bounds writing " : "index out of bounds reading ") + name);
+    if (!proven_.count(&axes))
+      check(ok, span, std::string(write ? "index out of bounds writing " : "index out of bounds reading ") + name);
     return offset;
   }
 
@@ -469,6 +474,7 @@ class Emitter {
     const Buffer& c = buffer(m.c);
     llvm::Value* a_off = value(m.a_offset);
     llvm::Value* b_off = value(m.b_offset);
+    llvm::Value* ldb = value(m.ldb);
     llvm::Value* kc = value(m.kc);
     llvm::Value* ldc = value(m.ldc);
     llvm::Value* mv = value(m.m_valid);
@@ -485,7 +491,9 @@ class Emitter {
     llvm::Value* ok = b_.CreateAnd(b_.CreateICmpSGE(kc, b_.getInt64(0)), b_.CreateICmpSGE(a_off, b_.getInt64(0)));
     ok = b_.CreateAnd(ok, b_.CreateICmpSGE(b_off, b_.getInt64(0)));
     ok = b_.CreateAnd(ok, b_.CreateICmpSLE(b_.CreateAdd(a_off, b_.CreateMul(kc, b_.getInt64(m.rows))), numel(a)));
-    ok = b_.CreateAnd(ok, b_.CreateICmpSLE(b_.CreateAdd(b_off, b_.CreateMul(kc, b_.getInt64(m.cols))), numel(bb)));
+    llvm::Value* b_end = b_.CreateAdd(b_off, b_.CreateAdd(b_.CreateMul(b_.CreateSub(kc, b_.getInt64(1)), ldb), b_.getInt64(m.cols)));
+    ok = b_.CreateAnd(ok, b_.CreateICmpSGE(ldb, b_.getInt64(m.cols)));
+    ok = b_.CreateAnd(ok, b_.CreateOr(b_.CreateICmpEQ(kc, b_.getInt64(0)), b_.CreateICmpSLE(b_end, numel(bb))));
     ok = b_.CreateAnd(ok, b_.CreateAnd(b_.CreateICmpSLE(mv, b_.getInt64(m.rows)), b_.CreateICmpSLE(nv, b_.getInt64(m.cols))));
     llvm::Value* last = b_.CreateAdd(c_off, b_.CreateAdd(b_.CreateMul(b_.CreateSub(mv, b_.getInt64(1)), ldc), nv));
     llvm::Value* empty = b_.CreateOr(b_.CreateICmpSLE(mv, b_.getInt64(0)), b_.CreateICmpSLE(nv, b_.getInt64(0)));
@@ -498,6 +506,7 @@ class Emitter {
     args.b = b_.CreateGEP(f32, bb.ptr, b_off);
     args.c = b_.CreateGEP(f32, c.ptr, c_off);
     args.kc = kc;
+    args.ldb = ldb;
     args.ldc = ldc;
     args.m_valid = mv;
     args.n_valid = nv;
@@ -534,6 +543,9 @@ class Emitter {
 
   // for var in lo..hi step s, as an iteration count k = 0..trips with
   // var = lo + k * s; the outer parallel loop runs only [begin, end) of it.
+  // An element access or store: its index list and its buffer.
+  using Site = std::pair<const std::vector<cir::AxisSel>*, std::string>;
+
   void emit_for(const cir::For& f, bool outer) {
     llvm::Type* i64 = b_.getInt64Ty();
     llvm::Value* lo = b_.CreateSExt(expr(f.lo), i64);
@@ -549,6 +561,30 @@ class Emitter {
       first = b_.CreateSelect(b_.CreateICmpSGT(begin_, first), begin_, first);
       trips = b_.CreateSelect(b_.CreateICmpSLT(end_, trips), end_, trips);
     }
+    std::vector<Site> sites = outer ? std::vector<Site>{} : provable_sites(f);
+    if (sites.empty()) return emit_loop(f, lo, step, first, trips);
+
+    // Versioned: when every index is in bounds at the first and the last
+    // iteration (and so, being affine in the loop variable, at all of them),
+    // a copy of the loop without bounds checks runs, which can vectorise.
+    llvm::Value* ok = in_bounds_at_ends(f, sites, lo, step, first, trips);
+    llvm::BasicBlock* fast = llvm::BasicBlock::Create(ctx_, "for.unchecked." + f.var, fn_);
+    llvm::BasicBlock* slow = llvm::BasicBlock::Create(ctx_, "for.checked." + f.var, fn_);
+    llvm::BasicBlock* merged = llvm::BasicBlock::Create(ctx_, "for.merged." + f.var, fn_);
+    b_.CreateCondBr(ok, fast, slow, llvm::MDBuilder(ctx_).createBranchWeights(1 << 20, 1));
+    b_.SetInsertPoint(fast);
+    for (const Site& s : sites) proven_.insert(s.first);
+    emit_loop(f, lo, step, first, trips);
+    for (const Site& s : sites) proven_.erase(s.first);
+    if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(merged);
+    b_.SetInsertPoint(slow);
+    emit_loop(f, lo, step, first, trips);
+    if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(merged);
+    b_.SetInsertPoint(merged);
+  }
+
+  void emit_loop(const cir::For& f, llvm::Value* lo, llvm::Value* step, llvm::Value* first, llvm::Value* trips) {
+    llvm::Type* i64 = b_.getInt64Ty();
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "for.head." + f.var, fn_);
     llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "for.body." + f.var, fn_);
@@ -567,6 +603,110 @@ class Emitter {
       b_.CreateBr(header);
     }
     b_.SetInsertPoint(done);
+  }
+
+  // The element accesses of an innermost loop, when every one of their
+  // indices is affine in the loop variable with a coefficient of moderate
+  // size and otherwise reads only values fixed before the loop (and can be
+  // computed before it without faulting). Empty when any access is not so.
+  std::vector<Site> provable_sites(const cir::For& f) {
+    class Sites : public cir::IRVisitor {
+     public:
+      std::vector<Site> sites;
+      std::set<std::string> bound;  // names the body binds or changes
+      bool nested = false;
+      using IRVisitor::visit;
+
+     protected:
+      void visit(const cir::For* op) override { nested = true; }
+      void visit(const cir::Let* op) override { bound.insert(op->name); IRVisitor::visit(op); }
+      void visit(const cir::Decl* op) override { bound.insert(op->name); IRVisitor::visit(op); }
+      void visit(const cir::Assign* op) override { bound.insert(op->name); IRVisitor::visit(op); }
+      void visit(const cir::Allocate* op) override { nested = true; }
+      void visit(const cir::MatMulBlock* op) override { nested = true; }
+      void visit(const cir::Atomic* op) override { nested = true; }
+      void visit(const cir::Store* op) override {
+        sites.push_back({&op->axes, op->buffer});
+        IRVisitor::visit(op);
+      }
+      void visit(const cir::Access* op) override {
+        sites.push_back({&op->axes, op->buffer});
+        IRVisitor::visit(op);
+      }
+    };
+    Sites v;
+    v.bound.insert(f.var);
+    for (const cir::Stmt& s : f.body) v.include(s);
+    if (v.nested || v.sites.empty()) return {};
+    for (const auto& [axes, name] : v.sites) {
+      if (!buffers_.count(name)) return {};
+      for (const cir::AxisSel& a : *axes)
+        if (a.is_slice || !affine_in(a.index, f.var, v.bound)) return {};
+    }
+    return v.sites;
+  }
+
+  // idx = c * var + (terms fixed before the loop), |c| < 2^31.
+  static bool affine_in(const Expr& idx, const std::string& var, const std::set<std::string>& bound) {
+    if (!cir::is_i64_scalar(idx) || !hoistable(idx)) return false;
+    cir::Affine form = cir::linearize(idx);
+    for (const auto& [key, term] : form.terms) {
+      auto v = term.expr.as<cir::Var>();
+      if (v && v->name == var) {
+        int64_t c = static_cast<int64_t>(term.coeff);
+        if (c <= -(int64_t{1} << 31) || c >= (int64_t{1} << 31)) return false;
+      } else if (cir::reads_any(term.expr, bound)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Integer arithmetic that cannot fault: no memory, no division by a variable.
+  static bool hoistable(const Expr& e) {
+    switch (e->kind) {
+      case cir::ExprKind::IntImm:
+      case cir::ExprKind::Var: return is_int(e->type.dtype);
+      case cir::ExprKind::Cast: return is_int(e->type.dtype) && hoistable(e.as<cir::Cast>()->value);
+      case cir::ExprKind::Unary: return e.as<cir::Unary>()->op == UnaryOp::Neg && hoistable(e.as<cir::Unary>()->a);
+      case cir::ExprKind::Binary: {
+        auto b = e.as<cir::Binary>();
+        switch (b->op) {
+          case BinaryOp::Add: case BinaryOp::Sub: case BinaryOp::Mul: case BinaryOp::Min: case BinaryOp::Max:
+            return hoistable(b->a) && hoistable(b->b);
+          case BinaryOp::Div: case BinaryOp::Mod: {
+            auto c = b->b.as<cir::IntImm>();
+            return c && c->value > 0 && hoistable(b->a);
+          }
+          default: return false;
+        }
+      }
+      default: return false;
+    }
+  }
+
+  // Every index of `sites` in bounds at the first and at the last iteration
+  // (or no iteration at all); at most 2^32 iterations, so no product wraps.
+  llvm::Value* in_bounds_at_ends(const cir::For& f, const std::vector<Site>& sites,
+                                 llvm::Value* lo, llvm::Value* step, llvm::Value* first, llvm::Value* trips) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Value* v0 = b_.CreateAdd(lo, b_.CreateMul(first, step));
+    llvm::Value* v1 = b_.CreateAdd(lo, b_.CreateMul(b_.CreateSub(trips, b_.getInt64(1)), step));
+    llvm::Value* ok = b_.CreateICmpULT(trips, b_.getInt64(int64_t{1} << 32));
+    auto saved = values_.find(f.var) != values_.end() ? values_[f.var] : nullptr;
+    for (llvm::Value* at : {v0, v1}) {
+      values_[f.var] = at;
+      for (const auto& [axes, name] : sites) {
+        const Buffer& buf = buffer(name);
+        for (size_t a = 0; a < axes->size(); ++a) {
+          llvm::Value* extent = b_.CreateSExt(expr(buf.type.shape[a]), i64);
+          llvm::Value* idx = b_.CreateSExt(expr((*axes)[a].index), i64);
+          ok = b_.CreateAnd(ok, b_.CreateICmpULT(idx, extent));
+        }
+      }
+    }
+    if (saved) values_[f.var] = saved; else values_.erase(f.var);
+    return b_.CreateOr(b_.CreateICmpSLE(trips, first), ok);
   }
 
   void emit_yield(const cir::Yield& y) {
@@ -1018,6 +1158,8 @@ class Emitter {
   llvm::Value* status_ = nullptr;
   std::map<std::string, Buffer> buffers_;
   std::map<std::string, llvm::Value*> heap_arrays_;
+  // Accesses proven in bounds for the loop being emitted: no check.
+  std::set<const std::vector<cir::AxisSel>*> proven_;
   std::map<std::string, llvm::Value*> values_;
   std::map<std::string, Var> vars_;
   Buffer acc_, best_, has_;

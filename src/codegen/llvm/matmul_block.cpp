@@ -40,6 +40,15 @@ void emit_matmul_block(llvm::IRBuilder<>& b, const MatMulBlockArgs& m) {
   llvm::Function* fmuladd = llvm::Intrinsic::getDeclaration(fn->getParent(), llvm::Intrinsic::fmuladd, {vec});
   llvm::Value* zero = llvm::ConstantAggregateZero::get(vec);
 
+  // C is read and written only after the k loop: start fetching its lines
+  // now, so that the update does not wait for memory (prefetches never fault).
+  llvm::Function* prefetch = llvm::Intrinsic::getDeclaration(fn->getParent(), llvm::Intrinsic::prefetch, {b.getPtrTy()});
+  for (int r = 0; r < m.rows; ++r) {
+    llvm::Value* row = b.CreateGEP(f32, m.c, b.CreateMul(b.getInt64(r), m.ldc));
+    for (int c = 0; c < m.cols; c += 16)
+      b.CreateCall(prefetch, {b.CreateConstGEP1_64(f32, row, static_cast<uint64_t>(c)), b.getInt32(1), b.getInt32(3), b.getInt32(1)});
+  }
+
   // The k loop: the accumulators are loop-carried values, never memory.
   llvm::BasicBlock* pre = b.GetInsertBlock();
   llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx, "mmb.k.head", fn);
@@ -57,7 +66,7 @@ void emit_matmul_block(llvm::IRBuilder<>& b, const MatMulBlockArgs& m) {
   b.CreateCondBr(b.CreateICmpSLT(p, m.kc), body, done);
 
   b.SetInsertPoint(body);
-  llvm::Value* brow = b.CreateGEP(f32, m.b, b.CreateMul(p, b.getInt64(m.cols)));
+  llvm::Value* brow = b.CreateGEP(f32, m.b, b.CreateMul(p, m.ldb));
   llvm::Value* bv = b.CreateAlignedLoad(vec, brow, llvm::Align(4), "mmb.b");
   llvm::Value* acol = b.CreateGEP(f32, m.a, b.CreateMul(p, b.getInt64(m.rows)));
   std::vector<llvm::Value*> next(acc.size());
