@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "runtime/host_block_cache.hpp"
+
 namespace zyntax {
 
 namespace {
@@ -68,14 +70,19 @@ std::shared_ptr<unsigned char> Tensor::allocate(size_t bytes) {
   return std::shared_ptr<unsigned char>(p, [](unsigned char* q) { std::free(q); });
 }
 
-Tensor Tensor::empty(DType dtype, Shape shape) {
+Tensor Tensor::empty(DType dtype, Shape shape) { return make(dtype, std::move(shape), false); }
+
+Tensor Tensor::for_overwrite(DType dtype, Shape shape) { return make(dtype, std::move(shape), true); }
+
+Tensor Tensor::make(DType dtype, Shape shape, bool recycled) {
   for (int64_t d : shape)
     if (d < 0) throw DataError("negative dimension in shape " + shape_str(shape));
   uint64_t numel = static_cast<uint64_t>(shape_numel(shape));
   if (numel > kMaxTensorBytes / dtype_size(dtype))
     throw DataError("shape " + shape_str(shape) + " of " + dtype_name(dtype) + " is too large to allocate");
   Tensor t;
-  t.storage_ = allocate(static_cast<size_t>(numel * dtype_size(dtype)));
+  size_t bytes = static_cast<size_t>(numel * dtype_size(dtype));
+  t.storage_ = recycled ? HostBlockCache::global().acquire(bytes) : allocate(bytes);
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   return t;

@@ -35,6 +35,9 @@ class Tensor {
   // Uninitialised storage (zero-filled, so nothing ever reads garbage).
   static Tensor empty(DType dtype, Shape shape);
   static Tensor zeros(DType dtype, Shape shape) { return empty(dtype, std::move(shape)); }
+  // Storage that may hold anything (a recycled block): only for a result
+  // that is written whole before anyone reads it.
+  static Tensor for_overwrite(DType dtype, Shape shape);
   static Tensor full(DType dtype, Shape shape, const Scalar& value);
   static Tensor scalar(const Scalar& value);  // 0-d
 
@@ -79,6 +82,7 @@ class Tensor {
   unsigned char* raw() { return storage_.get(); }
   const unsigned char* raw() const { return storage_.get(); }
   static std::shared_ptr<unsigned char> allocate(size_t bytes);
+  static Tensor make(DType dtype, Shape shape, bool recycled);
 };
 
 }  // namespace zyntax

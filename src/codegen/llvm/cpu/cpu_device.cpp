@@ -42,7 +42,8 @@ class LlvmCpuDevice : public Device {
     const cir::Param& outp = kernel.output();
     Shape out_shape;
     for (const cir::Expr& d : outp.type.shape) out_shape.push_back(d.as<cir::IntImm>()->value);
-    Tensor out = Tensor::zeros(outp.type.dtype, out_shape);
+    Tensor out = plan->writes_whole_output ? Tensor::for_overwrite(outp.type.dtype, out_shape)
+                                           : Tensor::zeros(outp.type.dtype, out_shape);
     size_t next_input = 0;
     for (const cir::Param& p : kernel.params) {
       if (p.role == cir::ParamRole::Input) {
@@ -108,11 +109,14 @@ class LlvmCpuDevice : public Device {
   struct Plan {
     std::optional<cir::Kernel> kernel;
     uint64_t hash = 0;
+    bool writes_whole_output = false;
   };
 
   static std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
     auto plan = std::make_shared<Plan>();
-    plan->kernel = codegen::plan_cpu_kernel(kernel, ThreadPool::global().size()).kernel;
+    codegen::CpuPlan p = codegen::plan_cpu_kernel(kernel, ThreadPool::global().size());
+    plan->kernel = std::move(p.kernel);
+    plan->writes_whole_output = p.writes_whole_output;
     if (plan->kernel) plan->hash = cir::hash_kernel(*plan->kernel);
     return plan;
   }

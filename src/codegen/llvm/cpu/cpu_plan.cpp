@@ -1,7 +1,9 @@
 #include "codegen/llvm/cpu/cpu_plan.hpp"
 
+#include "cir/output_coverage.hpp"
 #include "cir/pass_manager.hpp"
 #include "cir/passes/interchange_reductions.hpp"
+#include "cir/passes/reuse_row_values.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/schedule_matmul.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
@@ -11,6 +13,7 @@ namespace zyntax::codegen {
 
 CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads) {
   CpuPlan plan;
+  plan.writes_whole_output = cir::writes_whole_output(kernel);
   std::vector<cir::Pass> passes;
   if (unsupported_reason(kernel)) {
     if (!kernel.dims.empty()) {
@@ -25,6 +28,7 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads) {
                       std::optional<cir::Kernel> s = cir::schedule_matmul(k, mm);
                       return s ? *s : k;
                     }});
+  passes.push_back({"reuse_row_values", [](const cir::Kernel& k) { return cir::reuse_row_values(k); }});
   passes.push_back({"interchange_reductions", [](const cir::Kernel& k) { return cir::interchange_reductions(k); }});
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
   if (auto why = unsupported_reason(k)) {

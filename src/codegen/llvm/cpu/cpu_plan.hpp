@@ -1,6 +1,7 @@
 // The CIR passes that make a kernel what the CPU backend compiles: tile
 // values rewritten to loops, matrix products packed and register-blocked,
-// other reductions inside parallel loops interchanged so they vectorise.
+// row values computed once (reuse_row_values), other reductions inside
+// parallel loops interchanged so they vectorise.
 // Shared by the cpu device and `zyntax compile`, so what the command shows
 // is what runs.
 #pragma once
@@ -15,6 +16,7 @@ namespace zyntax::codegen {
 struct CpuPlan {
   std::optional<cir::Kernel> kernel;  // none: the kernel runs on the reference executor
   std::string why_not;                // and why
+  bool writes_whole_output = false;   // the output needs no zero-filling
 };
 
 // `threads`: how many threads will share the kernel's outer parallel loop.
