@@ -165,7 +165,8 @@ def main():
               "## CPU", "",
               "- Machine: %s, %d logical cores, %s" % (cpu_name(), threads, platform.platform()),
               "- Date: %s" % now,
-              "- zyntax: `cpu` device (LLVM JIT; reductions interchanged so parallel loops vectorise; no tiling or packing schedules yet)",
+              "- zyntax: `cpu` device (LLVM JIT on all cores; matrix products packed and register-blocked, "
+              "row values computed once, reductions interchanged so parallel loops vectorise)",
               "- Anchors: OpenBLAS and oneDNN (Debian's libopenblas, libdnnl) in the same process; PyTorch %s and "
               "NumPy %s (Debian) in the same run" % (torch.__version__ if torch else "(not installed)", np.__version__),
               ""]
@@ -186,7 +187,7 @@ def main():
 
     mem = counter("BM_memcpy_bandwidth", "GBps")
     lines += ["### Memory-bound kernels (64 MiB of f32, larger than the caches)", "",
-              "Bandwidth counts bytes read + written. Measured copy bandwidth (memcpy): **%s GB/s**." % fmt(mem), "",
+              "Bandwidth counts bytes read + written. Measured copy bandwidth (memcpy, on all cores): **%s GB/s**." % fmt(mem), "",
               "| kernel | zyntax ms | zyntax GB/s | % of memcpy bandwidth | PyTorch ms | vs PyTorch | NumPy ms | target |",
               "|---|---|---|---|---|---|---|---|"]
     for label, name, key in [("copy", "BM_zyntax_copy", "copy"), ("GELU (tanh form)", "BM_zyntax_gelu", "gelu")]:
@@ -222,14 +223,15 @@ def main():
               ""]
 
     lines += ["### Reading these numbers", "",
-              "The CPU backend compiles every kernel natively, matching the reference executor bit for bit "
-              "except for f32 exp/tanh (inline polynomials, within 2 ulp) and running sums (split into partial "
-              "sums), which is what lets GELU, softmax and layer norm vectorise. Its one loop schedule "
-              "interchanges reductions so that a parallel loop becomes the innermost, vectorised one (matmul in "
-              "i-k-j order); the outer parallel loop is split over the cores. Missing: cache tiling, packing "
-              "and register-blocked micro-kernels for matmul (why large sizes fall off and oneDNN is 5-10x "
-              "ahead), one-pass row kernels (softmax reads its row three times), and reusing output buffers "
-              "between launches (copy pays page faults for a fresh output).", ""]
+              "The CPU backend compiles every kernel natively. Matrix products (plain, transposed, batched, with "
+              "an element-wise epilogue) get a BLIS-style schedule as a CIR pass: A and B packed into panels "
+              "that stay in L2 and L1, an 8x32 register block of vector FMAs (AVX-512; 6x16 on AVX2), the work "
+              "split into one task per core. Row kernels that compute a value twice (softmax's exp) keep it in "
+              "the output row instead. Outputs that a kernel writes whole are not zero-filled and reuse warm "
+              "blocks, so large element-wise kernels do not pay page faults. Results match the reference "
+              "executor bit for bit except f32 exp/tanh (inline polynomials, within 2 ulp), running sums "
+              "(split into partial sums) and matrix products (FMAs in a different grouping): within 1e-4 of "
+              "the sum of |terms|.", ""]
 
     with open(args.out, "w") as f:
         f.write("\n".join(lines))

@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "cir/hash.hpp"
+#include "codegen_fingerprint.hpp"
 #include "cir/printer.hpp"
 #include "runtime/disk_cache.hpp"
 
@@ -111,7 +112,7 @@ std::unique_ptr<llvm::Module> CpuJit::build(const cir::Kernel& k, llvm::LLVMCont
 
 std::string CpuJit::cache_key(const cir::Kernel& k) const {
   return std::string("zyntax ") + ZYNTAX_VERSION + ", LLVM " + ZYNTAX_LLVM_VERSION + ", codegen " +
-         std::to_string(kCodegenRevision) + "\n" + target_.triple + " " + target_.cpu + " " + target_.simd + " " +
+         ZYNTAX_CODEGEN_FINGERPRINT + "\n" + target_.triple + " " + target_.cpu + " " + target_.simd + " " +
          target_.features + "\n" + cir::print(k);
 }
 

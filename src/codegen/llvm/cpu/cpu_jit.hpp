@@ -54,8 +54,6 @@ class CpuJit {
 
  private:
   CpuJit();
-  // Bumped whenever generated code changes, so older disk cache entries miss.
-  static constexpr int kCodegenRevision = 4;
   std::string cache_key(const cir::Kernel& k) const;
   std::string object_code(llvm::Module& m);
   std::unique_ptr<llvm::Module> build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name);
