@@ -19,7 +19,50 @@ class Reads : public IRVisitor {
   }
 };
 
+class Writes : public IRVisitor {
+ public:
+  std::set<std::string> names;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Let* op) override {
+    names.insert(op->name);
+    IRVisitor::visit(op);
+  }
+  void visit(const Decl* op) override {
+    names.insert(op->name);
+    IRVisitor::visit(op);
+  }
+  void visit(const Assign* op) override {
+    names.insert(op->name);
+    IRVisitor::visit(op);
+  }
+  void visit(const Store* op) override {
+    names.insert(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const For* op) override {
+    names.insert(op->var);
+    IRVisitor::visit(op);
+  }
+  void visit(const Allocate* op) override { names.insert(op->name); }
+  void visit(const Atomic* op) override { names.insert(op->buffer); }
+  void visit(const MatMulBlock* op) override { names.insert(op->c); }
+};
+
 }  // namespace
+
+std::set<std::string> reads(const Stmt& s) {
+  Reads r;
+  r.include(s);
+  return r.names;
+}
+
+std::set<std::string> writes(const Stmt& s) {
+  Writes w;
+  w.include(s);
+  return w.names;
+}
 
 std::set<std::string> reads(const Expr& e) {
   Reads r;

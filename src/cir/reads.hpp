@@ -1,4 +1,6 @@
-// The names an expression reads: variables, and the buffers it accesses.
+// The names a piece of CIR reads (variables, and the buffers it accesses)
+// and the names a statement writes (locals it binds or assigns, loop
+// variables, buffers it stores to).
 #pragma once
 
 #include <set>
@@ -10,5 +12,7 @@ namespace zyntax::cir {
 
 std::set<std::string> reads(const Expr& e);
 bool reads_any(const Expr& e, const std::set<std::string>& names);
+std::set<std::string> reads(const Stmt& s);
+std::set<std::string> writes(const Stmt& s);
 
 }  // namespace zyntax::cir

@@ -1,5 +1,6 @@
 #include "runtime/host_block_cache.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
@@ -29,7 +30,7 @@ HostBlockCache& HostBlockCache::global() {
 
 std::shared_ptr<unsigned char> HostBlockCache::acquire(size_t bytes) {
   if (bytes < kMinBytes) {
-    auto* p = static_cast<unsigned char*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64));
+    auto* p = static_cast<unsigned char*>(std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64)));
     if (!p) throw std::bad_alloc();
     return std::shared_ptr<unsigned char>(p, [](unsigned char* q) { std::free(q); });
   }

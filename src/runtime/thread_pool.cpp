@@ -52,7 +52,6 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    stopping_flag_ = true;
   }
   cv_.notify_all();
   for (std::thread& t : workers_) t.join();
@@ -87,7 +86,7 @@ void ThreadPool::work_on(Job& job) {
 void ThreadPool::worker() {
   while (true) {
     std::shared_ptr<Job> job;
-    spin_until([this] { return queued_.load(std::memory_order_acquire) > 0 || stopping_flag_.load(); });
+    spin_until([this] { return queued_.load(std::memory_order_acquire) > 0 || stopping_.load(); });
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });

@@ -39,10 +39,9 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> jobs_;
-  bool stopping_ = false;
-  // Read without the lock by spinning workers.
+  // Atomic: spinning workers read these without the lock.
+  std::atomic<bool> stopping_{false};
   std::atomic<int> queued_{0};
-  std::atomic<bool> stopping_flag_{false};
 };
 
 }  // namespace zyntax

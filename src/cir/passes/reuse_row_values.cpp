@@ -7,31 +7,10 @@
 #include "cir/reads.hpp"
 #include "cir/substitute.hpp"
 #include "cir/verifier.hpp"
-#include "cir/visitor.hpp"
 
 namespace zyntax::cir {
 
 namespace {
-
-// Names a statement writes: variables assigned or declared, buffers stored to.
-class Writes : public IRVisitor {
- public:
-  std::set<std::string> names;
-  using IRVisitor::visit;
-
- protected:
-  void visit(const Let* op) override { names.insert(op->name); }
-  void visit(const Decl* op) override { names.insert(op->name); }
-  void visit(const Assign* op) override { names.insert(op->name); }
-  void visit(const Store* op) override { names.insert(op->buffer); }
-  void visit(const For* op) override {
-    names.insert(op->var);
-    IRVisitor::visit(op);
-  }
-  void visit(const Allocate* op) override { names.insert(op->name); }
-  void visit(const Atomic* op) override { names.insert(op->buffer); }
-  void visit(const MatMulBlock* op) override { names.insert(op->c); }
-};
 
 // Replaces every expression equal to `from` by `to`.
 class Replace : public IRMutator {
@@ -109,11 +88,9 @@ class Rewriter {
     watched.erase(ja);
     watched.erase(jb);
     for (size_t m = a + 1; m < z; ++m) {
-      Writes w;
-      w.include(b[m]);
-      for (const std::string& n : w.names)
+      for (const std::string& n : writes(b[m]))
         if (watched.count(n)) return false;
-      if (reads_any_stmt(b[m], out_.name)) return false;
+      if (reads(b[m]).count(out_.name)) return false;
     }
     Expr e_b = substitute(e, {{ja, Var::make(jb, Type::scalar(DType::I64))}});
     Expr element = make_access(out_.name, out_.type, store->axes, store->span);
@@ -132,25 +109,6 @@ class Rewriter {
     b[z] = make_for(lb->var, lb->lo, lb->hi, lb->step, {make_store(store->buffer, store->axes, v, store->span)}, lb->loop_kind,
                     lb->factor, lb->span);
     return true;
-  }
-
-  static bool reads_any_stmt(const Stmt& s, const std::string& name) {
-    class R : public IRVisitor {
-     public:
-      std::string name;
-      bool found = false;
-      using IRVisitor::visit;
-
-     protected:
-      void visit(const Access* op) override {
-        if (op->buffer == name) found = true;
-        IRVisitor::visit(op);
-      }
-    };
-    R r;
-    r.name = name;
-    r.include(s);
-    return r.found;
   }
 
   const Param& out_;

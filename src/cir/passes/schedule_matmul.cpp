@@ -144,10 +144,10 @@ class Builder {
     column.push_back(make_let("jn%mm", min(i64(NC), var("j1%mm") - var("jc%mm"))));
     Block depth;
     depth.push_back(make_let("kcv%mm", min(i64(KC), i64(K) - var("pc%mm"))));
-    pack_b(depth, KC, NR);
+    pack(depth, "bp%mm", m_.y, m_.j().var, NR, KC, "jc%mm", "jn%mm", "jb%mm");
     Block rows;
     rows.push_back(make_let("mn%mm", min(i64(MC), var("i1%mm") - var("ic%mm"))));
-    pack_a(rows, KC, MR);
+    pack(rows, "ap%mm", m_.x, m_.i().var, MR, KC, "ic%mm", "mn%mm", "ib%mm");
     Block block_row;
     std::vector<Expr> at;
     for (size_t d = 0; d + 2 < m_.loops.size(); ++d) at.push_back(var(m_.loops[d]->var));
@@ -174,42 +174,26 @@ class Builder {
   // The reduction index of packed step p.
   Expr k_at(const std::string& p) const { return i64(m_.k_lo) + var("pc%mm") + var(p); }
 
-  // bp[jp, p, c] = Y[k, jc + jp * NR + c], zero past the block's last column.
-  void pack_b(Block& out, int64_t KC, int64_t NR) {
-    std::string jp = fresh("jp");
-    Expr end = var("jc%mm") + var("jn%mm");
+  // dst[panel, p, e] = v[k, along := first + e] for every W-wide panel of the
+  // block [start, start + count), zero past its end. The element e is
+  // innermost: LLVM unrolls it and vectorises over p, copying rows of B and
+  // interleaving W rows of A into whole-vector stores (no scatters).
+  void pack(Block& out, const std::string& dst, const Expr& v, const std::string& along, int64_t W, int64_t KC,
+            const std::string& start, const std::string& count, const std::string& first) {
+    std::string panel = fresh("panel");
+    Expr end = var(start) + var(count);
     auto copy = [&](bool edge) {
-      std::string p = fresh("p"), c = fresh("c");
-      Expr col = var("jb%mm") + var(c);
-      Expr y = substitute(m_.y, {{m_.k, k_at(p)}, {m_.j().var, col}});
-      std::vector<AxisSel> at = {AxisSel::at(var(jp) * i64(KC * NR) + var(p) * i64(NR) + var(c))};
-      Stmt store = make_store("bp%mm", at, y);
-      if (edge) store = make_if(cmp(BinaryOp::Lt, col, end), {store}, {make_store("bp%mm", at, FloatImm::make(0.0))});
-      return Block{make_for(p, i64(0), var("kcv%mm"), i64(1), {make_for(c, i64(0), i64(NR), i64(1), {store})})};
+      std::string p = fresh("p"), e = fresh("e");
+      Expr at_e = var(first) + var(e);
+      Expr value = substitute(v, {{m_.k, k_at(p)}, {along, at_e}});
+      std::vector<AxisSel> at = {AxisSel::at(var(panel) * i64(KC * W) + var(p) * i64(W) + var(e))};
+      Stmt store = make_store(dst, at, value);
+      if (edge) store = make_if(cmp(BinaryOp::Lt, at_e, end), {store}, {make_store(dst, at, FloatImm::make(0.0))});
+      return Block{make_for(p, i64(0), var("kcv%mm"), i64(1), {make_for(e, i64(0), i64(W), i64(1), {store})})};
     };
-    Block panel = {make_let("jb%mm", var("jc%mm") + var(jp) * i64(NR)),
-                   make_if(cmp(BinaryOp::Le, var("jb%mm") + i64(NR), end), copy(false), copy(true))};
-    out.push_back(make_for(jp, i64(0), (var("jn%mm") + i64(NR - 1)) / i64(NR), i64(1), panel));
-  }
-
-  // ap[ip, p, r] = X[ic + ip * MR + r, k], zero past the block's last row.
-  // r innermost: LLVM unrolls it and vectorises over p, reading MR rows
-  // of A and interleaving them into whole-vector stores.
-  void pack_a(Block& out, int64_t KC, int64_t MR) {
-    std::string ip = fresh("ip");
-    Expr end = var("ic%mm") + var("mn%mm");
-    auto copy = [&](bool edge) {
-      std::string p = fresh("p"), r = fresh("r");
-      Expr row = var("ib%mm") + var(r);
-      Expr x = substitute(m_.x, {{m_.k, k_at(p)}, {m_.i().var, row}});
-      std::vector<AxisSel> at = {AxisSel::at(var(ip) * i64(KC * MR) + var(p) * i64(MR) + var(r))};
-      Stmt store = make_store("ap%mm", at, x);
-      if (edge) store = make_if(cmp(BinaryOp::Lt, row, end), {store}, {make_store("ap%mm", at, FloatImm::make(0.0))});
-      return Block{make_for(p, i64(0), var("kcv%mm"), i64(1), {make_for(r, i64(0), i64(MR), i64(1), {store})})};
-    };
-    Block panel = {make_let("ib%mm", var("ic%mm") + var(ip) * i64(MR)),
-                   make_if(cmp(BinaryOp::Le, var("ib%mm") + i64(MR), end), copy(false), copy(true))};
-    out.push_back(make_for(ip, i64(0), (var("mn%mm") + i64(MR - 1)) / i64(MR), i64(1), panel));
+    Block body = {make_let(first, var(start) + var(panel) * i64(W)),
+                  make_if(cmp(BinaryOp::Le, var(first) + i64(W), end), copy(false), copy(true))};
+    out.push_back(make_for(panel, i64(0), (var(count) + i64(W - 1)) / i64(W), i64(1), body));
   }
 
   // out[b.., i, j] = f(out[b.., i, j]) over the column block, unless f is the sum itself.

@@ -7,9 +7,10 @@
 namespace zyntax {
 
 // The CPU device: kernels compiled to native code through LLVM and run on
-// all cores (the outer parallel loop split over the thread pool). Kernels
-// the LLVM lowering does not handle yet (tile values) run on the reference
-// executor; so does a failed runtime check, to report the exact error.
+// all cores (the outer parallel loop split over the thread pool), after the
+// CPU schedules of cpu_plan. Kernels the plan cannot compile run on the
+// reference executor; so does a failed runtime check, to report the exact
+// error.
 std::unique_ptr<Device> make_llvm_cpu_device(const std::string& id);
 
 }  // namespace zyntax
