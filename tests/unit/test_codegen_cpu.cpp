@@ -271,6 +271,12 @@ TEST(CodegenCpu, FastExpAndTanhAreWithinTwoUlp) {
   EXPECT_EQ(got.get(1).f, 0.0);
   EXPECT_EQ(got.get(2).f, INFINITY);
   EXPECT_EQ(got.get(3).f, 1.0);
+  CompiledCompute t(kernel_of("def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = tanh(x[i])\n }\n}"));
+  got = t.launch(*DeviceRegistry::global().find("cpu"), {s}, {}, {});
+  EXPECT_TRUE(std::isnan(got.get(0).f));
+  EXPECT_EQ(got.get(1).f, -1.0);
+  EXPECT_EQ(got.get(2).f, 1.0);
+  EXPECT_EQ(got.get(3).f, 0.0);
 }
 
 }  // namespace

@@ -990,9 +990,14 @@ class Emitter {
   // exp and tanh dominate element-wise and softmax kernels. In f32 they are
   // computed inline (Cephes' range reduction and polynomials), so loops
   // vectorise instead of calling libm per element in f64; they are within
-  // 2 ulp of the correctly rounded result the reference gives.
+  // 2 ulp of the correctly rounded result the reference gives. Every step is
+  // an FMA, an integer op or a compare: no divides, which would bound the
+  // loop's throughput on the one port that divides.
 
   llvm::Value* f32c(double v) { return llvm::ConstantFP::get(b_.getFloatTy(), v); }
+  llvm::Value* i32c(int32_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
+  llvm::Value* as_int(llvm::Value* f) { return b_.CreateBitCast(f, b_.getInt32Ty()); }
+  llvm::Value* as_float(llvm::Value* i) { return b_.CreateBitCast(i, b_.getFloatTy()); }
 
   // a * b + c, fused where the target has FMA: the polynomials' own steps,
   // whose rounding the 2 ulp bound already covers.
@@ -1000,31 +1005,58 @@ class Emitter {
     return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {a->getType()}, {a, b, c});
   }
 
-  // 2^n for an integral float n in [-150, 128], in two exact steps so that
-  // results reaching the subnormal range round only once.
-  llvm::Value* pow2_times(llvm::Value* p, llvm::Value* n) {
-    llvm::Type* i32 = b_.getInt32Ty();
-    llvm::Value* ni = b_.CreateFPToSI(n, i32);
-    llvm::Value* n1 = b_.CreateAShr(ni, 1);
-    llvm::Value* n2 = b_.CreateSub(ni, n1);
-    auto scale = [&](llvm::Value* k) {
-      return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(k, b_.getInt32(127)), 23), b_.getFloatTy());
-    };
-    return b_.CreateFMul(b_.CreateFMul(p, scale(n1)), scale(n2));
+  // Adding 1.5 * 2^23 rounds a float of magnitude < 2^22 to the nearest
+  // integer n and leaves n in the low mantissa bits; with the exponent bias
+  // added to the constant, those bits shifted into place are the float 2^n.
+  static constexpr double kRoundMagic = 12582912.0;
+
+  // exp(r) for |r| <= ln2/2 (and a little beyond): 1 + r + r^2 P(r).
+  llvm::Value* exp_reduced(llvm::Value* r) {
+    llvm::Value* p = f32c(1.9875691500e-4);
+    for (double c : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
+      p = madd(p, r, f32c(c));
+    return b_.CreateFAdd(madd(p, b_.CreateFMul(r, r), r), f32c(1.0));
+  }
+
+  // min(max(x, lo), hi), but a NaN x stays NaN (and so flows through the
+  // polynomial and out, with no select at the end); one min and one max.
+  llvm::Value* clamp_keeping_nan(llvm::Value* x, double lo, double hi) {
+    llvm::Value* above_lo = b_.CreateSelect(b_.CreateFCmpOLT(x, f32c(lo)), f32c(lo), x);
+    return b_.CreateSelect(b_.CreateFCmpOGT(above_lo, f32c(hi)), f32c(hi), above_lo);
+  }
+
+  // x - n ln2, with ln2 split so that n * ln2_hi is exact (Cody and Waite).
+  llvm::Value* reduce_ln2(llvm::Value* x, llvm::Value* n) {
+    return madd(n, f32c(2.12194440e-4), madd(n, f32c(-0.693359375), x));
   }
 
   llvm::Value* fast_exp(llvm::Value* x) {
     // Beyond these, exp is inf or 0 anyway; clamping keeps 2^n in range.
-    llvm::Value* xc = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum,
-                                               b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, x, f32c(89.0)), f32c(-104.0));
-    llvm::Value* n = b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b_.CreateFAdd(b_.CreateFMul(xc, f32c(1.44269504088896341)), f32c(0.5)));
-    llvm::Value* r = b_.CreateFSub(b_.CreateFSub(xc, b_.CreateFMul(n, f32c(0.693359375))), b_.CreateFMul(n, f32c(-2.12194440e-4)));
-    llvm::Value* p = f32c(1.9875691500e-4);
-    for (double c : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1})
-      p = madd(p, r, f32c(c));
-    p = b_.CreateFAdd(madd(p, b_.CreateFMul(r, r), r), f32c(1.0));
-    llvm::Value* e = pow2_times(p, n);
-    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, e);
+    llvm::Value* xc = clamp_keeping_nan(x, -104.0, 89.0);
+    llvm::Value* f = madd(xc, f32c(1.44269504088896341), f32c(kRoundMagic));
+    llvm::Value* n = b_.CreateFSub(f, f32c(kRoundMagic));
+    llvm::Value* p = exp_reduced(reduce_ln2(xc, n));
+    // p * 2^n for n in [-150, 128], in two exact steps so that results
+    // reaching the subnormal range round only once.
+    llvm::Value* ni = b_.CreateSub(as_int(f), as_int(f32c(kRoundMagic)));
+    llvm::Value* n1 = b_.CreateAShr(ni, 1);
+    llvm::Value* n2 = b_.CreateSub(ni, n1);
+    auto pow2 = [&](llvm::Value* k) { return as_float(b_.CreateShl(b_.CreateAdd(k, i32c(127)), 23)); };
+    return b_.CreateFMul(b_.CreateFMul(p, pow2(n1)), pow2(n2));  // NaN stays NaN through p
+  }
+
+  // 1 / d for d far from 0 and inf (NaN passes through): a reciprocal
+  // estimate refined by one Newton step where the target has one (rcpps,
+  // rcp14ps), else a divide. Only used where the quotient's last-bit error is
+  // damped afterwards.
+  llvm::Value* reciprocal(llvm::Value* d) {
+    llvm::IRBuilderBase::FastMathFlagGuard keep(b_);
+    llvm::FastMathFlags fmf;
+    fmf.setAllowReciprocal();
+    fmf.setAllowContract();
+    fmf.setNoInfs();
+    b_.setFastMathFlags(fmf);
+    return b_.CreateFDiv(f32c(1.0), d);
   }
 
   llvm::Value* fast_tanh(llvm::Value* x) {
@@ -1035,12 +1067,16 @@ class Emitter {
     for (double c : {2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1})
       p = madd(p, z, f32c(c));
     llvm::Value* small = madd(b_.CreateFMul(p, z), x, x);
-    // Otherwise 1 - 2 / (exp(2|x|) + 1), with the sign of x.
-    llvm::Value* e = fast_exp(b_.CreateFMul(ax, f32c(2.0)));
-    llvm::Value* big = b_.CreateFSub(f32c(1.0), b_.CreateFDiv(f32c(2.0), b_.CreateFAdd(e, f32c(1.0))));
+    // Otherwise 1 - 2 / (exp(2|x|) + 1), with the sign of x. Beyond |x| = 9.1
+    // tanh rounds to 1, so 2|x| stays where exp needs no range handling and 2^n
+    // is one shift of the rounding constant's bits. NaN flows through.
+    llvm::Value* y = b_.CreateFMul(b_.CreateSelect(b_.CreateFCmpOGT(ax, f32c(9.1)), f32c(9.1), ax), f32c(2.0));
+    llvm::Value* f = madd(y, f32c(1.44269504088896341), f32c(kRoundMagic + 127.0));
+    llvm::Value* n = b_.CreateFSub(f, f32c(kRoundMagic + 127.0));
+    llvm::Value* e = b_.CreateFMul(exp_reduced(reduce_ln2(y, n)), as_float(b_.CreateShl(as_int(f), 23)));
+    llvm::Value* big = madd(f32c(-2.0), reciprocal(b_.CreateFAdd(e, f32c(1.0))), f32c(1.0));
     big = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, big, x);
-    llvm::Value* t = b_.CreateSelect(b_.CreateFCmpOLT(ax, f32c(0.625)), small, big);
-    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, t);
+    return b_.CreateSelect(b_.CreateFCmpOLT(ax, f32c(0.625)), small, big);  // a NaN x takes `big`, NaN
   }
 
   llvm::Value* math(const cir::Math& m) {
