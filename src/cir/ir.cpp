@@ -142,9 +142,11 @@ Stmt make_barrier(FenceScope scope, Span s) { return Stmt(std::make_shared<Barri
 Stmt make_check(Expr cond, std::string message, Span s) {
   return Stmt(std::make_shared<Check>(std::move(cond), std::move(message), s));
 }
-Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, std::string b, Expr b_offset, Expr ldb, Expr kc, std::string c,
-                       std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate, Span s) {
-  return Stmt(std::make_shared<MatMulBlock>(rows, cols, std::move(a), std::move(a_offset), std::move(b), std::move(b_offset),
+Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, Expr a_row_stride, Expr a_k_stride, std::string b, Expr b_offset,
+                       Expr ldb, Expr kc, std::string c, std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate,
+                       Span s) {
+  return Stmt(std::make_shared<MatMulBlock>(rows, cols, std::move(a), std::move(a_offset), std::move(a_row_stride), std::move(a_k_stride),
+                                            std::move(b), std::move(b_offset),
                                             std::move(ldb), std::move(kc), std::move(c), std::move(c_index), std::move(ldc), std::move(m_valid),
                                             std::move(n_valid), std::move(accumulate), s));
 }

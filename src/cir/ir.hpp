@@ -375,7 +375,9 @@ struct Check : StmtNode {
 
 // One register block of a packed matrix product (the micro-kernel of a
 // BLIS-style schedule): C[m_valid x n_valid] = (C +) A . B, where
-//   A is rows x kc, packed k-major: a[a_offset + p * rows + r],
+//   A is rows x kc: element (r, p) at a[a_offset + r * a_row_stride + p * a_k_stride]
+//   (packed k-major when the strides are 1 and rows, or a row-major operand
+//   read in place with strides lda and 1),
 //   B is kc x cols with rows `ldb` apart: b[b_offset + p * ldb + c] (packed
 //   k-major when ldb = cols, or a row-major operand read in place),
 //   C starts at c[c_index...] and its rows are `ldc` elements apart.
@@ -387,14 +389,14 @@ struct MatMulBlock : StmtNode {
   static constexpr StmtKind kKind = StmtKind::MatMulBlock;
   int rows, cols;
   std::string a, b, c;
-  Expr a_offset, b_offset, ldb, kc;
+  Expr a_offset, a_row_stride, a_k_stride, b_offset, ldb, kc;
   std::vector<Expr> c_index;
   Expr ldc, m_valid, n_valid, accumulate;
-  MatMulBlock(int r, int co, std::string a_, Expr ao, std::string b_, Expr bo, Expr lb, Expr k, std::string c_, std::vector<Expr> ci,
-              Expr ld, Expr mv, Expr nv, Expr acc, Span s)
+  MatMulBlock(int r, int co, std::string a_, Expr ao, Expr ars, Expr aks, std::string b_, Expr bo, Expr lb, Expr k, std::string c_,
+              std::vector<Expr> ci, Expr ld, Expr mv, Expr nv, Expr acc, Span s)
       : StmtNode(kKind, s), rows(r), cols(co), a(std::move(a_)), b(std::move(b_)), c(std::move(c_)), a_offset(std::move(ao)),
-        b_offset(std::move(bo)), ldb(std::move(lb)), kc(std::move(k)), c_index(std::move(ci)), ldc(std::move(ld)), m_valid(std::move(mv)),
-        n_valid(std::move(nv)), accumulate(std::move(acc)) {}
+        a_row_stride(std::move(ars)), a_k_stride(std::move(aks)), b_offset(std::move(bo)), ldb(std::move(lb)), kc(std::move(k)),
+        c_index(std::move(ci)), ldc(std::move(ld)), m_valid(std::move(mv)), n_valid(std::move(nv)), accumulate(std::move(acc)) {}
 };
 
 // Statement constructors.
@@ -408,8 +410,9 @@ Stmt make_yield(Expr value, Expr index, std::vector<Expr> out_index, Span s = {}
 Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s = {}, int64_t capacity = 0);
 Stmt make_barrier(FenceScope scope = FenceScope::Block, Span s = {});
 Stmt make_check(Expr cond, std::string message, Span s = {});
-Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, std::string b, Expr b_offset, Expr ldb, Expr kc, std::string c,
-                       std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate, Span s = {});
+Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, Expr a_row_stride, Expr a_k_stride, std::string b, Expr b_offset,
+                       Expr ldb, Expr kc, std::string c, std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate,
+                       Span s = {});
 
 // ---------------------------------------------------------------- kernels
 

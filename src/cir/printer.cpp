@@ -272,7 +272,8 @@ class StmtPrinter {
         return line(indent, "matmul_block<" + std::to_string(op->rows) + "x" + std::to_string(op->cols) + "> " +
                                 axes_text(op->c, at) + " ldc " + print(op->ldc) + " valid (" + print(op->m_valid) + ", " +
                                 print(op->n_valid) + ") accumulate " + print(op->accumulate) + " <- " + op->a + "[" +
-                                print(op->a_offset) + "] . " + op->b + "[" + print(op->b_offset) + "] ldb " +
+                                print(op->a_offset) + "] strides (" + print(op->a_row_stride) + ", " + print(op->a_k_stride) +
+                                ") . " + op->b + "[" + print(op->b_offset) + "] ldb " +
                                 print(op->ldb) + " over " + print(op->kc));
       }
       case StmtKind::Atomic: {

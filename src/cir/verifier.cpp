@@ -201,7 +201,8 @@ class Verifier : public IRVisitor {
     if (c && op->c_index.size() != c->type.rank())
       report("matmul_block result '" + op->c + "' has rank " + std::to_string(c->type.rank()) + " but " +
              std::to_string(op->c_index.size()) + " indices");
-    for (const auto& [what, e] : {std::pair{"a_offset", op->a_offset}, std::pair{"b_offset", op->b_offset}, std::pair{"ldb", op->ldb},
+    for (const auto& [what, e] : {std::pair{"a_offset", op->a_offset}, std::pair{"a_row_stride", op->a_row_stride},
+                                  std::pair{"a_k_stride", op->a_k_stride}, std::pair{"b_offset", op->b_offset}, std::pair{"ldb", op->ldb},
                                   std::pair{"kc", op->kc}, std::pair{"ldc", op->ldc}, std::pair{"m_valid", op->m_valid},
                                   std::pair{"n_valid", op->n_valid}}) {
       check_int_scalar(e, std::string("matmul_block ") + what);

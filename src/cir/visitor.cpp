@@ -122,7 +122,9 @@ void IRVisitor::visit(const Atomic* op) {
 }
 
 void IRVisitor::visit(const MatMulBlock* op) {
-  for (const Expr& e : {op->a_offset, op->b_offset, op->ldb, op->kc, op->ldc, op->m_valid, op->n_valid, op->accumulate}) include(e);
+  for (const Expr& e : {op->a_offset, op->a_row_stride, op->a_k_stride, op->b_offset, op->ldb, op->kc, op->ldc, op->m_valid, op->n_valid,
+                        op->accumulate})
+    include(e);
   for (const Expr& e : op->c_index) include(e);
 }
 

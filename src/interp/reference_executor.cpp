@@ -478,6 +478,7 @@ struct ReferenceKernel::Compiled {
     int sa = buffer_slot(m.a), sb = buffer_slot(m.b), sc = buffer_slot(m.c);
     std::vector<ScalarFn> ci;
     for (const Expr& e : m.c_index) ci.push_back(scalar(e));
+    ScalarFn ars = scalar(m.a_row_stride), aks = scalar(m.a_k_stride);
     ScalarFn ao = scalar(m.a_offset), bo = scalar(m.b_offset), ldb = scalar(m.ldb), kc = scalar(m.kc), ldc = scalar(m.ldc);
     ScalarFn mv = scalar(m.m_valid), nv = scalar(m.n_valid), acc = scalar(m.accumulate);
     int64_t rows = m.rows, cols = m.cols;
@@ -492,8 +493,9 @@ struct ReferenceKernel::Compiled {
       int64_t base = flat_index(c, at, name, span);
       int64_t a0 = ao(f).as_int64(), b0 = bo(f).as_int64(), lb = ldb(f).as_int64(), k = kc(f).as_int64(), ld = ldc(f).as_int64();
       int64_t mr = mv(f).as_int64(), nr = nv(f).as_int64();
+      int64_t rs = ars(f).as_int64(), ks = aks(f).as_int64();
       bool add = acc(f).truthy();
-      if (k < 0 || a0 < 0 || b0 < 0 || a0 + k * rows > a.numel() || lb < cols || (k > 0 && b0 + (k - 1) * lb + cols > b.numel()) || mr > rows || nr > cols ||
+      if (k < 0 || a0 < 0 || b0 < 0 || rs < 0 || ks < 0 || (k > 0 && a0 + (rows - 1) * rs + (k - 1) * ks >= a.numel()) || lb < cols || (k > 0 && b0 + (k - 1) * lb + cols > b.numel()) || mr > rows || nr > cols ||
           (mr > 0 && nr > 0 && base + (mr - 1) * ld + nr > c.numel()))
         fail(span, "matmul_block out of the bounds of its buffers");
       const float* pa = a.data_as<float>();
@@ -502,7 +504,7 @@ struct ReferenceKernel::Compiled {
       for (int64_t r = 0; r < mr; ++r)
         for (int64_t j = 0; j < nr; ++j) {
           float sum = 0.0f;
-          for (int64_t p = 0; p < k; ++p) sum = std::fma(pa[a0 + p * rows + r], pb[b0 + p * lb + j], sum);
+          for (int64_t p = 0; p < k; ++p) sum = std::fma(pa[a0 + r * rs + p * ks], pb[b0 + p * lb + j], sum);
           float& out = pc[base + r * ld + j];
           out = add ? out + sum : sum;
         }

@@ -183,6 +183,23 @@ TEST(ScheduleMatmulApplies, NotToProductsTooSmallToGain) {
   EXPECT_FALSE(cir::schedule_matmul(k, s).has_value());
 }
 
+// With fewer products than threads, a row-major A of whole row blocks is read
+// in place and the tasks split the columns (each packs only its part of B);
+// a transposed A, a ragged M or a long row stride keep packing A.
+TEST(ScheduleMatmulApplies, ReadsRowMajorAInPlaceWhenTheTasksSplitColumns) {
+  cir::MatMulSchedule s = cir::cpu_matmul_schedule(512, 2);
+  auto scheduled = [&](const char* src, int64_t m, int64_t k, int64_t n) {
+    std::optional<cir::Kernel> out = cir::schedule_matmul(cir::specialize(kernel_of(src), {{"M", m}, {"K", k}, {"N", n}}), s);
+    EXPECT_TRUE(out.has_value());
+    return out ? cir::print(*out) : std::string();
+  };
+  EXPECT_NE(scheduled(kPlain, 256, 256, 256).find("<- A["), std::string::npos);
+  EXPECT_EQ(scheduled(kPlain, 256, 256, 256).find("ap%mm"), std::string::npos);
+  EXPECT_NE(scheduled(kPlain, 250, 256, 256).find("<- ap%mm["), std::string::npos);
+  EXPECT_NE(scheduled(kPlain, 256, 2048, 256).find("<- ap%mm["), std::string::npos);
+  EXPECT_NE(scheduled(kTransposedA, 256, 256, 256).find("<- ap%mm["), std::string::npos);
+}
+
 TEST(ScheduleMatmulApplies, NotToOtherReductions) {
   // A product whose factors both read j is not a matrix product.
   cir::Kernel k = kernel_of(

@@ -29,6 +29,10 @@ struct Product {
   std::string k;
   Expr x, y;                      // the factors: x reads i, y reads j
   const Store* store = nullptr;
+  // x as an f32 input read in place: its flat index, and how far one step of
+  // i and of k moves it (set by find_in_place_a).
+  std::optional<Expr> a_flat;
+  int64_t a_row_stride = 0, a_k_stride = 0;
 
   const For& i() const { return *loops[loops.size() - 2]; }
   const For& j() const { return *loops.back(); }
@@ -98,6 +102,45 @@ std::optional<Product> match(const Kernel& kernel) {
   return m;
 }
 
+// x = A[.., i, .., k, ..]: an f32 input whose axes are i, k, and indices
+// that read neither. Its rows are then read in place by the micro-kernel, as
+// the BLAS kernels read an operand they do not pack.
+void find_in_place_a(const Kernel& kernel, Product& m) {
+  auto access = m.x.as<Access>();
+  if (!access) return;
+  const Param* param = nullptr;
+  for (const Param& p : kernel.params)
+    if (p.name == access->buffer && p.role == ParamRole::Input) param = &p;
+  if (!param || param->type.dtype != DType::F32 || access->axes.size() != param->type.rank()) return;
+  std::vector<int64_t> strides(access->axes.size());
+  int64_t stride = 1;
+  for (size_t d = access->axes.size(); d-- > 0;) {
+    auto extent = constant(param->type.shape[d]);
+    if (!extent) return;
+    strides[d] = stride;
+    stride *= *extent;
+  }
+  int64_t rs = 0, ks = 0;
+  Expr flat = i64(0);
+  for (size_t d = 0; d < access->axes.size(); ++d) {
+    const AxisSel& a = access->axes[d];
+    if (a.is_slice) return;
+    auto v = a.index.as<Var>();
+    if (v && v->name == m.i().var && rs == 0) {
+      rs = strides[d];
+    } else if (v && v->name == m.k && ks == 0) {
+      ks = strides[d];
+    } else if (reads_any(a.index, {m.i().var, m.k})) {
+      return;
+    }
+    flat = flat + a.index * i64(strides[d]);
+  }
+  if (rs == 0 || ks == 0) return;
+  m.a_flat = flat;
+  m.a_row_stride = rs;
+  m.a_k_stride = ks;
+}
+
 class Builder {
  public:
   Builder(const Product& m, const MatMulSchedule& s) : m_(m), s_(s) {}
@@ -115,9 +158,22 @@ class Builder {
     for (size_t d = 0; d + 2 < m_.loops.size(); ++d) batch *= m_.extent(*m_.loops[d]);
     int64_t T = std::max(s_.threads, 1);
     int64_t gm = 1, gn = 1;
+    // With A read in place (whole row blocks only), the tasks split the
+    // columns: each packs only its own part of B and nothing of A. Otherwise
+    // they split the rows, and each packs all of B and its rows of A.
+    // Rows of A more than 4 KiB apart fall into the same few L1 sets, so a
+    // long-strided A is still packed.
+    in_place_a_ = m_.a_flat && M % MR == 0 && m_.a_row_stride * 4 <= 4096 && m_.a_k_stride == 1;
     if (batch % T != 0 && batch < 4 * T) {
-      gm = std::min(PM, ceil_div(T, batch));
-      if (batch * gm < T) gn = std::min(PN, ceil_div(T, batch * gm));
+      if (in_place_a_ && PN >= ceil_div(T, batch)) {
+        gn = ceil_div(T, batch);
+      } else {
+        in_place_a_ = false;
+        gm = std::min(PM, ceil_div(T, batch));
+        if (batch * gm < T) gn = std::min(PN, ceil_div(T, batch * gm));
+      }
+    } else {
+      in_place_a_ = false;
     }
     Expr t = var("t%mm");
     Block task;
@@ -136,7 +192,7 @@ class Builder {
     task.push_back(make_let("i1%mm", min(((g + i64(1)) * i64(PM) / i64(gm)) * i64(MR), i64(M))));
     task.push_back(make_let("j0%mm", (h * i64(PN) / i64(gn)) * i64(NR)));
     task.push_back(make_let("j1%mm", min(((h + i64(1)) * i64(PN) / i64(gn)) * i64(NR), i64(N))));
-    task.push_back(make_allocate("ap%mm", Type::tensor(DType::F32, {i64(MC * KC)}), MemorySpace::Local));
+    if (!in_place_a_) task.push_back(make_allocate("ap%mm", Type::tensor(DType::F32, {i64(MC * KC)}), MemorySpace::Local));
     task.push_back(make_allocate("bp%mm", Type::tensor(DType::F32, {i64(NC * KC)}), MemorySpace::Local));
 
     // One NC-wide column block of the task.
@@ -147,14 +203,18 @@ class Builder {
     pack(depth, "bp%mm", m_.y, m_.j().var, NR, KC, "jc%mm", "jn%mm", "jb%mm");
     Block rows;
     rows.push_back(make_let("mn%mm", min(i64(MC), var("i1%mm") - var("ic%mm"))));
-    pack(rows, "ap%mm", m_.x, m_.i().var, MR, KC, "ic%mm", "mn%mm", "ib%mm");
+    if (!in_place_a_) pack(rows, "ap%mm", m_.x, m_.i().var, MR, KC, "ic%mm", "mn%mm", "ib%mm");
     Block block_row;
     std::vector<Expr> at;
     for (size_t d = 0; d + 2 < m_.loops.size(); ++d) at.push_back(var(m_.loops[d]->var));
     at.push_back(var("ic%mm") + var("ip%mm") * i64(MR));
     at.push_back(var("jc%mm") + var("jp%mm") * i64(NR));
+    Expr row0 = var("ic%mm") + var("ip%mm") * i64(MR);
+    std::string a_name = in_place_a_ ? m_.x.as<Access>()->buffer : std::string("ap%mm");
+    Expr a_offset = in_place_a_ ? substitute(*m_.a_flat, {{m_.i().var, row0}, {m_.k, k_at_start()}}) : var("ip%mm") * i64(KC * MR);
+    Expr a_rs = in_place_a_ ? i64(m_.a_row_stride) : i64(1), a_ks = in_place_a_ ? i64(m_.a_k_stride) : i64(MR);
     block_row.push_back(make_matmul_block(
-        static_cast<int>(MR), static_cast<int>(NR), "ap%mm", var("ip%mm") * i64(KC * MR), "bp%mm", var("jp%mm") * i64(KC * NR), i64(NR),
+        static_cast<int>(MR), static_cast<int>(NR), a_name, a_offset, a_rs, a_ks, "bp%mm", var("jp%mm") * i64(KC * NR), i64(NR),
         var("kcv%mm"), out, at, i64(N), min(i64(MR), var("mn%mm") - var("ip%mm") * i64(MR)),
         min(i64(NR), var("jn%mm") - var("jp%mm") * i64(NR)), cmp(BinaryOp::Gt, var("pc%mm"), i64(0)), m_.store->span));
     Block panels = {make_for("ip%mm", i64(0), (var("mn%mm") + i64(MR - 1)) / i64(MR), i64(1), block_row)};
@@ -171,8 +231,9 @@ class Builder {
   // (whole, or at the edge) each get their own.
   std::string fresh(const std::string& base) { return base + "%mm" + std::to_string(counter_++); }
 
-  // The reduction index of packed step p.
+  // The reduction index of packed step p, and of the depth block's first step.
   Expr k_at(const std::string& p) const { return i64(m_.k_lo) + var("pc%mm") + var(p); }
+  Expr k_at_start() const { return i64(m_.k_lo) + var("pc%mm"); }
 
   // dst[panel, p, e] = v[k, along := first + e] for every W-wide panel of the
   // block [start, start + count), zero past its end. The element e is
@@ -215,6 +276,7 @@ class Builder {
   const Product& m_;
   const MatMulSchedule& s_;
   int counter_ = 0;
+  bool in_place_a_ = false;
 };
 
 }  // namespace
@@ -239,6 +301,7 @@ std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s) 
   if (!k.dims.empty()) return std::nullopt;
   std::optional<Product> m = match(k);
   if (!m) return std::nullopt;
+  find_in_place_a(k, *m);
   int64_t M = m->extent(m->i()), N = m->extent(m->j());
   if (M < 4 || N < 4 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(m->k_extent) < s.min_flops)
     return std::nullopt;

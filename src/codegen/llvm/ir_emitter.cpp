@@ -154,7 +154,9 @@ class SupportCheck {
         case cir::StmtKind::MatMulBlock: {
           auto m = s.as<cir::MatMulBlock>();
           if (m->rows > 32 || m->cols > 256) return fail("register blocks larger than 32x256");
-          for (const Expr& e : {m->a_offset, m->b_offset, m->ldb, m->kc, m->ldc, m->m_valid, m->n_valid, m->accumulate}) expr(e);
+          for (const Expr& e : {m->a_offset, m->a_row_stride, m->a_k_stride, m->b_offset, m->ldb, m->kc, m->ldc, m->m_valid, m->n_valid,
+                                m->accumulate})
+            expr(e);
           for (const Expr& e : m->c_index) expr(e);
           break;
         }
@@ -473,6 +475,8 @@ class Emitter {
     const Buffer& bb = buffer(m.b);
     const Buffer& c = buffer(m.c);
     llvm::Value* a_off = value(m.a_offset);
+    llvm::Value* a_rs = value(m.a_row_stride);
+    llvm::Value* a_ks = value(m.a_k_stride);
     llvm::Value* b_off = value(m.b_offset);
     llvm::Value* ldb = value(m.ldb);
     llvm::Value* kc = value(m.kc);
@@ -490,7 +494,10 @@ class Emitter {
     };
     llvm::Value* ok = b_.CreateAnd(b_.CreateICmpSGE(kc, b_.getInt64(0)), b_.CreateICmpSGE(a_off, b_.getInt64(0)));
     ok = b_.CreateAnd(ok, b_.CreateICmpSGE(b_off, b_.getInt64(0)));
-    ok = b_.CreateAnd(ok, b_.CreateICmpSLE(b_.CreateAdd(a_off, b_.CreateMul(kc, b_.getInt64(m.rows))), numel(a)));
+    ok = b_.CreateAnd(ok, b_.CreateAnd(b_.CreateICmpSGE(a_rs, b_.getInt64(0)), b_.CreateICmpSGE(a_ks, b_.getInt64(0))));
+    llvm::Value* a_last = b_.CreateAdd(a_off, b_.CreateAdd(b_.CreateMul(b_.getInt64(m.rows - 1), a_rs),
+                                                           b_.CreateMul(b_.CreateSub(kc, b_.getInt64(1)), a_ks)));
+    ok = b_.CreateAnd(ok, b_.CreateOr(b_.CreateICmpEQ(kc, b_.getInt64(0)), b_.CreateICmpSLT(a_last, numel(a))));
     llvm::Value* b_end = b_.CreateAdd(b_off, b_.CreateAdd(b_.CreateMul(b_.CreateSub(kc, b_.getInt64(1)), ldb), b_.getInt64(m.cols)));
     ok = b_.CreateAnd(ok, b_.CreateICmpSGE(ldb, b_.getInt64(m.cols)));
     ok = b_.CreateAnd(ok, b_.CreateOr(b_.CreateICmpEQ(kc, b_.getInt64(0)), b_.CreateICmpSLE(b_end, numel(bb))));
@@ -503,6 +510,8 @@ class Emitter {
     args.rows = m.rows;
     args.cols = m.cols;
     args.a = b_.CreateGEP(f32, a.ptr, a_off);
+    args.a_row_stride = a_rs;
+    args.a_k_stride = a_ks;
     args.b = b_.CreateGEP(f32, bb.ptr, b_off);
     args.c = b_.CreateGEP(f32, c.ptr, c_off);
     args.kc = kc;

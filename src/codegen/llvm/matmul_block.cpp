@@ -68,10 +68,10 @@ void emit_matmul_block(llvm::IRBuilder<>& b, const MatMulBlockArgs& m) {
   b.SetInsertPoint(body);
   llvm::Value* brow = b.CreateGEP(f32, m.b, b.CreateMul(p, m.ldb));
   llvm::Value* bv = b.CreateAlignedLoad(vec, brow, llvm::Align(4), "mmb.b");
-  llvm::Value* acol = b.CreateGEP(f32, m.a, b.CreateMul(p, b.getInt64(m.rows)));
+  llvm::Value* acol = b.CreateGEP(f32, m.a, b.CreateMul(p, m.a_k_stride));
   std::vector<llvm::Value*> next(acc.size());
   for (int r = 0; r < m.rows; ++r) {
-    llvm::Value* av = b.CreateAlignedLoad(f32, b.CreateConstGEP1_64(f32, acol, static_cast<uint64_t>(r)), llvm::Align(4));
+    llvm::Value* av = b.CreateAlignedLoad(f32, b.CreateGEP(f32, acol, b.CreateMul(b.getInt64(r), m.a_row_stride)), llvm::Align(4));
     llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(m.cols), av);
     next[static_cast<size_t>(r)] = b.CreateCall(fmuladd, {splat, bv, acc[static_cast<size_t>(r)]});
   }

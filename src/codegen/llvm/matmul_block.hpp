@@ -13,7 +13,9 @@ namespace zyntax::codegen {
 
 struct MatMulBlockArgs {
   int rows = 0, cols = 0;
-  llvm::Value* a = nullptr;   // float*: packed A, at the block's first element
+  llvm::Value* a = nullptr;   // float*: A, at the block's first element
+  llvm::Value* a_row_stride = nullptr;  // i64: elements between rows of A (1 when packed)
+  llvm::Value* a_k_stride = nullptr;    // i64: elements between k steps of A (rows when packed)
   llvm::Value* b = nullptr;   // float*: packed B, at the block's first element
   llvm::Value* c = nullptr;   // float*: C's top-left element
   llvm::Value* kc = nullptr;  // i64
