@@ -100,22 +100,19 @@ TEST_P(CpuParity, MatchesTheReference) {
       }
       inputs.push_back(t);
     }
+    // The result, or the error the launch reports.
+    auto launch = [&](Device* device, Tensor* result) -> std::string {
+      try {
+        *result = compiled.launch(*device, inputs, {}, {});
+      } catch (const Error& e) {
+        return e.what();
+      } catch (const DataError& e) {
+        return e.what();
+      }
+      return "";
+    };
     Tensor want, got;
-    std::string ref_error, cpu_error;
-    try {
-      want = compiled.launch(*ref, inputs, {}, {});
-    } catch (const Error& e) {
-      ref_error = e.what();
-    } catch (const DataError& e) {
-      ref_error = e.what();
-    }
-    try {
-      got = compiled.launch(*cpu, inputs, {}, {});
-    } catch (const Error& e) {
-      cpu_error = e.what();
-    } catch (const DataError& e) {
-      cpu_error = e.what();
-    }
+    std::string ref_error = launch(ref, &want), cpu_error = launch(cpu, &got);
     ASSERT_EQ(ref_error, cpu_error) << c.name << " variant " << variant;
     if (!ref_error.empty()) continue;
     std::string where;

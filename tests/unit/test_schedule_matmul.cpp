@@ -68,7 +68,9 @@ struct Size {
 };
 
 // Odd sizes, K of 1, K over several packed panels, tall, wide and square.
-const Size kSizes[] = {{17, 33, 65}, {127, 1, 200}, {64, 64, 64}, {5, 300, 7}, {100, 600, 37}, {300, 37, 29}, {13, 700, 70}};
+// {24, 37, 53}: whole 8-row blocks with an odd K and N, so a row-major A is
+// read in place when two or more threads split the columns.
+const Size kSizes[] = {{17, 33, 65}, {127, 1, 200}, {64, 64, 64}, {5, 300, 7}, {100, 600, 37}, {300, 37, 29}, {13, 700, 70}, {24, 37, 53}};
 
 struct Problem {
   std::vector<Tensor> inputs;
@@ -127,7 +129,7 @@ TEST_P(ScheduleMatmul, ScheduledKernelMatchesTheOriginalOnTheReference) {
   cir::Kernel generic = kernel_of(f.source);
   cir::Kernel bound_generic = kernel_of(f.bound_source);
   Random rng(7);
-  for (Size s : {kSizes[0], kSizes[2], kSizes[3], kSizes[6]}) {
+  for (Size s : {kSizes[0], kSizes[2], kSizes[3], kSizes[6], kSizes[7]}) {
     for (int threads : {1, 2, 3}) {
       Problem p = problem(f, s, 3, rng);
       cir::Kernel k = cir::specialize(generic, p.dims);

@@ -29,10 +29,11 @@ struct Product {
   std::string k;
   Expr x, y;                      // the factors: x reads i, y reads j
   const Store* store = nullptr;
-  // x as an f32 input read in place: its flat index, and how far one step of
-  // i and of k moves it (set by find_in_place_a).
+  // x as a row-major f32 input that can be read in place (k steps are
+  // adjacent elements): its flat index, and how far one step of i moves it
+  // (set by find_in_place_a).
   std::optional<Expr> a_flat;
-  int64_t a_row_stride = 0, a_k_stride = 0;
+  int64_t a_row_stride = 0;
 
   const For& i() const { return *loops[loops.size() - 2]; }
   const For& j() const { return *loops.back(); }
@@ -102,9 +103,9 @@ std::optional<Product> match(const Kernel& kernel) {
   return m;
 }
 
-// x = A[.., i, .., k, ..]: an f32 input whose axes are i, k, and indices
-// that read neither. Its rows are then read in place by the micro-kernel, as
-// the BLAS kernels read an operand they do not pack.
+// x = A[.., i, k]: an f32 input whose last axis is k, another is i, and the
+// rest read neither. Its rows can then be read in place by the micro-kernel,
+// as the BLAS kernels read an operand they do not pack.
 void find_in_place_a(const Kernel& kernel, Product& m) {
   auto access = m.x.as<Access>();
   if (!access) return;
@@ -135,10 +136,9 @@ void find_in_place_a(const Kernel& kernel, Product& m) {
     }
     flat = flat + a.index * i64(strides[d]);
   }
-  if (rs == 0 || ks == 0) return;
+  if (rs == 0 || ks != 1) return;
   m.a_flat = flat;
   m.a_row_stride = rs;
-  m.a_k_stride = ks;
 }
 
 class Builder {
@@ -158,22 +158,18 @@ class Builder {
     for (size_t d = 0; d + 2 < m_.loops.size(); ++d) batch *= m_.extent(*m_.loops[d]);
     int64_t T = std::max(s_.threads, 1);
     int64_t gm = 1, gn = 1;
-    // With A read in place (whole row blocks only), the tasks split the
-    // columns: each packs only its own part of B and nothing of A. Otherwise
-    // they split the rows, and each packs all of B and its rows of A.
-    // Rows of A more than 4 KiB apart fall into the same few L1 sets, so a
-    // long-strided A is still packed.
-    in_place_a_ = m_.a_flat && M % MR == 0 && m_.a_row_stride * 4 <= 4096 && m_.a_k_stride == 1;
-    if (batch % T != 0 && batch < 4 * T) {
-      if (in_place_a_ && PN >= ceil_div(T, batch)) {
-        gn = ceil_div(T, batch);
-      } else {
-        in_place_a_ = false;
-        gm = std::min(PM, ceil_div(T, batch));
-        if (batch * gm < T) gn = std::min(PN, ceil_div(T, batch * gm));
-      }
-    } else {
-      in_place_a_ = false;
+    // Too few products for the threads: the tasks split each product. With A
+    // read in place (whole row blocks only) they split the columns, so each
+    // packs only its own part of B and nothing of A; otherwise they split the
+    // rows, and each packs all of B and its rows of A. Rows of A more than
+    // 4 KiB apart fall into the same few L1 sets, so such an A is packed.
+    bool split = batch % T != 0 && batch < 4 * T;
+    in_place_a_ = split && m_.a_flat && M % MR == 0 && m_.a_row_stride * 4 <= 4096 && PN >= ceil_div(T, batch);
+    if (in_place_a_) {
+      gn = ceil_div(T, batch);
+    } else if (split) {
+      gm = std::min(PM, ceil_div(T, batch));
+      if (batch * gm < T) gn = std::min(PN, ceil_div(T, batch * gm));
     }
     Expr t = var("t%mm");
     Block task;
@@ -207,12 +203,13 @@ class Builder {
     Block block_row;
     std::vector<Expr> at;
     for (size_t d = 0; d + 2 < m_.loops.size(); ++d) at.push_back(var(m_.loops[d]->var));
-    at.push_back(var("ic%mm") + var("ip%mm") * i64(MR));
-    at.push_back(var("jc%mm") + var("jp%mm") * i64(NR));
     Expr row0 = var("ic%mm") + var("ip%mm") * i64(MR);
+    at.push_back(row0);
+    at.push_back(var("jc%mm") + var("jp%mm") * i64(NR));
+    // A in place: rows a_row_stride apart, k steps adjacent; packed: the reverse, MR apart.
     std::string a_name = in_place_a_ ? m_.x.as<Access>()->buffer : std::string("ap%mm");
     Expr a_offset = in_place_a_ ? substitute(*m_.a_flat, {{m_.i().var, row0}, {m_.k, k_at_start()}}) : var("ip%mm") * i64(KC * MR);
-    Expr a_rs = in_place_a_ ? i64(m_.a_row_stride) : i64(1), a_ks = in_place_a_ ? i64(m_.a_k_stride) : i64(MR);
+    Expr a_rs = in_place_a_ ? i64(m_.a_row_stride) : i64(1), a_ks = in_place_a_ ? i64(1) : i64(MR);
     block_row.push_back(make_matmul_block(
         static_cast<int>(MR), static_cast<int>(NR), a_name, a_offset, a_rs, a_ks, "bp%mm", var("jp%mm") * i64(KC * NR), i64(NR),
         var("kcv%mm"), out, at, i64(N), min(i64(MR), var("mn%mm") - var("ip%mm") * i64(MR)),
