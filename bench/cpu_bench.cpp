@@ -120,6 +120,40 @@ def f(Q: tensor[bh, s, d, f32], K: tensor[bh, s, d, f32], V: tensor[bh, s, d, f3
     }
 })";
 
+// Same-size 3x3 convolution (stride 1, padding 1), as in ResNet's blocks.
+const char* kConv2d = R"(
+def f(x: tensor[b, ic, h, w, f32], wt: tensor[oc, ic, kh, kw, f32], bias: tensor[oc, f32]) {
+    return compute(x, wt, bias) {
+        @kernel conv2d
+        for n in 0..b, o in 0..oc:
+            for y in 0..h, z in 0..w:
+                var sum = bias[o]
+                for c in 0..ic:
+                    for dy in 0..kh, dz in 0..kw:
+                        let iy = y + dy - 1
+                        let iz = z + dz - 1
+                        if iy >= 0 and iy < h and iz >= 0 and iz < w:
+                            sum += x[n, c, iy, iz] * wt[o, c, dy, dz]
+                out[n, o, y, z] = sum
+    }
+})";
+
+const char* kDepthwise = R"(
+def f(x: tensor[b, c, h, w, f32], wt: tensor[c, kh, kw, f32]) {
+    return compute(x, wt) {
+        @kernel conv2d_depthwise
+        for n in 0..b, ch in 0..c:
+            for y in 0..h, z in 0..w:
+                var sum = 0.0
+                for dy in 0..kh, dz in 0..kw:
+                    let iy = y + dy - 1
+                    let iz = z + dz - 1
+                    if iy >= 0 and iy < h and iz >= 0 and iz < w:
+                        sum += x[n, ch, iy, iz] * wt[ch, dy, dz]
+                out[n, ch, y, z] = sum
+    }
+})";
+
 // A kernel lowered once per source, kept for the whole run.
 CompiledCompute& kernel(const char* source) {
   static std::map<const char*, std::unique_ptr<CompiledCompute>> cache;
@@ -250,6 +284,25 @@ void BM_zyntax_attention(benchmark::State& state) {
   state.counters["GFLOPS"] = benchmark::Counter(4.0 * bh * s * s * d / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// ------------------------------------------------------------ convolution
+
+void BM_zyntax_conv2d(benchmark::State& state) {
+  int64_t b = state.range(0), c = state.range(1), hw = state.range(2), oc = state.range(3);
+  std::vector<Tensor> in = {random({b, c, hw, hw}, 13), random({oc, c, 3, 3}, 14), random({oc}, 15)};
+  run(kConv2d, in);
+  for (auto _ : state) benchmark::DoNotOptimize(run(kConv2d, in).data());
+  state.counters["GFLOPS"] =
+      benchmark::Counter(2.0 * b * oc * c * 9 * hw * hw / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_zyntax_depthwise(benchmark::State& state) {
+  int64_t b = state.range(0), c = state.range(1), hw = state.range(2);
+  std::vector<Tensor> in = {random({b, c, hw, hw}, 16), random({c, 3, 3}, 17)};
+  run(kDepthwise, in);
+  for (auto _ : state) benchmark::DoNotOptimize(run(kDepthwise, in).data());
+  bytes_counter(state, 2.0 * b * c * hw * hw * sizeof(float));
+}
+
 // ------------------------------------------------------------ launch and compile
 
 void BM_zyntax_launch_tiny(benchmark::State& state) {
@@ -291,6 +344,8 @@ BENCHMARK(BM_zyntax_gelu_in_cache)->Unit(benchmark::kMillisecond)->UseRealTime()
 BENCHMARK(BM_zyntax_softmax)->Args({4096, 1024})->Args({1024, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_layernorm)->Args({4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_attention)->Args({12, 128, 64})->Args({4, 512, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_conv2d)->Args({1, 64, 56, 64})->Args({8, 128, 28, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_depthwise)->Args({1, 256, 56})->Args({8, 128, 28})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_launch_tiny)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_compile_cold_and_warm)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
 

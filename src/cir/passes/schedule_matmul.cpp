@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
+#include "cir/passes/product_form.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
 #include "cir/substitute.hpp"
@@ -21,132 +24,67 @@ std::optional<int64_t> constant(const Expr& e) {
   return std::nullopt;
 }
 
-// The kernel's matrix product, taken apart.
-struct Product {
-  std::vector<const For*> loops;  // batch loops, then i, then j
-  const Decl* sum = nullptr;
-  int64_t k_lo = 0, k_extent = 0;
-  std::string k;
-  Expr x, y;                      // the factors: x reads i, y reads j
-  const Store* store = nullptr;
-  // x as a row-major f32 input that can be read in place (k steps are
-  // adjacent elements): its flat index, and how far one step of i moves it
-  // (set by find_in_place_a).
-  std::optional<Expr> a_flat;
-  int64_t a_row_stride = 0;
-
-  const For& i() const { return *loops[loops.size() - 2]; }
-  const For& j() const { return *loops.back(); }
-  int64_t extent(const For& f) const { return *constant(f.hi); }
+// Where the micro-kernel can read X in place: X = A[.., i.., k..], an f32
+// input whose reduction loops step through adjacent elements in order and
+// whose row loops step by one common row stride (the BLAS kernels read an
+// operand they do not pack the same way).
+struct InPlaceA {
+  std::string buffer;
+  Expr base;             // A's flat index at row 0, reduction step 0
+  int64_t row_stride = 0;
 };
 
-std::optional<Product> match(const Kernel& kernel) {
-  Product m;
-  const Block* body = &kernel.body;
-  while (body->size() == 1) {
-    auto f = (*body)[0].as<For>();
-    if (!f || f->loop_kind != LoopKind::Parallel || constant(f->lo) != 0 || constant(f->step) != 1 || !constant(f->hi) ||
-        *constant(f->hi) <= 0)
-      return std::nullopt;
-    m.loops.push_back(f);
-    body = &f->body;
-  }
-  if (m.loops.size() < 2 || body->size() != 3) return std::nullopt;
-  m.sum = (*body)[0].as<Decl>();
-  auto kloop = (*body)[1].as<For>();
-  m.store = (*body)[2].as<Store>();
-  if (!m.sum || !kloop || !m.store) return std::nullopt;
-
-  // var s: f32 = 0.0
-  auto zero = m.sum->init.defined() ? m.sum->init.as<FloatImm>() : nullptr;
-  if (!m.sum->type.is_scalar() || m.sum->type.dtype != DType::F32 || !zero || zero->value != 0.0 || std::signbit(zero->value))
-    return std::nullopt;
-
-  // for k in lo..hi: s = s + X * Y
-  auto lo = constant(kloop->lo), hi = constant(kloop->hi);
-  if (!lo || !hi || *hi <= *lo || constant(kloop->step) != 1 || kloop->body.size() != 1) return std::nullopt;
-  m.k = kloop->var;
-  m.k_lo = *lo;
-  m.k_extent = *hi - *lo;
-  auto assign = kloop->body[0].as<Assign>();
-  if (!assign || assign->name != m.sum->name) return std::nullopt;
-  auto add = assign->value.as<Binary>();
-  if (!add || add->op != BinaryOp::Add) return std::nullopt;
-  auto self = add->a.as<Var>();
-  auto mul = add->b.as<Binary>();
-  if (!self || self->name != m.sum->name || !mul || mul->op != BinaryOp::Mul) return std::nullopt;
-  const std::string& i = m.i().var;
-  const std::string& j = m.j().var;
-  std::set<std::string> forbidden = {m.sum->name, m.store->buffer};
-  if (reads_any(mul->a, forbidden) || reads_any(mul->b, forbidden)) return std::nullopt;
-  if (!reads_any(mul->a, {j}) && !reads_any(mul->b, {i})) {
-    m.x = mul->a;
-    m.y = mul->b;
-  } else if (!reads_any(mul->b, {j}) && !reads_any(mul->a, {i})) {
-    m.x = mul->b;
-    m.y = mul->a;
-  } else {
-    return std::nullopt;
-  }
-
-  // out[b.., i, j] = f(s), the output laid out as the loops.
-  const Param& out = kernel.output();
-  if (m.store->buffer != out.name || out.type.dtype != DType::F32 || m.store->axes.size() != m.loops.size() ||
-      out.type.rank() != m.loops.size())
-    return std::nullopt;
-  for (size_t d = 0; d < m.loops.size(); ++d) {
-    const AxisSel& a = m.store->axes[d];
-    auto v = a.is_slice ? nullptr : a.index.as<Var>();
-    if (!v || v->name != m.loops[d]->var || constant(out.type.shape[d]) != m.extent(*m.loops[d])) return std::nullopt;
-  }
-  if (reads_any(m.store->value, {out.name})) return std::nullopt;
-  return m;
-}
-
-// x = A[.., i, k]: an f32 input whose last axis is k, another is i, and the
-// rest read neither. Its rows can then be read in place by the micro-kernel,
-// as the BLAS kernels read an operand they do not pack.
-void find_in_place_a(const Kernel& kernel, Product& m) {
+std::optional<InPlaceA> find_in_place_a(const Kernel& kernel, const ProductForm& m) {
+  if (m.guard.defined() && m.guard_on_x) return std::nullopt;
   auto access = m.x.as<Access>();
-  if (!access) return;
+  if (!access) return std::nullopt;
   const Param* param = nullptr;
   for (const Param& p : kernel.params)
     if (p.name == access->buffer && p.role == ParamRole::Input) param = &p;
-  if (!param || param->type.dtype != DType::F32 || access->axes.size() != param->type.rank()) return;
+  if (!param || param->type.dtype != DType::F32 || access->axes.size() != param->type.rank()) return std::nullopt;
   std::vector<int64_t> strides(access->axes.size());
   int64_t stride = 1;
   for (size_t d = access->axes.size(); d-- > 0;) {
     auto extent = constant(param->type.shape[d]);
-    if (!extent) return;
+    if (!extent) return std::nullopt;
     strides[d] = stride;
     stride *= *extent;
   }
-  int64_t rs = 0, ks = 0;
+  std::set<std::string> grouped = m.rows.names();
+  for (const std::string& k : m.depth.names()) grouped.insert(k);
+  std::map<std::string, int64_t> coeff;
   Expr flat = i64(0);
   for (size_t d = 0; d < access->axes.size(); ++d) {
     const AxisSel& a = access->axes[d];
-    if (a.is_slice) return;
+    if (a.is_slice) return std::nullopt;
     auto v = a.index.as<Var>();
-    if (v && v->name == m.i().var && rs == 0) {
-      rs = strides[d];
-    } else if (v && v->name == m.k && ks == 0) {
-      ks = strides[d];
-    } else if (reads_any(a.index, {m.i().var, m.k})) {
-      return;
+    if (v && grouped.count(v->name)) {
+      if (coeff.count(v->name)) return std::nullopt;
+      coeff[v->name] = strides[d];
+    } else if (reads_any(a.index, grouped)) {
+      return std::nullopt;
     }
     flat = flat + a.index * i64(strides[d]);
   }
-  if (rs == 0 || ks != 1) return;
-  m.a_flat = flat;
-  m.a_row_stride = rs;
+  auto c = [&](const std::string& v) { return coeff.count(v) ? coeff.at(v) : 0; };
+  for (size_t t = 0; t < m.depth.loops.size(); ++t)
+    if (c(m.depth.loops[t].var) != m.depth.weight(t)) return std::nullopt;
+  int64_t rs = c(m.rows.loops.back().var);
+  if (rs == 0) return std::nullopt;
+  for (size_t t = 0; t < m.rows.loops.size(); ++t)
+    if (c(m.rows.loops[t].var) != rs * m.rows.weight(t)) return std::nullopt;
+  Substitution origin;
+  for (const LoopGroup::Loop& l : m.rows.loops) origin[l.var] = i64(l.lo);
+  for (const LoopGroup::Loop& l : m.depth.loops) origin[l.var] = i64(l.lo);
+  return InPlaceA{access->buffer, simplify(substitute(flat, origin)), rs};
 }
 
 class Builder {
  public:
-  Builder(const Product& m, const MatMulSchedule& s) : m_(m), s_(s) {}
+  Builder(const ProductForm& m, std::optional<InPlaceA> a, const MatMulSchedule& s) : m_(m), a_(std::move(a)), s_(s) {}
 
   Block build(const std::string& out) {
-    const int64_t M = m_.extent(m_.i()), N = m_.extent(m_.j()), K = m_.k_extent;
+    const int64_t M = m_.rows.size(), N = m_.cols.size(), K = m_.depth.size();
     const int64_t MR = s_.mr, NR = s_.nr, KC = std::min(s_.kc, K);
     const int64_t PM = ceil_div(M, MR), PN = ceil_div(N, NR);
     const int64_t MC = std::min(std::max<int64_t>(s_.mc / MR, 1), PM) * MR;
@@ -154,8 +92,7 @@ class Builder {
 
     // Tasks: every batch element, its rows split into groups and, when that
     // is not enough work for the threads, its columns too.
-    int64_t batch = 1;
-    for (size_t d = 0; d + 2 < m_.loops.size(); ++d) batch *= m_.extent(*m_.loops[d]);
+    int64_t batch = m_.batch();
     int64_t T = std::max(s_.threads, 1);
     int64_t gm = 1, gn = 1;
     // Too few products for the threads: the tasks split each product. With A
@@ -164,8 +101,8 @@ class Builder {
     // rows, and each packs all of B and its rows of A. Rows of A more than
     // 4 KiB apart fall into the same few L1 sets, so such an A is packed.
     bool split = batch % T != 0 && batch < 4 * T;
-    in_place_a_ = split && m_.a_flat && M % MR == 0 && m_.a_row_stride * 4 <= 4096 && PN >= ceil_div(T, batch);
-    if (in_place_a_) {
+    if (a_ && !(split && M % MR == 0 && a_->row_stride * 4 <= 4096 && PN >= ceil_div(T, batch))) a_.reset();
+    if (a_) {
       gn = ceil_div(T, batch);
     } else if (split) {
       gm = std::min(PM, ceil_div(T, batch));
@@ -177,7 +114,7 @@ class Builder {
     task.push_back(make_let("gm%mm", (t / i64(gn)) - (t / i64(gm * gn)) * i64(gm)));
     task.push_back(make_let("gn%mm", t - (t / i64(gn)) * i64(gn)));
     int64_t stride = batch;
-    for (size_t d = 0; d + 2 < m_.loops.size(); ++d) {
+    for (size_t d = 0; d < m_.rows_at; ++d) {
       int64_t ext = m_.extent(*m_.loops[d]);
       stride /= ext;
       Expr q = var("bt%mm") / i64(stride);
@@ -188,7 +125,7 @@ class Builder {
     task.push_back(make_let("i1%mm", min(((g + i64(1)) * i64(PM) / i64(gm)) * i64(MR), i64(M))));
     task.push_back(make_let("j0%mm", (h * i64(PN) / i64(gn)) * i64(NR)));
     task.push_back(make_let("j1%mm", min(((h + i64(1)) * i64(PN) / i64(gn)) * i64(NR), i64(N))));
-    if (!in_place_a_) task.push_back(make_allocate("ap%mm", Type::tensor(DType::F32, {i64(MC * KC)}), MemorySpace::Local));
+    if (!a_) task.push_back(make_allocate("ap%mm", Type::tensor(DType::F32, {i64(MC * KC)}), MemorySpace::Local));
     task.push_back(make_allocate("bp%mm", Type::tensor(DType::F32, {i64(NC * KC)}), MemorySpace::Local));
 
     // One NC-wide column block of the task.
@@ -196,20 +133,22 @@ class Builder {
     column.push_back(make_let("jn%mm", min(i64(NC), var("j1%mm") - var("jc%mm"))));
     Block depth;
     depth.push_back(make_let("kcv%mm", min(i64(KC), i64(K) - var("pc%mm"))));
-    pack(depth, "bp%mm", m_.y, m_.j().var, NR, KC, "jc%mm", "jn%mm", "jb%mm");
+    pack(depth, "bp%mm", m_.y, !m_.guard_on_x, m_.cols, NR, KC, "jc%mm", "jn%mm", "jb%mm");
     Block rows;
     rows.push_back(make_let("mn%mm", min(i64(MC), var("i1%mm") - var("ic%mm"))));
-    if (!in_place_a_) pack(rows, "ap%mm", m_.x, m_.i().var, MR, KC, "ic%mm", "mn%mm", "ib%mm");
+    if (!a_) pack(rows, "ap%mm", m_.x, m_.guard_on_x, m_.rows, MR, KC, "ic%mm", "mn%mm", "ib%mm");
     Block block_row;
     std::vector<Expr> at;
-    for (size_t d = 0; d + 2 < m_.loops.size(); ++d) at.push_back(var(m_.loops[d]->var));
-    Expr row0 = var("ic%mm") + var("ip%mm") * i64(MR);
-    at.push_back(row0);
-    at.push_back(var("jc%mm") + var("jp%mm") * i64(NR));
-    // A in place: rows a_row_stride apart, k steps adjacent; packed: the reverse, MR apart.
-    std::string a_name = in_place_a_ ? m_.x.as<Access>()->buffer : std::string("ap%mm");
-    Expr a_offset = in_place_a_ ? substitute(*m_.a_flat, {{m_.i().var, row0}, {m_.k, k_at_start()}}) : var("ip%mm") * i64(KC * MR);
-    Expr a_rs = in_place_a_ ? i64(m_.a_row_stride) : i64(1), a_ks = in_place_a_ ? i64(1) : i64(MR);
+    for (size_t d = 0; d < m_.rows_at; ++d) at.push_back(var(m_.loops[d]->var));
+    Expr row0 = var("ic%mm") + var("ip%mm") * i64(MR), col0 = var("jc%mm") + var("jp%mm") * i64(NR);
+    for (const auto& group : {std::pair{&m_.rows, row0}, std::pair{&m_.cols, col0}}) {
+      Substitution s = group.first->at(group.second);
+      for (const LoopGroup::Loop& l : group.first->loops) at.push_back(s.at(l.var));
+    }
+    // A in place: rows row_stride apart, k steps adjacent; packed: the reverse, MR apart.
+    std::string a_name = a_ ? a_->buffer : std::string("ap%mm");
+    Expr a_offset = a_ ? a_->base + row0 * i64(a_->row_stride) + var("pc%mm") : var("ip%mm") * i64(KC * MR);
+    Expr a_rs = a_ ? i64(a_->row_stride) : i64(1), a_ks = a_ ? i64(1) : i64(MR);
     block_row.push_back(make_matmul_block(
         static_cast<int>(MR), static_cast<int>(NR), a_name, a_offset, a_rs, a_ks, "bp%mm", var("jp%mm") * i64(KC * NR), i64(NR),
         var("kcv%mm"), out, at, i64(N), min(i64(MR), var("mn%mm") - var("ip%mm") * i64(MR)),
@@ -219,7 +158,12 @@ class Builder {
     depth.push_back(make_for("ic%mm", var("i0%mm"), var("i1%mm"), i64(MC), rows));
     column.push_back(make_for("pc%mm", i64(0), i64(K), i64(KC), depth));
     epilogue(column, out);
-    task.push_back(make_for("jc%mm", var("j0%mm"), var("j1%mm"), i64(NC), column));
+    Block blocked = {make_for("jc%mm", var("j0%mm"), var("j1%mm"), i64(NC), column)};
+    if (m_.guard.defined()) {
+      checked(task, blocked);
+    } else {
+      task.insert(task.end(), blocked.begin(), blocked.end());
+    }
     return {make_for("t%mm", i64(0), i64(batch * gm * gn), i64(1), task, LoopKind::Parallel, 0, m_.loops[0]->span)};
   }
 
@@ -228,25 +172,30 @@ class Builder {
   // (whole, or at the edge) each get their own.
   std::string fresh(const std::string& base) { return base + "%mm" + std::to_string(counter_++); }
 
-  // The reduction index of packed step p, and of the depth block's first step.
-  Expr k_at(const std::string& p) const { return i64(m_.k_lo) + var("pc%mm") + var(p); }
-  Expr k_at_start() const { return i64(m_.k_lo) + var("pc%mm"); }
+  // The group's variables at flat index `flat`. The schedule's own loops are
+  // named apart from the original ones (the fallback keeps those), so the
+  // group's variables are substituted, not bound.
+  static Substitution over(const LoopGroup& group, const std::string& flat) { return group.at(var(flat)); }
 
-  // dst[panel, p, e] = v[k, along := first + e] for every W-wide panel of the
-  // block [start, start + count), zero past its end. The element e is
-  // innermost: LLVM unrolls it and vectorises over p, copying rows of B and
-  // interleaving W rows of A into whole-vector stores (no scatters).
-  void pack(Block& out, const std::string& dst, const Expr& v, const std::string& along, int64_t W, int64_t KC,
+  // dst[panel, p, e] = v at (reduction step pc + p, flat index first + e of
+  // `along`) for every W-wide panel of the block [start, start + count),
+  // zero past its end and, for the guarded factor, where the guard fails.
+  // The element e is innermost: LLVM unrolls it and vectorises over p,
+  // copying rows of B and interleaving W rows of A into whole-vector stores.
+  void pack(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W, int64_t KC,
             const std::string& start, const std::string& count, const std::string& first) {
     std::string panel = fresh("panel");
     Expr end = var(start) + var(count);
     auto copy = [&](bool edge) {
       std::string p = fresh("p"), e = fresh("e");
       Expr at_e = var(first) + var(e);
-      Expr value = substitute(v, {{m_.k, k_at(p)}, {along, at_e}});
-      std::vector<AxisSel> at = {AxisSel::at(var(panel) * i64(KC * W) + var(p) * i64(W) + var(e))};
-      Stmt store = make_store(dst, at, value);
-      if (edge) store = make_if(cmp(BinaryOp::Lt, at_e, end), {store}, {make_store(dst, at, FloatImm::make(0.0))});
+      Substitution at = m_.depth.at(var("pc%mm") + var(p));
+      for (auto& [name, value] : along.at(at_e)) at[name] = value;
+      std::vector<AxisSel> to = {AxisSel::at(var(panel) * i64(KC * W) + var(p) * i64(W) + var(e))};
+      Stmt store = make_store(dst, to, substitute(v, at));
+      Stmt zero = make_store(dst, to, FloatImm::make(0.0));
+      if (guarded && m_.guard.defined()) store = make_if(substitute(m_.guard, at), {store}, {zero});
+      if (edge) store = make_if(cmp(BinaryOp::Lt, at_e, end), {store}, {zero});
       return Block{make_for(p, i64(0), var("kcv%mm"), i64(1), {make_for(e, i64(0), i64(W), i64(1), {store})})};
     };
     Block body = {make_let(first, var(start) + var(panel) * i64(W)),
@@ -254,15 +203,48 @@ class Builder {
     out.push_back(make_for(panel, i64(0), (var(count) + i64(W - 1)) / i64(W), i64(1), body));
   }
 
-  // out[b.., i, j] = f(out[b.., i, j]) over the column block, unless f is the sum itself.
+  // out[b.., i.., j..] = f(out[b.., i.., j..] + init) over the column block,
+  // unless that is the sum itself.
   void epilogue(Block& out, const std::string& buffer) {
     const Expr& f = m_.store->value;
-    if (auto v = f.as<Var>(); v && v->name == m_.sum->name) return;
-    std::vector<AxisSel> axes = m_.store->axes;  // b.., i, j by their own names
-    Block body = {make_let(m_.sum->name, make_access(buffer, output_type(buffer), axes)), make_store(buffer, axes, f, m_.store->span)};
-    Block over_j = {make_for(m_.j().var, var("jc%mm"), var("jc%mm") + var("jn%mm"), i64(1), body)};
-    out.push_back(make_for(m_.i().var, var("i0%mm"), var("i1%mm"), i64(1), over_j));
+    auto v = f.as<Var>();
+    if (v && v->name == m_.sum->name && !m_.init.defined()) return;
+    Substitution at = over(m_.rows, "ie%mm");
+    for (auto& [name, value] : over(m_.cols, "je%mm")) at[name] = value;
+    std::vector<AxisSel> axes;
+    for (const AxisSel& a : m_.store->axes) axes.push_back(AxisSel::at(substitute(a.index, at)));
+    Expr sum = make_access(buffer, output_type(buffer), axes);
+    if (m_.init.defined()) sum = sum + substitute(m_.init, at);
+    at[m_.sum->name] = var_f32("sum%mm");
+    Block body = {make_let("sum%mm", sum), make_store(buffer, axes, substitute(f, at), m_.store->span)};
+    Block over_j = {make_for("je%mm", var("jc%mm"), var("jc%mm") + var("jn%mm"), i64(1), body)};
+    out.push_back(make_for("ie%mm", var("i0%mm"), var("i1%mm"), i64(1), over_j));
   }
+
+  // The packed guarded factor holds zeros where the original skipped a term,
+  // which is exact only while the other factor is finite (inf * 0 is NaN).
+  // So a task first sums that factor times zero over its part (NaN if any
+  // element is infinite or NaN) and, if it is not zero, runs the original
+  // loops over its tile instead of the blocked product.
+  void checked(Block& task, const Block& blocked) {
+    const LoopGroup& side = m_.guard_on_x ? m_.cols : m_.rows;
+    Expr lo = var(m_.guard_on_x ? "j0%mm" : "i0%mm"), hi = var(m_.guard_on_x ? "j1%mm" : "i1%mm");
+    Expr zero = FloatImm::make(0.0);
+    Substitution at = over(side, "sf%mm");
+    for (auto& [name, value] : over(m_.depth, "kf%mm")) at[name] = value;
+    Block term = {make_assign("fin%mm", var_f32("fin%mm") + substitute(m_.unguarded(), at) * zero)};
+    Block over_k = {make_for("kf%mm", i64(0), i64(m_.depth.size()), i64(1), term)};
+    task.push_back(make_decl("fin%mm", Type::scalar(DType::F32), zero));
+    task.push_back(make_for("sf%mm", lo, hi, i64(1), over_k));
+    Substitution point = over(m_.rows, "if%mm");
+    for (auto& [name, value] : over(m_.cols, "jf%mm")) point[name] = value;
+    Block original = substitute(Block{m_.sum_decl, m_.reduction, m_.store_stmt}, point);
+    Block over_j = {make_for("jf%mm", var("j0%mm"), var("j1%mm"), i64(1), original)};
+    Block fallback = {make_for("if%mm", var("i0%mm"), var("i1%mm"), i64(1), over_j)};
+    task.push_back(make_if(cmp(BinaryOp::Eq, var_f32("fin%mm"), zero), blocked, fallback));
+  }
+
+  static Expr var_f32(const std::string& name) { return Var::make(name, Type::scalar(DType::F32)); }
 
   Type output_type(const std::string&) const {
     std::vector<Expr> shape;
@@ -270,10 +252,10 @@ class Builder {
     return Type::tensor(DType::F32, shape);
   }
 
-  const Product& m_;
+  const ProductForm& m_;
+  std::optional<InPlaceA> a_;
   const MatMulSchedule& s_;
   int counter_ = 0;
-  bool in_place_a_ = false;
 };
 
 }  // namespace
@@ -295,15 +277,13 @@ MatMulSchedule cpu_matmul_schedule(int vector_bits, int threads) {
 }
 
 std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s) {
-  if (!k.dims.empty()) return std::nullopt;
-  std::optional<Product> m = match(k);
+  std::optional<ProductForm> m = match_product(k);
   if (!m) return std::nullopt;
-  find_in_place_a(k, *m);
-  int64_t M = m->extent(m->i()), N = m->extent(m->j());
-  if (M < 4 || N < 4 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(m->k_extent) < s.min_flops)
+  int64_t M = m->rows.size(), N = m->cols.size();
+  if (M < 4 || N < 4 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(m->depth.size()) < s.min_flops)
     return std::nullopt;
   Kernel out = k;
-  out.body = Builder(*m, s).build(k.output().name);
+  out.body = Builder(*m, find_in_place_a(k, *m), s).build(k.output().name);
   out = simplify(out);
   verify_or_throw(out, "schedule_matmul");
   return out;

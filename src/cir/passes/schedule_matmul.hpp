@@ -10,17 +10,16 @@
 //             matmul_block<MR x NR>                           (registers; B panel in L1)
 //     epilogue: out = f(sum) over the task's tile, if the store was not just the sum
 //
-// It rewrites a specialised kernel whose body is exactly
-//
-//   for b.. , i, j (parallel, from 0):
-//     var s: f32 = 0.0
-//     for k in lo..hi: s = s + X * Y      X reads i and k, not j; Y reads j and k, not i
-//     out[b.., i, j] = f(s)
-//
+// It rewrites a specialised kernel that computes a product of the form
+// product_form.hpp recognises: plain, transposed and batched products, and
+// convolutions as im2col products (row, column and reduction loops each run
+// as one flat index; the padding guard packs zeros into the guarded factor).
 // X and Y may be any expressions (transposed or batched operands, casts from
 // f16), since packing evaluates them; only the inner product runs in the
 // micro-kernel. The sums are multiply-adds in k order, like the reference's,
-// fused where the target has FMA, so results agree within rounding.
+// fused where the target has FMA, so results agree within rounding. A guarded
+// product is exact as long as the other factor is finite; each task checks
+// that first and runs the original loops over its tile when it is not.
 #pragma once
 
 #include <optional>

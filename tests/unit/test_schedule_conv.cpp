@@ -1,0 +1,216 @@
+// Convolutions run as matrix products (schedule_matmul over an im2col view:
+// rows = output channels or pixels, columns = pixels or output channels,
+// reduction = input channel x kernel window), checked on many shapes:
+//   - the scheduled CIR on the reference executor against the original;
+//   - the cpu device against the reference executor, with NaN inputs and
+//     infinite weights next to the zero padding (where the original skips
+//     the term and a plain im2col product would make NaN of inf * 0);
+//   - where the schedule applies.
+// Sums are regrouped, so results agree to 1e-4 of the same convolution of
+// |x|, |w| and |bias| (the parity bound of long reductions).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "cir/passes/schedule_matmul.hpp"
+#include "cir/passes/specialize.hpp"
+#include "cir/printer.hpp"
+#include "codegen/llvm/cpu/cpu_plan.hpp"
+#include "interp/reference_executor.hpp"
+#include "kernel_source.hpp"
+#include "runtime/device.hpp"
+#include "runtime/launch.hpp"
+#include "runtime/tensor_ops.hpp"
+
+namespace zyntax {
+namespace {
+
+using testing::kernel_of;
+
+enum class Layout { NCHW, NHWC };
+
+struct Conv {
+  Layout layout = Layout::NCHW;
+  int stride = 1, padding = 1;
+  bool bias = true, relu = false;
+};
+
+std::string name(const Conv& c) {
+  return std::string(c.layout == Layout::NCHW ? "nchw" : "nhwc") + " stride=" + std::to_string(c.stride) +
+         " padding=" + std::to_string(c.padding) + (c.bias ? " bias" : "") + (c.relu ? " relu" : "");
+}
+
+// The convolution in ZynML. NCHW: x[b, ic, h, w], weights [oc, ic, kh, kw];
+// NHWC: x[b, h, w, ic], weights [kh, kw, ic, oc].
+std::string source(const Conv& c) {
+  std::string s = std::to_string(c.stride), p = std::to_string(c.padding);
+  bool nchw = c.layout == Layout::NCHW;
+  std::string src = nchw ? "def f(x: tensor[b, ic, h, w, f32], wt: tensor[oc, ic, kh, kw, f32], bias: tensor[oc, f32]) {\n"
+                         : "def f(x: tensor[b, h, w, ic, f32], wt: tensor[kh, kw, ic, oc, f32], bias: tensor[oc, f32]) {\n";
+  src += " let oh = (h + 2 * " + p + " - kh) / " + s + " + 1\n let ow = (w + 2 * " + p + " - kw) / " + s + " + 1\n";
+  src += " return compute(x, wt, bias) {\n  @kernel conv2d\n";
+  src += nchw ? "  for n in 0..b, o in 0..oc:\n   for y in 0..oh, z in 0..ow:\n"
+              : "  for n in 0..b, y in 0..oh:\n   for z in 0..ow, o in 0..oc:\n";
+  src += std::string("    var sum = ") + (c.bias ? "bias[o]" : "0.0") + "\n";
+  src += nchw ? "    for c in 0..ic:\n     for dy in 0..kh, dz in 0..kw:\n" : "    for dy in 0..kh, dz in 0..kw:\n     for c in 0..ic:\n";
+  src += "      let iy = y * " + s + " + dy - " + p + "\n      let iz = z * " + s + " + dz - " + p + "\n";
+  src += "      if iy >= 0 and iy < h and iz >= 0 and iz < w:\n";
+  src += nchw ? "       sum += x[n, c, iy, iz] * wt[o, c, dy, dz]\n" : "       sum += x[n, iy, iz, c] * wt[dy, dz, c, o]\n";
+  src += nchw ? "    out[n, o, y, z] = " : "    out[n, y, z, o] = ";
+  src += c.relu ? "relu(sum)\n" : "sum\n";
+  src += " }\n}";
+  return src;
+}
+
+struct Shape4 {
+  int64_t batch, in_c, h, w, out_c, kh, kw;
+};
+
+// Odd channel counts and sizes, 1x1 and non-square windows, batch 1 and 3.
+const Shape4 kShapes[] = {{1, 3, 17, 13, 8, 3, 3},  {2, 5, 9, 11, 17, 3, 3}, {1, 16, 12, 12, 24, 1, 1},
+                          {3, 4, 10, 7, 9, 5, 3},   {1, 7, 6, 20, 32, 3, 5}, {1, 32, 15, 15, 16, 3, 3}};
+
+struct Problem {
+  std::vector<Tensor> inputs;
+  std::map<std::string, int64_t> dims, host_dims;
+};
+
+Problem problem(const Conv& c, const Shape4& s, Random& rng) {
+  Problem p;
+  int64_t oh = (s.h + 2 * c.padding - s.kh) / c.stride + 1, ow = (s.w + 2 * c.padding - s.kw) / c.stride + 1;
+  p.dims = {{"b", s.batch}, {"ic", s.in_c}, {"h", s.h}, {"w", s.w}, {"oc", s.out_c}, {"kh", s.kh}, {"kw", s.kw}};
+  p.host_dims = {{"oh", oh}, {"ow", ow}};
+  bool nchw = c.layout == Layout::NCHW;
+  p.inputs = {rand_normal(rng, DType::F32, nchw ? Shape{s.batch, s.in_c, s.h, s.w} : Shape{s.batch, s.h, s.w, s.in_c}),
+              rand_normal(rng, DType::F32, nchw ? Shape{s.out_c, s.in_c, s.kh, s.kw} : Shape{s.kh, s.kw, s.in_c, s.out_c}),
+              rand_normal(rng, DType::F32, {s.out_c})};
+  return p;
+}
+
+std::map<std::string, int64_t> all_dims(const Problem& p) {
+  std::map<std::string, int64_t> d = p.dims;
+  d.insert(p.host_dims.begin(), p.host_dims.end());
+  return d;
+}
+
+std::vector<Tensor> absolute(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  for (const Tensor& in : ts) {
+    Tensor t = in.clone();
+    for (int64_t e = 0; e < t.numel(); ++e) t.set(e, Scalar::of_float(std::fabs(t.get(e).f), DType::F32));
+    out.push_back(t);
+  }
+  return out;
+}
+
+// |got - want| <= 1e-4 * scale + 1e-6 element-wise; NaN and infinities exactly where want has them.
+void expect_close(const Tensor& got, const Tensor& want, const Tensor& scale, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  int reported = 0;
+  for (int64_t e = 0; e < want.numel() && reported < 5; ++e) {
+    double g = got.get(e).f, w = want.get(e).f, bound = 1e-4 * scale.get(e).f + 1e-6;
+    bool ok = std::isnan(w) ? std::isnan(g) : std::isinf(w) ? g == w : std::fabs(g - w) <= bound;
+    if (!ok) {
+      ADD_FAILURE() << what << ": element " << e << " is " << g << ", the reference has " << w << " (bound " << bound << ")";
+      ++reported;
+    }
+  }
+}
+
+std::string shape_text(const Shape4& s) {
+  return "b=" + std::to_string(s.batch) + " ic=" + std::to_string(s.in_c) + " " + std::to_string(s.h) + "x" +
+         std::to_string(s.w) + " oc=" + std::to_string(s.out_c) + " k=" + std::to_string(s.kh) + "x" + std::to_string(s.kw);
+}
+
+const Conv kConvs[] = {
+    {Layout::NCHW, 1, 1, true, false}, {Layout::NCHW, 2, 1, true, false}, {Layout::NCHW, 1, 0, false, true},
+    {Layout::NCHW, 1, 2, false, false}, {Layout::NHWC, 1, 1, true, true},  {Layout::NHWC, 2, 2, false, false},
+};
+
+class ScheduleConv : public ::testing::TestWithParam<Conv> {};
+
+// The pass alone, for a few thread counts (they change how tasks split the work).
+TEST_P(ScheduleConv, ScheduledKernelMatchesTheOriginalOnTheReference) {
+  const Conv& c = GetParam();
+  cir::Kernel generic = kernel_of(source(c));
+  Random rng(3);
+  for (const Shape4& s : {kShapes[0], kShapes[1], kShapes[3], kShapes[5]}) {
+    for (int threads : {1, 3}) {
+      Problem p = problem(c, s, rng);
+      std::string what = name(c) + " " + shape_text(s) + " threads=" + std::to_string(threads);
+      cir::Kernel k = cir::specialize(generic, all_dims(p));
+      std::optional<cir::Kernel> scheduled = cir::schedule_matmul(k, cir::cpu_matmul_schedule(512, threads));
+      ASSERT_TRUE(scheduled.has_value()) << what;
+      Tensor want = ReferenceKernel(k).run(p.inputs, {});
+      Tensor got = ReferenceKernel(*scheduled).run(p.inputs, {});
+      Tensor scale = ReferenceKernel(k).run(absolute(p.inputs), {});
+      expect_close(got, want, scale, what);
+    }
+  }
+}
+
+// The cpu device against the reference, with specials: a NaN input, and an
+// infinite weight whose taps also fall on the padding.
+TEST_P(ScheduleConv, CpuDeviceMatchesTheReference) {
+  const Conv& c = GetParam();
+  CompiledCompute compiled(kernel_of(source(c)));
+  Device* cpu = DeviceRegistry::global().find("cpu");
+  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  Random rng(5);
+  int variant = 0;
+  for (const Shape4& s : kShapes) {
+    Problem p = problem(c, s, rng);
+    std::string what = name(c) + " " + shape_text(s);
+    switch (variant++ % 3) {
+      case 1: p.inputs[0].set(p.inputs[0].numel() / 2, Scalar::of_float(NAN, DType::F32)); break;
+      case 2: p.inputs[1].set(0, Scalar::of_float(INFINITY, DType::F32)); what += " (inf weight)"; break;
+      default: break;
+    }
+    codegen::CpuPlan plan = codegen::plan_cpu_kernel(cir::specialize(compiled.generic(), all_dims(p)), 2);
+    ASSERT_TRUE(plan.kernel.has_value()) << what << ": " << plan.why_not;
+    EXPECT_NE(cir::print(*plan.kernel).find("matmul_block"), std::string::npos) << what << ": not scheduled";
+    Tensor want = compiled.launch(*ref, p.inputs, p.host_dims, {});
+    Tensor got = compiled.launch(*cpu, p.inputs, p.host_dims, {});
+    Tensor scale = compiled.launch(*ref, absolute(p.inputs), p.host_dims, {});
+    expect_close(got, want, scale, what);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, ScheduleConv, ::testing::ValuesIn(kConvs), [](const ::testing::TestParamInfo<Conv>& i) {
+  std::string n = name(i.param);
+  for (char& ch : n)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+});
+
+// The weights of an NCHW convolution are a row-major A whose reduction steps
+// are adjacent: with one image and two threads they are read in place. The
+// padding guard goes into the packed input, behind a check that the weights
+// are finite.
+TEST(ScheduleConvApplies, AsAnIm2colProductWithWeightsInPlace) {
+  Conv c;
+  Random rng(1);
+  Problem p = problem(c, {1, 64, 56, 56, 64, 3, 3}, rng);
+  cir::Kernel k = cir::specialize(kernel_of(source(c)), all_dims(p));
+  std::optional<cir::Kernel> out = cir::schedule_matmul(k, cir::cpu_matmul_schedule(512, 2));
+  ASSERT_TRUE(out.has_value());
+  std::string text = cir::print(*out);
+  EXPECT_NE(text.find("<- wt["), std::string::npos) << text;
+  EXPECT_EQ(text.find("ap%mm"), std::string::npos) << text;
+  EXPECT_NE(text.find("fin%mm"), std::string::npos) << text;
+}
+
+// Without a guard there is nothing to check; a depthwise convolution (each
+// output channel reads only its own input channel) is no matrix product.
+TEST(ScheduleConvApplies, NotToDepthwiseConvolutions) {
+  cir::Kernel dw = kernel_of(
+      "def f(x: tensor[b, c, h, w, f32], wt: tensor[c, kh, kw, f32]) {\n return compute(x, wt) {\n"
+      "  @kernel conv2d_depthwise\n  for n in 0..b, ch in 0..c:\n   for y in 0..h - kh + 1, z in 0..w - kw + 1:\n"
+      "    var sum = 0.0\n    for dy in 0..kh, dz in 0..kw:\n     sum += x[n, ch, y + dy, z + dz] * wt[ch, dy, dz]\n"
+      "    out[n, ch, y, z] = sum\n }\n}");
+  cir::Kernel k = cir::specialize(dw, {{"b", 1}, {"c", 32}, {"h", 30}, {"w", 30}, {"kh", 3}, {"kw", 3}});
+  EXPECT_FALSE(cir::schedule_matmul(k, cir::cpu_matmul_schedule(512, 2)).has_value());
+}
+
+}  // namespace
+}  // namespace zyntax
