@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "cir/passes/guard_range.hpp"
 #include "cir/passes/product_form.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
@@ -85,7 +86,9 @@ class Builder {
 
   Block build(const std::string& out) {
     const int64_t M = m_.rows.size(), N = m_.cols.size(), K = m_.depth.size();
-    const int64_t MR = s_.mr, NR = s_.nr, KC = std::min(s_.kc, K);
+    // Depth blocks of equal size: 576 = 2 x 288 rather than 512 + 64, whose
+    // short second block would cost a whole pass over C for little work.
+    const int64_t MR = s_.mr, NR = s_.nr, KC = ceil_div(K, ceil_div(K, s_.kc));
     const int64_t PM = ceil_div(M, MR), PN = ceil_div(N, NR);
     const int64_t MC = std::min(std::max<int64_t>(s_.mc / MR, 1), PM) * MR;
     const int64_t NC = std::min(std::max<int64_t>(s_.nc / NR, 1), PN) * NR;
@@ -133,10 +136,11 @@ class Builder {
     column.push_back(make_let("jn%mm", min(i64(NC), var("j1%mm") - var("jc%mm"))));
     Block depth;
     depth.push_back(make_let("kcv%mm", min(i64(KC), i64(K) - var("pc%mm"))));
-    pack(depth, "bp%mm", m_.y, !m_.guard_on_x, m_.cols, NR, KC, "jc%mm", "jn%mm", "jb%mm");
+    // B's panels are two vectors wide: its runs are copied a vector at a time.
+    pack(depth, "bp%mm", m_.y, !m_.guard_on_x, m_.cols, NR, KC, "jc%mm", "jn%mm", "jb%mm", static_cast<int>(NR / 2));
     Block rows;
     rows.push_back(make_let("mn%mm", min(i64(MC), var("i1%mm") - var("ic%mm"))));
-    if (!a_) pack(rows, "ap%mm", m_.x, m_.guard_on_x, m_.rows, MR, KC, "ic%mm", "mn%mm", "ib%mm");
+    if (!a_) pack(rows, "ap%mm", m_.x, m_.guard_on_x, m_.rows, MR, KC, "ic%mm", "mn%mm", "ib%mm", 0);
     Block block_row;
     std::vector<Expr> at;
     for (size_t d = 0; d < m_.rows_at; ++d) at.push_back(var(m_.loops[d]->var));
@@ -183,7 +187,8 @@ class Builder {
   // The element e is innermost: LLVM unrolls it and vectorises over p,
   // copying rows of B and interleaving W rows of A into whole-vector stores.
   void pack(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W, int64_t KC,
-            const std::string& start, const std::string& count, const std::string& first) {
+            const std::string& start, const std::string& count, const std::string& first, int lanes) {
+    if (along.loops.size() > 1) return pack_by_rows(out, dst, v, guarded, along, W, KC, start, count, first, lanes);
     std::string panel = fresh("panel");
     Expr end = var(start) + var(count);
     auto copy = [&](bool edge) {
@@ -203,22 +208,105 @@ class Builder {
     out.push_back(make_for(panel, i64(0), (var(count) + i64(W - 1)) / i64(W), i64(1), body));
   }
 
+  // pack() for a group of several loops (the pixels of a convolution): each
+  // panel is copied a run of its last loop at a time, where the flat index
+  // and that loop's variable step together, so that a row-major operand is
+  // read contiguously; the padding guard splits each run into zeros, a
+  // copy without a test (vectorised) and zeros again. Runs and guards cost a
+  // few operations per run instead of divisions per element.
+  void pack_by_rows(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W,
+                    int64_t KC, const std::string& start, const std::string& count, const std::string& first, int lanes) {
+    std::string panel = fresh("panel"), p = fresh("p"), row = fresh("row"), e0 = fresh("e0"), e1 = fresh("e1");
+    std::string stop = fresh("stop");
+    const LoopGroup::Loop& last = along.loops.back();
+    LoopGroup outer = along;
+    outer.loops.pop_back();
+    const int64_t E = last.extent;
+    Expr base = var(panel) * i64(KC * W) + var(p) * i64(W);
+    auto fill = [&](const std::string& e, Expr lo, Expr hi, const Expr& value, LoopKind kind) {
+      Block body = {make_store(dst, {AxisSel::at(base + var(e))}, value)};
+      if (kind == LoopKind::Vectorized && lanes == 0) kind = LoopKind::Serial;
+      return make_for(e, std::move(lo), std::move(hi), i64(1), body, kind, kind == LoopKind::Vectorized ? lanes : 0);
+    };
+    Expr zero = FloatImm::make(0.0);
+
+    // One run: flat indices first + [e0, e1), all in row `row` of the last loop.
+    Block run = {make_let(e0, max(var(row) * i64(E), var(first)) - var(first)),
+                 make_let(e1, min(var(row) * i64(E) + i64(E), var(stop)) - var(first))};
+    std::string e = fresh("e");
+    Substitution at = m_.depth.at(var("pc%mm") + var(p));
+    for (auto& [name, value] : outer.at(var(row))) at[name] = value;
+    at[last.var] = var(first) + var(e) - var(row) * i64(E) + i64(last.lo);
+    Expr value = substitute(v, at);
+    std::optional<GuardRange> range;
+    if (guarded && m_.guard.defined()) range = guard_range(simplify(substitute(m_.guard, at)), e);
+    if (guarded && m_.guard.defined() && !range) {
+      // A guard of another form: tested per element.
+      Block body = {make_if(substitute(m_.guard, at), {make_store(dst, {AxisSel::at(base + var(e))}, value)},
+                            {make_store(dst, {AxisSel::at(base + var(e))}, zero)})};
+      run.push_back(make_for(e, var(e0), var(e1), i64(1), body));
+    } else if (range) {
+      // The step's row of the panel is zeroed first; only where the guard
+      // holds is copied.
+      std::string a = fresh("a"), b = fresh("b");
+      Expr lo = var(e0), hi = var(e1);
+      for (const Expr& l : range->lower) lo = max(lo, l);
+      for (const Expr& u : range->upper) hi = min(hi, u);
+      run.push_back(make_let(a, lo));
+      run.push_back(make_let(b, hi));
+      run.push_back(make_if(range->uniform, {fill(e, var(a), var(b), value, LoopKind::Vectorized)}));
+    } else {
+      run.push_back(fill(e, var(e0), var(e1), value, LoopKind::Vectorized));
+    }
+    Block per_step;
+    bool zeroed = range.has_value();
+    if (zeroed) per_step.push_back(fill(fresh("e"), i64(0), i64(W), zero, LoopKind::Serial));
+    per_step.push_back(make_for(row, var(first) / i64(E), (var(stop) - i64(1)) / i64(E) + i64(1), i64(1), run));
+    if (!zeroed) per_step.push_back(fill(fresh("e"), var(stop) - var(first), i64(W), zero, LoopKind::Serial));
+    Block body = {make_let(first, var(start) + var(panel) * i64(W)),
+                  make_let(stop, min(var(first) + i64(W), var(start) + var(count))),
+                  make_for(p, i64(0), var("kcv%mm"), i64(1), per_step)};
+    out.push_back(make_for(panel, i64(0), (var(count) + i64(W - 1)) / i64(W), i64(1), body));
+  }
+
   // out[b.., i.., j..] = f(out[b.., i.., j..] + init) over the column block,
   // unless that is the sum itself.
   void epilogue(Block& out, const std::string& buffer) {
     const Expr& f = m_.store->value;
     auto v = f.as<Var>();
     if (v && v->name == m_.sum->name && !m_.init.defined()) return;
-    Substitution at = over(m_.rows, "ie%mm");
-    for (auto& [name, value] : over(m_.cols, "je%mm")) at[name] = value;
-    std::vector<AxisSel> axes;
-    for (const AxisSel& a : m_.store->axes) axes.push_back(AxisSel::at(substitute(a.index, at)));
-    Expr sum = make_access(buffer, output_type(buffer), axes);
-    if (m_.init.defined()) sum = sum + substitute(m_.init, at);
-    at[m_.sum->name] = var_f32("sum%mm");
-    Block body = {make_let("sum%mm", sum), make_store(buffer, axes, substitute(f, at), m_.store->span)};
-    Block over_j = {make_for("je%mm", var("jc%mm"), var("jc%mm") + var("jn%mm"), i64(1), body)};
-    out.push_back(make_for("ie%mm", var("i0%mm"), var("i1%mm"), i64(1), over_j));
+    Substitution rows = over(m_.rows, "ie%mm");
+    Stmt over_j = runs(m_.cols, "je%mm", var("jc%mm"), var("jc%mm") + var("jn%mm"), [&](const Substitution& cols) {
+      Substitution at = rows;
+      for (auto& [name, value] : cols) at[name] = value;
+      std::vector<AxisSel> axes;
+      for (const AxisSel& a : m_.store->axes) axes.push_back(AxisSel::at(substitute(a.index, at)));
+      Expr sum = make_access(buffer, output_type(buffer), axes);
+      if (m_.init.defined()) sum = sum + substitute(m_.init, at);
+      at[m_.sum->name] = var_f32("sum%mm");
+      return Block{make_let("sum%mm", sum), make_store(buffer, axes, substitute(f, at), m_.store->span)};
+    });
+    out.push_back(make_for("ie%mm", var("i0%mm"), var("i1%mm"), i64(1), {over_j}));
+  }
+
+  // for flat in lo..hi over a loop group, as runs of its last loop: in each
+  // run the flat index and the last loop's variable step together, so the
+  // body's addresses are affine in the run's loop (they vectorise) and the
+  // other variables are fixed for the run. `body` gets the group's
+  // variables; the runs' loops are named from `name`.
+  template <class Body>
+  Stmt runs(const LoopGroup& group, const std::string& name, Expr lo, Expr hi, Body body) {
+    if (group.loops.size() == 1) return make_for(name, lo, hi, i64(1), body(over(group, name)));
+    const LoopGroup::Loop& last = group.loops.back();
+    LoopGroup outer = group;
+    outer.loops.pop_back();
+    const int64_t E = last.extent;
+    std::string row = name + "r", v = name + "v";
+    Substitution at = outer.at(var(row));
+    at[last.var] = var(v) + i64(last.lo);
+    Expr start = var(row) * i64(E);
+    Block run = {make_for(v, max(lo, start) - start, min(hi, start + i64(E)) - start, i64(1), body(at))};
+    return make_for(row, lo / i64(E), (hi - i64(1)) / i64(E) + i64(1), i64(1), run);
   }
 
   // The packed guarded factor holds zeros where the original skipped a term,
@@ -230,12 +318,18 @@ class Builder {
     const LoopGroup& side = m_.guard_on_x ? m_.cols : m_.rows;
     Expr lo = var(m_.guard_on_x ? "j0%mm" : "i0%mm"), hi = var(m_.guard_on_x ? "j1%mm" : "i1%mm");
     Expr zero = FloatImm::make(0.0);
-    Substitution at = over(side, "sf%mm");
-    for (auto& [name, value] : over(m_.depth, "kf%mm")) at[name] = value;
-    Block term = {make_assign("fin%mm", var_f32("fin%mm") + substitute(m_.unguarded(), at) * zero)};
-    Block over_k = {make_for("kf%mm", i64(0), i64(m_.depth.size()), i64(1), term)};
     task.push_back(make_decl("fin%mm", Type::scalar(DType::F32), zero));
-    task.push_back(make_for("sf%mm", lo, hi, i64(1), over_k));
+    task.push_back(runs(side, "sf%mm", lo, hi, [&](const Substitution& side_at) {
+      // The reduction loops as they were (renamed), innermost last.
+      Substitution at = side_at;
+      for (size_t t = 0; t < m_.depth.loops.size(); ++t) at[m_.depth.loops[t].var] = var("kf%mm" + std::to_string(t));
+      Block body = {make_assign("fin%mm", var_f32("fin%mm") + substitute(m_.unguarded(), at) * zero)};
+      for (size_t t = m_.depth.loops.size(); t-- > 0;) {
+        const LoopGroup::Loop& l = m_.depth.loops[t];
+        body = {make_for("kf%mm" + std::to_string(t), i64(l.lo), i64(l.lo + l.extent), i64(1), body)};
+      }
+      return body;
+    }));
     Substitution point = over(m_.rows, "if%mm");
     for (auto& [name, value] : over(m_.cols, "jf%mm")) point[name] = value;
     Block original = substitute(Block{m_.sum_decl, m_.reduction, m_.store_stmt}, point);

@@ -609,9 +609,27 @@ class Emitter {
     if (!b_.GetInsertBlock()->getTerminator()) {
       llvm::Value* next = b_.CreateAdd(k, b_.getInt64(1));
       k->addIncoming(next, b_.GetInsertBlock());
-      b_.CreateBr(header);
+      llvm::BranchInst* latch = b_.CreateBr(header);
+      if (f.loop_kind == cir::LoopKind::Vectorized && f.factor > 1) latch->setMetadata(llvm::LLVMContext::MD_loop, vectorize_hint(f.factor));
     }
     b_.SetInsertPoint(done);
+  }
+
+  // Loop metadata asking for vectors of `width` lanes and no interleaving: a
+  // schedule marks short loops (a few vectors long) this way, which the cost
+  // model would otherwise interleave past their trip count.
+  llvm::MDNode* vectorize_hint(int width) {
+    llvm::Type* i32 = b_.getInt32Ty();
+    auto option = [&](const char* name, llvm::Metadata* value) {
+      return llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name), value});
+    };
+    llvm::Metadata* on = llvm::ConstantAsMetadata::get(b_.getTrue());
+    llvm::SmallVector<llvm::Metadata*, 4> ops = {nullptr, option("llvm.loop.vectorize.enable", on),
+                                                 option("llvm.loop.vectorize.width", llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, width))),
+                                                 option("llvm.loop.interleave.count", llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, 1)))};
+    llvm::MDNode* node = llvm::MDNode::getDistinct(ctx_, ops);
+    node->replaceOperandWith(0, node);
+    return node;
   }
 
   // The element accesses of an innermost loop, when every one of their
