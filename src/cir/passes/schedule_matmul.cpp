@@ -216,6 +216,7 @@ class Builder {
   // few operations per run instead of divisions per element.
   void pack_by_rows(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W,
                     int64_t KC, const std::string& start, const std::string& count, const std::string& first, int lanes) {
+    if (m_.depth.loops.size() > 1 && pack_by_windows(out, dst, v, guarded, along, W, KC, start, count, first, lanes)) return;
     std::string panel = fresh("panel"), p = fresh("p"), row = fresh("row"), e0 = fresh("e0"), e1 = fresh("e1");
     std::string stop = fresh("stop");
     const LoopGroup::Loop& last = along.loops.back();
@@ -267,6 +268,75 @@ class Builder {
                   make_let(stop, min(var(first) + i64(W), var(start) + var(count))),
                   make_for(p, i64(0), var("kcv%mm"), i64(1), per_step)};
     out.push_back(make_for(panel, i64(0), (var(count) + i64(W - 1)) / i64(W), i64(1), body));
+  }
+
+  // pack_by_rows() for a reduction of several loops (a convolution's input
+  // channel and window): the first reduction loop (the channel) runs
+  // innermost, so a run's copy range, which depends on the window position
+  // and not on the channel, is worked out once for all channels. False when
+  // the guard is not of the form guard_range() takes.
+  bool pack_by_windows(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W,
+                       int64_t KC, const std::string& start, const std::string& count, const std::string& first, int lanes) {
+    std::string panel = fresh("panel"), row = fresh("row"), s = fresh("s"), c = fresh("c"), e = fresh("e");
+    std::string stop = fresh("stop"), e0 = fresh("e0"), e1 = fresh("e1"), a = fresh("a"), b = fresh("b");
+    const LoopGroup::Loop& last = along.loops.back();
+    LoopGroup outer = along, window = m_.depth;
+    outer.loops.pop_back();
+    window.loops.erase(window.loops.begin());
+    const LoopGroup::Loop& channel = m_.depth.loops.front();
+    const int64_t E = last.extent, S = window.size(), C = channel.extent;
+
+    // Reduction step p = c * S + s - pc of this depth block.
+    Substitution at = window.at(var(s));
+    at[channel.var] = var(c) + i64(channel.lo);
+    for (auto& [name, value] : outer.at(var(row))) at[name] = value;
+    at[last.var] = var(first) + var(e) - var(row) * i64(E) + i64(last.lo);
+    std::optional<GuardRange> range;
+    if (guarded && m_.guard.defined()) {
+      range = guard_range(simplify(substitute(m_.guard, at)), e);
+      if (!range) return false;
+    }
+    Expr p = var(c) * i64(S) + var(s) - var("pc%mm");
+    Expr zero = FloatImm::make(0.0);
+    Block copy = {make_store(dst, {AxisSel::at(var(panel) * i64(KC * W) + p * i64(W) + var(e))}, substitute(v, at))};
+    Expr lo = var(e0), hi = var(e1);
+    if (range) {
+      for (const Expr& l : range->lower) lo = max(lo, l);
+      for (const Expr& u : range->upper) hi = min(hi, u);
+    }
+    Stmt over_e = make_for(e, var(a), var(b), i64(1), copy, lanes ? LoopKind::Vectorized : LoopKind::Serial, lanes);
+    Block per_channel = {over_e};
+    Block per_window = {make_let(a, lo), make_let(b, hi)};
+    Expr c_lo = max(i64(0), (var("pc%mm") - var(s) + i64(S - 1)) / i64(S));
+    Expr c_hi = min(i64(C), (var("pc%mm") + var("kcv%mm") - var(s) + i64(S - 1)) / i64(S));
+    Stmt over_c = make_for(c, c_lo, c_hi, i64(1), per_channel);
+    // A guard that reads the channel is worked out per channel.
+    bool per_c = range && (reads_any(range->uniform, {c}) || reads_any(lo, {c}) || reads_any(hi, {c}));
+    if (per_c) {
+      per_channel = {make_let(a, lo), make_let(b, hi), make_if(range->uniform, {over_e})};
+      per_window = {make_for(c, c_lo, c_hi, i64(1), per_channel)};
+    } else if (range) {
+      per_window.push_back(make_if(range->uniform, {over_c}));
+    } else {
+      per_window.push_back(over_c);
+    }
+    Block run = {make_let(e0, max(var(row) * i64(E), var(first)) - var(first)),
+                 make_let(e1, min(var(row) * i64(E) + i64(E), var(stop)) - var(first)),
+                 make_for(s, i64(0), i64(S), i64(1), per_window)};
+    // Zeros first: where the guard fails, past the block's end.
+    std::string z = fresh("z");
+    Stmt zeros = make_for(z, i64(0), var("kcv%mm") * i64(W), i64(1),
+                          {make_store(dst, {AxisSel::at(var(panel) * i64(KC * W) + var(z))}, zero)});
+    Block body = {make_let(first, var(start) + var(panel) * i64(W)),
+                  make_let(stop, min(var(first) + i64(W), var(start) + var(count)))};
+    if (range) {
+      body.push_back(zeros);
+    } else {
+      body.push_back(make_if(cmp(BinaryOp::Lt, var(stop) - var(first), i64(W)), {zeros}));
+    }
+    body.push_back(make_for(row, var(first) / i64(E), (var(stop) - i64(1)) / i64(E) + i64(1), i64(1), run));
+    out.push_back(make_for(panel, i64(0), (var(count) + i64(W - 1)) / i64(W), i64(1), body));
+    return true;
   }
 
   // out[b.., i.., j..] = f(out[b.., i.., j..] + init) over the column block,
