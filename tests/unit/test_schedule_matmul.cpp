@@ -35,6 +35,7 @@ struct Form {
   bool batched = false;
   bool b_transposed = false, a_transposed = false;
   int extra_inputs = 0;      // a bias of N elements
+  bool b_shared = false;     // batched A, one B for every batch element
 };
 
 const char* kPlain =
@@ -55,12 +56,20 @@ const char* kBiasRelu =
     " @kernel fused\n for i in 0..M, j in 0..N:\n  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n"
     "  out[i, j] = relu(sum + bias[j])\n }\n}";
 
+// One B for all batch elements: the batch and row loops are one group of
+// rows (a product of batch x M rows), packed a run of rows at a time.
+const char* kSharedB =
+    "def f(A: tensor[G, M, K, f32], B: tensor[K, N, f32]) {\n return compute(A, B) {\n @kernel batched_matmul\n"
+    " for g in 0..G, i in 0..M, j in 0..N:\n  var sum = 0.0\n  for k in 0..K:\n   sum += A[g, i, k] * B[k, j]\n"
+    "  out[g, i, j] = sum\n }\n}";
+
 const Form kForms[] = {
     {"plain", kPlain, kPlain},
     {"b_transposed", kTransposedB, kTransposedB, false, true},
     {"a_transposed", kTransposedA, kTransposedA, false, false, true},
     {"batched", kBatched, kBatched, true},
     {"bias_relu", kBiasRelu, kPlain, false, false, false, 1},
+    {"shared_b", kSharedB, kSharedB, true, false, false, 0, true},
 };
 
 struct Size {
@@ -84,7 +93,7 @@ Problem problem(const Form& f, Size s, int64_t batch, Random& rng) {
   Shape b = f.b_transposed ? Shape{s.n, s.k} : Shape{s.k, s.n};
   if (f.batched) {
     a.insert(a.begin(), batch);
-    b.insert(b.begin(), batch);
+    if (!f.b_shared) b.insert(b.begin(), batch);
     p.dims["G"] = batch;
   }
   p.inputs = {rand_normal(rng, DType::F32, a), rand_normal(rng, DType::F32, b)};

@@ -188,7 +188,7 @@ class Builder {
   // copying rows of B and interleaving W rows of A into whole-vector stores.
   void pack(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W, int64_t KC,
             const std::string& start, const std::string& count, const std::string& first, int lanes) {
-    if (along.loops.size() > 1) return pack_by_rows(out, dst, v, guarded, along, W, KC, start, count, first, lanes);
+    if (along.loops.size() > 1) return pack_by_runs(out, dst, v, guarded, along, W, KC, start, count, first, lanes);
     std::string panel = fresh("panel");
     Expr end = var(start) + var(count);
     auto copy = [&](bool edge) {
@@ -211,72 +211,14 @@ class Builder {
   // pack() for a group of several loops (the pixels of a convolution): each
   // panel is copied a run of its last loop at a time, where the flat index
   // and that loop's variable step together, so that a row-major operand is
-  // read contiguously; the padding guard splits each run into zeros, a
-  // copy without a test (vectorised) and zeros again. Runs and guards cost a
-  // few operations per run instead of divisions per element.
-  void pack_by_rows(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W,
+  // read contiguously. The first reduction loop (a convolution's input
+  // channel) runs innermost, so a run's copy range, which depends on the
+  // window position and not on the channel, is worked out once for all
+  // channels: the padding guard becomes that range (guard_range), and the
+  // copy has no test left and vectorises. A guard of another form is tested
+  // per element.
+  void pack_by_runs(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W,
                     int64_t KC, const std::string& start, const std::string& count, const std::string& first, int lanes) {
-    if (m_.depth.loops.size() > 1 && pack_by_windows(out, dst, v, guarded, along, W, KC, start, count, first, lanes)) return;
-    std::string panel = fresh("panel"), p = fresh("p"), row = fresh("row"), e0 = fresh("e0"), e1 = fresh("e1");
-    std::string stop = fresh("stop");
-    const LoopGroup::Loop& last = along.loops.back();
-    LoopGroup outer = along;
-    outer.loops.pop_back();
-    const int64_t E = last.extent;
-    Expr base = var(panel) * i64(KC * W) + var(p) * i64(W);
-    auto fill = [&](const std::string& e, Expr lo, Expr hi, const Expr& value, LoopKind kind) {
-      Block body = {make_store(dst, {AxisSel::at(base + var(e))}, value)};
-      if (kind == LoopKind::Vectorized && lanes == 0) kind = LoopKind::Serial;
-      return make_for(e, std::move(lo), std::move(hi), i64(1), body, kind, kind == LoopKind::Vectorized ? lanes : 0);
-    };
-    Expr zero = FloatImm::make(0.0);
-
-    // One run: flat indices first + [e0, e1), all in row `row` of the last loop.
-    Block run = {make_let(e0, max(var(row) * i64(E), var(first)) - var(first)),
-                 make_let(e1, min(var(row) * i64(E) + i64(E), var(stop)) - var(first))};
-    std::string e = fresh("e");
-    Substitution at = m_.depth.at(var("pc%mm") + var(p));
-    for (auto& [name, value] : outer.at(var(row))) at[name] = value;
-    at[last.var] = var(first) + var(e) - var(row) * i64(E) + i64(last.lo);
-    Expr value = substitute(v, at);
-    std::optional<GuardRange> range;
-    if (guarded && m_.guard.defined()) range = guard_range(simplify(substitute(m_.guard, at)), e);
-    if (guarded && m_.guard.defined() && !range) {
-      // A guard of another form: tested per element.
-      Block body = {make_if(substitute(m_.guard, at), {make_store(dst, {AxisSel::at(base + var(e))}, value)},
-                            {make_store(dst, {AxisSel::at(base + var(e))}, zero)})};
-      run.push_back(make_for(e, var(e0), var(e1), i64(1), body));
-    } else if (range) {
-      // The step's row of the panel is zeroed first; only where the guard
-      // holds is copied.
-      std::string a = fresh("a"), b = fresh("b");
-      Expr lo = var(e0), hi = var(e1);
-      for (const Expr& l : range->lower) lo = max(lo, l);
-      for (const Expr& u : range->upper) hi = min(hi, u);
-      run.push_back(make_let(a, lo));
-      run.push_back(make_let(b, hi));
-      run.push_back(make_if(range->uniform, {fill(e, var(a), var(b), value, LoopKind::Vectorized)}));
-    } else {
-      run.push_back(fill(e, var(e0), var(e1), value, LoopKind::Vectorized));
-    }
-    Block per_step;
-    bool zeroed = range.has_value();
-    if (zeroed) per_step.push_back(fill(fresh("e"), i64(0), i64(W), zero, LoopKind::Serial));
-    per_step.push_back(make_for(row, var(first) / i64(E), (var(stop) - i64(1)) / i64(E) + i64(1), i64(1), run));
-    if (!zeroed) per_step.push_back(fill(fresh("e"), var(stop) - var(first), i64(W), zero, LoopKind::Serial));
-    Block body = {make_let(first, var(start) + var(panel) * i64(W)),
-                  make_let(stop, min(var(first) + i64(W), var(start) + var(count))),
-                  make_for(p, i64(0), var("kcv%mm"), i64(1), per_step)};
-    out.push_back(make_for(panel, i64(0), (var(count) + i64(W - 1)) / i64(W), i64(1), body));
-  }
-
-  // pack_by_rows() for a reduction of several loops (a convolution's input
-  // channel and window): the first reduction loop (the channel) runs
-  // innermost, so a run's copy range, which depends on the window position
-  // and not on the channel, is worked out once for all channels. False when
-  // the guard is not of the form guard_range() takes.
-  bool pack_by_windows(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W,
-                       int64_t KC, const std::string& start, const std::string& count, const std::string& first, int lanes) {
     std::string panel = fresh("panel"), row = fresh("row"), s = fresh("s"), c = fresh("c"), e = fresh("e");
     std::string stop = fresh("stop"), e0 = fresh("e0"), e1 = fresh("e1"), a = fresh("a"), b = fresh("b");
     const LoopGroup::Loop& last = along.loops.back();
@@ -291,20 +233,22 @@ class Builder {
     at[channel.var] = var(c) + i64(channel.lo);
     for (auto& [name, value] : outer.at(var(row))) at[name] = value;
     at[last.var] = var(first) + var(e) - var(row) * i64(E) + i64(last.lo);
+    bool tested = guarded && m_.guard.defined();
     std::optional<GuardRange> range;
-    if (guarded && m_.guard.defined()) {
-      range = guard_range(simplify(substitute(m_.guard, at)), e);
-      if (!range) return false;
-    }
+    if (tested) range = guard_range(simplify(substitute(m_.guard, at)), e);
+    tested = tested && !range;
     Expr p = var(c) * i64(S) + var(s) - var("pc%mm");
     Expr zero = FloatImm::make(0.0);
-    Block copy = {make_store(dst, {AxisSel::at(var(panel) * i64(KC * W) + p * i64(W) + var(e))}, substitute(v, at))};
+    std::vector<AxisSel> to = {AxisSel::at(var(panel) * i64(KC * W) + p * i64(W) + var(e))};
+    Block copy = {make_store(dst, to, substitute(v, at))};
+    if (tested) copy = {make_if(substitute(m_.guard, at), copy, {make_store(dst, to, zero)})};
     Expr lo = var(e0), hi = var(e1);
     if (range) {
       for (const Expr& l : range->lower) lo = max(lo, l);
       for (const Expr& u : range->upper) hi = min(hi, u);
     }
-    Stmt over_e = make_for(e, var(a), var(b), i64(1), copy, lanes ? LoopKind::Vectorized : LoopKind::Serial, lanes);
+    LoopKind kind = lanes && !tested ? LoopKind::Vectorized : LoopKind::Serial;
+    Stmt over_e = make_for(e, var(a), var(b), i64(1), copy, kind, kind == LoopKind::Vectorized ? lanes : 0);
     Block per_channel = {over_e};
     Block per_window = {make_let(a, lo), make_let(b, hi)};
     Expr c_lo = max(i64(0), (var("pc%mm") - var(s) + i64(S - 1)) / i64(S));
@@ -336,7 +280,6 @@ class Builder {
     }
     body.push_back(make_for(row, var(first) / i64(E), (var(stop) - i64(1)) / i64(E) + i64(1), i64(1), run));
     out.push_back(make_for(panel, i64(0), (var(count) + i64(W - 1)) / i64(W), i64(1), body));
-    return true;
   }
 
   // out[b.., i.., j..] = f(out[b.., i.., j..] + init) over the column block,
