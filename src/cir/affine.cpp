@@ -121,6 +121,11 @@ Expr to_expr(const Affine& a) {
   return r - i64(-c);
 }
 
+std::optional<int64_t> constant_value(const Expr& e) {
+  if (auto c = e.as<IntImm>()) return c->value;
+  return std::nullopt;
+}
+
 std::optional<int64_t> constant_difference(const Expr& a, const Expr& b) {
   Affine d = combine(BinaryOp::Sub, linearize(a), linearize(b));
   if (!d.is_constant()) return std::nullopt;

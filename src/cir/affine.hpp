@@ -47,6 +47,9 @@ Affine combine(BinaryOp op, const Affine& a, const Affine& b);
 // The canonical expression for a linear form.
 Expr to_expr(const Affine& a);
 
+// The value of an integer literal; nothing for anything else.
+std::optional<int64_t> constant_value(const Expr& e);
+
 // a - b when it does not depend on any term; both must be i64 scalars.
 std::optional<int64_t> constant_difference(const Expr& a, const Expr& b);
 

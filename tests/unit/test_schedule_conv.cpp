@@ -18,6 +18,7 @@
 #include "codegen/llvm/cpu/cpu_plan.hpp"
 #include "interp/reference_executor.hpp"
 #include "kernel_source.hpp"
+#include "product_parity.hpp"
 #include "runtime/device.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/tensor_ops.hpp"
@@ -25,6 +26,8 @@
 namespace zyntax {
 namespace {
 
+using testing::absolute;
+using testing::expect_close;
 using testing::kernel_of;
 
 enum class Layout { NCHW, NHWC };
@@ -94,30 +97,6 @@ std::map<std::string, int64_t> all_dims(const Problem& p) {
   std::map<std::string, int64_t> d = p.dims;
   d.insert(p.host_dims.begin(), p.host_dims.end());
   return d;
-}
-
-std::vector<Tensor> absolute(const std::vector<Tensor>& ts) {
-  std::vector<Tensor> out;
-  for (const Tensor& in : ts) {
-    Tensor t = in.clone();
-    for (int64_t e = 0; e < t.numel(); ++e) t.set(e, Scalar::of_float(std::fabs(t.get(e).f), DType::F32));
-    out.push_back(t);
-  }
-  return out;
-}
-
-// |got - want| <= 1e-4 * scale + 1e-6 element-wise; NaN and infinities exactly where want has them.
-void expect_close(const Tensor& got, const Tensor& want, const Tensor& scale, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  int reported = 0;
-  for (int64_t e = 0; e < want.numel() && reported < 5; ++e) {
-    double g = got.get(e).f, w = want.get(e).f, bound = 1e-4 * scale.get(e).f + 1e-6;
-    bool ok = std::isnan(w) ? std::isnan(g) : std::isinf(w) ? g == w : std::fabs(g - w) <= bound;
-    if (!ok) {
-      ADD_FAILURE() << what << ": element " << e << " is " << g << ", the reference has " << w << " (bound " << bound << ")";
-      ++reported;
-    }
-  }
 }
 
 std::string shape_text(const Shape4& s) {

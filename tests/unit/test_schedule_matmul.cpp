@@ -19,6 +19,7 @@
 #include "codegen/llvm/cpu/cpu_plan.hpp"
 #include "interp/reference_executor.hpp"
 #include "kernel_source.hpp"
+#include "product_parity.hpp"
 #include "runtime/device.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/tensor_ops.hpp"
@@ -26,6 +27,8 @@
 namespace zyntax {
 namespace {
 
+using testing::absolute;
+using testing::expect_close;
 using testing::kernel_of;
 
 struct Form {
@@ -101,30 +104,6 @@ Problem problem(const Form& f, Size s, int64_t batch, Random& rng) {
   return p;
 }
 
-std::vector<Tensor> absolute(const std::vector<Tensor>& ts) {
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < 2; ++i) {
-    Tensor t = ts[i].clone();
-    for (int64_t e = 0; e < t.numel(); ++e) t.set(e, Scalar::of_float(std::fabs(t.get(e).f), DType::F32));
-    out.push_back(t);
-  }
-  return out;
-}
-
-// |got - want| <= 1e-4 * scale + 1e-6 element-wise; NaN and infinities exactly where want has them.
-void expect_close(const Tensor& got, const Tensor& want, const Tensor& scale, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  int reported = 0;
-  for (int64_t e = 0; e < want.numel() && reported < 5; ++e) {
-    double g = got.get(e).f, w = want.get(e).f, bound = 1e-4 * scale.get(e).f + 1e-6;
-    bool ok = std::isnan(w) ? std::isnan(g) : std::isinf(w) ? g == w : std::fabs(g - w) <= bound;
-    if (!ok) {
-      ADD_FAILURE() << what << ": element " << e << " is " << g << ", the reference has " << w << " (bound " << bound << ")";
-      ++reported;
-    }
-  }
-}
-
 std::string sizes_text(Size s, int64_t batch) {
   return "M=" + std::to_string(s.m) + " K=" + std::to_string(s.k) + " N=" + std::to_string(s.n) + " batch=" + std::to_string(batch);
 }
@@ -146,7 +125,7 @@ TEST_P(ScheduleMatmul, ScheduledKernelMatchesTheOriginalOnTheReference) {
       ASSERT_TRUE(scheduled.has_value()) << f.name << " " << sizes_text(s, 3);
       Tensor want = ReferenceKernel(k).run(p.inputs, {});
       Tensor got = ReferenceKernel(*scheduled).run(p.inputs, {});
-      Tensor scale = ReferenceKernel(cir::specialize(bound_generic, p.dims)).run(absolute(p.inputs), {});
+      Tensor scale = ReferenceKernel(cir::specialize(bound_generic, p.dims)).run(absolute(p.inputs, 2), {});
       expect_close(got, want, scale, std::string(f.name) + " " + sizes_text(s, 3) + " threads=" + std::to_string(threads));
     }
   }
@@ -175,7 +154,7 @@ TEST_P(ScheduleMatmul, CpuDeviceMatchesTheReference) {
       EXPECT_NE(cir::print(*plan.kernel).find("matmul_block"), std::string::npos) << what << ": not scheduled";
       Tensor want = compiled.launch(*ref, p.inputs, {}, {});
       Tensor got = compiled.launch(*cpu, p.inputs, {}, {});
-      Tensor scale = bound.launch(*ref, absolute(p.inputs), {}, {});
+      Tensor scale = bound.launch(*ref, absolute(p.inputs, 2), {}, {});
       expect_close(got, want, scale, what);
     }
   }

@@ -3,17 +3,13 @@
 #include <cmath>
 #include <map>
 
+#include "cir/affine.hpp"
 #include "cir/reads.hpp"
 #include "cir/visitor.hpp"
 
 namespace zyntax::cir {
 
 namespace {
-
-std::optional<int64_t> constant(const Expr& e) {
-  if (auto c = e.as<IntImm>()) return c->value;
-  return std::nullopt;
-}
 
 struct Range {
   int64_t lo, extent;
@@ -30,16 +26,14 @@ class SafeEverywhere : public IRVisitor {
   bool ok = true;
 
   void visit(const Access* op) override {
-    const Param* param = nullptr;
-    for (const Param& p : kernel_.params)
-      if (p.name == op->buffer && p.role == ParamRole::Input) param = &p;
-    if (!param || op->axes.size() != param->type.rank()) {
+    const Param* param = kernel_.find_param(op->buffer);
+    if (!param || param->role != ParamRole::Input || op->axes.size() != param->type.rank()) {
       ok = false;
       return;
     }
     for (size_t d = 0; d < op->axes.size(); ++d) {
       const AxisSel& a = op->axes[d];
-      auto extent = constant(param->type.shape[d]);
+      auto extent = constant_value(param->type.shape[d]);
       if (a.is_slice || !extent) {
         ok = false;
         return;
@@ -47,7 +41,7 @@ class SafeEverywhere : public IRVisitor {
       if (auto v = a.index.as<Var>(); v && ranges_.count(v->name)) {
         Range r = ranges_.at(v->name);
         ok = ok && r.lo >= 0 && r.lo + r.extent <= *extent;
-      } else if (auto c = constant(a.index)) {
+      } else if (auto c = constant_value(a.index)) {
         ok = ok && *c >= 0 && *c < *extent;
       } else {
         ok = false;
@@ -128,7 +122,7 @@ Substitution LoopGroup::at(const Expr& flat) const {
   return s;
 }
 
-int64_t ProductForm::extent(const For& f) const { return *constant(f.hi); }
+int64_t ProductForm::extent(const For& f) const { return *constant_value(f.hi); }
 
 int64_t ProductForm::batch() const {
   int64_t b = 1;
@@ -142,8 +136,8 @@ std::optional<ProductForm> match_product(const Kernel& kernel) {
   const Block* body = &kernel.body;
   while (body->size() == 1) {
     auto f = (*body)[0].as<For>();
-    if (!f || f->loop_kind != LoopKind::Parallel || constant(f->lo) != 0 || constant(f->step) != 1 || !constant(f->hi) ||
-        *constant(f->hi) <= 0)
+    if (!f || f->loop_kind != LoopKind::Parallel || constant_value(f->lo) != 0 || constant_value(f->step) != 1 || !constant_value(f->hi) ||
+        *constant_value(f->hi) <= 0)
       return std::nullopt;
     m.loops.push_back(f);
     body = &f->body;
@@ -169,8 +163,8 @@ std::optional<ProductForm> match_product(const Kernel& kernel) {
 
   // for k.. (nested): lets, then [if guard:] s = s + X * Y
   while (true) {
-    auto lo = constant(loop->lo), hi = constant(loop->hi);
-    if (!lo || !hi || *hi <= *lo || constant(loop->step) != 1) return std::nullopt;
+    auto lo = constant_value(loop->lo), hi = constant_value(loop->hi);
+    if (!lo || !hi || *hi <= *lo || constant_value(loop->step) != 1) return std::nullopt;
     m.depth.loops.push_back({loop->var, *lo, *hi - *lo});
     if (loop->body.size() != 1 || !loop->body[0].as<For>()) break;
     loop = loop->body[0].as<For>();
@@ -206,7 +200,7 @@ std::optional<ProductForm> match_product(const Kernel& kernel) {
   for (size_t d = 0; d < m.loops.size(); ++d) {
     const AxisSel& s = m.store->axes[d];
     auto v = s.is_slice ? nullptr : s.index.as<Var>();
-    if (!v || v->name != m.loops[d]->var || constant(out.type.shape[d]) != m.extent(*m.loops[d])) return std::nullopt;
+    if (!v || v->name != m.loops[d]->var || constant_value(out.type.shape[d]) != m.extent(*m.loops[d])) return std::nullopt;
   }
   if (reads_any(m.store->value, {out.name})) return std::nullopt;
 

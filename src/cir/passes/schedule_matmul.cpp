@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "cir/affine.hpp"
 #include "cir/passes/guard_range.hpp"
 #include "cir/passes/product_form.hpp"
 #include "cir/passes/simplify.hpp"
@@ -20,11 +21,6 @@ Expr var(const std::string& name) { return Var::make(name, Type::scalar(DType::I
 Expr cmp(BinaryOp op, Expr a, Expr b) { return Binary::make(op, std::move(a), std::move(b)); }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-std::optional<int64_t> constant(const Expr& e) {
-  if (auto c = e.as<IntImm>()) return c->value;
-  return std::nullopt;
-}
-
 // Where the micro-kernel can read X in place: X = A[.., i.., k..], an f32
 // input whose reduction loops step through adjacent elements in order and
 // whose row loops step by one common row stride (the BLAS kernels read an
@@ -39,14 +35,12 @@ std::optional<InPlaceA> find_in_place_a(const Kernel& kernel, const ProductForm&
   if (m.guard.defined() && m.guard_on_x) return std::nullopt;
   auto access = m.x.as<Access>();
   if (!access) return std::nullopt;
-  const Param* param = nullptr;
-  for (const Param& p : kernel.params)
-    if (p.name == access->buffer && p.role == ParamRole::Input) param = &p;
-  if (!param || param->type.dtype != DType::F32 || access->axes.size() != param->type.rank()) return std::nullopt;
+  const Param* param = kernel.find_param(access->buffer);
+  if (!param || param->role != ParamRole::Input || param->type.dtype != DType::F32 || access->axes.size() != param->type.rank()) return std::nullopt;
   std::vector<int64_t> strides(access->axes.size());
   int64_t stride = 1;
   for (size_t d = access->axes.size(); d-- > 0;) {
-    auto extent = constant(param->type.shape[d]);
+    auto extent = constant_value(param->type.shape[d]);
     if (!extent) return std::nullopt;
     strides[d] = stride;
     stride *= *extent;

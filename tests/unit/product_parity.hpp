@@ -1,0 +1,44 @@
+// Shared by the matrix-product schedule tests: the error scale of a product
+// (the same product of |inputs|) and the comparison against the reference.
+// Sums are regrouped by the schedule, so results agree to 1e-4 of the sum
+// of |terms| (the parity bound of long reductions), and NaN and infinities
+// exactly where the reference has them.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "runtime/tensor.hpp"
+
+namespace zyntax::testing {
+
+// |t| for the first `count` tensors (all by default).
+inline std::vector<Tensor> absolute(const std::vector<Tensor>& ts, size_t count = std::numeric_limits<size_t>::max()) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < ts.size() && i < count; ++i) {
+    Tensor t = ts[i].clone();
+    for (int64_t e = 0; e < t.numel(); ++e) t.set(e, Scalar::of_float(std::fabs(t.get(e).f), DType::F32));
+    out.push_back(t);
+  }
+  return out;
+}
+
+// |got - want| <= 1e-4 * scale + 1e-6 element-wise; NaN and infinities exactly where want has them.
+inline void expect_close(const Tensor& got, const Tensor& want, const Tensor& scale, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  int reported = 0;
+  for (int64_t e = 0; e < want.numel() && reported < 5; ++e) {
+    double g = got.get(e).f, w = want.get(e).f, bound = 1e-4 * scale.get(e).f + 1e-6;
+    bool ok = std::isnan(w) ? std::isnan(g) : std::isinf(w) ? g == w : std::fabs(g - w) <= bound;
+    if (!ok) {
+      ADD_FAILURE() << what << ": element " << e << " is " << g << ", the reference has " << w << " (bound " << bound << ")";
+      ++reported;
+    }
+  }
+}
+
+}  // namespace zyntax::testing
