@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang and runs each for the given number
-# of seconds (default 60), starting from the example programs.
+# Builds the libFuzzer targets with clang and fuzzes them, starting from the
+# example programs.
+#   scripts/fuzz.sh            reproducible: a fixed seed and number of runs
+#                              per target (FUZZ_SEED, FUZZ_RUNS), as the tests run it
+#   scripts/fuzz.sh 600        exploratory: 600 seconds per target, a new seed each time
+# A crash leaves its input in build-fuzz/crash-*; rerun it with
+# build-fuzz/fuzz/fuzz_check build-fuzz/crash-...
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SECONDS_EACH=${1:-60}
+if [[ $# -ge 1 ]]; then
+  LIMITS=(-max_total_time="$1")
+else
+  LIMITS=(-seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-30000}" -max_total_time=900)
+fi
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZYNTAX_FUZZ=ON -DZYNTAX_TESTS=OFF \
   -DCMAKE_CXX_COMPILER=clang++-19 >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_check fuzz_npy
+rm -rf build-fuzz/corpus-check build-fuzz/corpus-npy
 mkdir -p build-fuzz/corpus-check build-fuzz/corpus-npy
 cp examples/*.zynml build-fuzz/corpus-check/ 2>/dev/null || true
 find tests/programs tests/errors -name '*.zynml' -exec cp {} build-fuzz/corpus-check/ \; 2>/dev/null || true
 cp tests/unit/data/*.npy build-fuzz/corpus-npy/ 2>/dev/null || true
-build-fuzz/fuzz/fuzz_check -artifact_prefix=build-fuzz/ -max_total_time="$SECONDS_EACH" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
+build-fuzz/fuzz/fuzz_check -artifact_prefix=build-fuzz/ "${LIMITS[@]}" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
   -print_final_stats=1 -dict=fuzz/dict build-fuzz/corpus-check >/dev/null 2>build-fuzz/fuzz_check.log || {
   tail -60 build-fuzz/fuzz_check.log; exit 1; }
 tail -3 build-fuzz/fuzz_check.log
-build-fuzz/fuzz/fuzz_npy -artifact_prefix=build-fuzz/ -max_total_time="$SECONDS_EACH" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
+build-fuzz/fuzz/fuzz_npy -artifact_prefix=build-fuzz/ "${LIMITS[@]}" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
   -print_final_stats=1 build-fuzz/corpus-npy >/dev/null 2>build-fuzz/fuzz_npy.log || {
   tail -60 build-fuzz/fuzz_npy.log; exit 1; }
 tail -3 build-fuzz/fuzz_npy.log

@@ -88,6 +88,7 @@ class Lowering {
       DiagnosticEngine scratch(dummy_sources_);
       auto names_before = axis_names_;
       lower_body(scratch, /*final=*/false);
+      rename_inferred_dims(names_before);
       if (iter > 0 && names_before == axis_names_ && same_inferred()) break;
     }
     size_t errors_before = diags.error_count();
@@ -101,6 +102,21 @@ class Lowering {
   }
 
  private:
+  // An input axis named during this iteration (`q.d1` became `seq`): shapes
+  // inferred under the old name take the new one, or a `var` typed from the
+  // previous iteration would keep naming a dimension the kernel no longer has.
+  void rename_inferred_dims(const std::vector<std::vector<std::string>>& names_before) {
+    cir::Substitution renamed;
+    for (size_t i = 0; i < axis_names_.size(); ++i)
+      for (size_t a = 0; a < axis_names_[i].size(); ++a) {
+        std::string old_name = axis_name_in(names_before, i, a), new_name = axis_name(i, a);
+        if (old_name != new_name) renamed[old_name] = cir::Var::make(new_name, cir::Type::scalar(DType::I64));
+      }
+    if (renamed.empty()) return;
+    for (auto& [key, inf] : inferred_)
+      for (Expr& d : inf.shape) d = cir::substitute(d, renamed);
+  }
+
   // ------------------------------------------------------------ setup
 
   bool check_inputs(DiagnosticEngine& diags) {
@@ -237,9 +253,11 @@ class Lowering {
     return t;
   }
 
-  std::string axis_name(size_t i, size_t a) const {
-    const std::string& n = axis_names_[i][a];
-    return n.empty() ? sigs_[i].path + ".d" + std::to_string(a) : n;
+  std::string axis_name(size_t i, size_t a) const { return axis_name_in(axis_names_, i, a); }
+
+  // An axis the body has not named is `input.dN`.
+  std::string axis_name_in(const std::vector<std::vector<std::string>>& names, size_t i, size_t a) const {
+    return names[i][a].empty() ? sigs_[i].path + ".d" + std::to_string(a) : names[i][a];
   }
 
   cir::Type out_type() const {

@@ -162,5 +162,17 @@ TEST(LowerKernels, NumberThatBecomesATileIsDeclaredWithTheTileShape) {
   EXPECT_TRUE(contains(c->cir(), "out out: tensor[min(3, x.d0), 1, f32]")) << c->cir();
 }
 
+// The slice names the axis `seq` only after the first pass over the body; the
+// running max typed from that slice must follow the new name.
+TEST(LowerKernels, VariableTypedFromASliceFollowsTheDimensionItBinds) {
+  auto c = check(
+      "let q = randn([2, 24, 4, 16])\nlet blk = 16\nlet o = compute(q) {\n  @kernel fused\n"
+      "  for b in 0..2, h in 0..4:\n    for s0 in 0..seq step blk:\n      var m = -inf\n"
+      "      let t = q[b, s0:s0 + blk, h]\n      m = max(m, row_max(t))\n      out[b, s0:s0 + blk, h] = m\n}\n");
+  ASSERT_TRUE(c->ok) << c->errors();
+  EXPECT_TRUE(contains(c->cir(), "var m: tensor[min(blk + s0, seq) - s0, 1, f32]")) << c->cir();
+  EXPECT_FALSE(contains(c->cir(), "q.d1")) << c->cir();
+}
+
 }  // namespace
 }  // namespace zyntax
