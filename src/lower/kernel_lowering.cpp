@@ -581,6 +581,16 @@ class Lowering {
       if (!v.ok()) return;
       record(sym->key, v);
       if (poisoned_.count(sym)) return;
+      if (sym->type.is_scalar() && v.is_tile()) {
+        // Only when the types never settle: the tile's size is not known
+        // where the variable is declared, so it stays a number.
+        if (final_)
+          diags_->error(a.value->span, "'" + name + "' holds a number, but a tile is assigned to it here")
+              .note(sym->decl, "declared here")
+              .with_hint("declare it with a tile of the right size, e.g. `var " + name + " = zeros(rows, cols)`, or "
+                         "reduce the tile to a number (`row_max`, `sum`, ...)");
+        return;
+      }
       DType t = sym->type.dtype;
       Value c = cast_to(v, t);
       out.push_back(cir::make_assign(sym->cir_name, c.e, a.span));
@@ -1382,6 +1392,8 @@ class Lowering {
     k.reduce_op = annotations_.reduce_op;
     k.reduce_axis = annotations_.reduce_axis;
     k.span = node_.span;
+    // First, so that host sizes it names become dimensions of the kernel.
+    if (annotations_.shared_bytes) k.hints.shared_bytes = shared_bytes(diags);
     std::set<std::string> dim_names;
     for (size_t i = 0; i < sigs_.size(); ++i) {
       cir::Param p;
@@ -1444,13 +1456,6 @@ class Lowering {
       for (size_t i = 1; i < annotations_.devices.size(); ++i) k.hints.device += "," + annotations_.devices[i];
     }
     k.hints.parallel = annotations_.parallel;
-    if (annotations_.shared_bytes) {
-      diags_ = &diags;
-      final_ = true;
-      reset_scopes_for_hints();
-      Value v = int_operand(*annotations_.shared_bytes, "@shared size");
-      if (v.ok()) k.hints.shared_bytes = cir::simplify(v.e);
-    }
     return cir::run_passes(std::move(k), "lowering",
                            {{"mark_parallel_loops", [](const cir::Kernel& in) {
                                cir::Kernel out = in;
@@ -1460,9 +1465,23 @@ class Lowering {
                             {"simplify", [](const cir::Kernel& in) { return cir::simplify(in); }}});
   }
 
-  void reset_scopes_for_hints() {
+  // The @shared(...) size: host sizes and the kernel's dimensions only.
+  Expr shared_bytes(DiagnosticEngine& diags) {
+    diags_ = &diags;
+    final_ = true;
     scopes_.clear();
     scopes_.emplace_back();
+    size_t known = unresolved_order_.size();
+    Value v = int_operand(*annotations_.shared_bytes, "@shared size");
+    bool ok = v.ok();
+    for (size_t i = known; i < unresolved_order_.size(); ++i) {
+      const std::string& name = unresolved_order_[i];
+      if (bound_dims_.count(name)) continue;
+      diags.error(unresolved_.at(name).front(), "unknown name '" + name + "' in the @shared size")
+          .with_hint("it may use host integers and the kernel's dimensions");
+      ok = false;
+    }
+    return ok ? cir::simplify(v.e) : Expr();
   }
 
   const ast::Compute& node_;

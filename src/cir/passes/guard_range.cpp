@@ -37,7 +37,24 @@ void conjuncts(const Expr& e, std::vector<Expr>& out) {
   }
 }
 
+Expr conjoin(const Expr& a, const Expr& b) { return a.defined() ? Binary::make(BinaryOp::And, a, b) : b; }
+
 }  // namespace
+
+GuardSplit split_uniform(const Expr& guard, const std::string& var) {
+  std::vector<Expr> parts;
+  conjuncts(guard, parts);
+  GuardSplit s;
+  for (const Expr& c : parts) {
+    if (!reads_any(c, {var}) && pure(c))
+      s.uniform = conjoin(s.uniform, c);
+    else
+      s.rest = conjoin(s.rest, c);
+  }
+  if (!s.uniform.defined()) s.uniform = BoolImm::make(true);
+  if (!s.rest.defined()) s.rest = BoolImm::make(true);
+  return s;
+}
 
 std::optional<GuardRange> guard_range(const Expr& guard, const std::string& var) {
   if (!pure(guard)) return std::nullopt;
@@ -46,7 +63,7 @@ std::optional<GuardRange> guard_range(const Expr& guard, const std::string& var)
   GuardRange r;
   for (const Expr& c : parts) {
     if (!reads_any(c, {var})) {
-      r.uniform = r.uniform.defined() ? Binary::make(BinaryOp::And, r.uniform, c) : c;
+      r.uniform = conjoin(r.uniform, c);
       continue;
     }
     auto cmp = c.as<Binary>();

@@ -28,4 +28,13 @@ struct GuardRange {
 // divides by anything but a positive constant) and so may not be hoisted.
 std::optional<GuardRange> guard_range(const Expr& guard, const std::string& var);
 
+// A guard that is no such range still splits into the conjuncts a loop over
+// `var` may test once (free of it, cannot fault) and the rest, tested per
+// iteration. Either is `true` when it has no conjunct.
+struct GuardSplit {
+  Expr uniform;
+  Expr rest;
+};
+GuardSplit split_uniform(const Expr& guard, const std::string& var);
+
 }  // namespace zyntax::cir

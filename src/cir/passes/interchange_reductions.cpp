@@ -14,6 +14,77 @@ namespace {
 // Arrays larger than this stay as they are (the accumulators live on the stack).
 constexpr int64_t kMaxAccumulatorBytes = 64 << 10;
 
+// One loop of the reduction nest, its range with the nest's lets inlined.
+struct NestLoop {
+  const For* loop;
+  Expr lo, hi, step;
+};
+
+// What a running value is updated by: `s = s op term` under loops, possibly
+// inside one `if guard`, with the lets on the way inlined into the range of
+// each inner loop, the guard and the term.
+struct ReductionNest {
+  std::vector<NestLoop> loops;  // outermost first
+  Expr guard;                   // undefined when there is none
+  const Assign* assign = nullptr;
+  BinaryOp op = BinaryOp::Add;
+  Expr term;
+};
+
+// The lets at the front of a block go into `lets`; returns the statement
+// after them when it is the last one.
+const Stmt* after_lets(const Block& b, Substitution& lets) {
+  if (b.empty()) return nullptr;
+  for (size_t i = 0; i + 1 < b.size(); ++i) {
+    auto l = b[i].as<Let>();
+    if (!l) return nullptr;
+    lets[l->name] = substitute(l->value, lets);
+  }
+  return &b.back();
+}
+
+std::optional<ReductionNest> match_nest(const Stmt& first, const std::string& s) {
+  ReductionNest n;
+  Substitution lets;
+  // Inlining drops a let nobody reads, and with it an access the reference
+  // would check: such nests stay as they are.
+  std::set<std::string> read = reads(first);
+  const Stmt* cur = &first;
+  while (auto f = cur->as<For>()) {
+    n.loops.push_back({f, substitute(f->lo, lets), substitute(f->hi, lets), substitute(f->step, lets)});
+    cur = after_lets(f->body, lets);
+    if (!cur) return std::nullopt;
+  }
+  if (n.loops.empty()) return std::nullopt;
+  if (auto i = cur->as<If>()) {
+    if (!i->else_body.empty()) return std::nullopt;
+    n.guard = substitute(i->cond, lets);
+    cur = after_lets(i->then_body, lets);
+    if (!cur) return std::nullopt;
+  }
+  auto assign = cur->as<Assign>();
+  if (!assign || assign->name != s) return std::nullopt;
+  auto op = assign->value.as<Binary>();
+  if (!op || (op->op != BinaryOp::Add && op->op != BinaryOp::Mul && op->op != BinaryOp::Min && op->op != BinaryOp::Max))
+    return std::nullopt;
+  auto self = op->a.as<Var>();
+  if (!self || self->name != s) return std::nullopt;
+  for (const auto& [name, value] : lets)
+    if (!read.count(name)) return std::nullopt;
+  n.assign = assign;
+  n.op = op->op;
+  n.term = substitute(op->b, lets);
+  return n;
+}
+
+// A loop that unrolls whole: constant bounds, at most this many trips.
+constexpr int64_t kShortTrips = 8;
+
+bool short_constant_range(const NestLoop& l) {
+  auto lo = l.lo.as<IntImm>(), hi = l.hi.as<IntImm>(), step = l.step.as<IntImm>();
+  return lo && hi && step && step->value == 1 && hi->value - lo->value <= kShortTrips;
+}
+
 class Interchange {
  public:
   Block block(const Block& b) {
@@ -34,35 +105,31 @@ class Interchange {
  private:
   std::string fresh(const std::string& base) { return base + "%" + std::to_string(counter_++); }
 
-  // for j: { var s = init; for k: s = s op e; store ... s ... }
+  // for j: { var s = init; <reduction nest updating s>; store ... s ... }
   bool rewrite(const For& f, Block& out) {
     auto lo = f.lo.as<IntImm>(), hi = f.hi.as<IntImm>(), step = f.step.as<IntImm>();
     if (!lo || !hi || !step || lo->value != 0 || step->value != 1 || hi->value <= 0 || f.body.size() != 3) return false;
     auto decl = f.body[0].as<Decl>();
-    auto inner = f.body[1].as<For>();
     auto store = f.body[2].as<Store>();
-    if (!decl || !inner || !store || !decl->type.is_scalar() || !decl->init.defined()) return false;
+    if (!decl || !store || !decl->type.is_scalar() || !decl->init.defined()) return false;
     if (hi->value * static_cast<int64_t>(dtype_size(decl->type.dtype)) > kMaxAccumulatorBytes) return false;
-    if (inner->body.size() != 1) return false;
-    auto assign = inner->body[0].as<Assign>();
-    if (!assign || assign->name != decl->name) return false;
-    auto op = assign->value.as<Binary>();
-    if (!op || (op->op != BinaryOp::Add && op->op != BinaryOp::Mul && op->op != BinaryOp::Min && op->op != BinaryOp::Max))
-      return false;
-    auto self = op->a.as<Var>();
-    if (!self || self->name != decl->name) return false;
+    std::optional<ReductionNest> nest = match_nest(f.body[1], decl->name);
+    if (!nest) return false;
     const std::string& j = f.var;
     const std::string& s = decl->name;
-    // The inner loop's range must not depend on j, and the term must not read
-    // the running value or what the loop writes.
+    // The nest's ranges must not depend on j, and the guard and the term must
+    // not read the running value or what the loop writes.
     std::set<std::string> written = {store->buffer, s};
-    for (const Expr& e : {inner->lo, inner->hi, inner->step})
-      if (reads_any(e, {j, s})) return false;
-    if (reads_any(op->b, written) || reads_any(decl->init, written)) return false;
+    for (const NestLoop& l : nest->loops)
+      for (const Expr& e : {l.lo, l.hi, l.step})
+        if (reads_any(e, {j, s})) return false;
+    if (reads_any(nest->term, written) || reads_any(decl->init, written)) return false;
+    if (nest->guard.defined() && reads_any(nest->guard, written)) return false;
 
     std::string acc = fresh(s + "acc");
     Type acc_type = Type::tensor(decl->type.dtype, {f.hi});
-    auto acc_of = [&](const std::string& jv) { return make_access(acc, acc_type, {AxisSel::at(Var::make(jv, Type::scalar(DType::I64)))}); };
+    auto at = [](const std::string& jv) { return AxisSel::at(Var::make(jv, Type::scalar(DType::I64))); };
+    auto acc_of = [&](const std::string& jv) { return make_access(acc, acc_type, {at(jv)}); };
     auto over_j = [&](const std::string& jv, Block body) {
       return make_for(jv, f.lo, f.hi, f.step, std::move(body), LoopKind::Serial, 0, f.span);
     };
@@ -70,14 +137,29 @@ class Interchange {
 
     out.push_back(make_allocate(acc, acc_type, MemorySpace::Local, f.span));
     std::string j0 = fresh(j);
-    out.push_back(over_j(j0, {make_store(acc, {AxisSel::at(Var::make(j0, Type::scalar(DType::I64)))},
-                                         substitute(decl->init, rename_j(j0)), decl->span)}));
+    out.push_back(over_j(j0, {make_store(acc, {at(j0)}, substitute(decl->init, rename_j(j0)), decl->span)}));
+
+    // Each acc[j] still takes its terms in the nest's order, skipping the
+    // same ones: the result is the reference's, bit for bit.
     std::string j1 = fresh(j);
-    Expr term = substitute(op->b, rename_j(j1));
-    Block step_body = {make_store(acc, {AxisSel::at(Var::make(j1, Type::scalar(DType::I64)))},
-                                  Binary::make(op->op, acc_of(j1), term, op->span), assign->span)};
-    out.push_back(make_for(inner->var, inner->lo, inner->hi, inner->step, {over_j(j1, step_body)}, inner->loop_kind,
-                           inner->factor, inner->span));
+    Stmt update = make_store(acc, {at(j1)}, Binary::make(nest->op, acc_of(j1), substitute(nest->term, rename_j(j1))),
+                             nest->assign->span);
+    if (nest->guard.defined()) update = make_if(substitute(nest->guard, rename_j(j1)), {update}, {}, update->span);
+    // Where j goes: innermost, unless the guard tests j and the innermost
+    // loop of the nest is short (a convolution window's row): then just
+    // above it, so that loop unrolls, and where its range is whole (away from
+    // the padding) j runs over plain loads.
+    size_t j_depth = nest->loops.size();
+    if (nest->guard.defined() && reads_any(nest->guard, {j}) && short_constant_range(nest->loops.back())) --j_depth;
+    auto wrap = [](const NestLoop& l, Stmt b) {
+      return make_for(l.loop->var, l.lo, l.hi, l.step, {std::move(b)}, l.loop->loop_kind, l.loop->factor, l.loop->span);
+    };
+    Stmt body = update;
+    for (size_t d = nest->loops.size(); d-- > j_depth;) body = wrap(nest->loops[d], body);
+    body = over_j(j1, {body});
+    for (size_t d = j_depth; d-- > 0;) body = wrap(nest->loops[d], body);
+    out.push_back(body);
+
     std::string j2 = fresh(j);
     Substitution finish = rename_j(j2);
     finish[s] = acc_of(j2);

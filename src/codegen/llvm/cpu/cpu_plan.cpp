@@ -3,6 +3,7 @@
 #include "cir/output_coverage.hpp"
 #include "cir/pass_manager.hpp"
 #include "cir/passes/interchange_reductions.hpp"
+#include "cir/passes/partition_guarded_loops.hpp"
 #include "cir/passes/reuse_row_values.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/schedule_matmul.hpp"
@@ -30,6 +31,7 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads) {
                     }});
   passes.push_back({"reuse_row_values", [](const cir::Kernel& k) { return cir::reuse_row_values(k); }});
   passes.push_back({"interchange_reductions", [](const cir::Kernel& k) { return cir::interchange_reductions(k); }});
+  passes.push_back({"partition_guarded_loops", [](const cir::Kernel& k) { return cir::partition_guarded_loops(k); }});
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
   if (auto why = unsupported_reason(k)) {
     plan.why_not = *why;
