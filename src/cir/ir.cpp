@@ -212,4 +212,12 @@ Expr operator/(Expr a, Expr b) { return Binary::make(BinaryOp::Div, std::move(a)
 Expr min(Expr a, Expr b) { return Binary::make(BinaryOp::Min, std::move(a), std::move(b)); }
 Expr max(Expr a, Expr b) { return Binary::make(BinaryOp::Max, std::move(a), std::move(b)); }
 
+std::vector<Expr> chain_operands(const Expr& e, BinaryOp op) {
+  auto b = e.as<Binary>();
+  if (!b || b->op != op) return {e};
+  std::vector<Expr> out = chain_operands(b->a, op), rest = chain_operands(b->b, op);
+  out.insert(out.end(), rest.begin(), rest.end());
+  return out;
+}
+
 }  // namespace zyntax::cir

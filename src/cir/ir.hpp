@@ -483,6 +483,8 @@ Expr operator*(Expr a, Expr b);
 Expr operator/(Expr a, Expr b);
 Expr min(Expr a, Expr b);
 Expr max(Expr a, Expr b);
+// The operands of a chain of one associative op: max(a, max(b, c)) -> a, b, c.
+std::vector<Expr> chain_operands(const Expr& e, BinaryOp op);
 inline Expr i64(int64_t v) { return IntImm::make(v); }
 
 }  // namespace zyntax::cir

@@ -28,22 +28,12 @@ bool pure(const Expr& e) {
   }
 }
 
-void conjuncts(const Expr& e, std::vector<Expr>& out) {
-  if (auto b = e.as<Binary>(); b && b->op == BinaryOp::And) {
-    conjuncts(b->a, out);
-    conjuncts(b->b, out);
-  } else {
-    out.push_back(e);
-  }
-}
-
 Expr conjoin(const Expr& a, const Expr& b) { return a.defined() ? Binary::make(BinaryOp::And, a, b) : b; }
 
 }  // namespace
 
 GuardSplit split_uniform(const Expr& guard, const std::string& var) {
-  std::vector<Expr> parts;
-  conjuncts(guard, parts);
+  std::vector<Expr> parts = chain_operands(guard, BinaryOp::And);
   GuardSplit s;
   for (const Expr& c : parts) {
     if (!reads_any(c, {var}) && pure(c))
@@ -58,8 +48,7 @@ GuardSplit split_uniform(const Expr& guard, const std::string& var) {
 
 std::optional<GuardRange> guard_range(const Expr& guard, const std::string& var) {
   if (!pure(guard)) return std::nullopt;
-  std::vector<Expr> parts;
-  conjuncts(guard, parts);
+  std::vector<Expr> parts = chain_operands(guard, BinaryOp::And);
   GuardRange r;
   for (const Expr& c : parts) {
     if (!reads_any(c, {var})) {

@@ -26,16 +26,6 @@ bool unit_step(const For& f) {
   return s && s->value == 1;
 }
 
-// max(a, max(b, c)) -> a, b, c (likewise min).
-void chain(const Expr& e, BinaryOp op, std::vector<Expr>& out) {
-  if (auto b = e.as<Binary>(); b && b->op == op) {
-    chain(b->a, op, out);
-    chain(b->b, op, out);
-  } else {
-    out.push_back(e);
-  }
-}
-
 // Statements that bind no name (so a copy of them declares nothing twice).
 bool binds_nothing(const Block& b) {
   for (const Stmt& s : b) {
@@ -117,9 +107,7 @@ class Partition {
     auto inner = body.size() == 1 ? body[0].as<For>() : nullptr;
     if (!inner || !unit_step(f) || !unit_step(*inner) || !runs_on_cpu(f.loop_kind) || !binds_nothing(inner->body))
       return false;
-    std::vector<Expr> lows, highs;
-    chain(inner->lo, BinaryOp::Max, lows);
-    chain(inner->hi, BinaryOp::Min, highs);
+    std::vector<Expr> lows = chain_operands(inner->lo, BinaryOp::Max), highs = chain_operands(inner->hi, BinaryOp::Min);
     std::optional<int64_t> c, d;
     Expr whole;
     auto require = [&](Expr cond) { whole = whole.defined() ? Binary::make(BinaryOp::And, whole, cond) : cond; };
