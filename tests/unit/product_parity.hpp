@@ -41,4 +41,15 @@ inline void expect_close(const Tensor& got, const Tensor& want, const Tensor& sc
   }
 }
 
+// Variant 1 puts a NaN in the middle of the input (inputs[0]), variant 2 an
+// infinite first weight (inputs[1], whose taps also fall on any padding);
+// returns what to add to the case's description.
+inline std::string add_specials(std::vector<Tensor>& inputs, int variant) {
+  switch (variant % 3) {
+    case 1: inputs[0].set(inputs[0].numel() / 2, Scalar::of_float(NAN, DType::F32)); return " (NaN input)";
+    case 2: inputs[1].set(0, Scalar::of_float(INFINITY, DType::F32)); return " (inf weight)";
+    default: return "";
+  }
+}
+
 }  // namespace zyntax::testing

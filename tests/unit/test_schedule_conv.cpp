@@ -27,6 +27,7 @@ namespace zyntax {
 namespace {
 
 using testing::absolute;
+using testing::add_specials;
 using testing::expect_close;
 using testing::kernel_of;
 
@@ -143,11 +144,7 @@ TEST_P(ScheduleConv, CpuDeviceMatchesTheReference) {
   for (const Shape4& s : kShapes) {
     Problem p = problem(c, s, rng);
     std::string what = name(c) + " " + shape_text(s);
-    switch (variant++ % 3) {
-      case 1: p.inputs[0].set(p.inputs[0].numel() / 2, Scalar::of_float(NAN, DType::F32)); break;
-      case 2: p.inputs[1].set(0, Scalar::of_float(INFINITY, DType::F32)); what += " (inf weight)"; break;
-      default: break;
-    }
+    what += add_specials(p.inputs, variant++);
     codegen::CpuPlan plan = codegen::plan_cpu_kernel(cir::specialize(compiled.generic(), all_dims(p)), 2);
     ASSERT_TRUE(plan.kernel.has_value()) << what << ": " << plan.why_not;
     EXPECT_NE(cir::print(*plan.kernel).find("matmul_block"), std::string::npos) << what << ": not scheduled";

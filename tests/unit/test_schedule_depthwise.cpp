@@ -29,6 +29,7 @@ namespace zyntax {
 namespace {
 
 using testing::absolute;
+using testing::add_specials;
 using testing::expect_close;
 using testing::kernel_of;
 
@@ -115,15 +116,6 @@ void expect_same(const Tensor& got, const Tensor& want, const std::string& what)
   }
 }
 
-// Sets a NaN in the input, or an infinite weight whose taps also fall on the padding.
-std::string add_specials(Problem& p, int variant) {
-  switch (variant % 3) {
-    case 1: p.inputs[0].set(p.inputs[0].numel() / 2, Scalar::of_float(NAN, DType::F32)); return " (NaN input)";
-    case 2: p.inputs[1].set(0, Scalar::of_float(INFINITY, DType::F32)); return " (inf weight)";
-    default: return "";
-  }
-}
-
 const Depthwise kForms[] = {
     {false, 1, 1, true, false}, {false, 2, 1, true, false}, {false, 1, 0, false, true},
     {false, 1, 2, false, false}, {true, 1, 1, true, true},   {true, 2, 2, false, false},
@@ -139,7 +131,7 @@ TEST_P(ScheduleDepthwise, PassesKeepTheReferenceResultBitForBit) {
   for (const Shape& s : kShapes) {
     std::optional<Problem> p = problem(d, s, rng);
     if (!p) continue;
-    std::string what = name(d) + " " + shape_text(s) + add_specials(*p, variant++);
+    std::string what = name(d) + " " + shape_text(s) + add_specials(p->inputs, variant++);
     cir::Kernel k = cir::specialize(generic, p->all());
     cir::Kernel scheduled = cir::partition_guarded_loops(cir::interchange_reductions(k));
     EXPECT_NE(cir::print(scheduled).find("sumacc%"), std::string::npos) << what << ": not interchanged";
@@ -157,7 +149,7 @@ TEST_P(ScheduleDepthwise, CpuDeviceMatchesTheReference) {
   for (const Shape& s : kShapes) {
     std::optional<Problem> p = problem(d, s, rng);
     if (!p) continue;
-    std::string what = name(d) + " " + shape_text(s) + add_specials(*p, variant++);
+    std::string what = name(d) + " " + shape_text(s) + add_specials(p->inputs, variant++);
     Tensor want = compiled.launch(*ref, p->inputs, p->host_dims, {});
     Tensor got = compiled.launch(*cpu, p->inputs, p->host_dims, {});
     Tensor scale = compiled.launch(*ref, absolute(p->inputs), p->host_dims, {});

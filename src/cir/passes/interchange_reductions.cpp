@@ -78,11 +78,11 @@ std::optional<ReductionNest> match_nest(const Stmt& first, const std::string& s)
 }
 
 // A loop that unrolls whole: constant bounds, at most this many trips.
-constexpr int64_t kShortTrips = 8;
+constexpr int64_t kMaxUnrolledTrips = 8;
 
 bool short_constant_range(const NestLoop& l) {
   auto lo = l.lo.as<IntImm>(), hi = l.hi.as<IntImm>(), step = l.step.as<IntImm>();
-  return lo && hi && step && step->value == 1 && hi->value - lo->value <= kShortTrips;
+  return lo && hi && step && step->value == 1 && hi->value - lo->value <= kMaxUnrolledTrips;
 }
 
 class Interchange {

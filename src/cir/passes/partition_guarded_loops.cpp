@@ -12,7 +12,7 @@ namespace {
 
 // An inner loop of at most this many trips is worth a copy of the outer one
 // where its range is whole: it unrolls there.
-constexpr int64_t kShortTrips = 16;
+constexpr int64_t kMaxSplitTrips = 16;
 
 bool runs_on_cpu(LoopKind k) { return k != LoopKind::GpuBlock && k != LoopKind::GpuThread; }
 
@@ -117,7 +117,7 @@ class Partition {
     for (const Expr& u : highs) {
       if (auto k = u.as<IntImm>()) d = d ? std::min(*d, k->value) : k->value;
     }
-    if (!c || !d || *d - *c > kShortTrips || *d <= *c) return false;
+    if (!c || !d || *d - *c > kMaxSplitTrips || *d <= *c) return false;
     for (const Expr& l : lows)
       if (!l.as<IntImm>()) {
         if (!reads_any(l, {f.var})) return false;
