@@ -74,6 +74,15 @@ std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::
   return dims;
 }
 
+namespace {
+
+LaunchObserver& launch_observer() {
+  static LaunchObserver observer;
+  return observer;
+}
+
+}  // namespace
+
 std::shared_ptr<const CompiledCompute::Specialized> CompiledCompute::specialize(const std::map<std::string, int64_t>& dims) {
   std::vector<int64_t> key;
   for (const cir::DimParam& d : generic_.dims) key.push_back(dims.at(d.name));
@@ -93,7 +102,10 @@ Tensor CompiledCompute::launch(Device& device, const std::vector<Tensor>& inputs
                                const std::map<std::string, Scalar>& scalars) {
   std::map<std::string, int64_t> dims = bind_dimensions(generic_, inputs, host_dims);
   std::shared_ptr<const Specialized> s = specialize(dims);
+  if (launch_observer()) launch_observer()(s->kernel, s->hash);
   return device.run(s->kernel, s->hash, inputs, scalars);
 }
+
+void set_launch_observer(LaunchObserver observer) { launch_observer() = std::move(observer); }
 
 }  // namespace zyntax

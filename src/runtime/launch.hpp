@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,12 @@ namespace zyntax {
 // the input, the axis, both sizes and where the dimension was bound.
 std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::vector<Tensor>& inputs,
                                                const std::map<std::string, int64_t>& host_dims);
+
+// Called with every specialised kernel a launch is about to run, for tools
+// that collect them (`zyntax compile --sizes-from-run`); process-wide, and
+// called from whichever thread launches, so it must lock what it keeps.
+using LaunchObserver = std::function<void(const cir::Kernel& specialised, uint64_t hash)>;
+void set_launch_observer(LaunchObserver observer);
 
 // A kernel lowered for one set of input ranks and dtypes; specialisations
 // for each set of sizes are made once and kept.

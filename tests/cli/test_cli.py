@@ -88,6 +88,25 @@ def main():
         expect("--print-passes logs every pass", rc == 0 and "after mark_parallel_loops" in err and "after simplify" in err,
                err[:200])
 
+    # The NVPTX backend needs no GPU: PTX text, one entry point per kernel.
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx = os.path.join(tmp, "out.ptx")
+        rc, out, err = run(z, "compile", EXAMPLE, "--backend", "nvptx", "--arch", "sm_90", "-o", ptx)
+        text = open(ptx).read() if os.path.exists(ptx) else ""
+        expect("--backend nvptx writes PTX", rc == 0 and ".target sm_90" in text and ".visible .entry qkv(" in text
+               and ".maxntid 256, 1, 1" in text and "not compiled for the GPU" in text, err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--backend", "nvptx", "--emit", "llvm", "--kernel", "qkv")
+        expect("--backend nvptx --emit llvm", rc == 0 and "nvptx64-nvidia-cuda" in out and "define void @qkv(" in out, err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--emit", "ptx", "--kernel", "qkv", "--dim", "batch=2", "--dim", "seq=8",
+                           "--dim", "hidden=16", "--dim", "weights.qkv_proj.d0=16", "--dim", "weights.qkv_proj.d1=48")
+        expect("--emit ptx of a specialised kernel", rc == 0 and ".target sm_80" in out and "qkv_param_4" not in out, err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--backend", "nvptx", "--arch", "sm_13")
+        expect("unknown --arch is a usage error listing the known ones", rc == 2 and "sm_13" in err and "sm_90a" in err, err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--emit", "asm", "--backend", "nvptx")
+        expect("--backend nvptx --emit asm is a usage error", rc == 2 and "ptx or llvm" in err, err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--emit", "cir", "--arch", "sm_80")
+        expect("--arch without nvptx is a usage error", rc == 2, err)
+
     rc, out, err = run(z, "run", EXAMPLE, "--threads", "1", "--simd", "scalar")
     expect("--threads and --simd", rc == 0 and "output shape: [2, 24, 64]" in out, err)
     rc, _, err = run(z, "run", EXAMPLE, "--simd", "mmx")

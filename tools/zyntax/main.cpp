@@ -6,16 +6,22 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <mutex>
+#include <set>
+#include <sstream>
 
 #include "cir/pass_manager.hpp"
 #include "codegen/llvm/cpu/cpu_plan.hpp"
 #include "cir/passes/specialize.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
+#include "codegen/llvm/nvptx/nvptx_compiler.hpp"
+#include "codegen/llvm/nvptx/nvptx_plan.hpp"
 #include "cir/printer.hpp"
 #include "driver/session.hpp"
 #include "interp/host_interpreter.hpp"
 #include "runtime/device.hpp"
+#include "runtime/launch.hpp"
 #include "runtime/thread_pool.hpp"
 #include "sema/host_checker.hpp"
 #include "syntax/ast_printer.hpp"
@@ -75,6 +81,9 @@ int check_command(const std::string& path) {
 struct CompileOptions {
   std::string emit, output, kernel;
   std::vector<std::string> dims;  // NAME=VALUE
+  std::string backend = "cir";    // cir, llvm (the CPU), nvptx, cuda
+  std::string arch;               // nvptx: sm_80, ...
+  bool sizes_from_run = false;
 };
 
 // The kernel specialised on the sizes given with --dim, or left generic
@@ -120,6 +129,83 @@ int emit_native(Session& session, const std::vector<CheckedKernel>& kernels, con
   return kOk;
 }
 
+// The specialised kernels a run of the program launches, each once, named
+// by its block (name, name_2, ... for further sizes). The program runs on
+// the CPU with its printing discarded.
+std::vector<std::pair<std::string, cir::Kernel>> kernels_from_run(Session& session, LoadedModule& m) {
+  std::mutex mu;
+  std::set<uint64_t> seen;
+  std::map<std::string, int> count;
+  std::vector<std::pair<std::string, cir::Kernel>> out;
+  set_launch_observer([&](const cir::Kernel& k, uint64_t hash) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!seen.insert(hash).second) return;
+    int n = ++count[k.name];
+    out.emplace_back(n == 1 ? k.name : k.name + "_" + std::to_string(n), k);
+  });
+  std::ostringstream discarded;
+  RunOptions options;
+  options.device = "cpu";
+  options.out = &discarded;
+  Interpreter interp(session, options);
+  bool ok = interp.run(m);
+  set_launch_observer(nullptr);
+  if (!ok) {
+    session.diags().print(std::cerr);
+    throw std::invalid_argument("the program failed while running to learn its kernels' sizes");
+  }
+  return out;
+}
+
+// PTX (or the NVPTX backend's LLVM IR) of every kernel, in one module.
+int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const CompileOptions& o,
+             std::string& text) {
+  std::optional<codegen::NvptxArch> arch = codegen::parse_nvptx_arch(o.arch.empty() ? "sm_80" : o.arch);
+  if (!arch)
+    throw std::invalid_argument("unknown GPU architecture '" + o.arch + "' (known: " + codegen::nvptx_arch_list() + ")");
+  std::vector<std::pair<std::string, cir::Kernel>> named;
+  if (o.sizes_from_run) {
+    named = kernels_from_run(session, m);
+  } else {
+    for (const CheckedKernel& ck : kernels) {
+      std::string name = session.kernel_name(ck.node);
+      if (!o.kernel.empty() && name != o.kernel) continue;
+      if (!ck.deferred.empty()) {
+        text += "// kernel " + name + ": lowered when it runs (" + ck.deferred + "); try --sizes-from-run\n";
+        continue;
+      }
+      named.emplace_back(name, with_dims(ck.kernel, o.dims));
+    }
+  }
+  std::vector<cir::Kernel> planned;
+  std::vector<std::string> entries;
+  std::set<std::string> used;
+  for (auto& [name, k] : named) {
+    if (!o.kernel.empty() && name != o.kernel && k.name != o.kernel) continue;
+    codegen::GpuPlan plan = codegen::plan_gpu_kernel(k);
+    if (!plan.kernel) {
+      std::string reason = !k.dims.empty() && plan.why_not.find("once every size") != std::string::npos
+                               ? "give every size with --dim, or use --sizes-from-run, to compile its tiles"
+                               : plan.why_not;
+      text += "// kernel " + name + ": not compiled for the GPU (" + reason + ")\n";
+      continue;
+    }
+    std::string entry = name;
+    for (int n = 2; !used.insert(entry).second; ++n) entry = name + "_" + std::to_string(n);
+    planned.push_back(std::move(*plan.kernel));
+    entries.push_back(entry);
+  }
+  if (planned.empty()) {
+    text += "// no kernel was compiled for the GPU\n";
+    return kOk;
+  }
+  std::vector<const cir::Kernel*> ptrs;
+  for (const cir::Kernel& k : planned) ptrs.push_back(&k);
+  std::string what = o.emit == "llvm" ? "llvm" : "ptx";
+  text += codegen::NvptxCompiler::instance().compile(ptrs, entries, *arch, what).ptx;
+  return kOk;
+}
+
 int compile_command(const std::string& path, const CompileOptions& o) {
   const std::string& emit = o.emit;
   const std::string& output = o.output;
@@ -128,7 +214,14 @@ int compile_command(const std::string& path, const CompileOptions& o) {
   LoadedModule* m = load_and_check(session, path, &kernels);
   if (!m) return kProgramError;
   std::string text;
-  if (emit == "ast") {
+  if (o.backend == "nvptx") {
+    try {
+      emit_gpu(session, *m, kernels, o, text);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "zyntax: error: " << e.what() << "\n";
+      return kUsageError;
+    }
+  } else if (emit == "ast") {
     text = print_ast(m->ast);
   } else if (emit == "llvm" || emit == "asm" || emit == "obj") {
     if (emit == "obj" && (output.empty() || output == "-")) {
@@ -202,11 +295,20 @@ int main(int argc, char** argv) {
 
   CLI::App* compile = app.add_subcommand("compile", "Print the parsed program or the Compute IR of each kernel");
   compile->add_option("file", path, "The .zynml program")->required();
-  compile->add_option("--emit", emit, "What to print: ast, cir, or from the CPU backend llvm, asm, obj")
-      ->required()
-      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj"}));
-  compile->add_option("--backend", backend, "cir (the IR itself) or llvm (the CPU backend; implied by llvm/asm/obj)")
-      ->check(CLI::IsMember({"cir", "llvm"}));
+  std::string arch;
+  bool sizes_from_run = false;
+  compile->add_option("--emit", emit,
+                      "What to print: ast, cir; from the CPU backend llvm, asm, obj; from the nvptx backend ptx (its "
+                      "default) or llvm")
+      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx"}));
+  compile->add_option("--backend", backend,
+                      "cir (the IR itself, the default), llvm (the CPU backend; implied by llvm/asm/obj) or nvptx "
+                      "(PTX for NVIDIA GPUs)")
+      ->check(CLI::IsMember({"cir", "llvm", "nvptx"}));
+  compile->add_option("--arch", arch, "GPU architecture for --backend nvptx: sm_80 (default), sm_86, sm_89, sm_90, sm_90a, ...");
+  compile->add_flag("--sizes-from-run", sizes_from_run,
+                    "Run the program (kernels on the CPU, output discarded) and compile each kernel at the sizes it "
+                    "is launched with");
   compile->add_option("--dim", dim_values, "NAME=VALUE: specialise kernels on these sizes (else they stay generic)");
   compile->add_option("--kernel", kernel_filter, "Only this kernel (by name)");
   compile->add_option("-o,--output", output, "Write to this file instead of standard output");
@@ -236,8 +338,23 @@ int main(int argc, char** argv) {
     if (run->parsed()) return run_command(path, device, seed);
     if (check->parsed()) return check_command(path);
     if (compile->parsed()) {
+      if (emit.empty()) emit = backend == "nvptx" ? "ptx" : backend == "llvm" ? "llvm" : "cir";
       if (backend == "llvm" && (emit == "ast" || emit == "cir")) emit = "llvm";
-      return compile_command(path, CompileOptions{emit, output, kernel_filter, dim_values});
+      if (emit == "ptx" && backend != "nvptx") backend = "nvptx";
+      if (backend == "nvptx" && emit != "ptx" && emit != "llvm") {
+        std::cerr << "zyntax: error: --backend nvptx emits ptx or llvm, not " << emit << "\n";
+        return kUsageError;
+      }
+      if (!arch.empty() && backend != "nvptx") {
+        std::cerr << "zyntax: error: --arch is for --backend nvptx\n";
+        return kUsageError;
+      }
+      if (sizes_from_run && backend != "nvptx") {
+        std::cerr << "zyntax: error: --sizes-from-run is for --backend nvptx\n";
+        return kUsageError;
+      }
+      CompileOptions options{emit, output, kernel_filter, dim_values, backend, arch, sizes_from_run};
+      return compile_command(path, options);
     }
     if (devices->parsed()) return devices_command();
   } catch (const std::bad_alloc&) {

@@ -2,6 +2,7 @@
 
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
@@ -46,6 +47,12 @@ using cir::Expr;
 // panels of a matrix product) on the heap, allocated once per call.
 constexpr int64_t kMaxStackArrayBytes = 256 << 10;
 constexpr int64_t kMaxLocalArrayBytes = int64_t{1} << 30;
+// On a GPU every thread has its own copy of a local array, and the driver
+// reserves that much for every thread the device can hold at once.
+constexpr int64_t kMaxGpuLocalArrayBytes = 64 << 10;
+
+// Global memory on NVIDIA GPUs (kernel parameters point there).
+constexpr unsigned kGlobalAddressSpace = 1;
 
 // The bytes of an allocation, or -1 when not a constant.
 int64_t allocation_bytes(const cir::Allocate& a) {
@@ -62,6 +69,8 @@ int64_t allocation_bytes(const cir::Allocate& a) {
 
 class SupportCheck {
  public:
+  explicit SupportCheck(EmitTarget target) : target_(target) {}
+
   std::optional<std::string> run(const cir::Kernel& k) {
     block(k.body);
     return reason_;
@@ -146,12 +155,15 @@ class SupportCheck {
           int64_t n = allocation_bytes(*s.as<cir::Allocate>());
           if (n < 0) return fail("arrays of non-constant size");
           if (n > kMaxLocalArrayBytes) return fail("local arrays larger than 1 GiB");
+          if (target_ == EmitTarget::Nvptx && n > kMaxGpuLocalArrayBytes)
+            return fail("local arrays larger than 64 KiB per GPU thread");
           break;
         }
         case cir::StmtKind::Barrier: break;
         case cir::StmtKind::Check: expr(s.as<cir::Check>()->cond); break;
         case cir::StmtKind::Atomic: fail("atomics"); break;
         case cir::StmtKind::MatMulBlock: {
+          if (target_ == EmitTarget::Nvptx) return fail("CPU register blocks");
           auto m = s.as<cir::MatMulBlock>();
           if (m->rows > 32 || m->cols > 256) return fail("register blocks larger than 32x256");
           for (const Expr& e : {m->a_offset, m->a_row_stride, m->a_k_stride, m->b_offset, m->ldb, m->kc, m->ldc, m->m_valid, m->n_valid,
@@ -164,70 +176,45 @@ class SupportCheck {
     }
   }
 
+  EmitTarget target_;
   std::optional<std::string> reason_;
 };
+
+// The loop a GPU kernel's threads share: the body's one parallel loop, of
+// any bounds (a generic kernel's take its dimensions).
+const cir::For* gpu_parallel_loop(const cir::Kernel& k) {
+  if (k.body.size() != 1) return nullptr;
+  auto f = k.body[0].as<cir::For>();
+  return f && f->loop_kind == cir::LoopKind::Parallel ? f : nullptr;
+}
 
 // ---------------------------------------------------------------- emitter
 
 class Emitter {
  public:
-  Emitter(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name)
-      : k_(k), ctx_(ctx), b_(ctx), module_(std::make_unique<llvm::Module>("zyntax." + k.name, ctx)), name_(name) {}
+  Emitter(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name, EmitTarget target)
+      : k_(k), ctx_(ctx), b_(ctx), module_(std::make_unique<llvm::Module>("zyntax." + k.name, ctx)), name_(name), target_(target) {}
 
   EmittedKernel run() {
-    llvm::Type* ptr = llvm::PointerType::getUnqual(ctx_);
-    llvm::Type* i64 = b_.getInt64Ty();
-    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64, ptr}, false);
-    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name_, module_.get());
-    fn_->addFnAttr(llvm::Attribute::NoUnwind);
-    auto arg = fn_->arg_begin();
-    llvm::Value* args = &*arg++;
-    begin_ = &*arg++;
-    end_ = &*arg++;
-    status_ = &*arg;
-    entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
-    exit_ = llvm::BasicBlock::Create(ctx_, "exit", fn_);
-    b_.SetInsertPoint(exit_);
-    b_.CreateRetVoid();
-    b_.SetInsertPoint(entry_);
-
-    // Parameters: buffers by name; scalar values loaded once.
-    unsigned slot = 0;
-    for (const cir::Param& p : k_.params) {
-      llvm::Value* p_ptr = b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, args, slot++), p.name + ".ptr");
-      if (p.role == cir::ParamRole::Scalar) {
-        values_[p.name] = load_scalar(p.type.dtype, p_ptr);
-      } else {
-        buffers_[p.name] = {p_ptr, p.type};
-      }
-    }
-    // A generic kernel takes its dimensions as arguments (specialised ones have none).
-    for (const cir::DimParam& d : k_.dims)
-      values_[d.name] = b_.CreateLoad(i64, b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, args, slot++)), d.name);
-    if (k_.kind == cir::KernelKind::Reduce) {
-      ReduceBuffers rb = reduce_buffers(k_);
-      acc_ = {b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, args, slot++), "acc"), cir::Type::scalar(rb.acc_dtype)};
-      acc_.type.shape = k_.output().type.shape;
-      if (rb.arg) {
-        best_ = {b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, args, slot++), "best"),
-                 cir::Type::tensor(rb.best_dtype, k_.output().type.shape)};
-        has_ = {b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, args, slot++), "has"),
-                cir::Type::tensor(DType::Bool, k_.output().type.shape)};
-      }
-    }
-
+    if (target_ == EmitTarget::Nvptx)
+      gpu_entry();
+    else
+      cpu_entry();
     allocate_heap_arrays();
 
-    std::optional<OuterLoop> outer = outer_parallel_loop(k_);
-    if (outer) {
+    if (target_ == EmitTarget::Nvptx) {
+      // Each thread takes iterations tid, tid + threads, ... of the parallel
+      // loop; with none, thread 0 runs the whole body.
+      if (const cir::For* f = gpu_parallel_loop(k_)) {
+        emit_for(*f, /*outer=*/true);
+      } else {
+        run_body_if(b_.CreateICmpEQ(global_thread_, b_.getInt64(0)));
+      }
+    } else if (outer_parallel_loop(k_)) {
       emit_for(*k_.body[0].as<cir::For>(), /*outer=*/true);
     } else {
       // No loop to split: run whole when the range holds iteration 0.
-      llvm::Value* runs = b_.CreateAnd(b_.CreateICmpSLE(begin_, b_.getInt64(0)), b_.CreateICmpSGT(end_, b_.getInt64(0)));
-      llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
-      b_.CreateCondBr(runs, body, exit_);
-      b_.SetInsertPoint(body);
-      block(k_.body);
+      run_body_if(b_.CreateAnd(b_.CreateICmpSLE(begin_, b_.getInt64(0)), b_.CreateICmpSGT(end_, b_.getInt64(0))));
     }
     if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(exit_);
 
@@ -240,6 +227,139 @@ class Emitter {
     out.function = name_;
     out.sites = std::move(sites_);
     return out;
+  }
+
+ private:
+  // void k(void** args, i64 begin, i64 end, i32* status): each parameter
+  // read through args (kernel_abi.hpp).
+  void cpu_entry() {
+    llvm::Type* ptr = llvm::PointerType::getUnqual(ctx_);
+    llvm::Type* i64 = b_.getInt64Ty();
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i64, i64, ptr}, false);
+    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name_, module_.get());
+    fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    auto arg = fn_->arg_begin();
+    llvm::Value* args = &*arg++;
+    begin_ = &*arg++;
+    end_ = &*arg++;
+    status_ = &*arg;
+    start_body();
+
+    // Parameters: buffers by name; scalar values loaded once.
+    unsigned slot = 0;
+    auto next = [&](const char* name) { return b_.CreateLoad(ptr, b_.CreateConstGEP1_64(ptr, args, slot++), name); };
+    for (const cir::Param& p : k_.params) {
+      llvm::Value* p_ptr = next((p.name + ".ptr").c_str());
+      if (p.role == cir::ParamRole::Scalar)
+        values_[p.name] = load_scalar(p.type.dtype, p_ptr);
+      else
+        buffers_[p.name] = {p_ptr, p.type};
+    }
+    // A generic kernel takes its dimensions as arguments (specialised ones have none).
+    for (const cir::DimParam& d : k_.dims) values_[d.name] = b_.CreateLoad(i64, next(""), d.name);
+    if (k_.kind == cir::KernelKind::Reduce) {
+      bool arg = reduce_buffers(k_).arg;
+      llvm::Value* acc = next("acc");
+      llvm::Value* best = arg ? next("best") : nullptr;
+      llvm::Value* has = arg ? next("has") : nullptr;
+      bind_reduce_buffers(acc, best, has);
+    }
+  }
+
+  // An NVPTX kernel entry point taking every value as a parameter
+  // (kernel_abi.hpp), with the block size as its launch bound.
+  void gpu_entry() {
+    llvm::Type* global = llvm::PointerType::get(ctx_, kGlobalAddressSpace);
+    std::vector<llvm::Type*> types;
+    std::vector<std::string> names;
+    for (const cir::Param& p : k_.params) {
+      types.push_back(p.role == cir::ParamRole::Scalar ? mem_type(p.type.dtype) : global);
+      names.push_back(p.name);
+    }
+    for (const cir::DimParam& d : k_.dims) {
+      types.push_back(b_.getInt64Ty());
+      names.push_back(d.name);
+    }
+    if (k_.kind == cir::KernelKind::Reduce) {
+      bool arg = reduce_buffers(k_).arg;
+      for (const char* n : {"acc", "best", "has"}) {
+        if (std::string(n) != "acc" && !arg) break;
+        types.push_back(global);
+        names.push_back(n);
+      }
+    }
+    types.push_back(global);
+    names.push_back("status");
+    auto* fty = llvm::FunctionType::get(b_.getVoidTy(), types, false);
+    fn_ = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name_, module_.get());
+    fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    std::vector<llvm::Value*> args;
+    for (llvm::Argument& a : fn_->args()) {
+      a.setName(names[args.size()]);
+      args.push_back(&a);
+      if (a.getType() == global) a.addAttr(llvm::Attribute::NoUndef);
+    }
+    llvm::NamedMDNode* annotations = module_->getOrInsertNamedMetadata("nvvm.annotations");
+    auto annotate = [&](const char* key, int value) {
+      annotations->addOperand(llvm::MDNode::get(ctx_, {llvm::ValueAsMetadata::get(fn_), llvm::MDString::get(ctx_, key),
+                                                       llvm::ConstantAsMetadata::get(b_.getInt32(value))}));
+    };
+    annotate("kernel", 1);
+    annotate("maxntidx", kGpuBlockThreads);
+    status_ = args.back();
+    start_body();
+
+    size_t slot = 0;
+    for (const cir::Param& p : k_.params) {
+      llvm::Value* v = args[slot++];
+      if (p.role == cir::ParamRole::Scalar)
+        values_[p.name] = from_memory(p.type.dtype, v);
+      else
+        buffers_[p.name] = {v, p.type};
+    }
+    for (const cir::DimParam& d : k_.dims) values_[d.name] = args[slot++];
+    if (k_.kind == cir::KernelKind::Reduce) {
+      bool arg = reduce_buffers(k_).arg;
+      llvm::Value* acc = args[slot++];
+      llvm::Value* best = arg ? args[slot++] : nullptr;
+      llvm::Value* has = arg ? args[slot++] : nullptr;
+      bind_reduce_buffers(acc, best, has);
+    }
+    auto sreg = [&](llvm::Intrinsic::ID id) {
+      return b_.CreateZExt(b_.CreateIntrinsic(id, {}, {}), b_.getInt64Ty());
+    };
+    global_thread_ = b_.CreateAdd(b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+                                               sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
+                                  sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "thread");
+    thread_count_ = b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x),
+                                 sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), "threads");
+  }
+
+  void start_body() {
+    entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+    exit_ = llvm::BasicBlock::Create(ctx_, "exit", fn_);
+    b_.SetInsertPoint(exit_);
+    b_.CreateRetVoid();
+    b_.SetInsertPoint(entry_);
+  }
+
+  // Reduce kernels' accumulators (kernel_abi.hpp's ReduceBuffers); `best`
+  // and `has` are read only for argmin/argmax.
+  void bind_reduce_buffers(llvm::Value* acc, llvm::Value* best, llvm::Value* has) {
+    ReduceBuffers rb = reduce_buffers(k_);
+    acc_ = {acc, cir::Type::scalar(rb.acc_dtype)};
+    acc_.type.shape = k_.output().type.shape;
+    if (rb.arg) {
+      best_ = {best, cir::Type::tensor(rb.best_dtype, k_.output().type.shape)};
+      has_ = {has, cir::Type::tensor(DType::Bool, k_.output().type.shape)};
+    }
+  }
+
+  void run_body_if(llvm::Value* runs) {
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
+    b_.CreateCondBr(runs, body, exit_);
+    b_.SetInsertPoint(body);
+    block(k_.body);
   }
 
  private:
@@ -556,6 +676,7 @@ class Emitter {
   using Site = std::pair<const std::vector<cir::AxisSel>*, std::string>;
 
   void emit_for(const cir::For& f, bool outer) {
+    llvm::Value* stride = b_.getInt64(1);
     llvm::Type* i64 = b_.getInt64Ty();
     llvm::Value* lo = b_.CreateSExt(expr(f.lo), i64);
     llvm::Value* hi = b_.CreateSExt(expr(f.hi), i64);
@@ -566,12 +687,15 @@ class Emitter {
                                          b_.CreateSDiv(b_.CreateAdd(span, b_.CreateSub(step, b_.getInt64(1))), step),
                                          b_.getInt64(0));
     llvm::Value* first = b_.getInt64(0);
-    if (outer) {
+    if (outer && target_ == EmitTarget::Nvptx) {
+      first = global_thread_;
+      stride = thread_count_;
+    } else if (outer) {
       first = b_.CreateSelect(b_.CreateICmpSGT(begin_, first), begin_, first);
       trips = b_.CreateSelect(b_.CreateICmpSLT(end_, trips), end_, trips);
     }
     std::vector<Site> sites = outer ? std::vector<Site>{} : provable_sites(f);
-    if (sites.empty()) return emit_loop(f, lo, step, first, trips);
+    if (sites.empty()) return emit_loop(f, lo, step, first, trips, stride);
 
     // Versioned: when every index is in bounds at the first and the last
     // iteration (and so, being affine in the loop variable, at all of them),
@@ -583,16 +707,18 @@ class Emitter {
     b_.CreateCondBr(ok, fast, slow, llvm::MDBuilder(ctx_).createBranchWeights(1 << 20, 1));
     b_.SetInsertPoint(fast);
     for (const Site& s : sites) proven_.insert(s.first);
-    emit_loop(f, lo, step, first, trips);
+    emit_loop(f, lo, step, first, trips, stride);
     for (const Site& s : sites) proven_.erase(s.first);
     if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(merged);
     b_.SetInsertPoint(slow);
-    emit_loop(f, lo, step, first, trips);
+    emit_loop(f, lo, step, first, trips, stride);
     if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(merged);
     b_.SetInsertPoint(merged);
   }
 
-  void emit_loop(const cir::For& f, llvm::Value* lo, llvm::Value* step, llvm::Value* first, llvm::Value* trips) {
+  // Iterations first, first + stride, ... below trips.
+  void emit_loop(const cir::For& f, llvm::Value* lo, llvm::Value* step, llvm::Value* first, llvm::Value* trips,
+                 llvm::Value* stride) {
     llvm::Type* i64 = b_.getInt64Ty();
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "for.head." + f.var, fn_);
@@ -607,10 +733,10 @@ class Emitter {
     values_[f.var] = b_.CreateAdd(lo, b_.CreateMul(k, step), f.var);
     block(f.body);
     if (!b_.GetInsertBlock()->getTerminator()) {
-      llvm::Value* next = b_.CreateAdd(k, b_.getInt64(1));
+      llvm::Value* next = b_.CreateAdd(k, stride);
       k->addIncoming(next, b_.GetInsertBlock());
       llvm::BranchInst* latch = b_.CreateBr(header);
-      if (f.loop_kind == cir::LoopKind::Vectorized && f.factor > 1) latch->setMetadata(llvm::LLVMContext::MD_loop, vectorize_hint(f.factor));
+      if (f.loop_kind == cir::LoopKind::Vectorized && f.factor > 1 && target_ == EmitTarget::Cpu) latch->setMetadata(llvm::LLVMContext::MD_loop, vectorize_hint(f.factor));
     }
     b_.SetInsertPoint(done);
   }
@@ -949,7 +1075,8 @@ class Emitter {
         case BinaryOp::Sub: r = b_.CreateFSub(a, c); break;
         case BinaryOp::Mul: r = b_.CreateFMul(a, c); break;
         case BinaryOp::Div: r = b_.CreateFDiv(a, c); break;
-        case BinaryOp::Mod: r = b_.CreateFRem(a, c); break;
+        // NVPTX lowers frem as x - trunc(x / y) * y, which is not exact; fmod is.
+        case BinaryOp::Mod: r = target_ == EmitTarget::Nvptx ? libm2("fmod", a, c) : b_.CreateFRem(a, c); break;
         case BinaryOp::Pow: r = libm2("pow", a, c); break;
         case BinaryOp::Min: r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum, a, c); break;
         case BinaryOp::Max: r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, a, c); break;
@@ -984,8 +1111,9 @@ class Emitter {
   llvm::Value* int_pow(DType t, llvm::Value* a, llvm::Value* c, Span span) {
     bool s = is_signed_int(t);
     llvm::Type* i64 = b_.getInt64Ty();
-    llvm::FunctionCallee fn = module_->getOrInsertFunction(
-        "zyntax_rt_ipow", llvm::FunctionType::get(i64, {i64, i64, b_.getInt32Ty(), llvm::PointerType::getUnqual(ctx_)}, false));
+    auto* fty = llvm::FunctionType::get(i64, {i64, i64, b_.getInt32Ty(), llvm::PointerType::getUnqual(ctx_)}, false);
+    llvm::FunctionCallee fn = target_ == EmitTarget::Nvptx ? llvm::FunctionCallee(fty, device_ipow(fty))
+                                                             : module_->getOrInsertFunction("zyntax_rt_ipow", fty);
     llvm::AllocaInst* err = entry_alloca(b_.getInt32Ty(), "pow.err");
     b_.CreateStore(b_.getInt32(0), err);
     llvm::Value* r = b_.CreateCall(fn, {b_.CreateIntCast(a, i64, s), b_.CreateIntCast(c, i64, s), b_.getInt32(s), err});
@@ -993,21 +1121,78 @@ class Emitter {
     return b_.CreateTrunc(r, reg_type(t));
   }
 
+  // zyntax_rt_ipow for the GPU, where the runtime's is not callable: the
+  // same steps as IR in the module.
+  llvm::Function* device_ipow(llvm::FunctionType* fty) {
+    if (llvm::Function* f = module_->getFunction("zyntax_ipow")) return f;
+    llvm::Function* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, "zyntax_ipow", module_.get());
+    auto arg = f->arg_begin();
+    llvm::Value* base = &*arg++;
+    llvm::Value* exponent = &*arg++;
+    llvm::Value* is_signed = &*arg++;
+    llvm::Value* error = &*arg;
+    llvm::IRBuilder<> b(ctx_);
+    auto bb = [&](const char* n) { return llvm::BasicBlock::Create(ctx_, n, f); };
+    llvm::BasicBlock *entry = bb("entry"), *negative = bb("negative"), *minus_one = bb("minus_one"), *fail = bb("fail"),
+                     *loop = bb("loop"), *body = bb("body"), *done = bb("done");
+    b.SetInsertPoint(entry);
+    llvm::Value* neg = b.CreateAnd(b.CreateICmpNE(is_signed, b.getInt32(0)), b.CreateICmpSLT(exponent, b.getInt64(0)));
+    b.CreateCondBr(neg, negative, loop);
+    // A negative exponent: only 1 and -1 have an integer power.
+    b.SetInsertPoint(negative);
+    llvm::BasicBlock* one = bb("one");
+    b.CreateCondBr(b.CreateICmpEQ(base, b.getInt64(1)), one, minus_one);
+    b.SetInsertPoint(one);
+    b.CreateRet(b.getInt64(1));
+    b.SetInsertPoint(minus_one);
+    llvm::BasicBlock* sign = bb("sign");
+    b.CreateCondBr(b.CreateICmpEQ(base, b.getInt64(static_cast<uint64_t>(-1))), sign, fail);
+    b.SetInsertPoint(sign);
+    llvm::Value* even = b.CreateICmpEQ(b.CreateAnd(exponent, b.getInt64(1)), b.getInt64(0));
+    b.CreateRet(b.CreateSelect(even, b.getInt64(1), b.getInt64(static_cast<uint64_t>(-1))));
+    b.SetInsertPoint(fail);
+    b.CreateStore(b.getInt32(1), error);
+    b.CreateRet(b.getInt64(0));
+    // Square and multiply, wrapping like repeated multiplication.
+    b.SetInsertPoint(loop);
+    llvm::PHINode* e = b.CreatePHI(b.getInt64Ty(), 2);
+    llvm::PHINode* x = b.CreatePHI(b.getInt64Ty(), 2);
+    llvm::PHINode* r = b.CreatePHI(b.getInt64Ty(), 2);
+    e->addIncoming(exponent, entry);
+    x->addIncoming(base, entry);
+    r->addIncoming(b.getInt64(1), entry);
+    b.CreateCondBr(b.CreateICmpNE(e, b.getInt64(0)), body, done);
+    b.SetInsertPoint(body);
+    llvm::Value* odd = b.CreateICmpNE(b.CreateAnd(e, b.getInt64(1)), b.getInt64(0));
+    r->addIncoming(b.CreateSelect(odd, b.CreateMul(r, x), r), body);
+    x->addIncoming(b.CreateMul(x, x), body);
+    e->addIncoming(b.CreateLShr(e, 1), body);
+    b.CreateBr(loop);
+    b.SetInsertPoint(done);
+    b.CreateRet(r);
+    return f;
+  }
+
   // ------------------------------------------------------------ math
 
   llvm::Value* to_f64(llvm::Value* v) { return v->getType()->isDoubleTy() ? v : b_.CreateFPExt(v, b_.getDoubleTy()); }
   llvm::Value* f64(double x) { return llvm::ConstantFP::get(b_.getDoubleTy(), x); }
 
+  // libm's name of a double function, or libdevice's on the GPU.
+  std::string math_symbol(const char* name) const {
+    return target_ == EmitTarget::Nvptx ? std::string("__nv_") + name : std::string(name);
+  }
+
   llvm::Value* libm1(const char* name, llvm::Value* x) {
     llvm::Type* d = b_.getDoubleTy();
-    llvm::FunctionCallee fn = module_->getOrInsertFunction(name, llvm::FunctionType::get(d, {d}, false));
+    llvm::FunctionCallee fn = module_->getOrInsertFunction(math_symbol(name), llvm::FunctionType::get(d, {d}, false));
     return b_.CreateCall(fn, {to_f64(x)});
   }
 
   // Two-argument libm function on the register type of `a` (computed in f64).
   llvm::Value* libm2(const char* name, llvm::Value* a, llvm::Value* c) {
     llvm::Type* d = b_.getDoubleTy();
-    llvm::FunctionCallee fn = module_->getOrInsertFunction(name, llvm::FunctionType::get(d, {d, d}, false));
+    llvm::FunctionCallee fn = module_->getOrInsertFunction(math_symbol(name), llvm::FunctionType::get(d, {d, d}, false));
     llvm::Value* r = b_.CreateCall(fn, {to_f64(a), to_f64(c)});
     return a->getType()->isDoubleTy() ? r : b_.CreateFPTrunc(r, a->getType());
   }
@@ -1222,8 +1407,11 @@ class Emitter {
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::BasicBlock* exit_ = nullptr;
-  llvm::Value* begin_ = nullptr;
+  EmitTarget target_;
+  llvm::Value* begin_ = nullptr;  // CPU: the range of outer iterations to run
   llvm::Value* end_ = nullptr;
+  llvm::Value* global_thread_ = nullptr;  // GPU: this thread's index in the grid, and the grid's size
+  llvm::Value* thread_count_ = nullptr;
   llvm::Value* status_ = nullptr;
   std::map<std::string, Buffer> buffers_;
   std::map<std::string, llvm::Value*> heap_arrays_;
@@ -1237,10 +1425,10 @@ class Emitter {
 
 }  // namespace
 
-std::optional<std::string> unsupported_reason(const cir::Kernel& k) { return SupportCheck().run(k); }
+std::optional<std::string> unsupported_reason(const cir::Kernel& k, EmitTarget target) { return SupportCheck(target).run(k); }
 
-EmittedKernel emit_kernel(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& function_name) {
-  return Emitter(k, ctx, function_name).run();
+EmittedKernel emit_kernel(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& function_name, EmitTarget target) {
+  return Emitter(k, ctx, function_name, target).run();
 }
 
 }  // namespace zyntax::codegen

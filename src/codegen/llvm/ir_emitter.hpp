@@ -34,12 +34,19 @@ struct EmittedKernel {
   std::vector<CheckSite> sites;
 };
 
-// Why the lowering cannot compile this kernel yet (tile values, atomics,
-// GPU coordinates, large local arrays), or nothing if it can.
-std::optional<std::string> unsupported_reason(const cir::Kernel& k);
+// What the function is for: the host CPU (called through kernel_abi.hpp's
+// KernelFn) or an NVIDIA GPU (an NVPTX kernel entry point, see kernel_abi.hpp).
+enum class EmitTarget { Cpu, Nvptx };
 
-// Lowers a specialised kernel that unsupported_reason() accepts.
-EmittedKernel emit_kernel(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& function_name);
+// Why the lowering cannot compile this kernel for `target` yet (tile values,
+// atomics, GPU coordinates, local arrays too large), or nothing if it can.
+std::optional<std::string> unsupported_reason(const cir::Kernel& k, EmitTarget target = EmitTarget::Cpu);
+
+// Lowers a kernel that unsupported_reason() accepts. For the GPU, the module
+// declares the f64 math functions of libdevice (`__nv_sin`, ...), which the
+// NVPTX compiler links in.
+EmittedKernel emit_kernel(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& function_name,
+                          EmitTarget target = EmitTarget::Cpu);
 
 // Called by generated code for `**` on integers; defined in the runtime so the
 // JIT can resolve it. Sets *error to 1 for a negative exponent (base not ±1).

@@ -14,6 +14,15 @@
 //   contains 0, and do nothing otherwise.
 // - status: set to the id (> 0) of the runtime check that failed (an index
 //   out of bounds, an integer division by zero); the kernel then returns.
+//
+// On NVIDIA GPUs a kernel is an entry point taking the same values as its
+// parameters, in the same order: a global pointer for each tensor, each
+// scalar by value in its dtype (f16 as half, bf16 as its 16 bits, bool as a
+// byte), each dimension of a generic kernel as i64, the reduce buffers, and
+// last a global pointer to the i32 status. So the launcher's parameter list
+// is `args` above with device pointers for the tensors. Each thread of the
+// grid takes iterations of the outer parallel loop, grid-stride (any grid
+// size is correct); a kernel without one runs on thread 0 of block 0.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +33,10 @@
 namespace zyntax::codegen {
 
 using KernelFn = void (*)(void* const* args, int64_t begin, int64_t end, int32_t* status);
+
+// Threads per block of GPU kernels: the entry points declare it as their
+// launch bound (`maxntid`), so the launcher must use it.
+constexpr int kGpuBlockThreads = 256;
 
 // Reduce kernels accumulate into buffers the device prepares, one element
 // per output element: `acc` (f64 for float sums and products, else the
