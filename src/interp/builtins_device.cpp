@@ -11,7 +11,7 @@ const Device& named_device(const Args& a, size_t i) {
   const std::string& id = a.str(i);
   DeviceRegistry& registry = DeviceRegistry::global();
   Device* d = registry.find(id);
-  if (!d) throw Error(a.span(i), "device '" + id + "' is not available (available: " + registry.available() + ")");
+  if (!d) throw Error(a.span(i), registry.not_available_message(id));
   return *d;
 }
 

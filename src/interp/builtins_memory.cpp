@@ -11,9 +11,7 @@ Value memory_pool(const Invocation& inv) {
   std::string id = "cpu";
   if (a.has(0)) {
     Device* d = DeviceRegistry::global().find(a.str(0));
-    if (!d)
-      throw Error(a.span(0), "device '" + a.str(0) + "' is not available (available: " +
-                                 DeviceRegistry::global().available() + ")");
+    if (!d) throw Error(a.span(0), DeviceRegistry::global().not_available_message(a.str(0)));
     id = d->info().id;
   }
   int64_t size = a.integer(1);

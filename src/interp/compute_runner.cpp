@@ -101,9 +101,11 @@ Value ComputeRunner::run(const ast::Compute& c, Frame& frame, const std::vector<
   std::string device_id = entry.annotations.devices.empty() ? default_device : entry.annotations.devices[0];
   Span device_span = entry.annotations.devices.empty() ? c.span : entry.annotations.device_span;
   Device* device = DeviceRegistry::global().find(device_id);
-  if (!device)
+  if (!device) {
+    std::string why = DeviceRegistry::global().unavailable_reason(device_id);
     throw Error(Diagnostic{Severity::Error, device_span, "device '" + device_id + "' is not available", {},
-                           "available devices: " + DeviceRegistry::global().available()});
+                           "available devices: " + DeviceRegistry::global().available() + (why.empty() ? "" : "; " + why)});
+  }
 
   CompiledCompute* compiled = entry.compiled.get();
   Span span = c.span;

@@ -4,6 +4,8 @@
 #include <thread>
 
 #include "codegen/llvm/cpu/cpu_device.hpp"
+#include "codegen/llvm/nvptx/cuda_device.hpp"
+#include "runtime/cuda/cuda_driver.hpp"
 #include "interp/reference_device.hpp"
 
 namespace zyntax {
@@ -13,6 +15,12 @@ DeviceRegistry& DeviceRegistry::global() {
     auto* r = new DeviceRegistry();
     r->add(make_llvm_cpu_device("cpu"));
     r->add(make_reference_device("cpu:reference"));
+    // Every GPU the CUDA driver reports (none where there is no driver).
+    try {
+      for (std::unique_ptr<cuda::Gpu>& gpu : cuda::Gpu::open_all()) r->add(make_cuda_device(std::move(gpu)));
+    } catch (const cuda::CudaError& e) {
+      r->gpu_error_ = e.what();
+    }
     return r;
   }();
   return *registry;
@@ -34,6 +42,18 @@ std::string DeviceRegistry::available() const {
   std::string s;
   for (const auto& d : devices_) s += (s.empty() ? "" : ", ") + d->info().id;
   return s;
+}
+
+std::string DeviceRegistry::unavailable_reason(const std::string& id) const {
+  if (id.rfind("cuda", 0) != 0 && id.rfind("gpu", 0) != 0) return "";
+  if (!gpu_error_.empty()) return "the GPU cannot be used: " + gpu_error_;
+  if (!cuda::gpu_available()) return "no CUDA GPU: " + cuda::gpu_unavailable_reason();
+  return "";
+}
+
+std::string DeviceRegistry::not_available_message(const std::string& id) const {
+  std::string why = unavailable_reason(id);
+  return "device '" + id + "' is not available (available: " + available() + (why.empty() ? "" : "; " + why) + ")";
 }
 
 DeviceInfo host_cpu_info(const std::string& id, std::string backend) {

@@ -1,5 +1,5 @@
 // Devices that run kernels, and the registry that finds them by name
-// ("cpu", "cpu:reference", later "cuda:0", ...).
+// ("cpu", "cpu:reference", "cuda:0", ...).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +18,9 @@ struct DeviceInfo {
   std::string type;     // "cpu" or "gpu"
   std::string name;     // the processor's name
   std::string backend;  // what compiles and runs kernels there
-  int cores = 0;
+  int cores = 0;  // cores, or a GPU's multiprocessors
   uint64_t memory_bytes = 0;
+  std::string compute_capability;  // GPUs: "9.0"
 };
 
 class Device {
@@ -42,11 +43,17 @@ class DeviceRegistry {
   Device* find(const std::string& id) const;
   // Ids of the available devices, for messages: "cpu, cpu:reference".
   std::string available() const;
+  // Why `id` names no device here, when that can be said ("no CUDA GPU:
+  // no CUDA driver (...)"), else "".
+  std::string unavailable_reason(const std::string& id) const;
+  // "device 'cuda:7' is not available (available: cpu, cpu:reference; no CUDA GPU: ...)".
+  std::string not_available_message(const std::string& id) const;
 
   void add(std::unique_ptr<Device> d) { devices_.push_back(std::move(d)); }
 
  private:
   std::vector<std::unique_ptr<Device>> devices_;
+  std::string gpu_error_;  // a driver error while opening the GPUs
 };
 
 // What every device on the host processor reports, with its backend's description.

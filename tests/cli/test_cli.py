@@ -29,7 +29,9 @@ def expect(name, cond, detail=""):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--zyntax", required=True)
-    z = ap.parse_args().zyntax
+    ap.add_argument("--driver-without-gpu", help="a CUDA driver library that sees no GPU (tests/gpu)")
+    args = ap.parse_args()
+    z = args.zyntax
 
     rc, out, _ = run(z, "--version")
     expect("version", rc == 0 and out.startswith("zyntax "), out)
@@ -106,6 +108,36 @@ def main():
         expect("--backend nvptx --emit asm is a usage error", rc == 2 and "ptx or llvm" in err, err)
         rc, _, err = run(z, "compile", EXAMPLE, "--emit", "cir", "--arch", "sm_80")
         expect("--arch without nvptx is a usage error", rc == 2, err)
+
+    # Machines without a GPU: the same binary runs, says why there is none,
+    # and asking for one is a clear error. ZYNTAX_CUDA_DRIVER names the driver library.
+    def with_driver(path, *cmd):
+        p = subprocess.run([z, *cmd], env=dict(os.environ, ZYNTAX_CUDA_DRIVER=path), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=120)
+        return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+    rc, out, err = with_driver("/nonexistent/libcuda.so.1", "devices")
+    expect("devices without a driver says so", rc == 0 and out.startswith("cpu\t")
+           and "no CUDA driver (/nonexistent/libcuda.so.1" in out, out + err)
+    rc, out, err = with_driver("/nonexistent/libcuda.so.1", "run", EXAMPLE, "--device", "cuda:0")
+    expect("--device cuda:0 without a driver is a usage error saying why",
+           rc == 2 and "'cuda:0' is not available" in err and "no CUDA driver" in err, err)
+    rc, out, err = with_driver("/nonexistent/libcuda.so.1", "run", EXAMPLE)
+    expect("auto runs on the cpu without a GPU", rc == 0 and "output shape" in out, err)
+    rc, out, err = with_driver("/lib/x86_64-linux-gnu/libm.so.6", "devices")
+    expect("a library that is not a CUDA driver is reported", rc == 0 and "lacks cuInit" in out, out + err)
+    if args.driver_without_gpu:
+        rc, out, err = with_driver(args.driver_without_gpu, "devices")
+        expect("a driver that sees no GPU is reported with the driver's error",
+               rc == 0 and "cuInit failed: CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)" in out, out + err)
+        with tempfile.TemporaryDirectory() as tmp:
+            prog = os.path.join(tmp, "on_gpu.zynml")
+            with open(prog, "w") as f:
+                f.write('let x = ones([4])\nlet y = compute(x) {\n    @device("cuda:0")\n    @kernel elementwise\n'
+                        '    for i in 0..4:\n        out[i] = x[i] * 2.0\n}\nprint(y)\n')
+            rc, out, err = with_driver(args.driver_without_gpu, "run", prog)
+            expect("@device(\"cuda:0\") without a GPU is an error at the annotation, saying why",
+                   rc == 1 and "on_gpu.zynml:3:" in err and "CUDA_ERROR_NO_DEVICE" in err, err)
 
     rc, out, err = run(z, "run", EXAMPLE, "--threads", "1", "--simd", "scalar")
     expect("--threads and --simd", rc == 0 and "output shape: [2, 24, 64]" in out, err)

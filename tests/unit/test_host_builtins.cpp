@@ -446,7 +446,8 @@ TEST_F(HostBuiltins, Devices) {
   EXPECT_EQ(method(t, "to_device", {S("cpu")}).tensor.device(), "cpu");
   if (!DeviceRegistry::global().find("cuda:0")) {
     EXPECT_EQ(error_of([&] { call("to_device", {t, S("cuda:0")}); }),
-              "device 'cuda:0' is not available (available: " + DeviceRegistry::global().available() + ")");
+              "device 'cuda:0' is not available (available: " + DeviceRegistry::global().available() + "; " +
+                  DeviceRegistry::global().unavailable_reason("cuda:0") + ")");
     EXPECT_EQ(last_span_.begin, 2u);
   }
   EXPECT_EQ(error_of([&] { call("to_device", {t, S("tpu:7")}); }),

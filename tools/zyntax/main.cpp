@@ -48,8 +48,7 @@ LoadedModule* load_and_check(Session& session, const std::string& path, std::vec
 
 int run_command(const std::string& path, const std::string& device, uint64_t seed) {
   if (!DeviceRegistry::global().find(device)) {
-    std::cerr << "zyntax: error: device '" << device << "' is not available (available: "
-              << DeviceRegistry::global().available() << ", or auto)\n";
+    std::cerr << "zyntax: error: " << DeviceRegistry::global().not_available_message(device) << "; auto picks one\n";
     return kUsageError;
   }
   Session session;
@@ -258,11 +257,19 @@ int compile_command(const std::string& path, const CompileOptions& o) {
 }
 
 int devices_command() {
+  bool gpu = false;
   for (const auto& d : DeviceRegistry::global().devices()) {
     const DeviceInfo& i = d->info();
-    std::cout << i.id << "\t" << i.type << "\t" << i.name << "\t" << i.cores << " cores\t"
-              << (i.memory_bytes >> 20) << " MiB\t" << i.backend << "\n";
+    std::cout << i.id << "\t" << i.type << "\t" << i.name << "\t";
+    if (i.type == "gpu") {
+      gpu = true;
+      std::cout << "compute capability " << i.compute_capability << "\t" << i.cores << " multiprocessors\t";
+    } else {
+      std::cout << i.cores << " cores\t";
+    }
+    std::cout << (i.memory_bytes >> 20) << " MiB\t" << i.backend << "\n";
   }
+  if (!gpu) std::cout << "# " << DeviceRegistry::global().unavailable_reason("cuda") << "\n";
   return kOk;
 }
 

@@ -8,6 +8,7 @@
 #include "codegen/llvm/cpu/cpu_plan.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
+#include "codegen/llvm/kernel_operands.hpp"
 #include "interp/reference_executor.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/thread_pool.hpp"
@@ -35,42 +36,11 @@ class LlvmCpuDevice : public Device {
     const CpuJit::Compiled& c = CpuJit::instance().compile(*native, plan->hash);
 
     // One pointer per parameter: tensor data, or the scalar's value in its dtype.
+    codegen::KernelOperands ops = codegen::prepare_operands(kernel, inputs, scalars, !plan->writes_whole_output);
     std::vector<void*> args;
-    std::vector<Scalar> scalar_values;
-    std::vector<std::array<unsigned char, 8>> scalar_bytes;
-    scalar_bytes.reserve(kernel.params.size());
-    const cir::Param& outp = kernel.output();
-    Shape out_shape;
-    for (const cir::Expr& d : outp.type.shape) out_shape.push_back(d.as<cir::IntImm>()->value);
-    Tensor out = plan->writes_whole_output ? Tensor::for_overwrite(outp.type.dtype, out_shape)
-                                           : Tensor::zeros(outp.type.dtype, out_shape);
-    size_t next_input = 0;
-    for (const cir::Param& p : kernel.params) {
-      if (p.role == cir::ParamRole::Input) {
-        args.push_back(const_cast<void*>(inputs.at(next_input++).data()));
-      } else if (p.role == cir::ParamRole::Output) {
-        args.push_back(out.data());
-      } else {
-        Tensor v = Tensor::scalar(cast(scalars.at(p.name), p.type.dtype));
-        scalar_bytes.emplace_back();
-        std::memcpy(scalar_bytes.back().data(), v.data(), v.nbytes());
-        args.push_back(scalar_bytes.back().data());
-      }
-    }
-    Tensor acc, best, has;
-    bool reduce = kernel.kind == cir::KernelKind::Reduce;
-    codegen::ReduceBuffers rb;
-    if (reduce) {
-      rb = codegen::reduce_buffers(kernel);
-      acc = rb.arg ? out : Tensor::full(rb.acc_dtype, out_shape, reduce_identity(kernel.reduce_op, rb.acc_dtype));
-      args.push_back(acc.data());
-      if (rb.arg) {
-        best = Tensor::zeros(rb.best_dtype, out_shape);
-        has = Tensor::zeros(DType::Bool, out_shape);
-        args.push_back(best.data());
-        args.push_back(has.data());
-      }
-    }
+    for (const codegen::KernelOperands::Operand& o : ops.params)
+      args.push_back(const_cast<void*>(ops.tensor(o) ? ops.tensor(o)->data() : o.scalar));
+    for (Tensor* t : ops.reduce_tensors()) args.push_back(t->data());
 
     std::atomic<int32_t> failed{0};
     auto call = [&](int64_t begin, int64_t end) {
@@ -89,14 +59,7 @@ class LlvmCpuDevice : public Device {
       // tile outgrowing its array, simply computes the result).
       return reference(kernel, key).run(inputs, scalars);
     }
-    if (reduce && rb.arg) {
-      for (int64_t i = 0; i < has.numel(); ++i)
-        if (!has.get(i).truthy())
-          throw Error(kernel.span, std::string(reduce_op_name(kernel.reduce_op)) + " of an empty range has no index");
-    } else if (reduce) {
-      for (int64_t i = 0; i < out.numel(); ++i) out.set(i, acc.get(i));  // f64 sums rounded once, as the reference
-    }
-    return out;
+    return codegen::finish_operands(kernel, ops);
   }
 
  private:

@@ -1,0 +1,158 @@
+#include "codegen/llvm/nvptx/cuda_device.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <mutex>
+
+#include "cir/hash.hpp"
+#include "codegen/llvm/kernel_abi.hpp"
+#include "codegen/llvm/kernel_operands.hpp"
+#include "codegen/llvm/nvptx/nvptx_compiler.hpp"
+#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "interp/reference_executor.hpp"
+#include "runtime/kernel_cache.hpp"
+
+namespace zyntax {
+
+namespace {
+
+using cuda::DeviceBuffer;
+
+// Blocks per multiprocessor launched at most; beyond, threads loop (grid-stride).
+constexpr int64_t kBlocksPerMultiprocessor = 32;
+
+class CudaDevice : public Device {
+ public:
+  explicit CudaDevice(std::unique_ptr<cuda::Gpu> gpu)
+      : gpu_(std::move(gpu)), arch_(codegen::nvptx_arch_for(gpu_->properties().major, gpu_->properties().minor)) {
+    const cuda::GpuProperties& p = gpu_->properties();
+    info_.id = gpu_->id();
+    info_.type = "gpu";
+    info_.name = p.name;
+    info_.cores = p.multiprocessors;
+    info_.memory_bytes = p.memory_bytes;
+    info_.compute_capability = std::to_string(p.major) + "." + std::to_string(p.minor);
+    int v = gpu_->driver().version;
+    info_.backend = std::string("LLVM ") + ZYNTAX_LLVM_VERSION + " NVPTX (" + arch_.name + "), CUDA driver " +
+                    std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
+  }
+
+  const DeviceInfo& info() const override { return info_; }
+
+  Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+             const std::map<std::string, Scalar>& scalars) override {
+    std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
+    if (!plan->function) {
+      Device* cpu = DeviceRegistry::global().find("cpu");
+      return cpu->run(kernel, key, inputs, scalars);
+    }
+    // One launch at a time: they share the GPU's stream and wait for it.
+    std::lock_guard<std::mutex> lock(mu_);
+    cuda::Gpu& gpu = *gpu_;
+    gpu.bind();
+    codegen::KernelOperands ops = codegen::prepare_operands(kernel, inputs, scalars, /*zeroed_output=*/false);
+
+    // Device copies of every tensor, then the parameters as kernel_abi.hpp
+    // lays them out: device addresses for tensors, values for scalars.
+    // (deques: params point at addresses, which stay where they are)
+    std::deque<DeviceBuffer> buffers;
+    std::deque<cuda::CUdeviceptr> addresses;
+    std::vector<void*> params;
+    auto add_buffer = [&](size_t bytes) -> DeviceBuffer& {
+      buffers.emplace_back(gpu, std::max<size_t>(bytes, 1));
+      addresses.push_back(buffers.back().address());
+      params.push_back(&addresses.back());
+      return buffers.back();
+    };
+    DeviceBuffer* out = nullptr;
+    for (const codegen::KernelOperands::Operand& o : ops.params) {
+      const Tensor* t = ops.tensor(o);
+      if (!t) {
+        params.push_back(const_cast<void*>(o.scalar));
+        continue;
+      }
+      DeviceBuffer& b = add_buffer(t->nbytes());
+      if (o.role == cir::ParamRole::Input) {
+        b.upload(t->data(), t->nbytes(), /*wait=*/false);
+      } else {
+        out = &b;
+        if (!plan->writes_whole_output) b.zero();
+      }
+    }
+    std::vector<Tensor*> reduce = ops.reduce_tensors();
+    std::vector<DeviceBuffer*> reduce_buffers;
+    for (Tensor* t : reduce) {
+      if (t->data() == ops.out.data()) {  // argmin/argmax accumulate into the output itself
+        addresses.push_back(out->address());
+        params.push_back(&addresses.back());
+        reduce_buffers.push_back(out);
+        continue;
+      }
+      DeviceBuffer& b = add_buffer(t->nbytes());
+      b.upload(t->data(), t->nbytes(), /*wait=*/false);
+      reduce_buffers.push_back(&b);
+    }
+    int32_t status = 0;
+    DeviceBuffer& status_buffer = add_buffer(sizeof status);
+    status_buffer.zero();
+
+    gpu.launch(plan->function, plan->blocks, codegen::kGpuBlockThreads, 0, gpu.stream(), params.data());
+    status_buffer.download(&status, sizeof status, /*wait=*/false);
+    out->download(ops.out.data(), ops.out.nbytes(), /*wait=*/false);
+    for (size_t i = 0; i < reduce.size(); ++i)
+      if (reduce[i]->data() != ops.out.data()) reduce_buffers[i]->download(reduce[i]->data(), reduce[i]->nbytes(), false);
+    gpu.synchronize();
+    if (status) {
+      // A check failed: the reference executor reports the error with the
+      // source's words and place (or, for a conservative check, computes the result).
+      return ReferenceKernel(kernel).run(inputs, scalars);
+    }
+    return codegen::finish_operands(kernel, ops);
+  }
+
+ private:
+  // The kernel as it runs here: planned, compiled, loaded. No function: it
+  // runs on the cpu device.
+  struct Plan {
+    std::string why_not;
+    cuda::CUfunction function = nullptr;
+    unsigned blocks = 1;
+    bool writes_whole_output = false;
+  };
+
+  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
+    auto plan = std::make_shared<Plan>();
+    codegen::GpuPlan p = codegen::plan_gpu_kernel(kernel);
+    if (!p.kernel) {
+      plan->why_not = p.why_not;
+      return plan;
+    }
+    plan->writes_whole_output = p.writes_whole_output;
+    const cir::Kernel& k = *p.kernel;
+    std::string entry = "zyntax_kernel_" + cir::hash_hex(cir::hash_kernel(k));
+    codegen::PtxModule m = codegen::NvptxCompiler::instance().compile({&k}, {entry}, arch_);
+    std::lock_guard<std::mutex> lock(mu_);
+    cuda::CUmodule module = gpu_->load_module(m.ptx);  // kept for the life of the process
+    plan->function = gpu_->function(module, entry);
+    // Enough blocks for one outer iteration per thread, up to a few waves.
+    int64_t trips = 1;
+    if (k.body.size() == 1)
+      if (auto f = k.body[0].as<cir::For>(); f && f->loop_kind == cir::LoopKind::Parallel)
+        if (std::optional<codegen::OuterLoop> o = codegen::outer_parallel_loop(k)) trips = o->trips;
+    int64_t most = std::max<int64_t>(1, gpu_->properties().multiprocessors) * kBlocksPerMultiprocessor;
+    plan->blocks = static_cast<unsigned>(std::clamp<int64_t>((trips + codegen::kGpuBlockThreads - 1) / codegen::kGpuBlockThreads, 1, most));
+    return plan;
+  }
+
+  std::unique_ptr<cuda::Gpu> gpu_;
+  codegen::NvptxArch arch_;
+  DeviceInfo info_;
+  std::mutex mu_;
+  KernelCache<Plan> plans_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu) { return std::make_unique<CudaDevice>(std::move(gpu)); }
+
+}  // namespace zyntax

@@ -1,0 +1,20 @@
+#pragma once
+
+#include <memory>
+
+#include "runtime/cuda/cuda_gpu.hpp"
+#include "runtime/device.hpp"
+
+namespace zyntax {
+
+// An NVIDIA GPU as a device: kernels planned by nvptx_plan, compiled to PTX
+// for the GPU's architecture (nvptx_compiler), loaded by the driver once per
+// kernel (a module cache keyed by the kernel's hash), launched with
+// kGpuBlockThreads threads per block over enough blocks to cover the outer
+// parallel loop (grid-stride beyond that). Inputs are copied to device
+// memory from the GPU's pool and the result copied back. Kernels the plan
+// cannot compile run on the cpu device; a failed runtime check reruns on
+// the reference executor, which reports the exact error.
+std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu);
+
+}  // namespace zyntax

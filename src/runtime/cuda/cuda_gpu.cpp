@@ -1,0 +1,210 @@
+#include "runtime/cuda/cuda_gpu.hpp"
+
+#include <utility>
+
+#include "runtime/tensor.hpp"
+
+namespace zyntax::cuda {
+
+std::vector<std::unique_ptr<Gpu>> Gpu::open_all() {
+  std::vector<std::unique_ptr<Gpu>> gpus;
+  const Driver* d = Driver::get();
+  int n = 0;
+  if (!d || d->cuDeviceGetCount(&n) != CUDA_SUCCESS) return gpus;
+  for (int i = 0; i < n; ++i) gpus.push_back(std::make_unique<Gpu>(*d, i));
+  return gpus;
+}
+
+Gpu::Gpu(const Driver& driver, int ordinal) : driver_(driver) {
+  const Driver& d = driver_;
+  std::string at = " (cuda:" + std::to_string(ordinal) + ")";
+  d.check(d.cuDeviceGet(&device_, ordinal), "cuDeviceGet" + at);
+  props_.ordinal = ordinal;
+  char name[256] = {};
+  d.check(d.cuDeviceGetName(name, sizeof name - 1, device_), "cuDeviceGetName" + at);
+  props_.name = name;
+  size_t total = 0;
+  d.check(d.cuDeviceTotalMem(&total, device_), "cuDeviceTotalMem" + at);
+  props_.memory_bytes = total;
+  auto attribute = [&](DeviceAttribute a) {
+    int v = 0;
+    d.check(d.cuDeviceGetAttribute(&v, a, device_), "cuDeviceGetAttribute(" + std::to_string(a) + ")" + at);
+    return v;
+  };
+  props_.major = attribute(kComputeCapabilityMajor);
+  props_.minor = attribute(kComputeCapabilityMinor);
+  props_.multiprocessors = attribute(kMultiprocessorCount);
+  props_.max_threads_per_block = attribute(kMaxThreadsPerBlock);
+  props_.warp_size = attribute(kWarpSize);
+  props_.clock_khz = attribute(kClockRateKhz);
+  props_.memory_clock_khz = attribute(kMemoryClockRateKhz);
+  props_.memory_bus_bits = attribute(kGlobalMemoryBusWidth);
+  props_.l2_bytes = attribute(kL2CacheSize);
+  props_.shared_per_block_optin = attribute(kMaxSharedMemoryPerBlockOptin);
+  props_.can_map_host_memory = attribute(kCanMapHostMemory) != 0;
+  props_.managed_memory = attribute(kManagedMemory) != 0;
+
+  d.check(d.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain" + at);
+  bind();
+  d.check(d.cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate" + at);
+  std::string id = this->id();
+  pool_ = std::make_unique<SizeClassPool>(
+      id,
+      [this](size_t bytes) -> uint64_t {
+        CUdeviceptr p = 0;
+        CUresult r = driver_.cuMemAlloc(&p, bytes);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY) return 0;
+        driver_.check(r, "cuMemAlloc of " + format_bytes(bytes) + " on " + this->id());
+        return p;
+      },
+      [this](uint64_t p) { driver_.cuMemFree(static_cast<CUdeviceptr>(p)); });
+}
+
+Gpu::~Gpu() {
+  bind();
+  pool_.reset();
+  if (stream_) driver_.cuStreamDestroy(stream_);
+  driver_.cuDevicePrimaryCtxRelease(device_);
+}
+
+void Gpu::bind() const { driver_.check(driver_.cuCtxSetCurrent(context_), "cuCtxSetCurrent (" + id() + ")"); }
+
+void Gpu::synchronize() const {
+  bind();
+  driver_.check(driver_.cuStreamSynchronize(stream_), "waiting for " + id());
+}
+
+CUmodule Gpu::load_module(const std::string& ptx) const {
+  bind();
+  std::string error_log(16384, '\0'), info_log(4096, '\0');
+  int options[] = {kJitErrorLogBuffer, kJitErrorLogBufferSizeBytes, kJitInfoLogBuffer, kJitInfoLogBufferSizeBytes};
+  void* values[] = {error_log.data(), reinterpret_cast<void*>(error_log.size()), info_log.data(),
+                    reinterpret_cast<void*>(info_log.size())};
+  CUmodule m = nullptr;
+  CUresult r = driver_.cuModuleLoadDataEx(&m, ptx.c_str(), 4, options, values);
+  if (r != CUDA_SUCCESS) {
+    error_log.resize(error_log.find('\0'));
+    throw CudaError("loading PTX on " + id() + " (" + properties().name + ") failed: " + driver_.error_text(r) +
+                        (error_log.empty() ? "" : "\n" + error_log),
+                    r);
+  }
+  return m;
+}
+
+CUfunction Gpu::function(CUmodule module, const std::string& name) const {
+  bind();
+  CUfunction f = nullptr;
+  driver_.check(driver_.cuModuleGetFunction(&f, module, name.c_str()), "finding kernel " + name + " in its module");
+  return f;
+}
+
+void Gpu::launch(CUfunction f, unsigned grid_x, unsigned block_x, unsigned shared_bytes, CUstream stream,
+                 void** params) const {
+  driver_.check(driver_.cuLaunchKernel(f, grid_x, 1, 1, block_x, 1, 1, shared_bytes, stream, params, nullptr),
+                "launching a kernel of " + std::to_string(grid_x) + "x" + std::to_string(block_x) + " threads on " + id());
+}
+
+// ------------------------------------------------------------ buffers
+
+DeviceBuffer::DeviceBuffer(Gpu& gpu, size_t bytes) : gpu_(&gpu), bytes_(bytes) {
+  gpu.bind();
+  address_ = gpu.memory().allocate(bytes);
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (gpu_ && address_) gpu_->memory().release(address_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
+    : gpu_(std::exchange(o.gpu_, nullptr)), address_(std::exchange(o.address_, 0)), bytes_(std::exchange(o.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    if (gpu_ && address_) gpu_->memory().release(address_);
+    gpu_ = std::exchange(o.gpu_, nullptr);
+    address_ = std::exchange(o.address_, 0);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+void DeviceBuffer::upload(const void* host, size_t bytes, bool wait) {
+  if (bytes == 0) return;
+  const Driver& d = gpu_->driver();
+  gpu_->bind();
+  d.check(d.cuMemcpyHtoDAsync(address_, host, bytes, gpu_->stream()), "copying " + format_bytes(bytes) + " to " + gpu_->id());
+  if (wait) gpu_->synchronize();
+}
+
+void DeviceBuffer::download(void* host, size_t bytes, bool wait) const {
+  if (bytes == 0) return;
+  const Driver& d = gpu_->driver();
+  gpu_->bind();
+  d.check(d.cuMemcpyDtoHAsync(host, address_, bytes, gpu_->stream()), "copying " + format_bytes(bytes) + " from " + gpu_->id());
+  if (wait) gpu_->synchronize();
+}
+
+void DeviceBuffer::zero() {
+  const Driver& d = gpu_->driver();
+  gpu_->bind();
+  d.check(d.cuMemsetD8Async(address_, 0, bytes_, gpu_->stream()), "zeroing memory on " + gpu_->id());
+}
+
+PinnedBuffer::PinnedBuffer(Gpu& gpu, size_t bytes) : gpu_(gpu), bytes_(bytes) {
+  gpu.bind();
+  CUresult r = gpu.driver().cuMemAllocHost(&data_, bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    throw DataError("out of pinned host memory: asked for " + format_bytes(bytes) + " for " + gpu.id());
+  gpu.driver().check(r, "cuMemAllocHost of " + format_bytes(bytes));
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_) gpu_.driver().cuMemFreeHost(data_);
+}
+
+Stream::Stream(Gpu& gpu) : gpu_(gpu) {
+  gpu.bind();
+  gpu.driver().check(gpu.driver().cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate on " + gpu.id());
+}
+
+Stream::~Stream() {
+  if (stream_) gpu_.driver().cuStreamDestroy(stream_);
+}
+
+void Stream::synchronize() const {
+  gpu_.bind();
+  gpu_.driver().check(gpu_.driver().cuStreamSynchronize(stream_), "waiting for a stream of " + gpu_.id());
+}
+
+Event::Event(Gpu& gpu, bool timing) : gpu_(gpu) {
+  gpu.bind();
+  gpu.driver().check(gpu.driver().cuEventCreate(&event_, timing ? kEventDefault : kEventDisableTiming),
+                     "cuEventCreate on " + gpu.id());
+}
+
+Event::~Event() {
+  if (event_) gpu_.driver().cuEventDestroy(event_);
+}
+
+void Event::record(CUstream stream) const {
+  gpu_.driver().check(gpu_.driver().cuEventRecord(event_, stream), "recording an event on " + gpu_.id());
+}
+
+void Event::synchronize() const {
+  gpu_.driver().check(gpu_.driver().cuEventSynchronize(event_), "waiting for an event on " + gpu_.id());
+}
+
+bool Event::done() const {
+  CUresult r = gpu_.driver().cuEventQuery(event_);
+  if (r == CUDA_ERROR_NOT_READY) return false;
+  gpu_.driver().check(r, "querying an event on " + gpu_.id());
+  return true;
+}
+
+float Event::elapsed_ms(const Event& start, const Event& end) {
+  float ms = 0;
+  start.gpu_.driver().check(start.gpu_.driver().cuEventElapsedTime(&ms, start.event_, end.event_), "cuEventElapsedTime");
+  return ms;
+}
+
+}  // namespace zyntax::cuda

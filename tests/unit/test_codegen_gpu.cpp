@@ -1,0 +1,161 @@
+// The NVIDIA backend. Without a GPU: every parity case, specialised at
+// several shapes, compiles to PTX that NVIDIA's ptxas accepts for sm_80 and
+// sm_90 (skipped where no ptxas is installed), and the devices registry
+// says why there is no GPU. With a GPU: every parity case on cuda:0 against
+// the reference executor (skipped without one). Float results compare
+// within the parity bound: libdevice's f64 functions are not glibc's.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "cir/passes/specialize.hpp"
+#include "codegen/llvm/nvptx/nvptx_compiler.hpp"
+#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "runtime/cuda/cuda_driver.hpp"
+#include "parity_cases.hpp"
+
+namespace zyntax {
+namespace {
+
+using testing::Case;
+using testing::kParityCases;
+
+std::string find_ptxas() {
+  std::vector<std::string> candidates;
+  if (const char* p = std::getenv("PTXAS")) candidates.push_back(p);
+  if (const char* path = std::getenv("PATH")) {
+    std::string s = path;
+    for (size_t at = 0; at <= s.size();) {
+      size_t colon = s.find(':', at);
+      if (colon == std::string::npos) colon = s.size();
+      candidates.push_back(s.substr(at, colon - at) + "/ptxas");
+      at = colon + 1;
+    }
+  }
+  candidates.push_back("/usr/local/cuda/bin/ptxas");
+  for (const std::string& c : candidates)
+    if (!c.empty() && ::access(c.c_str(), X_OK) == 0) return c;
+  return "";
+}
+
+class GpuParity : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GpuParity, MatchesTheReference) {
+  Device* gpu = DeviceRegistry::global().find("cuda:0");
+  if (!gpu) GTEST_SKIP() << DeviceRegistry::global().unavailable_reason("cuda:0");
+  const Case& c = GetParam();
+  testing::expect_matches_reference(*gpu, c, c.approximate || is_float(c.dtype));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, GpuParity, ::testing::ValuesIn(kParityCases),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+class PtxParity : public ::testing::TestWithParam<Case> {};
+
+// The specialised kernels of the parity variants (the sizes the GPU runs),
+// all in one PTX module per architecture, accepted by ptxas.
+TEST_P(PtxParity, PtxasAcceptsEveryShape) {
+  std::string ptxas = find_ptxas();
+  if (ptxas.empty()) GTEST_SKIP() << "no ptxas (set PTXAS or put the CUDA toolkit on PATH)";
+  const Case& c = GetParam();
+  cir::Kernel generic = testing::kernel_of(testing::parity_source(c));
+  ASSERT_FALSE(generic.name.empty());
+  CompiledCompute compiled(generic);
+  std::vector<cir::Kernel> planned;
+  std::vector<std::string> entries;
+  Random rng(42);
+  for (int variant = 0; variant < 6; ++variant) {
+    std::vector<Tensor> inputs = testing::parity_inputs(c, variant, rng);
+    std::map<std::string, int64_t> dims;
+    try {
+      dims = bind_dimensions(generic, inputs, {});
+    } catch (const DataError&) {
+      continue;  // a variant whose shapes disagree: an error on every device
+    }
+    auto s = compiled.specialize(dims);
+    codegen::GpuPlan plan = codegen::plan_gpu_kernel(s->kernel);
+    ASSERT_TRUE(plan.kernel.has_value()) << c.name << " variant " << variant << ": " << plan.why_not;
+    planned.push_back(*plan.kernel);
+    entries.push_back("k" + std::to_string(variant));
+  }
+  planned.push_back(generic);  // and the generic kernel, when it compiles without sizes
+  entries.push_back("generic");
+  if (!codegen::plan_gpu_kernel(generic).kernel) {
+    planned.pop_back();
+    entries.pop_back();
+  } else {
+    planned.back() = *codegen::plan_gpu_kernel(generic).kernel;
+  }
+  std::vector<const cir::Kernel*> ptrs;
+  for (const cir::Kernel& k : planned) ptrs.push_back(&k);
+  std::string dir = ::testing::TempDir();
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    codegen::PtxModule m = codegen::NvptxCompiler::instance().compile(ptrs, entries, *codegen::parse_nvptx_arch(arch));
+    for (const std::string& e : entries) EXPECT_NE(m.ptx.find(".entry " + e + "("), std::string::npos) << e;
+    std::string file = dir + "/zyntax_parity_" + c.name + "_" + arch + ".ptx";
+    std::ofstream(file) << m.ptx;
+    std::string cmd = ptxas + " -arch=" + arch + " " + file + " -o /dev/null 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string log;
+    char buf[512];
+    while (fgets(buf, sizeof buf, p)) log += buf;
+    int rc = pclose(p);
+    EXPECT_EQ(rc, 0) << c.name << " " << arch << ": ptxas rejects " << file << ":\n" << log;
+    if (rc == 0) std::remove(file.c_str());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PtxParity, ::testing::ValuesIn(kParityCases),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+TEST(NvptxArch, ParsesArchitecturesAndPicksOneForACapability) {
+  EXPECT_EQ(codegen::parse_nvptx_arch("sm_80")->capability, 80);
+  EXPECT_EQ(codegen::parse_nvptx_arch("90")->name, "sm_90");
+  EXPECT_EQ(codegen::parse_nvptx_arch("9.0")->name, "sm_90");
+  EXPECT_EQ(codegen::parse_nvptx_arch("sm_90a")->ptx_feature, "+ptx80");
+  EXPECT_FALSE(codegen::parse_nvptx_arch("sm_13").has_value());
+  EXPECT_FALSE(codegen::parse_nvptx_arch("sm_80a").has_value());
+  EXPECT_FALSE(codegen::parse_nvptx_arch("banana").has_value());
+  EXPECT_EQ(codegen::nvptx_arch_for(9, 0).name, "sm_90");
+  EXPECT_EQ(codegen::nvptx_arch_for(8, 6).name, "sm_86");
+  EXPECT_EQ(codegen::nvptx_arch_for(8, 8).name, "sm_87");   // newest not above it
+  EXPECT_EQ(codegen::nvptx_arch_for(10, 0).name, "sm_90");  // newer GPUs run PTX for older ones
+}
+
+// Math in f64 links libdevice; the result has no unresolved calls.
+TEST(NvptxCompiler, LinksLibdeviceForF64Math) {
+  if (!codegen::have_libdevice()) GTEST_SKIP() << "built without libdevice";
+  cir::Kernel k = testing::kernel_of(
+      "def f(x: tensor[n, f64]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = sin(x[i]) + pow(x[i], 2.5) + x[i] % 0.3\n }\n}");
+  codegen::GpuPlan plan = codegen::plan_gpu_kernel(k);
+  ASSERT_TRUE(plan.kernel.has_value()) << plan.why_not;
+  codegen::PtxModule m = codegen::NvptxCompiler::instance().compile({&*plan.kernel}, {"f"}, *codegen::parse_nvptx_arch("sm_80"));
+  EXPECT_NE(m.ptx.find(".visible .entry f("), std::string::npos);
+  EXPECT_EQ(m.ptx.find(".extern"), std::string::npos) << "unresolved functions remain";
+  EXPECT_EQ(m.ptx.find("__nv_sin"), std::string::npos) << "libdevice calls are inlined or internal";
+}
+
+// Without a GPU the registry has none and says why; with one, it lists it.
+TEST(CudaRuntime, RegistryReportsTheGpuOrWhyNot) {
+  DeviceRegistry& r = DeviceRegistry::global();
+  if (cuda::gpu_available()) {
+    ASSERT_NE(r.find("cuda:0"), nullptr);
+    EXPECT_EQ(r.find("cuda:0")->info().type, "gpu");
+    EXPECT_EQ(r.find("auto"), r.find("cuda:0"));
+    EXPECT_GT(r.find("cuda:0")->info().cores, 0);
+  } else {
+    EXPECT_EQ(r.find("cuda:0"), nullptr);
+    EXPECT_EQ(r.find("auto"), r.find("cpu"));
+    std::string why = r.unavailable_reason("cuda:0");
+    EXPECT_NE(why.find("no CUDA GPU"), std::string::npos) << why;
+    EXPECT_NE(r.not_available_message("cuda:0").find(why), std::string::npos);
+    EXPECT_EQ(r.unavailable_reason("cpu:9"), "");
+  }
+}
+
+}  // namespace
+}  // namespace zyntax
