@@ -124,6 +124,9 @@ def main():
            rc == 2 and "'cuda:0' is not available" in err and "no CUDA driver" in err, err)
     rc, out, err = with_driver("/nonexistent/libcuda.so.1", "run", EXAMPLE)
     expect("auto runs on the cpu without a GPU", rc == 0 and "output shape" in out, err)
+    rc, out, err = with_driver("/nonexistent/libcuda.so.1", "compile", EXAMPLE, "--backend", "cuda")
+    expect("--backend cuda without a GPU is a usage error saying why",
+           rc == 2 and "--backend cuda needs a GPU" in err and "no CUDA driver" in err, err)
     rc, out, err = with_driver("/lib/x86_64-linux-gnu/libm.so.6", "devices")
     expect("a library that is not a CUDA driver is reported", rc == 0 and "lacks cuInit" in out, out + err)
     if args.driver_without_gpu:

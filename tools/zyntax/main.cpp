@@ -15,6 +15,7 @@
 #include "cir/passes/specialize.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
+#include "codegen/llvm/nvptx/cuda_device.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_plan.hpp"
 #include "cir/printer.hpp"
@@ -157,9 +158,20 @@ std::vector<std::pair<std::string, cir::Kernel>> kernels_from_run(Session& sessi
 }
 
 // PTX (or the NVPTX backend's LLVM IR) of every kernel, in one module.
+// --backend cuda compiles for the GPU present and has its driver load the
+// module, which compiles the PTX to the GPU's machine code.
 int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const CompileOptions& o,
              std::string& text) {
-  std::optional<codegen::NvptxArch> arch = codegen::parse_nvptx_arch(o.arch.empty() ? "sm_80" : o.arch);
+  std::optional<codegen::NvptxArch> arch;
+  Device* gpu = nullptr;
+  if (o.backend == "cuda") {
+    gpu = DeviceRegistry::global().find("cuda:0");
+    if (!gpu) throw std::invalid_argument("--backend cuda needs a GPU: " + DeviceRegistry::global().unavailable_reason("cuda:0"));
+    cuda::Gpu* g = cuda_gpu_of(*gpu);
+    arch = codegen::nvptx_arch_for(g->properties().major, g->properties().minor);
+  } else {
+    arch = codegen::parse_nvptx_arch(o.arch.empty() ? "sm_80" : o.arch);
+  }
   if (!arch)
     throw std::invalid_argument("unknown GPU architecture '" + o.arch + "' (known: " + codegen::nvptx_arch_list() + ")");
   std::vector<std::pair<std::string, cir::Kernel>> named;
@@ -201,7 +213,16 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
   std::vector<const cir::Kernel*> ptrs;
   for (const cir::Kernel& k : planned) ptrs.push_back(&k);
   std::string what = o.emit == "llvm" ? "llvm" : "ptx";
-  text += codegen::NvptxCompiler::instance().compile(ptrs, entries, *arch, what).ptx;
+  std::string code = codegen::NvptxCompiler::instance().compile(ptrs, entries, *arch, what).ptx;
+  if (gpu) {
+    cuda::Gpu* g = cuda_gpu_of(*gpu);
+    std::string ptx = what == "ptx" ? code : codegen::NvptxCompiler::instance().compile(ptrs, entries, *arch, "ptx").ptx;
+    cuda::CUmodule module = g->load_module(ptx);
+    for (const std::string& e : entries) g->function(module, e);
+    text += "// loaded by the CUDA driver on " + gpu->info().id + " (" + gpu->info().name + "): " +
+            std::to_string(entries.size()) + " kernel(s)\n";
+  }
+  text += code;
   return kOk;
 }
 
@@ -213,7 +234,7 @@ int compile_command(const std::string& path, const CompileOptions& o) {
   LoadedModule* m = load_and_check(session, path, &kernels);
   if (!m) return kProgramError;
   std::string text;
-  if (o.backend == "nvptx") {
+  if (o.backend == "nvptx" || o.backend == "cuda") {
     try {
       emit_gpu(session, *m, kernels, o, text);
     } catch (const std::invalid_argument& e) {
@@ -309,9 +330,9 @@ int main(int argc, char** argv) {
                       "default) or llvm")
       ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx"}));
   compile->add_option("--backend", backend,
-                      "cir (the IR itself, the default), llvm (the CPU backend; implied by llvm/asm/obj) or nvptx "
-                      "(PTX for NVIDIA GPUs)")
-      ->check(CLI::IsMember({"cir", "llvm", "nvptx"}));
+                      "cir (the IR itself, the default), llvm (the CPU backend; implied by llvm/asm/obj), nvptx "
+                      "(PTX for NVIDIA GPUs) or cuda (PTX for this machine's GPU, loaded by its driver)")
+      ->check(CLI::IsMember({"cir", "llvm", "nvptx", "cuda"}));
   compile->add_option("--arch", arch, "GPU architecture for --backend nvptx: sm_80 (default), sm_86, sm_89, sm_90, sm_90a, ...");
   compile->add_flag("--sizes-from-run", sizes_from_run,
                     "Run the program (kernels on the CPU, output discarded) and compile each kernel at the sizes it "
@@ -345,19 +366,20 @@ int main(int argc, char** argv) {
     if (run->parsed()) return run_command(path, device, seed);
     if (check->parsed()) return check_command(path);
     if (compile->parsed()) {
-      if (emit.empty()) emit = backend == "nvptx" ? "ptx" : backend == "llvm" ? "llvm" : "cir";
+      bool gpu = backend == "nvptx" || backend == "cuda";
+      if (emit.empty()) emit = gpu ? "ptx" : backend == "llvm" ? "llvm" : "cir";
       if (backend == "llvm" && (emit == "ast" || emit == "cir")) emit = "llvm";
-      if (emit == "ptx" && backend != "nvptx") backend = "nvptx";
-      if (backend == "nvptx" && emit != "ptx" && emit != "llvm") {
-        std::cerr << "zyntax: error: --backend nvptx emits ptx or llvm, not " << emit << "\n";
+      if (emit == "ptx" && !gpu) backend = "nvptx", gpu = true;
+      if (gpu && emit != "ptx" && emit != "llvm") {
+        std::cerr << "zyntax: error: --backend " << backend << " emits ptx or llvm, not " << emit << "\n";
         return kUsageError;
       }
       if (!arch.empty() && backend != "nvptx") {
-        std::cerr << "zyntax: error: --arch is for --backend nvptx\n";
+        std::cerr << "zyntax: error: --arch is for --backend nvptx (cuda compiles for the GPU present)\n";
         return kUsageError;
       }
-      if (sizes_from_run && backend != "nvptx") {
-        std::cerr << "zyntax: error: --sizes-from-run is for --backend nvptx\n";
+      if (sizes_from_run && !gpu) {
+        std::cerr << "zyntax: error: --sizes-from-run is for --backend nvptx or cuda\n";
         return kUsageError;
       }
       CompileOptions options{emit, output, kernel_filter, dim_values, backend, arch, sizes_from_run};

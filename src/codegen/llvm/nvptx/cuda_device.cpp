@@ -39,6 +39,9 @@ class CudaDevice : public Device {
 
   const DeviceInfo& info() const override { return info_; }
 
+  double last_kernel_milliseconds() const { return last_kernel_ms_; }
+  cuda::Gpu& gpu() { return *gpu_; }
+
   Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
              const std::map<std::string, Scalar>& scalars) override {
     std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
@@ -96,12 +99,20 @@ class CudaDevice : public Device {
     DeviceBuffer& status_buffer = add_buffer(sizeof status);
     status_buffer.zero();
 
+    // Events around the launch time the kernel alone (last_kernel_milliseconds).
+    if (!started_) {
+      started_ = std::make_unique<cuda::Event>(gpu);
+      finished_ = std::make_unique<cuda::Event>(gpu);
+    }
+    started_->record(gpu.stream());
     gpu.launch(plan->function, plan->blocks, codegen::kGpuBlockThreads, 0, gpu.stream(), params.data());
+    finished_->record(gpu.stream());
     status_buffer.download(&status, sizeof status, /*wait=*/false);
     out->download(ops.out.data(), ops.out.nbytes(), /*wait=*/false);
     for (size_t i = 0; i < reduce.size(); ++i)
       if (reduce[i]->data() != ops.out.data()) reduce_buffers[i]->download(reduce[i]->data(), reduce[i]->nbytes(), false);
     gpu.synchronize();
+    last_kernel_ms_ = cuda::Event::elapsed_ms(*started_, *finished_);
     if (status) {
       // A check failed: the reference executor reports the error with the
       // source's words and place (or, for a conservative check, computes the result).
@@ -145,8 +156,10 @@ class CudaDevice : public Device {
   }
 
   std::unique_ptr<cuda::Gpu> gpu_;
+  std::unique_ptr<cuda::Event> started_, finished_;
   codegen::NvptxArch arch_;
   DeviceInfo info_;
+  double last_kernel_ms_ = 0;
   std::mutex mu_;
   KernelCache<Plan> plans_;
 };
@@ -154,5 +167,15 @@ class CudaDevice : public Device {
 }  // namespace
 
 std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu) { return std::make_unique<CudaDevice>(std::move(gpu)); }
+
+double cuda_last_kernel_milliseconds(Device& device) {
+  auto* d = dynamic_cast<CudaDevice*>(&device);
+  return d ? d->last_kernel_milliseconds() : -1;
+}
+
+cuda::Gpu* cuda_gpu_of(Device& device) {
+  auto* d = dynamic_cast<CudaDevice*>(&device);
+  return d ? &d->gpu() : nullptr;
+}
 
 }  // namespace zyntax

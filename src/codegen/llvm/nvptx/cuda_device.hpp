@@ -17,4 +17,10 @@ namespace zyntax {
 // the reference executor, which reports the exact error.
 std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu);
 
+// For benchmarks: how long the last kernel run on a cuda device took on the
+// GPU (CUDA events around the launch, copies excluded); -1 for other devices.
+double cuda_last_kernel_milliseconds(Device& device);
+// The GPU behind a cuda device, null for other devices.
+cuda::Gpu* cuda_gpu_of(Device& device);
+
 }  // namespace zyntax

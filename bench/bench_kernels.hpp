@@ -1,0 +1,172 @@
+// The benchmarks' kernels, written in ZynML, shared by the CPU and GPU
+// benchmarks so both measure the same programs.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "driver/session.hpp"
+#include "runtime/launch.hpp"
+#include "runtime/tensor_ops.hpp"
+#include "sema/host_checker.hpp"
+
+namespace zyntax::bench {
+
+// ------------------------------------------------------------ the kernels
+
+inline const char* kMatmul = R"(
+def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {
+    return compute(A, B) {
+        @kernel matmul
+        for i in 0..M, j in 0..N:
+            var sum = 0.0
+            for k in 0..K:
+                sum += A[i, k] * B[k, j]
+            out[i, j] = sum
+    }
+})";
+
+inline const char* kGelu = R"(
+def f(x: tensor[n, f32]) {
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            let v = x[i]
+            out[i] = v * 0.5 * (1.0 + tanh(0.7978845608 * (v + 0.044715 * v * v * v)))
+    }
+})";
+
+inline const char* kCopy = R"(
+def f(x: tensor[n, f32]) {
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = x[i]
+    }
+})";
+
+inline const char* kSoftmax = R"(
+def f(x: tensor[r, c, f32]) {
+    return compute(x) {
+        @kernel fused
+        for i in 0..r:
+            var m = -inf
+            for j in 0..c:
+                m = max(m, x[i, j])
+            var s = 0.0
+            for j in 0..c:
+                s += exp(x[i, j] - m)
+            let inv = 1.0 / s
+            for j in 0..c:
+                out[i, j] = exp(x[i, j] - m) * inv
+    }
+})";
+
+inline const char* kLayerNorm = R"(
+def f(x: tensor[r, c, f32], g: tensor[c, f32], b: tensor[c, f32]) {
+    return compute(x, g, b) {
+        @kernel fused
+        for i in 0..r:
+            var mean = 0.0
+            for j in 0..c:
+                mean += x[i, j]
+            mean /= c
+            var var = 0.0
+            for j in 0..c:
+                let d = x[i, j] - mean
+                var += d * d
+            var /= c
+            let inv = rsqrt(var + 1e-5)
+            for j in 0..c:
+                out[i, j] = (x[i, j] - mean) * inv * g[j] + b[j]
+    }
+})";
+
+inline const char* kAttention = R"(
+def f(Q: tensor[bh, s, d, f32], K: tensor[bh, s, d, f32], V: tensor[bh, s, d, f32]) {
+    return compute(Q, K, V) {
+        @kernel flash_attention
+        for h in 0..bh:
+            for q0 in 0..s step 32:
+                var m = -inf
+                var l = 0.0
+                var o = zeros(min(32, s - q0), d)
+                let Qb = Q[h, q0:q0 + 32]
+                for k0 in 0..s step 32:
+                    let S = Qb @ transpose(K[h, k0:k0 + 32]) / sqrt(d)
+                    let m_new = max(m, row_max(S))
+                    let p = exp(S - m_new)
+                    l = exp(m - m_new) * l + row_sum(p)
+                    o = exp(m - m_new) * o + p @ V[h, k0:k0 + 32]
+                    m = m_new
+                out[h, q0:q0 + 32] = o / l
+    }
+})";
+
+// Same-size 3x3 convolution (stride 1, padding 1), as in ResNet's blocks.
+inline const char* kConv2d = R"(
+def f(x: tensor[b, ic, h, w, f32], wt: tensor[oc, ic, kh, kw, f32], bias: tensor[oc, f32]) {
+    return compute(x, wt, bias) {
+        @kernel conv2d
+        for n in 0..b, o in 0..oc:
+            for y in 0..h, z in 0..w:
+                var sum = bias[o]
+                for c in 0..ic:
+                    for dy in 0..kh, dz in 0..kw:
+                        let iy = y + dy - 1
+                        let iz = z + dz - 1
+                        if iy >= 0 and iy < h and iz >= 0 and iz < w:
+                            sum += x[n, c, iy, iz] * wt[o, c, dy, dz]
+                out[n, o, y, z] = sum
+    }
+})";
+
+inline const char* kDepthwise = R"(
+def f(x: tensor[b, c, h, w, f32], wt: tensor[c, kh, kw, f32]) {
+    return compute(x, wt) {
+        @kernel conv2d_depthwise
+        for n in 0..b, ch in 0..c:
+            for y in 0..h, z in 0..w:
+                var sum = 0.0
+                for dy in 0..kh, dz in 0..kw:
+                    let iy = y + dy - 1
+                    let iz = z + dz - 1
+                    if iy >= 0 and iy < h and iz >= 0 and iz < w:
+                        sum += x[n, ch, iy, iz] * wt[ch, dy, dz]
+                out[n, ch, y, z] = sum
+    }
+})";
+
+// A kernel lowered once per source, kept for the whole run.
+inline CompiledCompute& kernel(const char* source) {
+  static std::map<const char*, std::unique_ptr<CompiledCompute>> cache;
+  auto it = cache.find(source);
+  if (it != cache.end()) return *it->second;
+  Session session;
+  std::vector<CheckedKernel> kernels;
+  LoadedModule* m = session.load_text("bench.zynml", source);
+  if (session.diags().has_errors() || !check_program(session, *m, &kernels) || kernels.empty())
+    throw std::runtime_error("benchmark kernel does not compile:\n" + session.diags().render_all());
+  return *(cache[source] = std::make_unique<CompiledCompute>(kernels[0].kernel));
+}
+
+inline Tensor random(const Shape& s, uint64_t seed) {
+  Random rng(seed);
+  return rand_normal(rng, DType::F32, s);
+}
+
+// A custom fused chain (scale, shift, GELU, gate), against the same chain
+// of eager operations in PyTorch.
+inline const char* kFusedChain = R"(
+def f(x: tensor[n, f32], y: tensor[n, f32]) {
+    return compute(x, y) {
+        @kernel fused
+        for i in 0..n:
+            let v = x[i] * 1.702 + 0.5
+            out[i] = v * sigmoid(v) * tanh(y[i])
+    }
+})";
+
+}  // namespace zyntax::bench

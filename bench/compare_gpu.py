@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""GPU benchmarks: zyntax and its anchors on the same GPU in one run.
+
+Runs zyntax_gpu_bench (runtime costs, and zyntax kernels timed with CUDA
+events) and, in this process, the same work in PyTorch (eager, cuBLAS with
+and without TF32, bf16, fused scaled-dot-product attention) and through
+Triton (torch.compile of the fused chain). Writes the table with the device
+and the date to bench/results/gpu-<device>-<date>.md and to the
+"## NVIDIA GPU" section of docs/performance.md.
+
+    python3 bench/compare_gpu.py --bench PATH/zyntax_gpu_bench [--results DIR] [--performance FILE]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+GPU_HEADER = "## NVIDIA GPU"
+
+
+def ours(bench):
+    p = subprocess.run([bench], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=3000)
+    if p.returncode != 0:
+        sys.exit("zyntax_gpu_bench failed (%d): %s" % (p.returncode, p.stderr.decode()[-2000:]))
+    rows, device = {}, {}
+    for line in p.stdout.decode().splitlines():
+        obj = json.loads(line)
+        if "name" in obj:
+            rows[obj["name"]] = obj["value"]
+        else:
+            device = obj
+    return rows, device
+
+
+def torch_anchors():
+    import torch
+    import torch.nn.functional as F
+    dev = torch.device("cuda:0")
+    torch.manual_seed(0)
+
+    def timed(fn, reps=10):
+        fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(reps):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b))
+        return sorted(times)[len(times) // 2]
+
+    r = {"torch": torch.__version__}
+    n = 1 << 26
+    x = torch.randn(n, device=dev)
+    y = torch.empty_like(x)
+    r["torch_copy"] = 2 * n * 4 / (timed(lambda: y.copy_(x)) / 1e3) / 1e9
+    pinned = torch.empty(256 << 18, dtype=torch.float32).pin_memory()
+    dbuf = torch.empty_like(pinned, device=dev)
+    r["torch_pinned_h2d"] = pinned.numel() * 4 / (timed(lambda: dbuf.copy_(pinned, non_blocking=True)) / 1e3) / 1e9
+    r["torch_pinned_d2h"] = pinned.numel() * 4 / (timed(lambda: pinned.copy_(dbuf, non_blocking=True)) / 1e3) / 1e9
+    s = 4096
+    a, b = torch.randn(s, s, device=dev), torch.randn(s, s, device=dev)
+    flops = 2.0 * s ** 3
+    torch.backends.cuda.matmul.allow_tf32 = False
+    r["torch_matmul_f32"] = flops / (timed(lambda: a @ b) / 1e3) / 1e12
+    torch.backends.cuda.matmul.allow_tf32 = True
+    r["torch_matmul_tf32"] = flops / (timed(lambda: a @ b) / 1e3) / 1e12
+    torch.backends.cuda.matmul.allow_tf32 = False
+    ab, bb = a.bfloat16(), b.bfloat16()
+    r["torch_matmul_bf16"] = flops / (timed(lambda: ab @ bb) / 1e3) / 1e12
+    sm = torch.randn(16 * 2048, 2048, device=dev)
+    r["torch_softmax_ms"] = timed(lambda: torch.softmax(sm, dim=-1))
+    ln, g, bias = torch.randn(4096, 768, device=dev), torch.randn(768, device=dev), torch.randn(768, device=dev)
+    r["torch_layernorm_ms"] = timed(lambda: F.layer_norm(ln, (768,), g, bias, 1e-5))
+    for bh, sq in [(96, 128), (12, 4096)]:
+        q, k, v = (torch.randn(bh, sq, 64, device=dev) for _ in range(3))
+        eager = lambda: torch.softmax(q @ k.transpose(-1, -2) / 8.0, dim=-1) @ v
+        r["torch_attention_eager_%dx%d_ms" % (bh, sq)] = timed(eager, 5)
+        r["torch_sdpa_%dx%d_ms" % (bh, sq)] = timed(lambda: F.scaled_dot_product_attention(q, k, v), 5)
+    fx, fy = torch.randn(n, device=dev), torch.randn(n, device=dev)
+
+    def chain(x, y):
+        v = x * 1.702 + 0.5
+        return v * torch.sigmoid(v) * torch.tanh(y)
+    r["torch_fused_chain_eager_ms"] = timed(lambda: chain(fx, fy))
+    try:
+        compiled = torch.compile(chain)
+        r["triton_fused_chain_ms"] = timed(lambda: compiled(fx, fy))
+    except Exception as e:  # noqa: BLE001 - report, do not fail the run
+        r["triton_error"] = str(e)[:200]
+    r["gpu"] = torch.cuda.get_device_name(0)
+    return r
+
+
+def fmt(v, digits=3):
+    return "—" if v is None else ("%.*g" % (digits, v))
+
+
+def table(z, t, device):
+    def ratio(a, b):
+        return None if a is None or b is None or b == 0 else a / b
+    rows = [
+        ("kernel launch (host, async)", fmt(z.get("launch_latency")) + " µs", "—", "< 5 µs"),
+        ("empty kernel round trip", fmt(z.get("empty_kernel_round_trip")) + " µs", "—", "< 10 µs"),
+        ("cached module lookup", fmt(z.get("cached_module_lookup")) + " µs", "—", "< 1 µs"),
+        ("pinned H2D", fmt(z.get("pinned_h2d")) + " GB/s", fmt(t.get("torch_pinned_h2d")) + " GB/s", "≥ 12 GB/s"),
+        ("pinned D2H", fmt(z.get("pinned_d2h")) + " GB/s", fmt(t.get("torch_pinned_d2h")) + " GB/s", "≥ 12 GB/s"),
+        ("device copy (zyntax kernel; driver memcpy %s GB/s)" % fmt(z.get("device_copy_driver")),
+         fmt(z.get("zyntax_copy")) + " GB/s", fmt(t.get("torch_copy")) + " GB/s (torch copy_)",
+         "≥ 80%%: %s" % fmt(ratio(z.get("zyntax_copy"), t.get("torch_copy")))),
+        ("matmul f32 4096", fmt(z.get("zyntax_matmul_f32_4096")) + " TFLOP/s", fmt(t.get("torch_matmul_f32")) + " TFLOP/s",
+         "≥ 1.1×: %s" % fmt(ratio(z.get("zyntax_matmul_f32_4096"), t.get("torch_matmul_f32")))),
+        ("matmul tf32 4096", "not yet", fmt(t.get("torch_matmul_tf32")) + " TFLOP/s", "≥ 1.1×"),
+        ("matmul bf16 4096", "not yet", fmt(t.get("torch_matmul_bf16")) + " TFLOP/s", "≥ 1.1×"),
+        ("softmax 32768×2048", fmt(z.get("zyntax_softmax_2048_ms")) + " ms", fmt(t.get("torch_softmax_ms")) + " ms",
+         "≥ 1.0×: %s" % fmt(ratio(t.get("torch_softmax_ms"), z.get("zyntax_softmax_2048_ms")))),
+        ("layernorm 4096×768", fmt(z.get("zyntax_layernorm_4096x768_ms")) + " ms", fmt(t.get("torch_layernorm_ms")) + " ms",
+         "≥ 1.0×: %s" % fmt(ratio(t.get("torch_layernorm_ms"), z.get("zyntax_layernorm_4096x768_ms")))),
+    ]
+    for bh, sq in [(96, 128), (12, 4096)]:
+        zt = z.get("zyntax_attention_%dx%d_ms" % (bh, sq))
+        e, f = t.get("torch_attention_eager_%dx%d_ms" % (bh, sq)), t.get("torch_sdpa_%dx%d_ms" % (bh, sq))
+        rows.append(("attention %d heads×seq %d, d 64" % (bh, sq), fmt(zt) + " ms",
+                     "eager %s ms, SDPA %s ms" % (fmt(e), fmt(f)),
+                     "≥ 1.5× eager: %s; ≥ 1.0× SDPA: %s" % (fmt(ratio(e, zt)), fmt(ratio(f, zt)))))
+    zf = z.get("zyntax_fused_chain_ms")
+    rows.append(("fused chain, 2^26 elements", fmt(zf) + " ms",
+                 "eager %s ms, torch.compile (Triton) %s ms" % (fmt(t.get("torch_fused_chain_eager_ms")),
+                                                                fmt(t.get("triton_fused_chain_ms"))),
+                 "≥ 2× eager: %s" % fmt(ratio(t.get("torch_fused_chain_eager_ms"), zf))))
+    out = [GPU_HEADER, "",
+           "- Device: %s (%s)" % (t.get("gpu", device.get("device", "?")), device.get("backend", "?")),
+           "- Date: %s; host %s" % (datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), platform.platform()),
+           "- Measured by `bench/compare_gpu.py` in one run: zyntax_gpu_bench (CUDA events around each kernel, inputs' "
+           "copies excluded, median) and PyTorch %s in the same run." % t.get("torch", "?"),
+           "", "| what | zyntax | anchor | target: measured |", "|---|---|---|---|"]
+    out += ["| %s | %s | %s | %s |" % r for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bench", default=os.path.join(ROOT, "build", "zyntax_gpu_bench"))
+    ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results"))
+    ap.add_argument("--performance", default=os.path.join(ROOT, "docs", "performance.md"))
+    args = ap.parse_args()
+    z, device = ours(args.bench)
+    t = torch_anchors()
+    text = table(z, t, device)
+    print(text)
+    os.makedirs(args.results, exist_ok=True)
+    name = re.sub(r"[^A-Za-z0-9]+", "-", t.get("gpu", "gpu")).strip("-").lower()
+    path = os.path.join(args.results, "gpu-%s-%s.md" % (name, datetime.date.today().isoformat()))
+    with open(path, "w") as f:
+        f.write(text + "\nRaw:\n\n```\n" + json.dumps({"zyntax": z, "anchors": t}, indent=1) + "\n```\n")
+    old = ""
+    if os.path.exists(args.performance):
+        with open(args.performance) as f:
+            old = f.read()
+        if GPU_HEADER in old:
+            old = old[:old.index(GPU_HEADER)]
+    with open(args.performance, "w") as f:
+        f.write((old.rstrip("\n") + "\n\n" if old.strip() else "") + text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+// GPU benchmarks on cuda:0, one JSON object per line on standard output for
+// bench/compare_gpu.py, which runs PyTorch and Triton beside it:
+//   {"name": "launch_latency", "value": 2.1, "unit": "us"}
+// Runtime costs (launch, round trip, module lookup, transfers) and zyntax
+// kernels written in ZynML, each timed on the GPU with CUDA events around
+// the kernel alone (the inputs' copies excluded), median of several runs.
+// Exit status 77 without a GPU. Timings belong here, never in tests.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench_kernels.hpp"
+#include "codegen/llvm/nvptx/cuda_device.hpp"
+#include "runtime/cuda/cuda_gpu.hpp"
+#include "runtime/kernel_cache.hpp"
+
+namespace {
+
+using namespace zyntax;
+using namespace zyntax::bench;
+using Clock = std::chrono::steady_clock;
+
+void report(const std::string& name, double value, const char* unit, const std::string& note = "") {
+  std::printf("{\"name\": \"%s\", \"value\": %.6g, \"unit\": \"%s\"%s}\n", name.c_str(), value, unit,
+              note.empty() ? "" : (", \"note\": \"" + note + "\"").c_str());
+  std::fflush(stdout);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// An empty kernel, for what launching costs by itself.
+const char* kEmptyPtx = R"(
+.version 7.8
+.target sm_80
+.address_size 64
+.visible .entry empty()
+{
+  ret;
+}
+)";
+
+void runtime_costs(cuda::Gpu& gpu) {
+  const cuda::Driver& d = gpu.driver();
+  gpu.bind();
+  cuda::CUfunction empty = gpu.function(gpu.load_module(kEmptyPtx), "empty");
+  for (int i = 0; i < 100; ++i) gpu.launch(empty, 1, 1, 0, gpu.stream(), nullptr);
+  gpu.synchronize();
+  // Launch latency: the host's cost of one asynchronous launch.
+  constexpr int kLaunches = 20000;
+  auto t0 = Clock::now();
+  for (int i = 0; i < kLaunches; ++i) gpu.launch(empty, 1, 1, 0, gpu.stream(), nullptr);
+  double launch_s = seconds_since(t0);
+  gpu.synchronize();
+  report("launch_latency", launch_s / kLaunches * 1e6, "us");
+  // Round trip: launch, then wait for it.
+  std::vector<double> trips;
+  for (int i = 0; i < 2000; ++i) {
+    auto t = Clock::now();
+    gpu.launch(empty, 1, 1, 0, gpu.stream(), nullptr);
+    gpu.synchronize();
+    trips.push_back(seconds_since(t));
+  }
+  report("empty_kernel_round_trip", median(trips) * 1e6, "us");
+  // Cached module lookup: the device's kernel cache, hit.
+  KernelCache<int> cache;
+  for (uint64_t k = 0; k < 256; ++k) cache.get(k, [] { return std::make_shared<int>(1); });
+  constexpr int kLookups = 1000000;
+  t0 = Clock::now();
+  int64_t sum = 0;
+  for (int i = 0; i < kLookups; ++i) sum += *cache.get(static_cast<uint64_t>(i & 255), [] { return std::make_shared<int>(0); });
+  report("cached_module_lookup", seconds_since(t0) / kLookups * 1e6, "us", sum > 0 ? "" : "?");
+
+  // Transfers: pinned host memory to and from the device, and on the device.
+  constexpr size_t kBytes = size_t{256} << 20;
+  cuda::PinnedBuffer host(gpu, kBytes);
+  std::fill_n(static_cast<char*>(host.data()), kBytes, 1);
+  cuda::DeviceBuffer a(gpu, kBytes), b(gpu, kBytes);
+  cuda::Event start(gpu), stop(gpu);
+  auto timed = [&](auto&& op, int reps) {
+    op();
+    gpu.synchronize();
+    start.record(gpu.stream());
+    for (int i = 0; i < reps; ++i) op();
+    stop.record(gpu.stream());
+    stop.synchronize();
+    return cuda::Event::elapsed_ms(start, stop) / 1e3 / reps;
+  };
+  double h2d = timed([&] { a.upload(host.data(), kBytes, false); }, 10);
+  report("pinned_h2d", kBytes / h2d / 1e9, "GB/s");
+  double d2h = timed([&] { a.download(host.data(), kBytes, false); }, 10);
+  report("pinned_d2h", kBytes / d2h / 1e9, "GB/s");
+  double d2d = timed([&] { d.check(d.cuMemcpyDtoDAsync(b.address(), a.address(), kBytes, gpu.stream()), "cuMemcpyDtoDAsync"); }, 20);
+  report("device_copy_driver", 2.0 * kBytes / d2d / 1e9, "GB/s", "bytes read and written");
+}
+
+// Median GPU time of a zyntax kernel (events around the kernel), after a warm-up.
+double kernel_ms(Device& dev, const char* source, const std::vector<Tensor>& in, int reps) {
+  CompiledCompute& k = kernel(source);
+  k.launch(dev, in, {}, {});
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    k.launch(dev, in, {}, {});
+    ms.push_back(cuda_last_kernel_milliseconds(dev));
+  }
+  return median(ms);
+}
+
+void kernels(Device& dev) {
+  const int64_t n = int64_t{1} << 26;  // 256 MiB of f32
+  double copy = kernel_ms(dev, kCopy, {random({n}, 1)}, 10);
+  report("zyntax_copy", 2.0 * n * 4 / (copy / 1e3) / 1e9, "GB/s", "bytes read and written");
+  double fused = kernel_ms(dev, kFusedChain, {random({n}, 2), random({n}, 3)}, 10);
+  report("zyntax_fused_chain_ms", fused, "ms", "n=2^26");
+  for (int64_t size : {4096}) {
+    double mm = kernel_ms(dev, kMatmul, {random({size, size}, 4), random({size, size}, 5)}, 3);
+    report("zyntax_matmul_f32_" + std::to_string(size), 2.0 * size * size * size / (mm / 1e3) / 1e12, "TFLOP/s");
+  }
+  // Softmax at seq 2048: 16 heads x 2048 query rows of 2048 scores.
+  double sm = kernel_ms(dev, kSoftmax, {random({16 * 2048, 2048}, 6)}, 10);
+  report("zyntax_softmax_2048_ms", sm, "ms", "32768x2048");
+  // LayerNorm of BERT-base activations: 8 x 512 tokens of 768.
+  double ln = kernel_ms(dev, kLayerNorm, {random({4096, 768}, 7), random({768}, 8), random({768}, 9)}, 10);
+  report("zyntax_layernorm_4096x768_ms", ln, "ms");
+  // Attention: BERT-base (batch 8, 12 heads, seq 128, d 64) and seq 4096 (12 heads).
+  for (auto [bh, s] : std::vector<std::pair<int64_t, int64_t>>{{96, 128}, {12, 4096}}) {
+    std::vector<Tensor> in = {random({bh, s, 64}, 10), random({bh, s, 64}, 11), random({bh, s, 64}, 12)};
+    double at = kernel_ms(dev, kAttention, in, 3);
+    report("zyntax_attention_" + std::to_string(bh) + "x" + std::to_string(s) + "_ms", at, "ms");
+  }
+}
+
+}  // namespace
+
+int main() {
+  Device* dev = DeviceRegistry::global().find("cuda:0");
+  if (!dev) {
+    std::fprintf(stderr, "no GPU: %s\n", DeviceRegistry::global().unavailable_reason("cuda:0").c_str());
+    return 77;
+  }
+  const DeviceInfo& info = dev->info();
+  std::printf("{\"device\": \"%s\", \"backend\": \"%s\"}\n", info.name.c_str(), info.backend.c_str());
+  runtime_costs(*cuda_gpu_of(*dev));
+  kernels(*dev);
+  return 0;
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds a self-contained bundle for running the GPU tests and benchmarks on
+# a machine with an NVIDIA GPU and no package registry: zyntax, its unit
+# tests and the GPU benchmark, linked with LLVM's static libraries and a
+# static libstdc++ (they need only glibc, zlib, zstd and the CUDA driver
+# there), stripped, with the test programs and the scripts that run them,
+# in dist/zyntax-gpu.tar.xz (about 16 MiB; unused LLVM code is dropped at link time).
+#
+#   scripts/gpu_bundle.sh                 # builds build-bundle/ and the tarball
+#
+# On the GPU machine (with python3, NumPy and PyTorch), one line:
+#   tar xf zyntax-gpu.tar.xz -C /tmp && /tmp/zyntax-gpu/run.sh all OUTDIR
+# runs the GPU parity suites (`test`) and the benchmarks (`bench`), writing
+# the logs and bench results into OUTDIR.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh >/dev/null  # the packages the build needs
+
+cmake -S . -B build-bundle -G Ninja -DCMAKE_BUILD_TYPE=Release -DZYNTAX_STATIC_LLVM=ON -DZYNTAX_TESTS=ON >/dev/null
+cmake --build build-bundle -j"$(nproc)" --target zyntax zyntax_unit_tests zyntax_gpu_bench
+
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+root="$stage/zyntax-gpu"
+mkdir -p "$root/bin" "$root/tests" "$root/bench" "$root/examples"
+for b in zyntax zyntax_gpu_bench tests/zyntax_unit_tests; do
+  strip -o "$root/bin/$(basename "$b")" "build-bundle/$b"
+done
+cp -r tests/programs "$root/tests/"
+cp examples/*.zynml "$root/examples/"
+cp bench/compare_gpu.py "$root/bench/"
+cp scripts/gpu_bundle_run.sh "$root/run.sh"
+git rev-parse HEAD > "$root/COMMIT" 2>/dev/null || true
+mkdir -p dist
+tar -C "$stage" -cf - zyntax-gpu | xz -T0 -9 > dist/zyntax-gpu.tar.xz
+ls -l dist/zyntax-gpu.tar.xz
+# Nothing but the system's C libraries and the driver (opened at run time):
+ldd "$root/bin/zyntax" | grep -v -E "linux-vdso|libc\.so|libm\.so|ld-linux|libz\.so|libzstd\.so" && {
+  echo "gpu_bundle: zyntax depends on more than the system libraries" >&2
+  exit 1
+} || true
