@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build git
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   llvm-19-dev clang-19 libclang-rt-19-dev
-  python3 python3-numpy
+  python3 python3-numpy pkg-config
 )
 
 missing=()

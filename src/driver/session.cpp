@@ -13,7 +13,9 @@ namespace zyntax {
 namespace {
 
 // Finds every compute block and the name it is bound to (`let C = compute...`,
-// also through pipes: `let n = compute(...) {...} |> sqrt()`).
+// also through pipes: `let n = compute(...) {...} |> sqrt()`); a block a
+// function returns takes the function's name (`def softmax(x) { return
+// compute(x) {...} }` is kernel `softmax`).
 class KernelNamer {
  public:
   explicit KernelNamer(std::vector<std::pair<const ast::Compute*, std::string>>& out) : out_(out) {}
@@ -38,7 +40,7 @@ class KernelNamer {
       }
       case StmtKind::ExprStmt: expr(*ast::as<ast::ExprStmt>(s).expr, ""); break;
       case StmtKind::Return:
-        if (ast::as<ast::Return>(s).value) expr(*ast::as<ast::Return>(s).value, "");
+        if (ast::as<ast::Return>(s).value) expr(*ast::as<ast::Return>(s).value, function_);
         break;
       case StmtKind::If:
         expr(*ast::as<ast::If>(s).cond, "");
@@ -52,7 +54,13 @@ class KernelNamer {
         block(ast::as<ast::For>(s).body);
         break;
       case StmtKind::While: block(ast::as<ast::While>(s).body); break;
-      case StmtKind::FuncDef: block(ast::as<ast::FuncDef>(s).body); break;
+      case StmtKind::FuncDef: {
+        std::string outer = function_;
+        function_ = ast::as<ast::FuncDef>(s).name;
+        block(ast::as<ast::FuncDef>(s).body);
+        function_ = outer;
+        break;
+      }
       case StmtKind::BlockStmt: block(ast::as<ast::BlockStmt>(s).block); break;
       default: break;
     }
@@ -88,6 +96,7 @@ class KernelNamer {
   }
 
   std::vector<std::pair<const ast::Compute*, std::string>>& out_;
+  std::string function_;  // the function whose body is being walked
 };
 
 }  // namespace

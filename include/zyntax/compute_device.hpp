@@ -1,0 +1,130 @@
+// A compute device and every operation it offers, for C++ programs: buffers,
+// fused element-wise kernels traced from C++ expressions, and the ML op
+// library (forward, backward, AdamW). Each op's kernel is written in ZynML
+// (stdlib/ in the source tree) and compiled by the zyntax compiler for the
+// device, once per shape; the data never leaves the device between ops.
+// Shapes are checked before anything runs: a mismatch is a ShapeError
+// naming the op, the argument and both shapes.
+//
+//   zyntax::ComputeDevice dev = zyntax::ComputeDevice::open("auto");
+//   zyntax::Buffer a = dev.upload({1, 2, 3, 4, 5, 6});
+//   zyntax::Buffer b = dev.upload({1, 0, 0, 1, 1, 1});
+//   zyntax::Buffer c = dev.matmul(a, b, 2, 3, 2);              // [2,3] @ [3,2]
+//   zyntax::Buffer y = dev.elementwise({c}, 4, [](auto& x) { return zyntax::gelu(x[0]) * 0.5f; });
+//   std::vector<float> host = y.to_vector();
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "zyntax/buffer.hpp"
+#include "zyntax/errors.hpp"
+#include "zyntax/expr.hpp"
+#include "zyntax/export.hpp"
+
+namespace zyntax {
+
+// A device as compute_devices() lists it.
+struct DeviceDescription {
+  std::string id;       // "cpu", "cpu:reference", "cuda:0"
+  std::string type;     // "cpu" or "gpu"
+  std::string name;     // the processor's name
+  std::string backend;  // what compiles and runs kernels there
+  uint64_t memory = 0;  // bytes
+  int cores = 0;        // cores, or a GPU's multiprocessors
+};
+
+ZYNTAX_API std::vector<DeviceDescription> compute_devices();
+
+class DeviceImpl;
+
+class ZYNTAX_API ComputeDevice {
+ public:
+  // "auto" (a GPU when one is usable, else the CPU), "cpu", "cpu:reference"
+  // (the reference executor: slow, the ground truth), "cuda:0", ...
+  // ComputeError when the id names no device here, saying why.
+  static ComputeDevice open(const std::string& id = "auto");
+
+  const DeviceDescription& description() const;
+  const std::string& id() const { return description().id; }
+
+  // ------------------------------------------------------------ buffers
+  Buffer upload(const std::vector<float>& data) const;
+  Buffer upload(const float* data, size_t n) const;
+  Buffer upload_u32(const std::vector<uint32_t>& data) const;
+  // Stored as f16 or bf16 (rounded to nearest even); read as f32 by every op.
+  Buffer upload_as(const std::vector<float>& data, ElementType storage) const;
+  // `n` f32 elements, zero.
+  Buffer alloc(size_t n) const;
+  std::vector<float> download(const Buffer& b) const;
+  Buffer copy_buffer(const Buffer& src) const;
+  void zero_buffer(Buffer& b) const;
+  // Waits for every operation issued to this device.
+  void sync() const;
+
+  // ------------------------------------------------------------ fused element-wise
+  // out[i] = f(inputs[0][i], inputs[1][i], ...) for i < numel, as one kernel.
+  // An input shorter than numel whose length divides it is repeated
+  // (broadcast along the trailing dimensions: a bias of `dim` over rows).
+  using ElementFn = std::function<ExprId(const std::vector<ExprId>&)>;
+  using ElementFnMulti = std::function<std::vector<ExprId>(const std::vector<ExprId>&)>;
+  Buffer elementwise(const std::vector<Buffer>& inputs, size_t numel, const ElementFn& f) const;
+  // Several outputs computed by one kernel.
+  std::vector<Buffer> elementwise_multi(const std::vector<Buffer>& inputs, size_t numel, const ElementFnMulti& f) const;
+
+  // ------------------------------------------------------------ linear algebra
+  // C[m, n] = A[m, k] @ B[k, n], row-major.
+  Buffer matmul(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const;
+  // C[m, n] = A^T @ B with A stored [k, m].
+  Buffer matmul_transposed_a(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const;
+  // C[m, n] = A @ B^T with B stored [n, k].
+  Buffer matmul_transposed_b(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const;
+  // C += A[m, k] @ B[k, n], in place.
+  void matmul_accumulate(Buffer& c, const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const;
+  Buffer transpose_2d(const Buffer& x, size_t rows, size_t cols) const;
+
+  // ------------------------------------------------------------ element-wise ops
+  // out[i] = matrix[i] + bias[i % dim]
+  Buffer bias_add(const Buffer& matrix, const Buffer& bias, size_t numel, size_t dim) const;
+  // dst[i] += src[i], in place.
+  void add_assign(Buffer& dst, const Buffer& src) const;
+
+  // ------------------------------------------------------------ rows
+  Buffer softmax(const Buffer& x, size_t n_rows, size_t row_len) const;
+  Buffer rms_norm(const Buffer& x, const Buffer& weight, size_t n_groups, size_t dim, float eps) const;
+  Buffer layer_norm(const Buffer& x, const Buffer& gamma, const Buffer& beta, size_t n_rows, size_t dim, float eps) const;
+  // Sum along `axis` of a tensor of `shape`: the result has that axis removed.
+  Buffer reduce_sum(const Buffer& x, const std::vector<size_t>& shape, size_t axis) const;
+  // weight[ids[t]] for each of seq_len ids: [seq_len, dim].
+  Buffer embedding(const Buffer& weight, const Buffer& ids, size_t seq_len, size_t dim) const;
+
+  // ------------------------------------------------------------ backward
+  // grad_in = y * (grad - rowsum(y * grad)), y the softmax's output.
+  Buffer softmax_backward(const Buffer& softmax_out, const Buffer& grad_output, size_t n_rows, size_t row_len) const;
+  // (grad_input, grad_weight)
+  std::pair<Buffer, Buffer> rms_norm_backward(const Buffer& input, const Buffer& weight, const Buffer& grad_output,
+                                              size_t n_groups, size_t dim, float eps) const;
+  // grad_weight[ids[t]] += grad_output[t]: [vocab_size, dim].
+  Buffer embedding_backward(const Buffer& grad_output, const Buffer& ids, size_t vocab_size, size_t seq_len,
+                            size_t dim) const;
+
+  // ------------------------------------------------------------ optimiser
+  // One AdamW step, in place on param, m and v; weight decay decoupled
+  // (param -= lr * weight_decay * param before the Adam update); step_t from 1.
+  void adamw_step(Buffer& param, const Buffer& grad, Buffer& m, Buffer& v, float lr, float beta1, float beta2,
+                  float eps, float weight_decay, size_t step_t) const;
+
+  // For the library itself.
+  explicit ComputeDevice(std::shared_ptr<DeviceImpl> impl);
+  const std::shared_ptr<DeviceImpl>& impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<DeviceImpl> impl_;
+};
+
+}  // namespace zyntax

@@ -1,0 +1,17 @@
+// The Zyntax Compute C++ API: compute devices, buffers, fused element-wise
+// kernels and the ML op library. Link Zyntax::zyntax (CMake:
+// find_package(Zyntax)) or `pkg-config --cflags --libs zyntax`.
+#pragma once
+
+#include "zyntax/buffer.hpp"
+#include "zyntax/compute_device.hpp"
+#include "zyntax/errors.hpp"
+#include "zyntax/expr.hpp"
+#include "zyntax/export.hpp"
+
+namespace zyntax {
+
+// "0.1.0"
+ZYNTAX_API const char* version();
+
+}  // namespace zyntax

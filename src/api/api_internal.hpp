@@ -1,0 +1,55 @@
+// What the public API's handles hold: a Buffer is a runtime Tensor (flat,
+// one axis) with the device it lives on; a ComputeDevice is a registry
+// device. Shared by the files of src/api.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/device.hpp"
+#include "runtime/tensor.hpp"
+#include "zyntax/buffer.hpp"
+#include "zyntax/compute_device.hpp"
+
+namespace zyntax {
+
+class BufferImpl {
+ public:
+  BufferImpl(Tensor t, std::string device) : tensor(std::move(t)), device(std::move(device)) {}
+  Tensor tensor;  // one axis
+  std::string device;
+};
+
+class DeviceImpl {
+ public:
+  Device* device = nullptr;
+  DeviceDescription description;
+};
+
+namespace api {
+
+DType dtype_of(ElementType t);
+ElementType element_type_of(DType t);
+
+// A new buffer on `dev` holding `t` (flattened).
+Buffer wrap(const DeviceImpl& dev, Tensor t);
+// The buffer's tensor, checked to be on `dev`; `op` and `arg` name it in errors.
+const Tensor& tensor_of(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg);
+
+// "matmul: argument b has 12 elements, but [k, n] = [4, 5] needs 20".
+void check_size(const char* op, const char* arg, const Buffer& b, const std::vector<size_t>& shape,
+                const char* shape_names);
+void check_ids(const char* op, const char* arg, const Buffer& b);
+
+// Runs a stdlib op on the device: its kernel, the inputs (reshaped views of
+// flat buffers), host integers and scalars by name. Kernel errors become
+// ComputeError.
+Tensor run_op(const DeviceImpl& dev, const std::string& op, const std::vector<Tensor>& inputs,
+              const std::map<std::string, int64_t>& host_dims = {}, const std::map<std::string, Scalar>& scalars = {});
+
+// Runs a built CIR kernel (already specialised) on the device.
+Tensor run_kernel(const DeviceImpl& dev, const cir::Kernel& k, uint64_t hash, const std::vector<Tensor>& inputs);
+
+}  // namespace api
+}  // namespace zyntax

@@ -1,0 +1,449 @@
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "api/api_internal.hpp"
+#include "api/op_library.hpp"
+#include "api/trace.hpp"
+#include "cir/hash.hpp"
+#include "runtime/device.hpp"
+#include "support/diagnostics.hpp"
+#include "zyntax/zyntax.hpp"
+
+namespace zyntax {
+
+// ------------------------------------------------------------ errors, version
+
+ShapeError::ShapeError(const std::string& message) : std::invalid_argument(message) {}
+ComputeError::ComputeError(const std::string& message) : std::runtime_error(message) {}
+
+const char* version() { return ZYNTAX_VERSION; }
+
+const char* element_type_name(ElementType t) {
+  switch (t) {
+    case ElementType::F32: return "f32";
+    case ElementType::U32: return "u32";
+    case ElementType::F16: return "f16";
+    case ElementType::BF16: return "bf16";
+  }
+  return "?";
+}
+
+namespace api {
+
+DType dtype_of(ElementType t) {
+  switch (t) {
+    case ElementType::F32: return DType::F32;
+    case ElementType::U32: return DType::U32;
+    case ElementType::F16: return DType::F16;
+    case ElementType::BF16: return DType::BF16;
+  }
+  return DType::F32;
+}
+
+ElementType element_type_of(DType t) {
+  switch (t) {
+    case DType::U32: return ElementType::U32;
+    case DType::F16: return ElementType::F16;
+    case DType::BF16: return ElementType::BF16;
+    default: return ElementType::F32;
+  }
+}
+
+namespace {
+
+std::string shape_text(const std::vector<size_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+size_t product(const std::vector<size_t>& shape) {
+  size_t n = 1;
+  for (size_t d : shape) n *= d;
+  return n;
+}
+
+Shape to_shape(const std::vector<size_t>& s) {
+  Shape out;
+  for (size_t d : s) out.push_back(static_cast<int64_t>(d));
+  return out;
+}
+
+}  // namespace
+
+Buffer wrap(const DeviceImpl& dev, Tensor t) {
+  if (t.shape().size() != 1) t = t.reshaped({t.numel()});
+  return Buffer(std::make_shared<BufferImpl>(std::move(t), dev.description.id));
+}
+
+const Tensor& tensor_of(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg) {
+  if (!b.impl()) throw ShapeError(std::string(op) + ": argument " + arg + " is an empty buffer");
+  if (b.impl()->device != dev.description.id)
+    throw ComputeError(std::string(op) + ": argument " + arg + " is on device " + b.impl()->device + ", not on " +
+                       dev.description.id);
+  return b.impl()->tensor;
+}
+
+void check_size(const char* op, const char* arg, const Buffer& b, const std::vector<size_t>& shape, const char* names) {
+  size_t want = product(shape);
+  if (b.size() != want)
+    throw ShapeError(std::string(op) + ": argument " + arg + " has " + std::to_string(b.size()) + " elements, but " +
+                     names + " = " + shape_text(shape) + " needs " + std::to_string(want));
+}
+
+void check_ids(const char* op, const char* arg, const Buffer& b) {
+  if (b.element_type() != ElementType::U32)
+    throw ShapeError(std::string(op) + ": argument " + arg + " must hold u32 token ids, not " +
+                     element_type_name(b.element_type()));
+}
+
+namespace {
+
+template <class F>
+Tensor translating_errors(const std::string& op, F&& run) {
+  try {
+    return run();
+  } catch (const Error& e) {
+    throw ComputeError(op + ": " + e.what());
+  } catch (const DataError& e) {
+    throw ComputeError(op + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+Tensor run_op(const DeviceImpl& dev, const std::string& op, const std::vector<Tensor>& inputs,
+              const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars) {
+  return translating_errors(op, [&] { return OpLibrary::instance().op(op).launch(*dev.device, inputs, host_dims, scalars); });
+}
+
+Tensor run_kernel(const DeviceImpl& dev, const cir::Kernel& k, uint64_t hash, const std::vector<Tensor>& inputs) {
+  return translating_errors(k.name, [&] { return dev.device->run(k, hash, inputs, {}); });
+}
+
+}  // namespace api
+
+using api::check_ids;
+using api::check_size;
+using api::run_op;
+using api::tensor_of;
+using api::wrap;
+
+// ------------------------------------------------------------ Buffer
+
+Buffer::Buffer() = default;
+Buffer::~Buffer() = default;
+Buffer::Buffer(const Buffer&) = default;
+Buffer& Buffer::operator=(const Buffer&) = default;
+Buffer::Buffer(Buffer&&) noexcept = default;
+Buffer& Buffer::operator=(Buffer&&) noexcept = default;
+Buffer::Buffer(std::shared_ptr<BufferImpl> impl) : impl_(std::move(impl)) {}
+
+size_t Buffer::size() const { return impl_ ? static_cast<size_t>(impl_->tensor.numel()) : 0; }
+ElementType Buffer::element_type() const { return impl_ ? api::element_type_of(impl_->tensor.dtype()) : ElementType::F32; }
+std::string Buffer::device() const { return impl_ ? impl_->device : ""; }
+
+std::vector<float> Buffer::to_vector() const {
+  if (!impl_) return {};
+  Tensor f = impl_->tensor.dtype() == DType::F32 ? impl_->tensor : impl_->tensor.astype(DType::F32);
+  const float* p = static_cast<const float*>(f.data());
+  return std::vector<float>(p, p + f.numel());
+}
+
+std::vector<uint32_t> Buffer::to_vector_u32() const {
+  if (!impl_) return {};
+  if (impl_->tensor.dtype() != DType::U32)
+    throw ShapeError(std::string("to_vector_u32: the buffer holds ") + element_type_name(element_type()) + ", not u32");
+  const uint32_t* p = static_cast<const uint32_t*>(impl_->tensor.data());
+  return std::vector<uint32_t>(p, p + impl_->tensor.numel());
+}
+
+// ------------------------------------------------------------ devices
+
+std::vector<DeviceDescription> compute_devices() {
+  std::vector<DeviceDescription> out;
+  for (const auto& d : DeviceRegistry::global().devices()) {
+    const DeviceInfo& i = d->info();
+    out.push_back({i.id, i.type, i.name, i.backend, i.memory_bytes, i.cores});
+  }
+  return out;
+}
+
+ComputeDevice::ComputeDevice(std::shared_ptr<DeviceImpl> impl) : impl_(std::move(impl)) {}
+
+ComputeDevice ComputeDevice::open(const std::string& id) {
+  Device* d = DeviceRegistry::global().find(id);
+  if (!d) throw ComputeError(DeviceRegistry::global().not_available_message(id));
+  auto impl = std::make_shared<DeviceImpl>();
+  impl->device = d;
+  const DeviceInfo& i = d->info();
+  impl->description = {i.id, i.type, i.name, i.backend, i.memory_bytes, i.cores};
+  return ComputeDevice(std::move(impl));
+}
+
+const DeviceDescription& ComputeDevice::description() const { return impl_->description; }
+
+Buffer ComputeDevice::upload(const std::vector<float>& data) const { return upload(data.data(), data.size()); }
+
+Buffer ComputeDevice::upload(const float* data, size_t n) const {
+  Tensor t = Tensor::empty(DType::F32, {static_cast<int64_t>(n)});
+  if (n) std::memcpy(t.data(), data, n * sizeof(float));
+  return wrap(*impl_, std::move(t));
+}
+
+Buffer ComputeDevice::upload_u32(const std::vector<uint32_t>& data) const {
+  Tensor t = Tensor::empty(DType::U32, {static_cast<int64_t>(data.size())});
+  if (!data.empty()) std::memcpy(t.data(), data.data(), data.size() * sizeof(uint32_t));
+  return wrap(*impl_, std::move(t));
+}
+
+Buffer ComputeDevice::upload_as(const std::vector<float>& data, ElementType storage) const {
+  if (storage == ElementType::U32) throw ShapeError("upload_as: u32 is not a float storage format (use upload_u32)");
+  Buffer f = upload(data);
+  if (storage == ElementType::F32) return f;
+  return wrap(*impl_, f.impl()->tensor.astype(api::dtype_of(storage)));
+}
+
+Buffer ComputeDevice::alloc(size_t n) const { return wrap(*impl_, Tensor::zeros(DType::F32, {static_cast<int64_t>(n)})); }
+
+std::vector<float> ComputeDevice::download(const Buffer& b) const {
+  tensor_of(*impl_, b, "download", "buffer");
+  return b.to_vector();
+}
+
+Buffer ComputeDevice::copy_buffer(const Buffer& src) const {
+  const Tensor& t = tensor_of(*impl_, src, "copy_buffer", "src");
+  Tensor copy = Tensor::empty(t.dtype(), t.shape());
+  std::memcpy(copy.data(), t.data(), t.nbytes());
+  return wrap(*impl_, std::move(copy));
+}
+
+void ComputeDevice::zero_buffer(Buffer& b) const {
+  const Tensor& t = tensor_of(*impl_, b, "zero_buffer", "buffer");
+  b.impl()->tensor = Tensor::zeros(t.dtype(), t.shape());
+}
+
+void ComputeDevice::sync() const {}  // every operation has completed when it returns
+
+// ------------------------------------------------------------ element-wise
+
+namespace {
+
+struct TracedKernel {
+  cir::Kernel kernel;
+  uint64_t hash = 0;
+};
+
+// Traced kernels by their graph's key, kept for the process.
+const TracedKernel& traced_kernel(const Trace& trace, const std::vector<ExprId>& outputs, size_t numel,
+                                  const std::vector<DType>& dtypes, const std::vector<size_t>& lengths) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<TracedKernel>> cache;
+  std::string key = trace.key(outputs, numel, dtypes, lengths);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return *it->second;
+  auto k = std::make_unique<TracedKernel>();
+  k->kernel = trace.kernel(outputs, numel, dtypes, lengths);
+  k->hash = cir::hash_kernel(k->kernel);
+  return *(cache[key] = std::move(k));
+}
+
+}  // namespace
+
+std::vector<Buffer> ComputeDevice::elementwise_multi(const std::vector<Buffer>& inputs, size_t numel,
+                                                     const ElementFnMulti& f) const {
+  std::vector<Tensor> tensors;
+  std::vector<DType> dtypes;
+  std::vector<size_t> lengths;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::string arg = "inputs[" + std::to_string(i) + "]";
+    const Tensor& t = tensor_of(*impl_, inputs[i], "elementwise", arg.c_str());
+    size_t len = static_cast<size_t>(t.numel());
+    if (len == 0 ? numel != 0 : numel % len != 0)
+      throw ShapeError("elementwise: argument " + arg + " has " + std::to_string(len) +
+                       " elements, which neither equals nor divides numel = " + std::to_string(numel));
+    tensors.push_back(t);
+    dtypes.push_back(t.dtype() == DType::U32 ? DType::U32 : t.dtype());
+    lengths.push_back(len);
+  }
+  Trace trace;
+  std::vector<ExprId> outputs = f(trace.inputs(inputs.size()));
+  if (outputs.empty()) throw ShapeError("elementwise: the function returned no output");
+  for (ExprId& o : outputs)
+    if (o.trace() != &trace) o = trace.node(Trace::Op::Add, {o, ExprId(0.0f)});  // a constant or an input alone
+  if (numel == 0) {
+    std::vector<Buffer> empty;
+    for (size_t i = 0; i < outputs.size(); ++i) empty.push_back(alloc(0));
+    return empty;
+  }
+  const TracedKernel& k = traced_kernel(trace, outputs, numel, dtypes, lengths);
+  Tensor result = api::run_kernel(*impl_, k.kernel, k.hash, tensors);
+  if (outputs.size() == 1) return {wrap(*impl_, std::move(result))};
+  std::vector<Buffer> out;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    Tensor row = Tensor::empty(DType::F32, {static_cast<int64_t>(numel)});
+    std::memcpy(row.data(), static_cast<const float*>(result.data()) + o * numel, numel * sizeof(float));
+    out.push_back(wrap(*impl_, std::move(row)));
+  }
+  return out;
+}
+
+Buffer ComputeDevice::elementwise(const std::vector<Buffer>& inputs, size_t numel, const ElementFn& f) const {
+  return elementwise_multi(inputs, numel, [&](const std::vector<ExprId>& x) { return std::vector<ExprId>{f(x)}; })[0];
+}
+
+// ------------------------------------------------------------ the op library
+
+namespace {
+
+// The buffer as a tensor of `shape`, checked: a view, no copy.
+Tensor shaped(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg, const std::vector<size_t>& shape,
+              const char* names) {
+  const Tensor& t = tensor_of(dev, b, op, arg);
+  check_size(op, arg, b, shape, names);
+  return t.reshaped(api::to_shape(shape));
+}
+
+Scalar f32(float v) { return Scalar::of_float(v, DType::F32); }
+
+}  // namespace
+
+Buffer ComputeDevice::matmul(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
+  return wrap(*impl_, run_op(*impl_, "matmul", {shaped(*impl_, a, "matmul", "a", {m, k}, "[m, k]"),
+                                                 shaped(*impl_, b, "matmul", "b", {k, n}, "[k, n]")}));
+}
+
+Buffer ComputeDevice::matmul_transposed_a(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
+  const char* op = "matmul_transposed_a";
+  return wrap(*impl_, run_op(*impl_, "matmul_at", {shaped(*impl_, a, op, "a", {k, m}, "[k, m]"),
+                                                    shaped(*impl_, b, op, "b", {k, n}, "[k, n]")}));
+}
+
+Buffer ComputeDevice::matmul_transposed_b(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
+  const char* op = "matmul_transposed_b";
+  return wrap(*impl_, run_op(*impl_, "matmul_bt", {shaped(*impl_, a, op, "a", {m, k}, "[m, k]"),
+                                                    shaped(*impl_, b, op, "b", {n, k}, "[n, k]")}));
+}
+
+void ComputeDevice::matmul_accumulate(Buffer& c, const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
+  const char* op = "matmul_accumulate";
+  Tensor r = run_op(*impl_, "matmul_acc", {shaped(*impl_, a, op, "a", {m, k}, "[m, k]"), shaped(*impl_, b, op, "b", {k, n}, "[k, n]"),
+                                            shaped(*impl_, c, op, "c", {m, n}, "[m, n]")});
+  c.impl()->tensor = r.reshaped({r.numel()});
+}
+
+Buffer ComputeDevice::transpose_2d(const Buffer& x, size_t rows, size_t cols) const {
+  return wrap(*impl_, run_op(*impl_, "transpose_2d", {shaped(*impl_, x, "transpose_2d", "x", {rows, cols}, "[rows, cols]")}));
+}
+
+Buffer ComputeDevice::bias_add(const Buffer& matrix, const Buffer& bias, size_t numel, size_t dim) const {
+  if (dim == 0 || numel % dim != 0)
+    throw ShapeError("bias_add: numel = " + std::to_string(numel) + " is not a multiple of dim = " + std::to_string(dim));
+  return wrap(*impl_, run_op(*impl_, "bias_add", {shaped(*impl_, matrix, "bias_add", "matrix", {numel / dim, dim}, "[numel / dim, dim]"),
+                                                   shaped(*impl_, bias, "bias_add", "bias", {dim}, "[dim]")}));
+}
+
+void ComputeDevice::add_assign(Buffer& dst, const Buffer& src) const {
+  size_t n = dst.size();
+  Tensor r = run_op(*impl_, "add", {shaped(*impl_, dst, "add_assign", "dst", {n}, "[n]"), shaped(*impl_, src, "add_assign", "src", {n}, "[n] (dst's size)")});
+  dst.impl()->tensor = std::move(r);
+}
+
+Buffer ComputeDevice::softmax(const Buffer& x, size_t n_rows, size_t row_len) const {
+  return wrap(*impl_, run_op(*impl_, "softmax", {shaped(*impl_, x, "softmax", "data", {n_rows, row_len}, "[n_rows, row_len]")}));
+}
+
+Buffer ComputeDevice::rms_norm(const Buffer& x, const Buffer& weight, size_t n_groups, size_t dim, float eps) const {
+  return wrap(*impl_, run_op(*impl_, "rms_norm",
+                             {shaped(*impl_, x, "rms_norm", "data", {n_groups, dim}, "[n_groups, dim]"),
+                              shaped(*impl_, weight, "rms_norm", "weight", {dim}, "[dim]")},
+                             {}, {{"eps", f32(eps)}}));
+}
+
+Buffer ComputeDevice::layer_norm(const Buffer& x, const Buffer& gamma, const Buffer& beta, size_t n_rows, size_t dim,
+                                 float eps) const {
+  const char* op = "layer_norm";
+  return wrap(*impl_, run_op(*impl_, op,
+                             {shaped(*impl_, x, op, "data", {n_rows, dim}, "[n_rows, dim]"), shaped(*impl_, gamma, op, "gamma", {dim}, "[dim]"),
+                              shaped(*impl_, beta, op, "beta", {dim}, "[dim]")},
+                             {}, {{"eps", f32(eps)}}));
+}
+
+Buffer ComputeDevice::reduce_sum(const Buffer& x, const std::vector<size_t>& shape, size_t axis) const {
+  if (axis >= shape.size())
+    throw ShapeError("reduce_sum: axis " + std::to_string(axis) + " is out of range for shape " + api::shape_text(shape));
+  size_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i) outer *= shape[i];
+  for (size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
+  const Tensor& t = tensor_of(*impl_, x, "reduce_sum", "data");
+  check_size("reduce_sum", "data", x, shape, "shape");
+  Tensor view = t.reshaped({static_cast<int64_t>(outer), static_cast<int64_t>(shape[axis]), static_cast<int64_t>(inner)});
+  return wrap(*impl_, run_op(*impl_, "reduce_sum_axis", {view}));
+}
+
+Buffer ComputeDevice::embedding(const Buffer& weight, const Buffer& ids, size_t seq_len, size_t dim) const {
+  check_ids("embedding", "ids", ids);
+  if (dim == 0 || weight.size() % dim != 0)
+    throw ShapeError("embedding: argument weight has " + std::to_string(weight.size()) + " elements, not a multiple of dim = " +
+                     std::to_string(dim));
+  size_t vocab = weight.size() / dim;
+  return wrap(*impl_, run_op(*impl_, "embedding", {shaped(*impl_, weight, "embedding", "weight", {vocab, dim}, "[vocab, dim]"),
+                                                    shaped(*impl_, ids, "embedding", "ids", {seq_len}, "[seq_len]")}));
+}
+
+Buffer ComputeDevice::softmax_backward(const Buffer& y, const Buffer& grad, size_t n_rows, size_t row_len) const {
+  const char* op = "softmax_backward";
+  return wrap(*impl_, run_op(*impl_, op, {shaped(*impl_, y, op, "softmax_out", {n_rows, row_len}, "[n_rows, row_len]"),
+                                           shaped(*impl_, grad, op, "grad_output", {n_rows, row_len}, "[n_rows, row_len]")}));
+}
+
+std::pair<Buffer, Buffer> ComputeDevice::rms_norm_backward(const Buffer& input, const Buffer& weight, const Buffer& grad_output,
+                                                           size_t n_groups, size_t dim, float eps) const {
+  const char* op = "rms_norm_backward";
+  Tensor x = shaped(*impl_, input, op, "input", {n_groups, dim}, "[n_groups, dim]");
+  Tensor w = shaped(*impl_, weight, op, "weight", {dim}, "[dim]");
+  Tensor g = shaped(*impl_, grad_output, op, "grad_output", {n_groups, dim}, "[n_groups, dim]");
+  Buffer dx = wrap(*impl_, run_op(*impl_, "rms_norm_backward_input", {x, w, g}, {}, {{"eps", f32(eps)}}));
+  Buffer dw = wrap(*impl_, run_op(*impl_, "rms_norm_backward_weight", {x, g}, {}, {{"eps", f32(eps)}}));
+  return {dx, dw};
+}
+
+Buffer ComputeDevice::embedding_backward(const Buffer& grad_output, const Buffer& ids, size_t vocab_size, size_t seq_len,
+                                         size_t dim) const {
+  const char* op = "embedding_backward";
+  check_ids(op, "ids", ids);
+  return wrap(*impl_, run_op(*impl_, op,
+                             {shaped(*impl_, grad_output, op, "grad_output", {seq_len, dim}, "[seq_len, dim]"),
+                              shaped(*impl_, ids, op, "ids", {seq_len}, "[seq_len]")},
+                             {{"vocab", static_cast<int64_t>(vocab_size)}}));
+}
+
+void ComputeDevice::adamw_step(Buffer& param, const Buffer& grad, Buffer& m, Buffer& v, float lr, float beta1, float beta2,
+                               float eps, float weight_decay, size_t step_t) const {
+  const char* op = "adamw_step";
+  if (step_t == 0) throw ShapeError("adamw_step: step_t counts from 1");
+  size_t n = param.size();
+  std::vector<Tensor> in = {shaped(*impl_, param, op, "param", {n}, "[n]"), shaped(*impl_, grad, op, "grad", {n}, "[n] (param's size)"),
+                            shaped(*impl_, m, op, "m", {n}, "[n] (param's size)"), shaped(*impl_, v, op, "v", {n}, "[n] (param's size)")};
+  double t = static_cast<double>(step_t);
+  std::map<std::string, Scalar> s = {{"lr", f32(lr)},
+                                     {"beta1", f32(beta1)},
+                                     {"beta2", f32(beta2)},
+                                     {"eps", f32(eps)},
+                                     {"weight_decay", f32(weight_decay)},
+                                     {"bc1", f32(static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), t)))},
+                                     {"bc2", f32(static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), t)))}};
+  Tensor r = run_op(*impl_, op, in, {}, s);
+  auto row = [&](int i) {
+    Tensor out = Tensor::empty(DType::F32, {static_cast<int64_t>(n)});
+    std::memcpy(out.data(), static_cast<const float*>(r.data()) + i * n, n * sizeof(float));
+    return out;
+  };
+  param.impl()->tensor = row(0);
+  m.impl()->tensor = row(1);
+  v.impl()->tensor = row(2);
+}
+
+}  // namespace zyntax

@@ -1,0 +1,81 @@
+// Independent host implementations of the ops, in double, for the API tests:
+// what each op must compute, written plainly (no zyntax code involved).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace zyntax::host {
+
+using Vec = std::vector<double>;
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(gen);
+  return v;
+}
+
+inline Vec to_double(const std::vector<float>& v) { return Vec(v.begin(), v.end()); }
+
+inline Vec matmul(const Vec& a, const Vec& b, size_t m, size_t k, size_t n) {
+  Vec c(m * n, 0.0);
+  for (size_t i = 0; i < m; ++i)
+    for (size_t j = 0; j < n; ++j)
+      for (size_t p = 0; p < k; ++p) c[i * n + j] += a[i * k + p] * b[p * n + j];
+  return c;
+}
+
+inline Vec transpose(const Vec& x, size_t rows, size_t cols) {
+  Vec t(x.size());
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < cols; ++j) t[j * rows + i] = x[i * cols + j];
+  return t;
+}
+
+inline Vec softmax(const Vec& x, size_t rows, size_t cols) {
+  Vec y(x.size());
+  for (size_t r = 0; r < rows; ++r) {
+    double m = -INFINITY, s = 0;
+    for (size_t c = 0; c < cols; ++c) m = std::max(m, x[r * cols + c]);
+    for (size_t c = 0; c < cols; ++c) s += std::exp(x[r * cols + c] - m);
+    for (size_t c = 0; c < cols; ++c) y[r * cols + c] = std::exp(x[r * cols + c] - m) / s;
+  }
+  return y;
+}
+
+inline Vec rms_norm(const Vec& x, const Vec& w, size_t groups, size_t dim, double eps) {
+  Vec y(x.size());
+  for (size_t g = 0; g < groups; ++g) {
+    double ss = 0;
+    for (size_t j = 0; j < dim; ++j) ss += x[g * dim + j] * x[g * dim + j];
+    double inv = 1.0 / std::sqrt(ss / dim + eps);
+    for (size_t j = 0; j < dim; ++j) y[g * dim + j] = x[g * dim + j] * inv * w[j];
+  }
+  return y;
+}
+
+inline Vec layer_norm(const Vec& x, const Vec& gamma, const Vec& beta, size_t rows, size_t dim, double eps) {
+  Vec y(x.size());
+  for (size_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0;
+    for (size_t j = 0; j < dim; ++j) mean += x[r * dim + j];
+    mean /= dim;
+    for (size_t j = 0; j < dim; ++j) var += (x[r * dim + j] - mean) * (x[r * dim + j] - mean);
+    var /= dim;
+    for (size_t j = 0; j < dim; ++j) y[r * dim + j] = (x[r * dim + j] - mean) / std::sqrt(var + eps) * gamma[j] + beta[j];
+  }
+  return y;
+}
+
+inline Vec embedding(const Vec& w, const std::vector<uint32_t>& ids, size_t dim) {
+  Vec y(ids.size() * dim);
+  for (size_t t = 0; t < ids.size(); ++t)
+    for (size_t j = 0; j < dim; ++j) y[t * dim + j] = w[ids[t] * dim + j];
+  return y;
+}
+
+}  // namespace zyntax::host

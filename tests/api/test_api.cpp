@@ -1,0 +1,344 @@
+// The public C++ API, through the installed headers and libzyntax only:
+// devices and buffers, traced element-wise kernels, every op against an
+// independent double-precision host computation and against the reference
+// executor (cpu:reference), backward ops against central finite
+// differences in f64, AdamW against a step-by-step hand computation, and
+// the errors for shapes that do not fit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "host_reference.hpp"
+#include "zyntax/zyntax.hpp"
+
+namespace {
+
+using namespace zyntax;
+using host::Vec;
+
+// |got - want| <= tol * (|want| + 1) everywhere.
+void expect_close(const std::vector<float>& got, const Vec& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], tol * (std::fabs(want[i]) + 1.0)) << what << " element " << i;
+}
+
+// The devices each op runs on: every device here except the reference
+// executor (it is what they are compared with, on small sizes).
+std::vector<ComputeDevice> devices() {
+  std::vector<ComputeDevice> out;
+  for (const DeviceDescription& d : compute_devices())
+    if (d.id != "cpu:reference") out.push_back(ComputeDevice::open(d.id));
+  return out;
+}
+
+ComputeDevice reference() { return ComputeDevice::open("cpu:reference"); }
+
+// Sizes with odd and unit extents.
+const size_t kSizes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {64, 31, 65}, {2, 128, 3}};
+
+// ------------------------------------------------------------ devices and buffers
+
+TEST(Api, DevicesAreListedAndOpened) {
+  std::vector<DeviceDescription> all = compute_devices();
+  ASSERT_GE(all.size(), 2u);
+  EXPECT_EQ(all[0].id, "cpu");
+  EXPECT_GT(all[0].cores, 0);
+  ComputeDevice any = ComputeDevice::open("auto");
+  EXPECT_FALSE(any.id().empty());
+  EXPECT_EQ(ComputeDevice::open("cpu").description().type, "cpu");
+  try {
+    ComputeDevice::open("tpu:9");
+    FAIL() << "opened a device that does not exist";
+  } catch (const ComputeError& e) {
+    EXPECT_NE(std::string(e.what()).find("device 'tpu:9' is not available (available: cpu"), std::string::npos) << e.what();
+  }
+  EXPECT_STREQ(version(), "0.1.0");
+}
+
+TEST(Api, BuffersRoundTripAndShareStorage) {
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  Buffer a = dev.upload({1.5f, -2.0f, 3.25f});
+  EXPECT_EQ(a.size(), 3u);
+  EXPECT_EQ(a.element_type(), ElementType::F32);
+  EXPECT_EQ(a.device(), "cpu");
+  EXPECT_EQ(dev.download(a), (std::vector<float>{1.5f, -2.0f, 3.25f}));
+  Buffer ids = dev.upload_u32({7, 0, 4294967295u});
+  EXPECT_EQ(ids.to_vector_u32(), (std::vector<uint32_t>{7, 0, 4294967295u}));
+  EXPECT_THROW(a.to_vector_u32(), ShapeError);
+  EXPECT_EQ(dev.alloc(4).to_vector(), std::vector<float>(4, 0.0f));
+  // f16/bf16 storage: rounded to nearest even, read back as f32.
+  Buffer h = dev.upload_as({1.0f + 1.0f / 4096, 65504.0f, 1e-8f}, ElementType::F16);
+  EXPECT_EQ(h.element_type(), ElementType::F16);
+  EXPECT_EQ(h.to_vector(), (std::vector<float>{1.0f, 65504.0f, 0.0f}));
+  Buffer b16 = dev.upload_as({1.0f + 1.0f / 256, 3.0f}, ElementType::BF16);
+  EXPECT_EQ(b16.to_vector(), (std::vector<float>{1.0f, 3.0f}));
+  // Handles share; copy_buffer does not.
+  Buffer same = a;
+  Buffer copy = dev.copy_buffer(a);
+  dev.zero_buffer(a);
+  EXPECT_EQ(same.to_vector(), std::vector<float>(3, 0.0f));
+  EXPECT_EQ(copy.to_vector(), (std::vector<float>{1.5f, -2.0f, 3.25f}));
+  dev.sync();
+}
+
+// ------------------------------------------------------------ element-wise
+
+TEST(Api, ElementwiseFusesATracedExpression) {
+  for (ComputeDevice& dev : devices()) {
+    for (size_t n : {1u, 7u, 1000u, 4099u}) {
+      std::vector<float> x = host::random_floats(n, 1), y = host::random_floats(n, 2);
+      Buffer out = dev.elementwise({dev.upload(x), dev.upload(y)}, n, [](const std::vector<ExprId>& v) {
+        ExprId s = v[0] * 0.5f + v[1];  // used twice: computed once
+        return gelu(s) * s - exp(-abs(v[1])) / (1.0f + sigmoid(v[0])) + where(v[0] > 0.0f, 1.0f, -1.0f);
+      });
+      Vec want(n);
+      for (size_t i = 0; i < n; ++i) {
+        double s = double(x[i]) * 0.5 + y[i];
+        double gelu = 0.5 * s * (1.0 + std::erf(s / std::sqrt(2.0)));
+        want[i] = gelu * s - std::exp(-std::fabs(y[i])) / (1.0 + 1.0 / (1.0 + std::exp(-x[i]))) + (x[i] > 0 ? 1.0 : -1.0);
+      }
+      expect_close(out.to_vector(), want, 1e-5, dev.id() + " n=" + std::to_string(n));
+    }
+  }
+}
+
+TEST(Api, ElementwiseBroadcastsShortInputsAndHasSeveralOutputs) {
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  size_t rows = 5, dim = 7;
+  std::vector<float> m = host::random_floats(rows * dim, 3), bias = host::random_floats(dim, 4);
+  std::vector<Buffer> outs = dev.elementwise_multi({dev.upload(m), dev.upload(bias)}, rows * dim, [](const std::vector<ExprId>& v) {
+    return std::vector<ExprId>{v[0] + v[1], v[0] * v[1], 2.0f};
+  });
+  ASSERT_EQ(outs.size(), 3u);
+  std::vector<float> sum = outs[0].to_vector(), prod = outs[1].to_vector(), two = outs[2].to_vector();
+  for (size_t i = 0; i < rows * dim; ++i) {
+    EXPECT_EQ(sum[i], m[i] + bias[i % dim]);
+    EXPECT_EQ(prod[i], m[i] * bias[i % dim]);
+    EXPECT_EQ(two[i], 2.0f);
+  }
+  // u32 and f16 inputs are read as f32.
+  Buffer ids = dev.upload_u32({1, 2, 3});
+  Buffer half = dev.upload_as({0.5f, 0.25f, 2.0f}, ElementType::F16);
+  EXPECT_EQ(dev.elementwise({ids, half}, 3, [](const std::vector<ExprId>& v) { return v[0] * v[1]; }).to_vector(),
+            (std::vector<float>{0.5f, 0.5f, 6.0f}));
+}
+
+TEST(Api, ElementwiseRejectsInputsThatDoNotFit) {
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  try {
+    dev.elementwise({dev.alloc(10), dev.alloc(3)}, 10, [](const std::vector<ExprId>& v) { return v[0] + v[1]; });
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "elementwise: argument inputs[1] has 3 elements, which neither equals nor divides numel = 10");
+  }
+}
+
+// ------------------------------------------------------------ ops against the host and the reference
+
+// Runs `op` on every device and on the reference executor; both must match `want`.
+void check_op(const std::function<std::vector<float>(const ComputeDevice&)>& op, const Vec& want, double tol,
+              const std::string& what) {
+  for (const ComputeDevice& dev : devices()) expect_close(op(dev), want, tol, what + " on " + dev.id());
+  expect_close(op(reference()), want, tol, what + " on cpu:reference");
+}
+
+TEST(Api, MatmulAndItsTransposedForms) {
+  for (const auto& s : kSizes) {
+    size_t m = s[0], k = s[1], n = s[2];
+    std::vector<float> a = host::random_floats(m * k, 5), b = host::random_floats(k * n, 6);
+    Vec A = host::to_double(a), B = host::to_double(b);
+    std::string shape = std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n);
+    double tol = 1e-5 * std::sqrt(double(k));
+    check_op([&](const ComputeDevice& d) { return d.matmul(d.upload(a), d.upload(b), m, k, n).to_vector(); },
+             host::matmul(A, B, m, k, n), tol, "matmul " + shape);
+    Vec At = host::transpose(A, m, k);  // stored [k, m]
+    std::vector<float> at(At.begin(), At.end());
+    check_op([&](const ComputeDevice& d) { return d.matmul_transposed_a(d.upload(at), d.upload(b), m, k, n).to_vector(); },
+             host::matmul(A, B, m, k, n), tol, "matmul_transposed_a " + shape);
+    Vec Bt = host::transpose(B, k, n);  // stored [n, k]
+    std::vector<float> bt(Bt.begin(), Bt.end());
+    check_op([&](const ComputeDevice& d) { return d.matmul_transposed_b(d.upload(a), d.upload(bt), m, k, n).to_vector(); },
+             host::matmul(A, B, m, k, n), tol, "matmul_transposed_b " + shape);
+    std::vector<float> c0 = host::random_floats(m * n, 7);
+    Vec want = host::matmul(A, B, m, k, n);
+    for (size_t i = 0; i < want.size(); ++i) want[i] += c0[i];
+    check_op([&](const ComputeDevice& d) {
+      Buffer c = d.upload(c0);
+      d.matmul_accumulate(c, d.upload(a), d.upload(b), m, k, n);
+      return c.to_vector();
+    }, want, tol, "matmul_accumulate " + shape);
+    check_op([&](const ComputeDevice& d) { return d.transpose_2d(d.upload(a), m, k).to_vector(); }, At, 0, "transpose_2d " + shape);
+  }
+}
+
+TEST(Api, RowOpsAndReductions) {
+  for (const auto& s : kSizes) {
+    size_t rows = s[0], dim = s[1];
+    std::vector<float> x = host::random_floats(rows * dim, 8, 2.0f), w = host::random_floats(dim, 9),
+                       b = host::random_floats(dim, 10);
+    Vec X = host::to_double(x), W = host::to_double(w), B = host::to_double(b);
+    std::string shape = std::to_string(rows) + "x" + std::to_string(dim);
+    check_op([&](const ComputeDevice& d) { return d.softmax(d.upload(x), rows, dim).to_vector(); },
+             host::softmax(X, rows, dim), 1e-5, "softmax " + shape);
+    check_op([&](const ComputeDevice& d) { return d.rms_norm(d.upload(x), d.upload(w), rows, dim, 1e-5f).to_vector(); },
+             host::rms_norm(X, W, rows, dim, 1e-5), 1e-5, "rms_norm " + shape);
+    check_op([&](const ComputeDevice& d) { return d.layer_norm(d.upload(x), d.upload(w), d.upload(b), rows, dim, 1e-5f).to_vector(); },
+             host::layer_norm(X, W, B, rows, dim, 1e-5), 1e-4, "layer_norm " + shape);
+    Vec biased(X);
+    for (size_t i = 0; i < biased.size(); ++i) biased[i] += B[i % dim];
+    check_op([&](const ComputeDevice& d) { return d.bias_add(d.upload(x), d.upload(b), rows * dim, dim).to_vector(); }, biased, 1e-6,
+             "bias_add " + shape);
+    Vec twice(X);
+    for (double& v : twice) v *= 2;
+    check_op([&](const ComputeDevice& d) {
+      Buffer dst = d.upload(x);
+      d.add_assign(dst, d.upload(x));
+      return dst.to_vector();
+    }, twice, 0, "add_assign " + shape);
+    // reduce_sum over each axis of [rows, dim, 3].
+    std::vector<size_t> shape3 = {rows, dim, 3};
+    std::vector<float> t = host::random_floats(rows * dim * 3, 11);
+    for (size_t axis = 0; axis < 3; ++axis) {
+      Vec want(rows * dim * 3 / shape3[axis], 0.0);
+      for (size_t i = 0; i < rows; ++i)
+        for (size_t j = 0; j < dim; ++j)
+          for (size_t l = 0; l < 3; ++l) {
+            size_t o = axis == 0 ? j * 3 + l : axis == 1 ? i * 3 + l : i * dim + j;
+            want[o] += t[(i * dim + j) * 3 + l];
+          }
+      check_op([&](const ComputeDevice& d) { return d.reduce_sum(d.upload(t), shape3, axis).to_vector(); }, want, 1e-5,
+               "reduce_sum axis " + std::to_string(axis) + " " + shape);
+    }
+  }
+}
+
+TEST(Api, EmbeddingLooksUpRowsAndReportsABadId) {
+  size_t vocab = 11, dim = 5;
+  std::vector<float> w = host::random_floats(vocab * dim, 12);
+  std::vector<uint32_t> ids = {3, 0, 10, 3, 7};
+  check_op([&](const ComputeDevice& d) { return d.embedding(d.upload(w), d.upload_u32(ids), ids.size(), dim).to_vector(); },
+           host::embedding(host::to_double(w), ids, dim), 0, "embedding");
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  try {
+    dev.embedding(dev.upload(w), dev.upload_u32({2, 11}), 2, dim);
+    FAIL() << "an id past the vocabulary was accepted";
+  } catch (const ComputeError& e) {
+    EXPECT_NE(std::string(e.what()).find("embedding: index out of bounds: weight[11, 0]: axis 0 has size 11"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(dev.embedding(dev.upload(w), dev.upload({1.0f}), 1, dim), ShapeError);
+}
+
+// ------------------------------------------------------------ gradients against finite differences
+
+// d(sum(g * f(x))) / dx by central differences in f64.
+Vec finite_difference(const std::function<Vec(const Vec&)>& f, const Vec& x, const Vec& g, double h = 1e-6) {
+  Vec grad(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    Vec up = x, down = x;
+    up[i] += h;
+    down[i] -= h;
+    Vec fu = f(up), fd = f(down);
+    double s = 0;
+    for (size_t j = 0; j < fu.size(); ++j) s += g[j] * (fu[j] - fd[j]);
+    grad[i] = s / (2 * h);
+  }
+  return grad;
+}
+
+TEST(Api, SoftmaxBackwardMatchesFiniteDifferences) {
+  for (const auto& s : kSizes) {
+    size_t rows = s[0], cols = std::min<size_t>(s[1], 40);
+    std::vector<float> x = host::random_floats(rows * cols, 13), g = host::random_floats(rows * cols, 14);
+    Vec X = host::to_double(x), G = host::to_double(g);
+    Vec want = finite_difference([&](const Vec& v) { return host::softmax(v, rows, cols); }, X, G);
+    Vec y = host::softmax(X, rows, cols);
+    std::vector<float> yf(y.begin(), y.end());
+    check_op([&](const ComputeDevice& d) { return d.softmax_backward(d.upload(yf), d.upload(g), rows, cols).to_vector(); }, want,
+             1e-4, "softmax_backward");
+  }
+}
+
+TEST(Api, RmsNormBackwardMatchesFiniteDifferences) {
+  for (const auto& s : kSizes) {
+    size_t groups = s[0], dim = std::min<size_t>(s[1], 40);
+    std::vector<float> x = host::random_floats(groups * dim, 15), w = host::random_floats(dim, 16),
+                       g = host::random_floats(groups * dim, 17);
+    Vec X = host::to_double(x), W = host::to_double(w), G = host::to_double(g);
+    double eps = 1e-5;
+    Vec want_dx = finite_difference([&](const Vec& v) { return host::rms_norm(v, W, groups, dim, eps); }, X, G);
+    Vec want_dw = finite_difference([&](const Vec& v) { return host::rms_norm(X, v, groups, dim, eps); }, W, G);
+    for (const ComputeDevice& d : devices()) {
+      auto [dx, dw] = d.rms_norm_backward(d.upload(x), d.upload(w), d.upload(g), groups, dim, 1e-5f);
+      expect_close(dx.to_vector(), want_dx, 1e-4, "rms_norm_backward dx on " + d.id());
+      expect_close(dw.to_vector(), want_dw, 1e-4, "rms_norm_backward dw on " + d.id());
+    }
+  }
+}
+
+TEST(Api, EmbeddingBackwardMatchesFiniteDifferences) {
+  size_t vocab = 9, dim = 4;
+  std::vector<uint32_t> ids = {2, 8, 2, 0, 5, 2};
+  std::vector<float> w = host::random_floats(vocab * dim, 18), g = host::random_floats(ids.size() * dim, 19);
+  Vec want = finite_difference([&](const Vec& v) { return host::embedding(v, ids, dim); }, host::to_double(w),
+                               host::to_double(g));
+  check_op([&](const ComputeDevice& d) {
+    return d.embedding_backward(d.upload(g), d.upload_u32(ids), vocab, ids.size(), dim).to_vector();
+  }, want, 1e-6, "embedding_backward");
+}
+
+// ------------------------------------------------------------ AdamW
+
+TEST(Api, AdamWMatchesAStepByStepHandComputation) {
+  const float lr = 1e-2f, b1 = 0.9f, b2 = 0.999f, eps = 1e-8f, wd = 0.1f;
+  size_t n = 37;
+  std::vector<float> p0 = host::random_floats(n, 20);
+  for (const ComputeDevice& d : devices()) {
+    Buffer p = d.upload(p0), m = d.alloc(n), v = d.alloc(n);
+    Vec P = host::to_double(p0), M(n, 0.0), V(n, 0.0);
+    for (size_t t = 1; t <= 3; ++t) {
+      std::vector<float> g = host::random_floats(n, 100 + uint32_t(t));
+      d.adamw_step(p, d.upload(g), m, v, lr, b1, b2, eps, wd, t);
+      for (size_t i = 0; i < n; ++i) {
+        M[i] = b1 * M[i] + (1 - b1) * g[i];
+        V[i] = b2 * V[i] + (1 - b2) * double(g[i]) * g[i];
+        double mhat = M[i] / (1 - std::pow(b1, t)), vhat = V[i] / (1 - std::pow(b2, t));
+        P[i] = P[i] - lr * wd * P[i];  // decoupled weight decay first
+        P[i] -= lr * mhat / (std::sqrt(vhat) + eps);
+      }
+      expect_close(p.to_vector(), P, 1e-5, "adamw param step " + std::to_string(t) + " on " + d.id());
+      expect_close(m.to_vector(), M, 1e-5, "adamw m");
+      expect_close(v.to_vector(), V, 1e-5, "adamw v");
+    }
+  }
+}
+
+// ------------------------------------------------------------ errors
+
+TEST(Api, ShapeMismatchesNameTheOpTheArgumentAndBothShapes) {
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  Buffer a = dev.alloc(6), b = dev.alloc(12);
+  try {
+    dev.matmul(a, b, 2, 3, 5);
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "matmul: argument b has 12 elements, but [k, n] = [3, 5] needs 15");
+  }
+  try {
+    dev.rms_norm(a, dev.alloc(4), 2, 3, 1e-5f);
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "rms_norm: argument weight has 4 elements, but [dim] = [3] needs 3");
+  }
+  EXPECT_THROW(dev.reduce_sum(a, {2, 3}, 2), ShapeError);
+  EXPECT_THROW(dev.bias_add(a, dev.alloc(4), 6, 4), ShapeError);
+  Buffer none;
+  EXPECT_THROW(dev.softmax(none, 1, 1), ShapeError);
+  Buffer on_reference = reference().alloc(6);
+  EXPECT_THROW(dev.softmax(on_reference, 2, 3), ComputeError);
+}
+
+}  // namespace
