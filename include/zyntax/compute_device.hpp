@@ -103,6 +103,18 @@ class ZYNTAX_API ComputeDevice {
   // weight[ids[t]] for each of seq_len ids: [seq_len, dim].
   Buffer embedding(const Buffer& weight, const Buffer& ids, size_t seq_len, size_t dim) const;
 
+  // ------------------------------------------------------------ attention
+  // Causal self-attention with grouped-query heads (n_heads a multiple of
+  // n_kv_heads). q: [seq, n_heads * head_dim]; k, v: [seq, n_kv_heads * head_dim].
+  // Returns [seq, n_heads * head_dim].
+  Buffer causal_attention(const Buffer& q, const Buffer& k, const Buffer& v, size_t seq_len, size_t n_heads,
+                          size_t n_kv_heads, size_t head_dim) const;
+  // Decode and batched prefill over a KV cache: q: [q_len, n_heads * head_dim];
+  // k_cache, v_cache: [cache_start + q_len, n_kv_heads * head_dim]; query i
+  // attends to positions 0..cache_start + i. Returns [q_len, n_heads * head_dim].
+  Buffer kv_attention(const Buffer& q, const Buffer& k_cache, const Buffer& v_cache, size_t cache_start, size_t q_len,
+                      size_t n_heads, size_t n_kv_heads, size_t head_dim) const;
+
   // ------------------------------------------------------------ backward
   // grad_in = y * (grad - rowsum(y * grad)), y the softmax's output.
   Buffer softmax_backward(const Buffer& softmax_out, const Buffer& grad_output, size_t n_rows, size_t row_len) const;
@@ -112,6 +124,16 @@ class ZYNTAX_API ComputeDevice {
   // grad_weight[ids[t]] += grad_output[t]: [vocab_size, dim].
   Buffer embedding_backward(const Buffer& grad_output, const Buffer& ids, size_t vocab_size, size_t seq_len,
                             size_t dim) const;
+
+  // (grad_q, grad_k, grad_v) of causal_attention, recomputing the scores.
+  std::tuple<Buffer, Buffer, Buffer> causal_attention_backward(const Buffer& grad_output, const Buffer& q, const Buffer& k,
+                                                               const Buffer& v, size_t seq_len, size_t n_heads,
+                                                               size_t n_kv_heads, size_t head_dim) const;
+  // Mean cross-entropy of softmax(logits) against targets, and its gradient
+  // (softmax - one_hot) / count; positions whose target is pad_id count for
+  // nothing and get a zero gradient. logits: [n_positions, vocab_size].
+  std::pair<float, Buffer> cross_entropy_forward_backward(const Buffer& logits, const Buffer& targets, size_t n_positions,
+                                                          size_t vocab_size, uint32_t pad_id) const;
 
   // ------------------------------------------------------------ optimiser
   // One AdamW step, in place on param, m and v; weight decay decoupled

@@ -420,6 +420,74 @@ Buffer ComputeDevice::embedding_backward(const Buffer& grad_output, const Buffer
                              {{"vocab", static_cast<int64_t>(vocab_size)}}));
 }
 
+namespace {
+
+// The heads' shapes of an attention call, checked: n_heads a multiple of n_kv_heads.
+void check_heads(const char* op, size_t n_heads, size_t n_kv_heads, size_t head_dim) {
+  if (n_kv_heads == 0 || n_heads % n_kv_heads != 0)
+    throw ShapeError(std::string(op) + ": n_heads = " + std::to_string(n_heads) + " is not a multiple of n_kv_heads = " +
+                     std::to_string(n_kv_heads));
+  if (head_dim == 0) throw ShapeError(std::string(op) + ": head_dim is 0");
+}
+
+}  // namespace
+
+Buffer ComputeDevice::causal_attention(const Buffer& q, const Buffer& k, const Buffer& v, size_t seq, size_t nh, size_t nkv,
+                                       size_t hd) const {
+  const char* op = "causal_attention";
+  check_heads(op, nh, nkv, hd);
+  return wrap(*impl_, run_op(*impl_, op,
+                             {shaped(*impl_, q, op, "q", {seq, nh, hd}, "[seq_len, n_heads, head_dim]"),
+                              shaped(*impl_, k, op, "k", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]"),
+                              shaped(*impl_, v, op, "v", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]")},
+                             {{"group", static_cast<int64_t>(nh / nkv)}}));
+}
+
+Buffer ComputeDevice::kv_attention(const Buffer& q, const Buffer& k_cache, const Buffer& v_cache, size_t cache_start,
+                                   size_t q_len, size_t nh, size_t nkv, size_t hd) const {
+  const char* op = "kv_attention";
+  check_heads(op, nh, nkv, hd);
+  size_t total = cache_start + q_len;
+  return wrap(*impl_, run_op(*impl_, op,
+                             {shaped(*impl_, q, op, "q", {q_len, nh, hd}, "[q_len, n_heads, head_dim]"),
+                              shaped(*impl_, k_cache, op, "k_cache", {total, nkv, hd}, "[cache_start + q_len, n_kv_heads, head_dim]"),
+                              shaped(*impl_, v_cache, op, "v_cache", {total, nkv, hd}, "[cache_start + q_len, n_kv_heads, head_dim]")},
+                             {{"group", static_cast<int64_t>(nh / nkv)}, {"cache_start", static_cast<int64_t>(cache_start)}}));
+}
+
+std::tuple<Buffer, Buffer, Buffer> ComputeDevice::causal_attention_backward(const Buffer& grad_output, const Buffer& q,
+                                                                            const Buffer& k, const Buffer& v, size_t seq,
+                                                                            size_t nh, size_t nkv, size_t hd) const {
+  const char* op = "causal_attention_backward";
+  check_heads(op, nh, nkv, hd);
+  Tensor Q = shaped(*impl_, q, op, "q", {seq, nh, hd}, "[seq_len, n_heads, head_dim]");
+  Tensor K = shaped(*impl_, k, op, "k", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]");
+  Tensor V = shaped(*impl_, v, op, "v", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]");
+  Tensor dO = shaped(*impl_, grad_output, op, "grad_output", {seq, nh, hd}, "[seq_len, n_heads, head_dim]");
+  std::map<std::string, int64_t> group = {{"group", static_cast<int64_t>(nh / nkv)}};
+  Tensor O = run_op(*impl_, "causal_attention", {Q, K, V}, group);
+  Tensor lse = run_op(*impl_, "attention_logsumexp", {Q, K}, group);
+  Tensor delta = run_op(*impl_, "attention_delta", {O, dO});
+  Buffer dq = wrap(*impl_, run_op(*impl_, "attention_backward_q", {Q, K, V, dO, lse, delta}, group));
+  Buffer dk = wrap(*impl_, run_op(*impl_, "attention_backward_k", {Q, K, V, dO, lse, delta}, group));
+  Buffer dv = wrap(*impl_, run_op(*impl_, "attention_backward_v", {Q, K, dO, lse}, group));
+  return {dq, dk, dv};
+}
+
+std::pair<float, Buffer> ComputeDevice::cross_entropy_forward_backward(const Buffer& logits, const Buffer& targets, size_t n,
+                                                                       size_t vocab, uint32_t pad_id) const {
+  const char* op = "cross_entropy_forward_backward";
+  check_ids(op, "targets", targets);
+  Tensor L = shaped(*impl_, logits, op, "logits", {n, vocab}, "[n_positions, vocab_size]");
+  Tensor T = shaped(*impl_, targets, op, "targets", {n}, "[n_positions]");
+  std::map<std::string, int64_t> pad = {{"pad_id", static_cast<int64_t>(pad_id)}};
+  Tensor count = run_op(*impl_, "cross_entropy_count", {T}, pad);
+  Tensor rows = run_op(*impl_, "cross_entropy_rows", {L, T}, pad);
+  Tensor mean = run_op(*impl_, "cross_entropy_mean", {rows, count});
+  Buffer grad = wrap(*impl_, run_op(*impl_, "cross_entropy_grad", {L, T, count}, pad));
+  return {static_cast<const float*>(mean.data())[0], grad};
+}
+
 void ComputeDevice::adamw_step(Buffer& param, const Buffer& grad, Buffer& m, Buffer& v, float lr, float beta1, float beta2,
                                float eps, float weight_decay, size_t step_t) const {
   const char* op = "adamw_step";

@@ -78,4 +78,43 @@ inline Vec embedding(const Vec& w, const std::vector<uint32_t>& ids, size_t dim)
   return y;
 }
 
+// Causal attention with grouped-query heads; q [seq, nh, hd], k/v [total, nkv, hd];
+// query i sees keys 0..start + i (start = total - seq for a KV cache, 0 otherwise).
+inline Vec attention(const Vec& q, const Vec& k, const Vec& v, size_t seq, size_t total, size_t nh, size_t nkv, size_t hd) {
+  Vec out(seq * nh * hd, 0.0);
+  size_t group = nh / nkv, start = total - seq;
+  double scale = 1.0 / std::sqrt(double(hd));
+  for (size_t i = 0; i < seq; ++i)
+    for (size_t h = 0; h < nh; ++h) {
+      size_t kh = h / group;
+      std::vector<double> s(start + i + 1);
+      double m = -INFINITY, l = 0;
+      for (size_t j = 0; j <= start + i; ++j) {
+        double d = 0;
+        for (size_t e = 0; e < hd; ++e) d += q[(i * nh + h) * hd + e] * k[(j * nkv + kh) * hd + e];
+        s[j] = d * scale;
+        m = std::max(m, s[j]);
+      }
+      for (double& x : s) l += std::exp(x - m);
+      for (size_t j = 0; j <= start + i; ++j)
+        for (size_t e = 0; e < hd; ++e) out[(i * nh + h) * hd + e] += std::exp(s[j] - m) / l * v[(j * nkv + kh) * hd + e];
+    }
+  return out;
+}
+
+// Per-position -log softmax(logits)[target], 0 at padding; and the count.
+inline double cross_entropy(const Vec& logits, const std::vector<uint32_t>& t, size_t vocab, uint32_t pad) {
+  double total = 0;
+  size_t count = 0;
+  for (size_t r = 0; r < t.size(); ++r) {
+    if (t[r] == pad) continue;
+    double m = -INFINITY, s = 0;
+    for (size_t c = 0; c < vocab; ++c) m = std::max(m, logits[r * vocab + c]);
+    for (size_t c = 0; c < vocab; ++c) s += std::exp(logits[r * vocab + c] - m);
+    total += std::log(s) + m - logits[r * vocab + t[r]];
+    ++count;
+  }
+  return total / double(std::max<size_t>(count, 1));
+}
+
 }  // namespace zyntax::host

@@ -290,6 +290,88 @@ TEST(Api, EmbeddingBackwardMatchesFiniteDifferences) {
   }, want, 1e-6, "embedding_backward");
 }
 
+// ------------------------------------------------------------ attention
+
+// (seq, n_heads, n_kv_heads, head_dim): MHA, GQA, MQA, odd sizes.
+const size_t kHeads[][4] = {{1, 1, 1, 1}, {5, 2, 2, 3}, {9, 4, 2, 8}, {17, 6, 1, 5}, {33, 4, 4, 16}};
+
+TEST(Api, CausalAttentionWithGroupedQueryHeads) {
+  for (const auto& c : kHeads) {
+    size_t seq = c[0], nh = c[1], nkv = c[2], hd = c[3];
+    std::vector<float> q = host::random_floats(seq * nh * hd, 21), k = host::random_floats(seq * nkv * hd, 22),
+                       v = host::random_floats(seq * nkv * hd, 23);
+    Vec want = host::attention(host::to_double(q), host::to_double(k), host::to_double(v), seq, seq, nh, nkv, hd);
+    check_op([&](const ComputeDevice& d) {
+      return d.causal_attention(d.upload(q), d.upload(k), d.upload(v), seq, nh, nkv, hd).to_vector();
+    }, want, 1e-5, "causal_attention seq " + std::to_string(seq));
+    // Decode and prefill over a cache: the last q_len queries see what causal attention gives them.
+    for (size_t q_len : {size_t{1}, (seq + 1) / 2}) {
+      size_t start = seq - q_len;
+      std::vector<float> tail(q.begin() + start * nh * hd, q.end());
+      Vec tail_want(want.begin() + start * nh * hd, want.end());
+      check_op([&](const ComputeDevice& d) {
+        return d.kv_attention(d.upload(tail), d.upload(k), d.upload(v), start, q_len, nh, nkv, hd).to_vector();
+      }, tail_want, 1e-5, "kv_attention q_len " + std::to_string(q_len));
+    }
+  }
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  try {
+    dev.causal_attention(dev.alloc(12), dev.alloc(12), dev.alloc(12), 2, 3, 2, 2);
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "causal_attention: n_heads = 3 is not a multiple of n_kv_heads = 2");
+  }
+}
+
+TEST(Api, CausalAttentionBackwardMatchesFiniteDifferences) {
+  for (const auto& c : kHeads) {
+    size_t seq = std::min<size_t>(c[0], 9), nh = c[1], nkv = c[2], hd = std::min<size_t>(c[3], 8);
+    std::vector<float> q = host::random_floats(seq * nh * hd, 24), k = host::random_floats(seq * nkv * hd, 25),
+                       v = host::random_floats(seq * nkv * hd, 26), g = host::random_floats(seq * nh * hd, 27);
+    Vec Q = host::to_double(q), K = host::to_double(k), V = host::to_double(v), G = host::to_double(g);
+    auto f = [&](const Vec& qq, const Vec& kk, const Vec& vv) { return host::attention(qq, kk, vv, seq, seq, nh, nkv, hd); };
+    Vec dq = finite_difference([&](const Vec& x) { return f(x, K, V); }, Q, G);
+    Vec dk = finite_difference([&](const Vec& x) { return f(Q, x, V); }, K, G);
+    Vec dv = finite_difference([&](const Vec& x) { return f(Q, K, x); }, V, G);
+    for (const ComputeDevice& d : devices()) {
+      auto [gq, gk, gv] = d.causal_attention_backward(d.upload(g), d.upload(q), d.upload(k), d.upload(v), seq, nh, nkv, hd);
+      std::string what = " seq " + std::to_string(seq) + " heads " + std::to_string(nh) + "/" + std::to_string(nkv) + " on " + d.id();
+      expect_close(gq.to_vector(), dq, 1e-4, "dq" + what);
+      expect_close(gk.to_vector(), dk, 1e-4, "dk" + what);
+      expect_close(gv.to_vector(), dv, 1e-4, "dv" + what);
+    }
+  }
+}
+
+// ------------------------------------------------------------ cross-entropy
+
+TEST(Api, CrossEntropyLossAndGradientMatchFiniteDifferences) {
+  size_t n = 7, vocab = 13;
+  uint32_t pad = 0;
+  std::vector<uint32_t> t = {3, 0, 12, 5, 0, 1, 3};  // two padding positions
+  std::vector<float> logits = host::random_floats(n * vocab, 28, 2.0f);
+  Vec L = host::to_double(logits);
+  double want_loss = host::cross_entropy(L, t, vocab, pad);
+  Vec want_grad(L.size());
+  for (size_t i = 0; i < L.size(); ++i) {
+    Vec up = L, down = L;
+    up[i] += 1e-6;
+    down[i] -= 1e-6;
+    want_grad[i] = (host::cross_entropy(up, t, vocab, pad) - host::cross_entropy(down, t, vocab, pad)) / 2e-6;
+  }
+  for (const ComputeDevice& d : devices()) {
+    auto [loss, grad] = d.cross_entropy_forward_backward(d.upload(logits), d.upload_u32(t), n, vocab, pad);
+    EXPECT_NEAR(loss, want_loss, 1e-5 * (std::fabs(want_loss) + 1)) << d.id();
+    expect_close(grad.to_vector(), want_grad, 1e-5, "cross-entropy gradient on " + d.id());
+    std::vector<float> g = grad.to_vector();
+    for (size_t c = 0; c < vocab; ++c) EXPECT_EQ(g[1 * vocab + c], 0.0f) << "padding position has a gradient";
+  }
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  EXPECT_THROW(dev.cross_entropy_forward_backward(dev.upload(logits), dev.upload_u32({1, 2}), n, vocab, pad), ShapeError);
+  EXPECT_THROW(dev.cross_entropy_forward_backward(dev.upload(logits), dev.upload_u32({13, 1, 1, 1, 1, 1, 1}), n, vocab, pad),
+               ComputeError);  // a target past the vocabulary
+}
+
 // ------------------------------------------------------------ AdamW
 
 TEST(Api, AdamWMatchesAStepByStepHandComputation) {

@@ -16,30 +16,13 @@
 #include "codegen/llvm/nvptx/nvptx_plan.hpp"
 #include "runtime/cuda/cuda_driver.hpp"
 #include "parity_cases.hpp"
+#include "ptxas.hpp"
 
 namespace zyntax {
 namespace {
 
 using testing::Case;
 using testing::kParityCases;
-
-std::string find_ptxas() {
-  std::vector<std::string> candidates;
-  if (const char* p = std::getenv("PTXAS")) candidates.push_back(p);
-  if (const char* path = std::getenv("PATH")) {
-    std::string s = path;
-    for (size_t at = 0; at <= s.size();) {
-      size_t colon = s.find(':', at);
-      if (colon == std::string::npos) colon = s.size();
-      candidates.push_back(s.substr(at, colon - at) + "/ptxas");
-      at = colon + 1;
-    }
-  }
-  candidates.push_back("/usr/local/cuda/bin/ptxas");
-  for (const std::string& c : candidates)
-    if (!c.empty() && ::access(c.c_str(), X_OK) == 0) return c;
-  return "";
-}
 
 class GpuParity : public ::testing::TestWithParam<Case> {};
 
@@ -58,7 +41,7 @@ class PtxParity : public ::testing::TestWithParam<Case> {};
 // The specialised kernels of the parity variants (the sizes the GPU runs),
 // all in one PTX module per architecture, accepted by ptxas.
 TEST_P(PtxParity, PtxasAcceptsEveryShape) {
-  std::string ptxas = find_ptxas();
+  std::string ptxas = testing::find_ptxas();
   if (ptxas.empty()) GTEST_SKIP() << "no ptxas (set PTXAS or put the CUDA toolkit on PATH)";
   const Case& c = GetParam();
   cir::Kernel generic = testing::kernel_of(testing::parity_source(c));
@@ -97,13 +80,8 @@ TEST_P(PtxParity, PtxasAcceptsEveryShape) {
     for (const std::string& e : entries) EXPECT_NE(m.ptx.find(".entry " + e + "("), std::string::npos) << e;
     std::string file = dir + "/zyntax_parity_" + c.name + "_" + arch + ".ptx";
     std::ofstream(file) << m.ptx;
-    std::string cmd = ptxas + " -arch=" + arch + " " + file + " -o /dev/null 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    ASSERT_NE(p, nullptr);
     std::string log;
-    char buf[512];
-    while (fgets(buf, sizeof buf, p)) log += buf;
-    int rc = pclose(p);
+    int rc = testing::run_ptxas(ptxas, file, arch, &log);
     EXPECT_EQ(rc, 0) << c.name << " " << arch << ": ptxas rejects " << file << ":\n" << log;
     if (rc == 0) std::remove(file.c_str());
   }
