@@ -20,10 +20,12 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import performance_doc  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "build-bench", "bench", "zyntax_cpu_bench")
 OUT = os.path.join(ROOT, "docs", "performance.md")
-GPU_HEADER = "## NVIDIA GPU"
 
 try:
     import torch
@@ -284,15 +286,10 @@ def main():
               "except f32 exp/tanh (within 2 ulp), running sums (split into partial sums) and matrix "
               "products (FMAs in a different grouping): within 1e-4 of the sum of |terms|.", ""]
 
-    # The GPU section (bench/compare_gpu.py) is measured elsewhere: keep it.
-    gpu = ""
-    if os.path.exists(args.out):
-        with open(args.out) as f:
-            old = f.read()
-        if GPU_HEADER in old:
-            gpu = "\n" + old[old.index(GPU_HEADER):]
-    with open(args.out, "w") as f:
-        f.write("\n".join(lines) + gpu)
+    # Other scripts' sections (GPU, tiny LM) are measured elsewhere: kept.
+    text = "\n".join(lines)
+    head, cpu = text.split("\n## CPU", 1)
+    performance_doc.replace_sections(args.out, ["CPU"], "## CPU" + cpu, head=head + "\n")
     print("\n".join(lines))
 
 

@@ -161,14 +161,9 @@ def main():
     path = os.path.join(args.results, "gpu-%s-%s.md" % (name, datetime.date.today().isoformat()))
     with open(path, "w") as f:
         f.write(text + "\nRaw:\n\n```\n" + json.dumps({"zyntax": z, "anchors": t}, indent=1) + "\n```\n")
-    old = ""
-    if os.path.exists(args.performance):
-        with open(args.performance) as f:
-            old = f.read()
-        if GPU_HEADER in old:
-            old = old[:old.index(GPU_HEADER)]
-    with open(args.performance, "w") as f:
-        f.write((old.rstrip("\n") + "\n\n" if old.strip() else "") + text)
+    sys.path.insert(0, HERE)
+    import performance_doc
+    performance_doc.replace_sections(args.performance, ["NVIDIA GPU"], text)
 
 
 if __name__ == "__main__":

@@ -103,6 +103,11 @@ class ZYNTAX_API ComputeDevice {
   // weight[ids[t]] for each of seq_len ids: [seq_len, dim].
   Buffer embedding(const Buffer& weight, const Buffer& ids, size_t seq_len, size_t dim) const;
 
+  // Rotary position embedding of x: [seq_len, n_heads * head_dim] (head_dim
+  // even), positions position_offset + t; rope_backward turns the gradient back.
+  Buffer rope(const Buffer& x, size_t seq_len, size_t n_heads, size_t head_dim, size_t position_offset = 0) const;
+  Buffer rope_backward(const Buffer& grad, size_t seq_len, size_t n_heads, size_t head_dim, size_t position_offset = 0) const;
+
   // ------------------------------------------------------------ attention
   // Causal self-attention with grouped-query heads (n_heads a multiple of
   // n_kv_heads). q: [seq, n_heads * head_dim]; k, v: [seq, n_kv_heads * head_dim].

@@ -432,6 +432,25 @@ void check_heads(const char* op, size_t n_heads, size_t n_kv_heads, size_t head_
 
 }  // namespace
 
+namespace {
+
+Buffer rotate(const DeviceImpl& dev, const char* op, const Buffer& x, size_t seq, size_t nh, size_t hd, size_t offset,
+              float sign) {
+  if (hd % 2 != 0) throw ShapeError(std::string(op) + ": head_dim = " + std::to_string(hd) + " is odd (rotary pairs need it even)");
+  return wrap(dev, run_op(dev, "rope", {shaped(dev, x, op, "x", {seq, nh, hd}, "[seq_len, n_heads, head_dim]")},
+                          {{"offset", static_cast<int64_t>(offset)}}, {{"sign", f32(sign)}}));
+}
+
+}  // namespace
+
+Buffer ComputeDevice::rope(const Buffer& x, size_t seq, size_t nh, size_t hd, size_t offset) const {
+  return rotate(*impl_, "rope", x, seq, nh, hd, offset, 1.0f);
+}
+
+Buffer ComputeDevice::rope_backward(const Buffer& grad, size_t seq, size_t nh, size_t hd, size_t offset) const {
+  return rotate(*impl_, "rope_backward", grad, seq, nh, hd, offset, -1.0f);
+}
+
 Buffer ComputeDevice::causal_attention(const Buffer& q, const Buffer& k, const Buffer& v, size_t seq, size_t nh, size_t nkv,
                                        size_t hd) const {
   const char* op = "causal_attention";

@@ -117,4 +117,18 @@ inline double cross_entropy(const Vec& logits, const std::vector<uint32_t>& t, s
   return total / double(std::max<size_t>(count, 1));
 }
 
+// Rotary embedding, x [seq, heads, hd], positions offset + t.
+inline Vec rope(const Vec& x, size_t seq, size_t heads, size_t hd, size_t offset) {
+  Vec y(x.size());
+  for (size_t t = 0; t < seq; ++t)
+    for (size_t h = 0; h < heads; ++h)
+      for (size_t p = 0; p < hd / 2; ++p) {
+        double angle = double(offset + t) * std::pow(10000.0, -2.0 * double(p) / double(hd));
+        size_t i = (t * heads + h) * hd + 2 * p;
+        y[i] = x[i] * std::cos(angle) - x[i + 1] * std::sin(angle);
+        y[i + 1] = x[i] * std::sin(angle) + x[i + 1] * std::cos(angle);
+      }
+  return y;
+}
+
 }  // namespace zyntax::host

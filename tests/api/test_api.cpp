@@ -290,6 +290,23 @@ TEST(Api, EmbeddingBackwardMatchesFiniteDifferences) {
   }, want, 1e-6, "embedding_backward");
 }
 
+// ------------------------------------------------------------ rotary embedding
+
+TEST(Api, RopeRotatesPairsAndItsBackwardMatchesFiniteDifferences) {
+  for (size_t offset : {0u, 5u}) {
+    size_t seq = 7, heads = 3, hd = 8;
+    std::vector<float> x = host::random_floats(seq * heads * hd, 29), g = host::random_floats(seq * heads * hd, 30);
+    Vec X = host::to_double(x);
+    check_op([&](const ComputeDevice& d) { return d.rope(d.upload(x), seq, heads, hd, offset).to_vector(); },
+             host::rope(X, seq, heads, hd, offset), 1e-5, "rope offset " + std::to_string(offset));
+    Vec want = finite_difference([&](const Vec& v) { return host::rope(v, seq, heads, hd, offset); }, X, host::to_double(g));
+    check_op([&](const ComputeDevice& d) { return d.rope_backward(d.upload(g), seq, heads, hd, offset).to_vector(); }, want,
+             1e-5, "rope_backward");
+  }
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  EXPECT_THROW(dev.rope(dev.alloc(6), 1, 2, 3), ShapeError);
+}
+
 // ------------------------------------------------------------ attention
 
 // (seq, n_heads, n_kv_heads, head_dim): MHA, GQA, MQA, odd sizes.

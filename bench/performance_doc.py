@@ -1,0 +1,32 @@
+"""docs/performance.md is written by several scripts, each owning sections
+that start with "## <title>": this replaces one script's sections and keeps
+the others'."""
+import os
+import re
+
+
+def sections(text):
+    """[(title, text)] in order; the part before the first "## " has title ""."""
+    parts = re.split(r"(?m)^(?=## )", text)
+    out = []
+    for p in parts:
+        m = re.match(r"## (.*)", p)
+        out.append((m.group(1).strip() if m else "", p))
+    return out
+
+
+def replace_sections(path, owned_titles, new_text, head=None):
+    """Writes path with the sections titled in owned_titles (prefixes) replaced
+    by new_text; head, when given, replaces the part before the first section."""
+    old = open(path).read() if os.path.exists(path) else ""
+    kept = []
+    for title, text in sections(old):
+        if title == "":
+            kept.append(head if head is not None else text)
+        elif not any(title.startswith(t) for t in owned_titles):
+            kept.append(text)
+    if not old and head is not None:
+        kept.append(head)
+    body = "".join(t.rstrip("\n") + "\n\n" for t in kept if t.strip())
+    with open(path, "w") as f:
+        f.write(body + new_text.rstrip("\n") + "\n")

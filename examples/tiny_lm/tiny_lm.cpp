@@ -1,0 +1,362 @@
+// A small decoder-only transformer trained from scratch with the Zyntax C++
+// API: character tokens, embedding, rotary positions, causal attention with
+// grouped-query heads, RMSNorm, a SwiGLU MLP, a head tied to the embedding,
+// AdamW. Every forward and backward step is an op of the library (kernels
+// written in ZynML, compiled for the device); this file holds the model's
+// wiring and nothing numeric of its own.
+//
+//   tiny_lm [--device auto|cpu|cuda:0] [--steps 300] [--data FILE] [--seed N]
+//           [--check-gradients] [--quiet]
+//
+// Trains on the text (by default the King James Genesis and Exodus, public
+// domain), printing step, loss and tokens/s, then samples from the model.
+// --check-gradients compares the gradient of a tiny model with central
+// finite differences of its loss and exits.
+#include <zyntax/zyntax.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using zyntax::Buffer;
+using zyntax::ComputeDevice;
+using zyntax::ExprId;
+
+struct Config {
+  size_t vocab = 0;
+  size_t dim = 128, layers = 2, heads = 4, kv_heads = 2, head_dim = 32, hidden = 384;
+  size_t seq = 256;
+  float lr = 3e-3f, weight_decay = 0.01f, eps = 1e-5f;
+};
+
+// A trained tensor with its AdamW moments and its gradient.
+struct Param {
+  std::string name;
+  Buffer value, m, v, grad;
+  bool decay = true;  // matrices decay; norm weights do not
+};
+
+// Characters to ids and back.
+struct Tokenizer {
+  std::vector<char> chars;
+  std::map<char, uint32_t> ids;
+  explicit Tokenizer(const std::string& text) {
+    for (char c : text)
+      if (!ids.count(c)) ids[c] = 0;
+    for (auto& [c, id] : ids) {
+      id = static_cast<uint32_t>(chars.size());
+      chars.push_back(c);
+    }
+  }
+  std::vector<uint32_t> encode(const std::string& s) const {
+    std::vector<uint32_t> out;
+    for (char c : s) out.push_back(ids.count(c) ? ids.at(c) : 0);
+    return out;
+  }
+};
+
+class Model {
+ public:
+  Model(const ComputeDevice& dev, Config cfg, uint32_t seed) : dev_(dev), cfg_(cfg) {
+    std::mt19937 gen(seed);
+    auto normal = [&](size_t n, float scale) {
+      std::normal_distribution<float> d(0.0f, scale);
+      std::vector<float> v(n);
+      for (float& x : v) x = d(gen);
+      return v;
+    };
+    auto add = [&](const std::string& name, std::vector<float> init, bool decay) {
+      Param p{name, dev_.upload(init), dev_.alloc(init.size()), dev_.alloc(init.size()), Buffer(), decay};
+      params_.push_back(p);
+      return params_.size() - 1;
+    };
+    size_t D = cfg.dim, Q = cfg.heads * cfg.head_dim, KV = cfg.kv_heads * cfg.head_dim, F = cfg.hidden;
+    auto matrix = [&](size_t in, size_t out) { return normal(in * out, 1.0f / std::sqrt(static_cast<float>(in))); };
+    emb_ = add("embedding", normal(cfg.vocab * D, 0.02f), true);  // small: the tied head starts near uniform
+    for (size_t l = 0; l < cfg.layers; ++l) {
+      std::string p = "layer" + std::to_string(l) + ".";
+      Layer L;
+      L.norm1 = add(p + "norm1", std::vector<float>(D, 1.0f), false);
+      L.wq = add(p + "wq", matrix(D, Q), true);
+      L.wk = add(p + "wk", matrix(D, KV), true);
+      L.wv = add(p + "wv", matrix(D, KV), true);
+      L.wo = add(p + "wo", matrix(Q, D), true);
+      L.norm2 = add(p + "norm2", std::vector<float>(D, 1.0f), false);
+      L.gate = add(p + "w_gate", matrix(D, F), true);
+      L.up = add(p + "w_up", matrix(D, F), true);
+      L.down = add(p + "w_down", matrix(F, D), true);
+      layers_.push_back(L);
+    }
+    norm_f_ = add("norm_final", std::vector<float>(D, 1.0f), false);
+  }
+
+  std::vector<Param>& params() { return params_; }
+
+  // The logits of every position: [n, vocab].
+  Buffer logits(const std::vector<uint32_t>& tokens) { return forward(tokens, nullptr); }
+
+  // Mean cross-entropy of predicting targets[t] after tokens[0..t]; fills
+  // every parameter's gradient.
+  float loss_and_gradients(const std::vector<uint32_t>& tokens, const std::vector<uint32_t>& targets) {
+    Tape tape;
+    Buffer logits = forward(tokens, &tape);
+    size_t n = tokens.size(), D = cfg_.dim, V = cfg_.vocab;
+    auto [loss, dlogits] = dev_.cross_entropy_forward_backward(logits, dev_.upload_u32(targets), n, V, uint32_t(V));
+    // Head, tied to the embedding: logits = hf @ emb^T.
+    Buffer dhf = dev_.matmul(dlogits, value(emb_), n, V, D);
+    Buffer demb = dev_.matmul_transposed_a(dlogits, tape.hf, V, n, D);
+    auto [dh, dnf] = dev_.rms_norm_backward(tape.h_final, value(norm_f_), dhf, n, D, cfg_.eps);
+    grad(norm_f_) = dnf;
+    for (size_t l = cfg_.layers; l-- > 0;) dh = layer_backward(layers_[l], tape.layers[l], dh, n);
+    dev_.add_assign(demb, dev_.embedding_backward(dh, tape.ids, V, n, D));
+    grad(emb_) = demb;
+    return loss;
+  }
+
+  void adamw(size_t step) {
+    for (Param& p : params_)
+      dev_.adamw_step(p.value, p.grad, p.m, p.v, cfg_.lr, 0.9f, 0.95f, 1e-8f, p.decay ? cfg_.weight_decay : 0.0f, step);
+  }
+
+ private:
+  struct Layer {
+    size_t norm1, wq, wk, wv, wo, norm2, gate, up, down;
+  };
+  // What the backward pass needs of each layer's forward pass.
+  struct Saved {
+    Buffer h_in, a, q, k, v, att, h_mid, b, g, u, s;
+  };
+  struct Tape {
+    Buffer ids, hf, h_final;
+    std::vector<Saved> layers;
+  };
+
+  Buffer& value(size_t i) { return params_[i].value; }
+  Buffer& grad(size_t i) { return params_[i].grad; }
+
+  Buffer forward(const std::vector<uint32_t>& tokens, Tape* tape) {
+    size_t n = tokens.size(), D = cfg_.dim, H = cfg_.heads, KVH = cfg_.kv_heads, hd = cfg_.head_dim, F = cfg_.hidden;
+    size_t Q = H * hd, KV = KVH * hd;
+    Buffer ids = dev_.upload_u32(tokens);
+    Buffer h = dev_.embedding(value(emb_), ids, n, D);
+    if (tape) tape->ids = ids;
+    for (const Layer& L : layers_) {
+      Saved s;
+      s.h_in = h;
+      s.a = dev_.rms_norm(h, value(L.norm1), n, D, cfg_.eps);
+      s.q = dev_.rope(dev_.matmul(s.a, value(L.wq), n, D, Q), n, H, hd);
+      s.k = dev_.rope(dev_.matmul(s.a, value(L.wk), n, D, KV), n, KVH, hd);
+      s.v = dev_.matmul(s.a, value(L.wv), n, D, KV);
+      s.att = dev_.causal_attention(s.q, s.k, s.v, n, H, KVH, hd);
+      s.h_mid = dev_.copy_buffer(h);
+      dev_.matmul_accumulate(s.h_mid, s.att, value(L.wo), n, Q, D);  // residual
+      s.b = dev_.rms_norm(s.h_mid, value(L.norm2), n, D, cfg_.eps);
+      s.g = dev_.matmul(s.b, value(L.gate), n, D, F);
+      s.u = dev_.matmul(s.b, value(L.up), n, D, F);
+      s.s = dev_.elementwise({s.g, s.u}, n * F, [](const std::vector<ExprId>& x) { return zyntax::silu(x[0]) * x[1]; });
+      h = dev_.copy_buffer(s.h_mid);
+      dev_.matmul_accumulate(h, s.s, value(L.down), n, F, D);  // residual
+      if (tape) tape->layers.push_back(s);
+    }
+    Buffer hf = dev_.rms_norm(h, value(norm_f_), n, D, cfg_.eps);
+    if (tape) {
+      tape->h_final = h;
+      tape->hf = hf;
+    }
+    return dev_.matmul_transposed_b(hf, value(emb_), n, D, cfg_.vocab);
+  }
+
+  // The gradient flowing into the layer's input, from the one at its output.
+  Buffer layer_backward(const Layer& L, const Saved& s, const Buffer& dh, size_t n) {
+    size_t D = cfg_.dim, H = cfg_.heads, KVH = cfg_.kv_heads, hd = cfg_.head_dim, F = cfg_.hidden;
+    size_t Q = H * hd, KV = KVH * hd;
+    // MLP: h = h_mid + (silu(g) * u) @ down, g = b @ gate, u = b @ up.
+    grad(L.down) = dev_.matmul_transposed_a(s.s, dh, F, n, D);
+    Buffer ds = dev_.matmul_transposed_b(dh, value(L.down), n, D, F);
+    std::vector<Buffer> dgu = dev_.elementwise_multi({ds, s.g, s.u}, n * F, [](const std::vector<ExprId>& x) {
+      ExprId sig = zyntax::sigmoid(x[1]);
+      ExprId dsilu = sig * (1.0f + x[1] * (1.0f - sig));
+      return std::vector<ExprId>{x[0] * x[2] * dsilu, x[0] * x[1] * sig};
+    });
+    grad(L.gate) = dev_.matmul_transposed_a(s.b, dgu[0], D, n, F);
+    grad(L.up) = dev_.matmul_transposed_a(s.b, dgu[1], D, n, F);
+    Buffer db = dev_.matmul_transposed_b(dgu[0], value(L.gate), n, F, D);
+    dev_.add_assign(db, dev_.matmul_transposed_b(dgu[1], value(L.up), n, F, D));
+    auto [dmid, dn2] = dev_.rms_norm_backward(s.h_mid, value(L.norm2), db, n, D, cfg_.eps);
+    grad(L.norm2) = dn2;
+    dev_.add_assign(dmid, dh);
+    // Attention: h_mid = h_in + att @ wo.
+    grad(L.wo) = dev_.matmul_transposed_a(s.att, dmid, Q, n, D);
+    Buffer datt = dev_.matmul_transposed_b(dmid, value(L.wo), n, D, Q);
+    auto [dq, dk, dv] = dev_.causal_attention_backward(datt, s.q, s.k, s.v, n, H, KVH, hd);
+    dq = dev_.rope_backward(dq, n, H, hd);
+    dk = dev_.rope_backward(dk, n, KVH, hd);
+    grad(L.wq) = dev_.matmul_transposed_a(s.a, dq, D, n, Q);
+    grad(L.wk) = dev_.matmul_transposed_a(s.a, dk, D, n, KV);
+    grad(L.wv) = dev_.matmul_transposed_a(s.a, dv, D, n, KV);
+    Buffer da = dev_.matmul_transposed_b(dq, value(L.wq), n, Q, D);
+    dev_.add_assign(da, dev_.matmul_transposed_b(dk, value(L.wk), n, KV, D));
+    dev_.add_assign(da, dev_.matmul_transposed_b(dv, value(L.wv), n, KV, D));
+    auto [din, dn1] = dev_.rms_norm_backward(s.h_in, value(L.norm1), da, n, D, cfg_.eps);
+    grad(L.norm1) = dn1;
+    dev_.add_assign(din, dmid);
+    return din;
+  }
+
+  ComputeDevice dev_;
+  Config cfg_;
+  std::vector<Param> params_;
+  std::vector<Layer> layers_;
+  size_t emb_ = 0, norm_f_ = 0;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string sample(Model& model, const Tokenizer& tok, const Config& cfg, const std::string& prompt, size_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::vector<uint32_t> ids = tok.encode(prompt);
+  std::string out = prompt;
+  for (size_t i = 0; i < n; ++i) {
+    // Always a window of cfg.seq tokens, so the kernels compiled for
+    // training serve: the text at its start, zeros after it, which the
+    // causal mask keeps out of the position read.
+    size_t used = std::min(ids.size(), cfg.seq);
+    std::vector<uint32_t> window(ids.end() - used, ids.end());
+    window.resize(cfg.seq, 0);
+    std::vector<float> logits = model.logits(window).to_vector();
+    const float* last = logits.data() + (used - 1) * cfg.vocab;
+    std::vector<double> p(cfg.vocab);
+    double mx = *std::max_element(last, last + cfg.vocab), sum = 0;
+    for (size_t c = 0; c < cfg.vocab; ++c) sum += p[c] = std::exp((last[c] - mx) / 0.8);
+    std::discrete_distribution<uint32_t> pick(p.begin(), p.end());
+    uint32_t next = pick(gen);
+    ids.push_back(next);
+    out += tok.chars[next];
+  }
+  return out;
+}
+
+// The loss's gradient against central differences, on a tiny model.
+int check_gradients(const ComputeDevice& dev) {
+  Config cfg;
+  cfg.vocab = 11;
+  cfg.dim = 8, cfg.layers = 2, cfg.heads = 4, cfg.kv_heads = 2, cfg.head_dim = 2, cfg.hidden = 12, cfg.seq = 6;
+  Model model(dev, cfg, 7);
+  std::vector<uint32_t> x = {1, 5, 2, 9, 3, 3}, y = {5, 2, 9, 3, 3, 10};
+  model.loss_and_gradients(x, y);
+  int bad = 0;
+  for (Param& p : model.params()) {
+    std::vector<float> w = p.value.to_vector(), g = p.grad.to_vector();
+    for (size_t i = 0; i < w.size(); i += std::max<size_t>(1, w.size() / 5)) {
+      auto loss_at = [&](float delta) {
+        std::vector<float> moved = w;
+        moved[i] += delta;
+        Buffer saved = p.value;
+        p.value = dev.upload(moved);
+        float l = model.loss_and_gradients(x, y);
+        p.value = saved;
+        return l;
+      };
+      const float h = 1e-2f;
+      double fd = (double(loss_at(h)) - double(loss_at(-h))) / (2.0 * h);
+      model.loss_and_gradients(x, y);  // the gradients of the unmoved model again
+      g = p.grad.to_vector();
+      bool ok = std::fabs(fd - g[i]) <= 2e-3 + 2e-2 * std::fabs(fd);
+      if (!ok) ++bad;
+      std::printf("%-16s [%3zu] analytic % .6f  finite difference % .6f  %s\n", p.name.c_str(), i, g[i], fd, ok ? "ok" : "MISMATCH");
+    }
+  }
+  std::printf(bad ? "%d gradients disagree\n" : "all gradients agree\n", bad);
+  return bad ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device = "auto", data = TINY_LM_DATA;
+  size_t steps = 300;
+  uint32_t seed = 1;
+  bool gradients = false, quiet = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--device") device = next();
+    else if (a == "--steps") steps = std::stoul(next());
+    else if (a == "--data") data = next();
+    else if (a == "--seed") seed = static_cast<uint32_t>(std::stoul(next()));
+    else if (a == "--check-gradients") gradients = true;
+    else if (a == "--quiet") quiet = true;
+    else {
+      std::fprintf(stderr, "usage: tiny_lm [--device ID] [--steps N] [--data FILE] [--seed N] [--check-gradients] [--quiet]\n");
+      return 2;
+    }
+  }
+  try {
+    ComputeDevice dev = ComputeDevice::open(device);
+    if (gradients) return check_gradients(dev);
+    std::string text = read_file(data);
+    Tokenizer tok(text);
+    Config cfg;
+    cfg.vocab = tok.chars.size();
+    std::vector<uint32_t> all = tok.encode(text);
+    Model model(dev, cfg, seed);
+    size_t n_params = 0;
+    for (Param& p : model.params()) n_params += p.value.size();
+    std::printf("tiny_lm on %s (%s): %zu characters of text, vocabulary %zu (ln %.2f), %zu parameters\n", dev.id().c_str(),
+                dev.description().name.c_str(), all.size(), cfg.vocab, std::log(double(cfg.vocab)), n_params);
+    std::mt19937 gen(seed);
+    std::uniform_int_distribution<size_t> start(0, all.size() - cfg.seq - 2);
+    auto t0 = std::chrono::steady_clock::now();
+    auto warm = t0;  // after the first step, which compiles every kernel (or loads it from the cache)
+    double first = 0, last = 0, smoothed = 0;
+    for (size_t step = 1; step <= steps; ++step) {
+      size_t s = start(gen);
+      std::vector<uint32_t> x(all.begin() + s, all.begin() + s + cfg.seq), y(all.begin() + s + 1, all.begin() + s + cfg.seq + 1);
+      float loss = model.loss_and_gradients(x, y);
+      model.adamw(step);
+      if (step == 1) {
+        first = smoothed = loss;
+        warm = std::chrono::steady_clock::now();
+      }
+      smoothed = 0.9 * smoothed + 0.1 * loss;
+      last = loss;
+      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm).count();
+      double tps = step > 1 ? double((step - 1) * cfg.seq) / secs : 0;
+      if (!quiet || step == steps) {
+        int filled = static_cast<int>(30 * step / steps);
+        std::printf("\rstep %4zu/%zu [%.*s%*s] loss %.3f (avg %.3f)  %.0f tokens/s", step, steps, filled,
+                    "==============================", 30 - filled, "", loss, smoothed, tps);
+        std::fflush(stdout);
+      }
+    }
+    auto end = std::chrono::steady_clock::now();
+    double secs = std::chrono::duration<double>(end - t0).count();
+    double steady = std::chrono::duration<double>(end - warm).count();
+    std::printf("\nloss %.3f -> %.3f (smoothed %.3f) in %zu steps, %.1f s (first step %.2f s); %.0f tokens/s after the first step\n",
+                first, last, smoothed, steps, secs, secs - steady, steps > 1 ? double((steps - 1) * cfg.seq) / steady : 0.0);
+    std::printf("sample: %s\n", sample(model, tok, cfg, "And God said", 200, seed).c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tiny_lm: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
