@@ -17,17 +17,21 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null  # the packages the build needs
 
 cmake -S . -B build-bundle -G Ninja -DCMAKE_BUILD_TYPE=Release -DZYNTAX_STATIC_LLVM=ON -DZYNTAX_TESTS=ON >/dev/null
-cmake --build build-bundle -j"$(nproc)" --target zyntax zyntax_unit_tests zyntax_gpu_bench
+cmake --build build-bundle -j"$(nproc)" --target zyntax zyntax_unit_tests zyntax_gpu_bench zyntax_api_tests tiny_lm
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 root="$stage/zyntax-gpu"
-mkdir -p "$root/bin" "$root/tests" "$root/bench" "$root/examples"
-for b in zyntax zyntax_gpu_bench tests/zyntax_unit_tests; do
+mkdir -p "$root/bin" "$root/lib" "$root/tests" "$root/bench" "$root/examples"
+for b in zyntax zyntax_gpu_bench tests/zyntax_unit_tests tests/zyntax_api_tests examples/tiny_lm/tiny_lm; do
   strip -o "$root/bin/$(basename "$b")" "build-bundle/$b"
 done
+strip -o "$root/lib/libzyntax.so.0.1" build-bundle/libzyntax.so.0.1.0
 cp -r tests/programs "$root/tests/"
 cp examples/*.zynml "$root/examples/"
+mkdir -p "$root/examples/tiny_lm/data" "$root/tests/api/data"
+cp examples/tiny_lm/data/*.txt "$root/examples/tiny_lm/data/"
+cp tests/api/data/*.zynml "$root/tests/api/data/"
 cp bench/compare_gpu.py "$root/bench/"
 cp scripts/gpu_bundle_run.sh "$root/run.sh"
 git rev-parse HEAD > "$root/COMMIT" 2>/dev/null || true

@@ -18,6 +18,12 @@ if [ "$what" = test ] || [ "$what" = all ]; then
   tail -n 25 "$out/unit.txt"
   python3 tests/programs/run_programs.py --zyntax bin/zyntax --device cuda:0 -j 8 > "$out/programs.txt" 2>&1 || status=1
   tail -n 25 "$out/programs.txt"
+  # The C++ API's ops on every device present (the GPU included), and the tiny LM on the GPU.
+  LD_LIBRARY_PATH="$here/lib" bin/zyntax_api_tests --gtest_filter=-TransformerBlock.* > "$out/api.txt" 2>&1 || status=1
+  tail -n 5 "$out/api.txt"
+  LD_LIBRARY_PATH="$here/lib" bin/tiny_lm --device cuda:0 --data examples/tiny_lm/data/kjv_genesis_exodus.txt --quiet \
+    > "$out/tiny_lm.txt" 2>&1 || status=1
+  tail -n 3 "$out/tiny_lm.txt"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 bench/compare_gpu.py --bench bin/zyntax_gpu_bench --results "$out" --performance "$out/performance.md" \
