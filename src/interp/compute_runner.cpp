@@ -1,6 +1,7 @@
 #include "interp/compute_runner.hpp"
 
 #include "runtime/device.hpp"
+#include "runtime/split_launch.hpp"
 
 namespace zyntax {
 
@@ -97,21 +98,31 @@ Value ComputeRunner::run(const ast::Compute& c, Frame& frame, const std::vector<
     scalars[p.name] = b->value.as_scalar();
   }
 
-  // The device: the block's own @device, else the configured default.
-  std::string device_id = entry.annotations.devices.empty() ? default_device : entry.annotations.devices[0];
+  // The devices: the block's own @device (one, or a list to share the work
+  // with @parallel), else the configured default.
+  std::vector<std::string> ids = entry.annotations.devices;
+  if (ids.empty()) ids.push_back(default_device);
   Span device_span = entry.annotations.devices.empty() ? c.span : entry.annotations.device_span;
-  Device* device = DeviceRegistry::global().find(device_id);
-  if (!device) {
-    std::string why = DeviceRegistry::global().unavailable_reason(device_id);
-    throw Error(Diagnostic{Severity::Error, device_span, "device '" + device_id + "' is not available", {},
-                           "available devices: " + DeviceRegistry::global().available() + (why.empty() ? "" : "; " + why)});
+  std::vector<Device*> devices;
+  for (const std::string& id : ids) {
+    Device* d = DeviceRegistry::global().find(id);
+    if (!d) {
+      std::string why = DeviceRegistry::global().unavailable_reason(id);
+      throw Error(Diagnostic{Severity::Error, device_span, "device '" + id + "' is not available", {},
+                             "available devices: " + DeviceRegistry::global().available() + (why.empty() ? "" : "; " + why)});
+    }
+    devices.push_back(d);
   }
+  const std::string& parallel = entry.annotations.parallel;
+  if (parallel.empty()) devices.resize(1);  // a list without @parallel: its first device
+  SplitMode mode = parallel == "model" ? SplitMode::Model : SplitMode::Data;
 
   CompiledCompute* compiled = entry.compiled.get();
   Span span = c.span;
-  auto launch = [compiled, device, tensors, host_dims, scalars, span]() {
+  auto launch = [compiled, devices, mode, tensors, host_dims, scalars, span]() {
     try {
-      return Value::of_tensor(compiled->launch(*device, tensors, host_dims, scalars));
+      if (devices.size() > 1) return Value::of_tensor(launch_split(*compiled, devices, mode, tensors, host_dims, scalars));
+      return Value::of_tensor(compiled->launch(*devices[0], tensors, host_dims, scalars));
     } catch (const DataError& e) {
       throw Error(span, e.what());
     }

@@ -1,0 +1,166 @@
+#include "runtime/split_launch.hpp"
+
+#include <cstring>
+#include <future>
+
+#include "cir/hash.hpp"
+#include "cir/mutator.hpp"
+#include "cir/verifier.hpp"
+#include "cir/visitor.hpp"
+
+namespace zyntax {
+
+namespace {
+
+// The parallel loops with constant bounds, outermost first, and every store
+// to the output.
+class SplitCandidates : public cir::IRVisitor {
+ public:
+  explicit SplitCandidates(std::string out) : out_(std::move(out)) {}
+  std::vector<const cir::For*> loops;
+  std::vector<const cir::Store*> stores;
+  bool yields = false;
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const cir::For* op) override {
+    if (op->loop_kind == cir::LoopKind::Parallel && op->lo.as<cir::IntImm>() && op->hi.as<cir::IntImm>() &&
+        op->step.as<cir::IntImm>() && op->step.as<cir::IntImm>()->value > 0)
+      loops.push_back(op);
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Store* op) override {
+    if (op->buffer == out_) stores.push_back(op);
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Yield* op) override {
+    yields = true;
+    IRVisitor::visit(op);
+  }
+
+ private:
+  std::string out_;
+};
+
+// Every store indexes `axis` of the output with exactly `var`.
+bool stores_index(const std::vector<const cir::Store*>& stores, const std::string& var, int axis, int rank) {
+  if (stores.empty()) return false;
+  for (const cir::Store* s : stores) {
+    if (static_cast<int>(s->axes.size()) != rank) return false;
+    const cir::AxisSel& a = s->axes[axis];
+    auto v = a.is_slice ? nullptr : a.index.as<cir::Var>();
+    if (!v || v->name != var) return false;
+  }
+  return true;
+}
+
+class RestrictLoop : public cir::IRMutator {
+ public:
+  RestrictLoop(const SplitPlan& p, int64_t first, int64_t end) : p_(p), first_(first), end_(end) {}
+  using IRMutator::visit;
+
+ protected:
+  cir::Stmt visit(const cir::For* op) override {
+    if (op->var != p_.var) return IRMutator::visit(op);
+    int64_t lo = p_.lo + first_ * p_.step, hi = p_.lo + end_ * p_.step;
+    hi = std::min(hi, op->hi.as<cir::IntImm>()->value);
+    return cir::make_for(op->var, cir::i64(lo), cir::i64(hi), op->step, mutate(op->body), op->loop_kind, op->factor, op->span);
+  }
+
+ private:
+  const SplitPlan& p_;
+  int64_t first_, end_;
+};
+
+// Copies the part of `from` whose index along `axis` lies in [lo, hi) into `to`.
+void copy_slab(const Tensor& from, Tensor& to, int axis, int64_t lo, int64_t hi) {
+  const Shape& s = to.shape();
+  int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(to.dtype()));
+  for (int a = 0; a < axis; ++a) outer *= s[a];
+  for (size_t a = axis + 1; a < s.size(); ++a) inner *= s[a];
+  int64_t extent = s[axis];
+  const char* src = static_cast<const char*>(from.data());
+  char* dst = static_cast<char*>(to.data());
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t at = (o * extent + lo) * inner;
+    std::memcpy(dst + at, src + at, static_cast<size_t>((hi - lo) * inner));
+  }
+}
+
+}  // namespace
+
+std::optional<SplitPlan> plan_split(const cir::Kernel& k, SplitMode mode) {
+  if (k.kind == cir::KernelKind::Reduce || !k.dims.empty()) return std::nullopt;
+  const cir::Param& out = k.output();
+  int rank = static_cast<int>(out.type.shape.size());
+  if (rank == 0) return std::nullopt;
+  SplitCandidates c(out.name);
+  for (const cir::Stmt& s : k.body) c.include(s);
+  if (c.yields || c.loops.empty()) return std::nullopt;
+  int axis = mode == SplitMode::Data ? 0 : rank - 1;
+  // Data: the outermost parallel loop only; model: any parallel loop over the last axis.
+  std::vector<const cir::For*> loops = c.loops;
+  if (mode == SplitMode::Data) loops.resize(1);
+  for (const cir::For* f : loops) {
+    if (!stores_index(c.stores, f->var, axis, rank)) continue;
+    SplitPlan p;
+    p.var = f->var;
+    p.axis = axis;
+    p.lo = f->lo.as<cir::IntImm>()->value;
+    p.step = f->step.as<cir::IntImm>()->value;
+    int64_t hi = f->hi.as<cir::IntImm>()->value;
+    p.trips = hi > p.lo ? (hi - p.lo + p.step - 1) / p.step : 0;
+    // Written indices must stay inside the output's axis for the slabs to be its own.
+    auto extent = out.type.shape[axis].as<cir::IntImm>();
+    if (!extent || p.lo < 0 || (p.trips > 0 && p.lo + (p.trips - 1) * p.step >= extent->value)) continue;
+    return p;
+  }
+  return std::nullopt;
+}
+
+cir::Kernel restrict_split_loop(const cir::Kernel& k, const SplitPlan& p, int64_t first, int64_t end) {
+  cir::Kernel out = k;
+  out.body = RestrictLoop(p, first, end).mutate(k.body);
+  cir::verify_or_throw(out, "restrict_split_loop");
+  return out;
+}
+
+Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devices, SplitMode mode,
+                    const std::vector<Tensor>& inputs, const std::map<std::string, int64_t>& host_dims,
+                    const std::map<std::string, Scalar>& scalars, std::string* how) {
+  std::map<std::string, int64_t> dims = bind_dimensions(compiled.generic(), inputs, host_dims);
+  std::shared_ptr<const CompiledCompute::Specialized> s = compiled.specialize(dims);
+  std::optional<SplitPlan> plan = devices.size() > 1 ? plan_split(s->kernel, mode) : std::nullopt;
+  if (!plan || plan->trips < 2) {
+    if (how) *how = "ran whole on " + devices[0]->info().id + " (its output is not indexed by a parallel loop it could share out)";
+    return devices[0]->run(s->kernel, s->hash, inputs, scalars);
+  }
+  size_t parts = std::min<size_t>(devices.size(), static_cast<size_t>(plan->trips));
+  std::vector<std::future<Tensor>> runs;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (size_t d = 0; d < parts; ++d) {
+    int64_t first = plan->trips * static_cast<int64_t>(d) / static_cast<int64_t>(parts);
+    int64_t end = plan->trips * static_cast<int64_t>(d + 1) / static_cast<int64_t>(parts);
+    ranges.emplace_back(first, end);
+    auto part = std::make_shared<cir::Kernel>(restrict_split_loop(s->kernel, *plan, first, end));
+    Device* device = devices[d];
+    runs.push_back(std::async(std::launch::async, [part, device, &inputs, &scalars] {
+      return device->run(*part, cir::hash_kernel(*part), inputs, scalars);
+    }));
+  }
+  std::vector<Tensor> outs;
+  for (auto& r : runs) outs.push_back(r.get());  // rethrows the first device's error
+  Tensor result = outs[0];
+  for (size_t d = 1; d < parts; ++d) {
+    int64_t lo = plan->lo + ranges[d].first * plan->step;
+    int64_t hi = std::min<int64_t>(plan->lo + ranges[d].second * plan->step, result.shape()[plan->axis]);
+    // Stepped loops own every index from their first to the next part's first.
+    if (plan->step > 1 && d + 1 < parts) hi = plan->lo + ranges[d + 1].first * plan->step;
+    if (plan->step > 1 && d + 1 == parts) hi = result.shape()[plan->axis];
+    copy_slab(outs[d], result, plan->axis, lo, hi);
+  }
+  if (how) *how = "split " + std::to_string(parts) + " ways along " + plan->var;
+  return result;
+}
+
+}  // namespace zyntax

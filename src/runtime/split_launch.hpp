@@ -1,0 +1,44 @@
+// One kernel on several devices at once: `@device([...]) @parallel(data)`
+// shares out the iterations of the outermost parallel loop; `@parallel(model)`
+// those of the parallel loop over the output's last axis (the weights'
+// output dimension: the columns of a matrix product). Each device runs the
+// kernel restricted to its range, into an output of its own, and the slices
+// it owns are gathered into the result, which is therefore exactly the
+// single-device result. Devices that share the host's memory read the
+// inputs in place. A kernel whose output is not indexed by the split loop
+// directly (a reduction, a transposed store) runs whole on the first device.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cir/ir.hpp"
+#include "runtime/device.hpp"
+#include "runtime/launch.hpp"
+
+namespace zyntax {
+
+enum class SplitMode { Data, Model };
+
+struct SplitPlan {
+  std::string var;   // the loop shared out
+  int axis = 0;      // the output axis it indexes
+  int64_t lo = 0, step = 1, trips = 0;
+};
+
+// How a specialised kernel splits, or nothing when it cannot.
+std::optional<SplitPlan> plan_split(const cir::Kernel& k, SplitMode mode);
+
+// The kernel running only iterations [first, end) of the split loop.
+cir::Kernel restrict_split_loop(const cir::Kernel& k, const SplitPlan& p, int64_t first, int64_t end);
+
+// Runs the launch split over `devices` (concurrently); `how`, if given, says
+// how it ran ("split 2 ways along i" or why it did not).
+Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devices, SplitMode mode,
+                    const std::vector<Tensor>& inputs, const std::map<std::string, int64_t>& host_dims,
+                    const std::map<std::string, Scalar>& scalars, std::string* how = nullptr);
+
+}  // namespace zyntax

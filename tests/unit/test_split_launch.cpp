@@ -1,0 +1,102 @@
+// Kernels shared out over several devices (@device([...]) @parallel(data |
+// model)) give exactly the single-device result: element-wise, rows, a
+// matrix product split by columns, a stepped loop, uneven parts, more
+// devices than iterations; kernels that cannot be split (a reduction, a
+// transposed store) run whole; an error in one part is the launch's error.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "kernel_source.hpp"
+#include "runtime/split_launch.hpp"
+#include "runtime/tensor_ops.hpp"
+#include "support/diagnostics.hpp"
+
+namespace zyntax {
+namespace {
+
+using testing::kernel_of;
+
+Tensor random_tensor(const Shape& s, uint64_t seed) {
+  Random rng(seed);
+  return rand_normal(rng, DType::F32, s);
+}
+
+// Split over `copies` uses of `device` against one launch on it: identical bits.
+void expect_same_as_single(const std::string& src, SplitMode mode, const std::vector<Tensor>& inputs, const std::string& device,
+                           size_t copies, const std::string& expected_how) {
+  CompiledCompute compiled(kernel_of(src));
+  Device* d = DeviceRegistry::global().find(device);
+  std::vector<Device*> devices(copies, d);
+  std::string how;
+  Tensor split = launch_split(compiled, devices, mode, inputs, {}, {}, &how);
+  Tensor single = compiled.launch(*d, inputs, {}, {});
+  EXPECT_NE(how.find(expected_how), std::string::npos) << how;
+  ASSERT_EQ(split.shape(), single.shape());
+  EXPECT_EQ(std::memcmp(split.data(), single.data(), single.nbytes()), 0) << src << " on " << device << ": " << how;
+}
+
+const char* kElementwise =
+    "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i] * 2.0 + 1.0\n }\n}";
+const char* kSoftmax =
+    "def f(x: tensor[r, c, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..r:\n  var m = -inf\n  for j in 0..c:\n"
+    "   m = max(m, x[i, j])\n  var s = 0.0\n  for j in 0..c:\n   s += exp(x[i, j] - m)\n  for j in 0..c:\n"
+    "   out[i, j] = exp(x[i, j] - m) / s\n }\n}";
+const char* kMatmul =
+    "def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {\n return compute(A, B) {\n @kernel matmul\n for i in 0..M, j in 0..N:\n"
+    "  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n  out[i, j] = sum\n }\n}";
+
+TEST(SplitLaunch, DataAndModelSplitsGiveTheSingleDeviceResult) {
+  for (const char* device : {"cpu", "cpu:reference"}) {
+    for (size_t copies : {2u, 3u, 5u}) {
+      expect_same_as_single(kElementwise, SplitMode::Data, {random_tensor({1001}, 1)}, device, copies, "ways along i");
+      expect_same_as_single(kSoftmax, SplitMode::Data, {random_tensor({7, 33}, 2)}, device, copies, "ways along i");
+      expect_same_as_single(kMatmul, SplitMode::Model, {random_tensor({9, 17}, 3), random_tensor({17, 23}, 4)}, device, copies,
+                            "ways along j");
+      expect_same_as_single(kMatmul, SplitMode::Data, {random_tensor({9, 17}, 3), random_tensor({17, 23}, 4)}, device, copies,
+                            "ways along i");
+    }
+  }
+  // More devices than iterations: as many parts as iterations.
+  expect_same_as_single(kElementwise, SplitMode::Data, {random_tensor({2}, 5)}, "cpu", 4, "split 2 ways");
+}
+
+TEST(SplitLaunch, SteppedLoopsOwnTheIndicesUpToTheNextPart) {
+  const char* stepped =
+      "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..n step 3:\n  out[i] = x[i] + 1.0\n }\n}";
+  expect_same_as_single(stepped, SplitMode::Data, {random_tensor({100}, 6)}, "cpu", 3, "ways along i");
+}
+
+TEST(SplitLaunch, KernelsThatCannotBeSplitRunWhole) {
+  const char* reduce = "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel reduce(+)\n for i in 0..n:\n  yield x[i]\n }\n}";
+  expect_same_as_single(reduce, SplitMode::Data, {random_tensor({50}, 7)}, "cpu", 2, "ran whole");
+  const char* transposed =
+      "def f(x: tensor[r, c, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..r, j in 0..c:\n  out[j, i] = x[i, j]\n }\n}";
+  expect_same_as_single(transposed, SplitMode::Data, {random_tensor({6, 4}, 8)}, "cpu", 2, "ran whole");
+  // Model split of a transposed store: the last axis is indexed by i, a parallel loop too.
+  expect_same_as_single(transposed, SplitMode::Model, {random_tensor({6, 4}, 8)}, "cpu", 2, "ways along i");
+}
+
+TEST(SplitLaunch, AnErrorInOnePartIsTheLaunchsError) {
+  const char* reads_past =
+      "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i + 1]\n }\n}";
+  CompiledCompute compiled(kernel_of(reads_past));
+  Device* cpu = DeviceRegistry::global().find("cpu");
+  std::vector<Tensor> in = {random_tensor({10}, 9)};
+  std::string single, split;
+  try {
+    compiled.launch(*cpu, in, {}, {});
+  } catch (const Error& e) {
+    single = e.what();
+  }
+  try {
+    launch_split(compiled, {cpu, cpu}, SplitMode::Data, in, {}, {});
+  } catch (const Error& e) {
+    split = e.what();
+  }
+  EXPECT_FALSE(single.empty());
+  EXPECT_EQ(split, single);
+}
+
+}  // namespace
+}  // namespace zyntax
