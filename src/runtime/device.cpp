@@ -1,11 +1,14 @@
 #include "runtime/device.hpp"
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
 #include "codegen/llvm/cpu/cpu_device.hpp"
 #include "codegen/llvm/nvptx/cuda_device.hpp"
 #include "runtime/cuda/cuda_driver.hpp"
+#include "runtime/thread_pool.hpp"
 #include "interp/reference_device.hpp"
 
 namespace zyntax {
@@ -15,6 +18,12 @@ DeviceRegistry& DeviceRegistry::global() {
     auto* r = new DeviceRegistry();
     r->add(make_llvm_cpu_device("cpu"));
     r->add(make_reference_device("cpu:reference"));
+    // The cores split into logical CPU devices (ZYNTAX_CPU_DEVICES, default
+    // 2), so that programs using several devices run on any machine.
+    int logical = 2;
+    if (const char* env = std::getenv("ZYNTAX_CPU_DEVICES")) logical = std::max(0, std::min(64, std::atoi(env)));
+    int threads = std::max(1, ThreadPool::global().size() / std::max(1, logical));
+    for (int i = 0; i < logical; ++i) r->add(make_llvm_cpu_device("cpu:" + std::to_string(i), threads));
     // Every GPU the CUDA driver reports (none where there is no driver).
     try {
       for (std::unique_ptr<cuda::Gpu>& gpu : cuda::Gpu::open_all()) r->add(make_cuda_device(std::move(gpu)));

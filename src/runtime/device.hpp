@@ -31,6 +31,17 @@ class Device {
   // CIR: devices cache what they build for it under that key.
   virtual Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                      const std::map<std::string, Scalar>& scalars) = 0;
+
+  // Running one share of a kernel into an output in host memory that other
+  // devices fill with the other shares (several devices on one kernel, see
+  // runtime/split_launch): share `part` of `parts` of the outer parallel
+  // loop of the kernel as this device compiles it, so that every element is
+  // computed exactly as one device alone computes it. `out` starts zeroed.
+  enum class Share { Done, Unsupported, RunWhole };
+  virtual Share run_share(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                          const std::map<std::string, Scalar>& scalars, int part, int parts, Tensor& out) {
+    return Share::Unsupported;
+  }
 };
 
 class DeviceRegistry {

@@ -1,5 +1,6 @@
 #include "runtime/split_launch.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <future>
 
@@ -130,6 +131,33 @@ Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devic
                     const std::map<std::string, Scalar>& scalars, std::string* how) {
   std::map<std::string, int64_t> dims = bind_dimensions(compiled.generic(), inputs, host_dims);
   std::shared_ptr<const CompiledCompute::Specialized> s = compiled.specialize(dims);
+  // Devices that write into host memory share the kernel as they compile
+  // it (the ranges of its outer parallel loop, as their own threads do), so
+  // each element is computed exactly as on one device.
+  if (devices.size() > 1 && s->kernel.kind != cir::KernelKind::Reduce) {
+    const cir::Param& outp = s->kernel.output();
+    Shape shape;
+    for (const cir::Expr& d : outp.type.shape) shape.push_back(d.as<cir::IntImm>()->value);
+    Tensor out = Tensor::zeros(outp.type.dtype, shape);
+    int parts = static_cast<int>(devices.size());
+    std::vector<std::future<Device::Share>> shares;
+    for (int d = 0; d < parts; ++d)
+      shares.push_back(std::async(std::launch::async, [&, d] {
+        return devices[d]->run_share(s->kernel, s->hash, inputs, scalars, d, parts, out);
+      }));
+    std::vector<Device::Share> results;
+    for (auto& f : shares) results.push_back(f.get());
+    bool done = std::all_of(results.begin(), results.end(), [](Device::Share r) { return r == Device::Share::Done; });
+    bool whole = std::any_of(results.begin(), results.end(), [](Device::Share r) { return r == Device::Share::RunWhole; });
+    if (done) {
+      if (how) *how = "shared " + std::to_string(parts) + " ways by the compiled kernel's parallel loop";
+      return out;
+    }
+    if (whole) {  // a runtime check failed in a share: one device reports the error exactly
+      if (how) *how = "ran whole on " + devices[0]->info().id + " (a runtime check failed)";
+      return devices[0]->run(s->kernel, s->hash, inputs, scalars);
+    }
+  }
   std::optional<SplitPlan> plan = devices.size() > 1 ? plan_split(s->kernel, mode) : std::nullopt;
   if (!plan || plan->trips < 2) {
     if (how) *how = "ran whole on " + devices[0]->info().id + " (its output is not indexed by a parallel loop it could share out)";

@@ -1,12 +1,17 @@
 // One kernel on several devices at once: `@device([...]) @parallel(data)`
 // shares out the iterations of the outermost parallel loop; `@parallel(model)`
 // those of the parallel loop over the output's last axis (the weights'
-// output dimension: the columns of a matrix product). Each device runs the
-// kernel restricted to its range, into an output of its own, and the slices
-// it owns are gathered into the result, which is therefore exactly the
-// single-device result. Devices that share the host's memory read the
-// inputs in place. A kernel whose output is not indexed by the split loop
-// directly (a reduction, a transposed store) runs whole on the first device.
+// output dimension: the columns of a matrix product). The result is always
+// exactly the single-device result:
+// - devices that write into host memory (the CPU devices) each run a share
+//   of the outer parallel loop of the kernel as they compile it, into one
+//   output, as their own threads do: every element is computed as one device
+//   alone computes it, whatever the schedule's blocking;
+// - other devices (the reference executor; GPUs) run the CIR kernel
+//   restricted to their range of the split loop, into outputs of their own,
+//   and the slices each owns are gathered.
+// A kernel that neither way can share (a reduction; an output not indexed
+// by the split loop directly) runs whole on the first device.
 #pragma once
 
 #include <cstdint>

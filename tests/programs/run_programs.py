@@ -557,7 +557,8 @@ def define_devices():
         x, A, B = randn(r, (n,)), randn(r, (M, K)), randn(r, (K, N))
         add("multi_device", "n=%d %dx%dx%d" % (n, M, K, N), {"x": x, "A": A, "B": B},
             {"shifted": (x.astype(F64) + 1).astype(F32), "C": (A.astype(F64) @ B.astype(F64)).astype(F32)},
-            {"shifted": ELEMENTWISE, "C": MATMUL})
+            {"shifted": ELEMENTWISE, "C": MATMUL},
+            stdout_has=["data parallel identical: true", "model parallel identical: true"])
 
     add("memory_pool", "1GB pool", {}, {}, None,
         stdout_has=["tensor1: [512, 512] cpu", "tensor2: [256, 256] cpu", "pool reset"])

@@ -1,11 +1,15 @@
 // Kernels shared out over several devices (@device([...]) @parallel(data |
 // model)) give exactly the single-device result: element-wise, rows, a
-// matrix product split by columns, a stepped loop, uneven parts, more
-// devices than iterations; kernels that cannot be split (a reduction, a
-// transposed store) run whole; an error in one part is the launch's error.
+// matrix product split by rows or columns, a stepped loop, uneven parts,
+// more devices than iterations; kernels that cannot be split (a reduction,
+// a transposed store) run whole; an error in one part is the launch's
+// error. The cpu device shares its compiled kernel's parallel loop ("shared
+// N ways"); the reference executor runs the kernel restricted to each
+// device's range of the split loop ("split N ways along v").
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <tuple>
 
 #include "kernel_source.hpp"
 #include "runtime/split_launch.hpp"
@@ -48,33 +52,41 @@ const char* kMatmul =
 
 TEST(SplitLaunch, DataAndModelSplitsGiveTheSingleDeviceResult) {
   for (const char* device : {"cpu", "cpu:reference"}) {
+    bool cpu = std::string(device) == "cpu";
     for (size_t copies : {2u, 3u, 5u}) {
-      expect_same_as_single(kElementwise, SplitMode::Data, {random_tensor({1001}, 1)}, device, copies, "ways along i");
-      expect_same_as_single(kSoftmax, SplitMode::Data, {random_tensor({7, 33}, 2)}, device, copies, "ways along i");
-      expect_same_as_single(kMatmul, SplitMode::Model, {random_tensor({9, 17}, 3), random_tensor({17, 23}, 4)}, device, copies,
-                            "ways along j");
-      expect_same_as_single(kMatmul, SplitMode::Data, {random_tensor({9, 17}, 3), random_tensor({17, 23}, 4)}, device, copies,
-                            "ways along i");
+      expect_same_as_single(kElementwise, SplitMode::Data, {random_tensor({1001}, 1)}, device, copies, cpu ? "shared" : "ways along i");
+      expect_same_as_single(kSoftmax, SplitMode::Data, {random_tensor({7, 33}, 2)}, device, copies, cpu ? "shared" : "ways along i");
+      // 33x17x20 and 9x17x23: column blocks of the register-blocked product cross the parts.
+      for (auto [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{9, 17, 23}, {33, 17, 20}}) {
+        std::vector<Tensor> ab = {random_tensor({m, k}, 3), random_tensor({k, n}, 4)};
+        expect_same_as_single(kMatmul, SplitMode::Model, ab, device, copies, cpu ? "shared" : "ways along j");
+        expect_same_as_single(kMatmul, SplitMode::Data, ab, device, copies, cpu ? "shared" : "ways along i");
+      }
     }
   }
   // More devices than iterations: as many parts as iterations.
-  expect_same_as_single(kElementwise, SplitMode::Data, {random_tensor({2}, 5)}, "cpu", 4, "split 2 ways");
+  expect_same_as_single(kElementwise, SplitMode::Data, {random_tensor({2}, 5)}, "cpu:reference", 4, "split 2 ways");
+  expect_same_as_single(kElementwise, SplitMode::Data, {random_tensor({2}, 5)}, "cpu", 4, "shared 4 ways");
 }
 
 TEST(SplitLaunch, SteppedLoopsOwnTheIndicesUpToTheNextPart) {
   const char* stepped =
       "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..n step 3:\n  out[i] = x[i] + 1.0\n }\n}";
-  expect_same_as_single(stepped, SplitMode::Data, {random_tensor({100}, 6)}, "cpu", 3, "ways along i");
+  expect_same_as_single(stepped, SplitMode::Data, {random_tensor({100}, 6)}, "cpu:reference", 3, "split 3 ways along i");
+  expect_same_as_single(stepped, SplitMode::Data, {random_tensor({100}, 6)}, "cpu", 3, "shared 3 ways");
 }
 
 TEST(SplitLaunch, KernelsThatCannotBeSplitRunWhole) {
   const char* reduce = "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel reduce(+)\n for i in 0..n:\n  yield x[i]\n }\n}";
   expect_same_as_single(reduce, SplitMode::Data, {random_tensor({50}, 7)}, "cpu", 2, "ran whole");
+  expect_same_as_single(reduce, SplitMode::Data, {random_tensor({50}, 7)}, "cpu:reference", 2, "ran whole");
   const char* transposed =
       "def f(x: tensor[r, c, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..r, j in 0..c:\n  out[j, i] = x[i, j]\n }\n}";
-  expect_same_as_single(transposed, SplitMode::Data, {random_tensor({6, 4}, 8)}, "cpu", 2, "ran whole");
+  expect_same_as_single(transposed, SplitMode::Data, {random_tensor({6, 4}, 8)}, "cpu:reference", 2, "ran whole");
   // Model split of a transposed store: the last axis is indexed by i, a parallel loop too.
-  expect_same_as_single(transposed, SplitMode::Model, {random_tensor({6, 4}, 8)}, "cpu", 2, "ways along i");
+  expect_same_as_single(transposed, SplitMode::Model, {random_tensor({6, 4}, 8)}, "cpu:reference", 2, "ways along i");
+  // The cpu device shares any kernel with a parallel outer loop.
+  expect_same_as_single(transposed, SplitMode::Data, {random_tensor({6, 4}, 8)}, "cpu", 2, "shared 2 ways");
 }
 
 TEST(SplitLaunch, AnErrorInOnePartIsTheLaunchsError) {
@@ -96,6 +108,14 @@ TEST(SplitLaunch, AnErrorInOnePartIsTheLaunchsError) {
   }
   EXPECT_FALSE(single.empty());
   EXPECT_EQ(split, single);
+  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  std::string split_ref;
+  try {
+    launch_split(compiled, {ref, ref}, SplitMode::Data, in, {}, {});
+  } catch (const Error& e) {
+    split_ref = e.what();
+  }
+  EXPECT_EQ(split_ref, single);
 }
 
 }  // namespace

@@ -50,6 +50,13 @@ KernelOperands prepare_operands(const cir::Kernel& kernel, const std::vector<Ten
   return ops;
 }
 
+KernelOperands prepare_operands_into(const cir::Kernel& k, const std::vector<Tensor>& inputs,
+                                     const std::map<std::string, Scalar>& scalars, const Tensor& output) {
+  KernelOperands ops = prepare_operands(k, inputs, scalars, /*zeroed_output=*/false);
+  ops.out = output;  // shares the storage
+  return ops;
+}
+
 Tensor finish_operands(const cir::Kernel& kernel, KernelOperands& ops) {
   if (ops.reduce && ops.rb.arg) {
     for (int64_t i = 0; i < ops.has.numel(); ++i)

@@ -42,6 +42,9 @@ struct KernelOperands {
 // may not write every element); else it may hold anything.
 KernelOperands prepare_operands(const cir::Kernel& k, const std::vector<Tensor>& inputs,
                                 const std::map<std::string, Scalar>& scalars, bool zeroed_output);
+// The same, writing into `output` (shared with other calls; not reduce kernels).
+KernelOperands prepare_operands_into(const cir::Kernel& k, const std::vector<Tensor>& inputs,
+                                     const std::map<std::string, Scalar>& scalars, const Tensor& output);
 
 // The result once the kernel has run on the operands' buffers.
 Tensor finish_operands(const cir::Kernel& k, KernelOperands& ops);

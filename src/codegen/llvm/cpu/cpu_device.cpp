@@ -1,6 +1,7 @@
 #include "codegen/llvm/cpu/cpu_device.hpp"
 
 #include <atomic>
+#include <mutex>
 #include <cstring>
 
 #include "cir/hash.hpp"
@@ -22,9 +23,13 @@ using codegen::CpuJit;
 
 class LlvmCpuDevice : public Device {
  public:
-  explicit LlvmCpuDevice(const std::string& id)
-      : info_(host_cpu_info(id, std::string("LLVM ") + ZYNTAX_LLVM_VERSION + " JIT, " + CpuJit::instance().target().simd +
-                                    ", " + std::to_string(ThreadPool::global().size()) + " threads")) {}
+  // threads == 0: the process's pool; else a pool of its own, made when first used.
+  LlvmCpuDevice(const std::string& id, int threads) : threads_(threads) {
+    int n = threads ? threads : ThreadPool::global().size();
+    info_ = host_cpu_info(id, std::string("LLVM ") + ZYNTAX_LLVM_VERSION + " JIT, " + CpuJit::instance().target().simd + ", " +
+                                  std::to_string(n) + " threads");
+    if (threads) info_.cores = threads;
+  }
 
   const DeviceInfo& info() const override { return info_; }
 
@@ -50,7 +55,7 @@ class LlvmCpuDevice : public Device {
       if (status) failed.compare_exchange_strong(none, status);
     };
     if (std::optional<codegen::OuterLoop> outer = codegen::outer_parallel_loop(*native))
-      ThreadPool::global().parallel_for(outer->trips, call);
+      pool().parallel_for(outer->trips, call);
     else
       call(0, 1);
     if (failed.load()) {
@@ -60,6 +65,27 @@ class LlvmCpuDevice : public Device {
       return reference(kernel, key).run(inputs, scalars);
     }
     return codegen::finish_operands(kernel, ops);
+  }
+
+  Share run_share(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                  const std::map<std::string, Scalar>& scalars, int part, int parts, Tensor& out) override {
+    std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
+    if (!plan->kernel || kernel.kind == cir::KernelKind::Reduce) return Share::Unsupported;
+    std::optional<codegen::OuterLoop> outer = codegen::outer_parallel_loop(*plan->kernel);
+    if (!outer) return Share::Unsupported;
+    const CpuJit::Compiled& c = CpuJit::instance().compile(*plan->kernel, plan->hash);
+    codegen::KernelOperands ops = codegen::prepare_operands_into(kernel, inputs, scalars, out);
+    std::vector<void*> args;
+    for (const codegen::KernelOperands::Operand& o : ops.params)
+      args.push_back(const_cast<void*>(ops.tensor(o) ? ops.tensor(o)->data() : o.scalar));
+    int64_t first = outer->trips * part / parts, end = outer->trips * (part + 1) / parts;
+    std::atomic<int32_t> failed{0};
+    pool().parallel_for(end - first, [&](int64_t b, int64_t e) {
+      int32_t status = 0;
+      c.fn(args.data(), first + b, first + e, &status);
+      if (status) failed.store(status);
+    });
+    return failed.load() ? Share::RunWhole : Share::Done;
   }
 
  private:
@@ -75,15 +101,24 @@ class LlvmCpuDevice : public Device {
     bool writes_whole_output = false;
   };
 
-  static std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
+  ThreadPool& pool() {
+    if (!threads_) return ThreadPool::global();
+    std::call_once(pool_made_, [&] { pool_ = std::make_unique<ThreadPool>(threads_); });
+    return *pool_;
+  }
+
+  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
     auto plan = std::make_shared<Plan>();
-    codegen::CpuPlan p = codegen::plan_cpu_kernel(kernel, ThreadPool::global().size());
+    codegen::CpuPlan p = codegen::plan_cpu_kernel(kernel, pool().size());
     plan->kernel = std::move(p.kernel);
     plan->writes_whole_output = p.writes_whole_output;
     if (plan->kernel) plan->hash = cir::hash_kernel(*plan->kernel);
     return plan;
   }
 
+  int threads_;
+  std::once_flag pool_made_;
+  std::unique_ptr<ThreadPool> pool_;
   DeviceInfo info_;
   KernelCache<ReferenceKernel> references_;
   KernelCache<Plan> plans_;
@@ -91,6 +126,8 @@ class LlvmCpuDevice : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> make_llvm_cpu_device(const std::string& id) { return std::make_unique<LlvmCpuDevice>(id); }
+std::unique_ptr<Device> make_llvm_cpu_device(const std::string& id, int threads) {
+  return std::make_unique<LlvmCpuDevice>(id, threads);
+}
 
 }  // namespace zyntax

@@ -10,7 +10,8 @@ namespace zyntax {
 // all cores (the outer parallel loop split over the thread pool), after the
 // CPU schedules of cpu_plan. Kernels the plan cannot compile run on the
 // reference executor; so does a failed runtime check, to report the exact
-// error.
-std::unique_ptr<Device> make_llvm_cpu_device(const std::string& id);
+// error. `threads` > 0 gives the device a thread pool of its own of that
+// size (a logical CPU device, "cpu:0"); 0 shares the process's pool.
+std::unique_ptr<Device> make_llvm_cpu_device(const std::string& id, int threads = 0);
 
 }  // namespace zyntax
