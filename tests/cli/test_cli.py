@@ -122,8 +122,9 @@ def main():
     rc, out, err = with_driver("/nonexistent/libcuda.so.1", "run", EXAMPLE, "--device", "cuda:0")
     expect("--device cuda:0 without a driver is a usage error saying why",
            rc == 2 and "'cuda:0' is not available" in err and "no CUDA driver" in err, err)
-    rc, out, err = with_driver("/nonexistent/libcuda.so.1", "run", EXAMPLE)
-    expect("auto runs on the cpu without a GPU", rc == 0 and "output shape" in out, err)
+    rc, out, err = with_driver("/nonexistent/libcuda.so.1", "run", EXAMPLE, "--verbose")
+    expect("auto runs on the cpu without a GPU, and --verbose says so and why",
+           rc == 0 and "output shape" in out and "zyntax: device auto -> cpu (" in err and "no CUDA driver" in err, err)
     rc, out, err = with_driver("/nonexistent/libcuda.so.1", "compile", EXAMPLE, "--backend", "cuda")
     expect("--backend cuda without a GPU is a usage error saying why",
            rc == 2 and "--backend cuda needs a GPU" in err and "no CUDA driver" in err, err)

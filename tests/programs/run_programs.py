@@ -560,6 +560,11 @@ def define_devices():
             {"shifted": ELEMENTWISE, "C": MATMUL},
             stdout_has=["data parallel identical: true", "model parallel identical: true"])
 
+    r = rng_for("async_races")
+    x = randn(r, (300,))
+    add("async_races", "timeout and any", {"x": x}, {"first": (x.astype(F64) + 1).astype(F32)}, None,
+        stdout_has=["timed out: true", "fastest: 1"])
+
     add("memory_pool", "1GB pool", {}, {}, None,
         stdout_has=["tensor1: [512, 512] cpu", "tensor2: [256, 256] cpu", "pool reset"])
 

@@ -47,7 +47,17 @@ LoadedModule* load_and_check(Session& session, const std::string& path, std::vec
   return m;
 }
 
-int run_command(const std::string& path, const std::string& device, uint64_t seed) {
+int run_command(const std::string& path, const std::string& device, uint64_t seed, bool verbose) {
+  if (verbose) {
+    if (Device* d = DeviceRegistry::global().find(device)) {
+      std::cerr << "zyntax: device " << device;
+      if (d->info().id != device) std::cerr << " -> " << d->info().id;
+      std::cerr << " (" << d->info().name << "; " << d->info().backend << ")";
+      if (device == "auto" && d->info().type != "gpu")
+        std::cerr << "; " << DeviceRegistry::global().unavailable_reason("cuda");
+      std::cerr << "\n";
+    }
+  }
   if (!DeviceRegistry::global().find(device)) {
     std::cerr << "zyntax: error: " << DeviceRegistry::global().not_available_message(device) << "; auto picks one\n";
     return kUsageError;
@@ -308,10 +318,12 @@ int main(int argc, char** argv) {
 
   CLI::App* run = app.add_subcommand("run", "Run a program: its host code and every compute block in it");
   run->add_option("file", path, "The .zynml program")->required();
-  run->add_option("--device", device, "Where compute blocks run by default: auto, cpu, cpu:reference")
+  run->add_option("--device", device, "Where compute blocks run by default: auto, cpu, cpu:reference, cpu:N, cuda:N")
       ->capture_default_str();
   run->add_option("--seed", seed, "Seed of rand()/randn() calls that give none")->capture_default_str();
   run->add_flag("--print-passes", print_passes, "Print each kernel's CIR after every pass to standard error");
+  bool verbose = false;
+  run->add_flag("-v,--verbose", verbose, "Say which device the default (auto) is, and why not a GPU");
   int threads = 0;
   std::string simd;
   run->add_option("--threads", threads, "Threads of the cpu device (default: one per core)")->check(CLI::Range(1, 1024));
@@ -363,7 +375,7 @@ int main(int argc, char** argv) {
     setenv("ZYNTAX_CPU_SIMD", simd.c_str(), 1);
   }
   try {
-    if (run->parsed()) return run_command(path, device, seed);
+    if (run->parsed()) return run_command(path, device, seed, verbose);
     if (check->parsed()) return check_command(path);
     if (compile->parsed()) {
       bool gpu = backend == "nvptx" || backend == "cuda";
