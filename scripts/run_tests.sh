@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs every test: unit tests, program tests against
 # NumPy, error tests; then the same again built with AddressSanitizer and
-# UndefinedBehaviorSanitizer; then a short fuzzing run of the parser and
-# checker and of the .npy reader.
+# UndefinedBehaviorSanitizer; then the async stress test built with
+# ThreadSanitizer; then a short fuzzing run of the parser and checker and of
+# the .npy reader.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -16,6 +17,12 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DZYNTAX_SANITIZE=ON 
 cmake --build build-asan -j"$JOBS"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+
+echo "== async stress test with ThreadSanitizer"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZYNTAX_TSAN=ON >/dev/null
+cmake --build build-tsan -j"$JOBS" --target zyntax_stress
+ZYNTAX_CACHE_DIR="$PWD/build-tsan/kernel-cache" TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  build-tsan/tests/zyntax_stress 4 100
 
 echo "== fuzzing (short run)"
 scripts/fuzz.sh
