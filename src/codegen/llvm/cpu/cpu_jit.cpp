@@ -6,7 +6,6 @@
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/MC/TargetRegistry.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
@@ -19,6 +18,7 @@
 
 #include "cir/hash.hpp"
 #include "codegen_fingerprint.hpp"
+#include "codegen/llvm/optimize.hpp"
 #include "cir/printer.hpp"
 #include "runtime/disk_cache.hpp"
 
@@ -92,21 +92,7 @@ std::unique_ptr<llvm::Module> CpuJit::build(const cir::Kernel& k, llvm::LLVMCont
     if (target_.vector_bits > 0) f.addFnAttr("prefer-vector-width", std::to_string(target_.vector_bits));
   }
   // LLVM's O3 pipeline; vectorizers off when scalar code is asked for.
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = target_.simd != "scalar";
-  tuning.SLPVectorization = target_.simd != "scalar";
-  llvm::PassBuilder pb(machine_.get(), tuning);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(m, mam);
+  optimize_o3(m, *machine_, target_.simd != "scalar");
   return std::move(e.module);
 }
 

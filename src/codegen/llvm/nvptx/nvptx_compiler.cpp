@@ -7,7 +7,6 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Linker/Linker.h>
 #include <llvm/MC/TargetRegistry.h>
-#include <llvm/Passes/PassBuilder.h>
 #include <llvm/Support/MemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -17,6 +16,7 @@
 #include <stdexcept>
 
 #include "codegen/llvm/nvptx/libdevice.hpp"
+#include "codegen/llvm/optimize.hpp"
 
 extern "C" {
 void LLVMInitializeNVPTXTargetInfo();
@@ -153,18 +153,7 @@ PtxModule NvptxCompiler::compile(const std::vector<const cir::Kernel*>& kernels,
   for (llvm::GlobalVariable& g : module->globals())
     if (!g.isDeclaration()) g.setLinkage(llvm::GlobalValue::InternalLinkage);
 
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(&tm);
-  pb.registerModuleAnalyses(mam);
-  pb.registerCGSCCAnalyses(cgam);
-  pb.registerFunctionAnalyses(fam);
-  pb.registerLoopAnalyses(lam);
-  pb.crossRegisterProxies(lam, fam, cgam, mam);
-  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(*module, mam);
+  optimize_o3(*module, tm, /*vectorize=*/false);  // the threads are the vector lanes
 
   std::string err;
   llvm::raw_string_ostream es(err);
