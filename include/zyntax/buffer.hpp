@@ -1,7 +1,8 @@
 // A buffer of elements on a compute device. A Buffer is a handle: copies
 // share the storage (as PyTorch tensors do); ComputeDevice::copy_buffer makes
-// a separate one. In-place operations (add_assign, zero_buffer, adamw_step)
-// change the storage every handle sees.
+// a separate one. In-place operations (add_assign, zero_buffer,
+// matmul_accumulate, adamw_step) write into the buffer's storage, which
+// every handle, and every view made with to_device(b, false), sees.
 #pragma once
 
 #include <cstddef>

@@ -26,6 +26,7 @@
 #include "zyntax/errors.hpp"
 #include "zyntax/expr.hpp"
 #include "zyntax/export.hpp"
+#include "zyntax/future.hpp"
 
 namespace zyntax {
 
@@ -42,6 +43,24 @@ struct DeviceDescription {
 ZYNTAX_API std::vector<DeviceDescription> compute_devices();
 
 class DeviceImpl;
+class PoolImpl;
+
+// A budget of device memory: buffers allocated from it count against its
+// capacity until freed or until reset(); asking for more than is left is a
+// ComputeError saying how much was asked and how much is left.
+class ZYNTAX_API BufferPool {
+ public:
+  Buffer alloc(size_t n, ElementType type = ElementType::F32);
+  void free(const Buffer& b);  // ComputeError if b is not a live buffer of this pool
+  void reset();                // every buffer of the pool counts as freed
+  size_t capacity() const;     // bytes
+  size_t used() const;
+
+  explicit BufferPool(std::shared_ptr<PoolImpl> impl);
+
+ private:
+  std::shared_ptr<PoolImpl> impl_;
+};
 
 class ZYNTAX_API ComputeDevice {
  public:
@@ -66,6 +85,21 @@ class ZYNTAX_API ComputeDevice {
   void zero_buffer(Buffer& b) const;
   // Waits for every operation issued to this device.
   void sync() const;
+  // The buffer on this device: a copy, or with copy = false the same storage
+  // where this device can use host memory in place (every device today).
+  Buffer to_device(const Buffer& b, bool copy = true) const;
+  // A pool of `bytes` of this device's memory.
+  BufferPool memory_pool(size_t bytes) const;
+
+  // ------------------------------------------------------------ asynchronous work
+  // Runs f(*this) on another thread and returns at once; several may run at
+  // the same time, from any number of threads.
+  template <class F>
+  auto async(F f) const -> Future<decltype(f(std::declval<const ComputeDevice&>()))> {
+    using T = decltype(f(std::declval<const ComputeDevice&>()));
+    ComputeDevice self = *this;
+    return Future<T>(std::async(std::launch::async, [self, f = std::move(f)]() { return f(self); }).share());
+  }
 
   // ------------------------------------------------------------ fused element-wise
   // out[i] = f(inputs[0][i], inputs[1][i], ...) for i < numel, as one kernel.

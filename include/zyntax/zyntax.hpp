@@ -8,6 +8,7 @@
 #include "zyntax/errors.hpp"
 #include "zyntax/expr.hpp"
 #include "zyntax/export.hpp"
+#include "zyntax/future.hpp"
 
 namespace zyntax {
 

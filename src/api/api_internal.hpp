@@ -41,6 +41,9 @@ const Tensor& tensor_of(const DeviceImpl& dev, const Buffer& b, const char* op, 
 void check_size(const char* op, const char* arg, const Buffer& b, const std::vector<size_t>& shape,
                 const char* shape_names);
 void check_ids(const char* op, const char* arg, const Buffer& b);
+// An in-place op's result written into the buffer's own storage, so that
+// every handle and view of it sees the change.
+void write_into(Buffer& b, const void* data, size_t bytes);
 
 // Runs a stdlib op on the device: its kernel, the inputs (reshaped views of
 // flat buffers), host integers and scalars by name. Kernel errors become

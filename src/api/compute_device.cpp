@@ -7,6 +7,7 @@
 #include "api/trace.hpp"
 #include "cir/hash.hpp"
 #include "runtime/device.hpp"
+#include "runtime/memory_pool.hpp"
 #include "support/diagnostics.hpp"
 #include "zyntax/zyntax.hpp"
 
@@ -90,6 +91,12 @@ void check_size(const char* op, const char* arg, const Buffer& b, const std::vec
   if (b.size() != want)
     throw ShapeError(std::string(op) + ": argument " + arg + " has " + std::to_string(b.size()) + " elements, but " +
                      names + " = " + shape_text(shape) + " needs " + std::to_string(want));
+}
+
+void write_into(Buffer& b, const void* data, size_t bytes) {
+  Tensor& t = b.impl()->tensor;
+  if (static_cast<size_t>(t.nbytes()) != bytes) throw std::logic_error("in-place result of the wrong size");
+  std::memcpy(t.data(), data, bytes);
 }
 
 void check_ids(const char* op, const char* arg, const Buffer& b) {
@@ -221,10 +228,69 @@ Buffer ComputeDevice::copy_buffer(const Buffer& src) const {
 
 void ComputeDevice::zero_buffer(Buffer& b) const {
   const Tensor& t = tensor_of(*impl_, b, "zero_buffer", "buffer");
-  b.impl()->tensor = Tensor::zeros(t.dtype(), t.shape());
+  std::memset(b.impl()->tensor.data(), 0, t.nbytes());
 }
 
 void ComputeDevice::sync() const {}  // every operation has completed when it returns
+
+Buffer ComputeDevice::to_device(const Buffer& b, bool copy) const {
+  if (!b.impl()) throw ShapeError("to_device: the buffer is empty");
+  Tensor t = b.impl()->tensor;
+  if (copy) {
+    Tensor c = Tensor::empty(t.dtype(), t.shape());
+    std::memcpy(c.data(), t.data(), t.nbytes());
+    t = c;
+  }
+  return Buffer(std::make_shared<BufferImpl>(std::move(t), impl_->description.id));
+}
+
+// ------------------------------------------------------------ memory pools
+
+class PoolImpl {
+ public:
+  PoolImpl(std::string device, int64_t bytes) : pool(device, bytes), device(std::move(device)) {}
+  MemoryPool pool;  // the runtime's pool: the accounting and its errors
+  std::string device;
+  // Each live buffer and the allocation it was given (in-place ops may
+  // since have replaced its storage).
+  std::mutex mu;
+  std::map<std::shared_ptr<BufferImpl>, Tensor> live;
+};
+
+BufferPool::BufferPool(std::shared_ptr<PoolImpl> impl) : impl_(std::move(impl)) {}
+
+Buffer BufferPool::alloc(size_t n, ElementType type) {
+  Tensor t;
+  try {
+    t = impl_->pool.allocate(api::dtype_of(type), {static_cast<int64_t>(n)});
+  } catch (const DataError& e) {
+    throw ComputeError(std::string("alloc: ") + e.what());
+  }
+  auto b = std::make_shared<BufferImpl>(t, impl_->device);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->live.emplace(b, t);
+  return Buffer(b);
+}
+
+void BufferPool::free(const Buffer& b) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->live.find(b.impl());
+  if (it == impl_->live.end()) throw ComputeError("free: the buffer is not a live allocation of this pool");
+  impl_->pool.free(it->second);
+  impl_->live.erase(it);
+}
+
+void BufferPool::reset() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->pool.reset();
+  impl_->live.clear();
+}
+size_t BufferPool::capacity() const { return static_cast<size_t>(impl_->pool.capacity()); }
+size_t BufferPool::used() const { return static_cast<size_t>(impl_->pool.used()); }
+
+BufferPool ComputeDevice::memory_pool(size_t bytes) const {
+  return BufferPool(std::make_shared<PoolImpl>(impl_->description.id, static_cast<int64_t>(bytes)));
+}
 
 // ------------------------------------------------------------ element-wise
 
@@ -331,7 +397,7 @@ void ComputeDevice::matmul_accumulate(Buffer& c, const Buffer& a, const Buffer& 
   const char* op = "matmul_accumulate";
   Tensor r = run_op(*impl_, "matmul_acc", {shaped(*impl_, a, op, "a", {m, k}, "[m, k]"), shaped(*impl_, b, op, "b", {k, n}, "[k, n]"),
                                             shaped(*impl_, c, op, "c", {m, n}, "[m, n]")});
-  c.impl()->tensor = r.reshaped({r.numel()});
+  api::write_into(c, r.data(), r.nbytes());
 }
 
 Buffer ComputeDevice::transpose_2d(const Buffer& x, size_t rows, size_t cols) const {
@@ -348,7 +414,7 @@ Buffer ComputeDevice::bias_add(const Buffer& matrix, const Buffer& bias, size_t 
 void ComputeDevice::add_assign(Buffer& dst, const Buffer& src) const {
   size_t n = dst.size();
   Tensor r = run_op(*impl_, "add", {shaped(*impl_, dst, "add_assign", "dst", {n}, "[n]"), shaped(*impl_, src, "add_assign", "src", {n}, "[n] (dst's size)")});
-  dst.impl()->tensor = std::move(r);
+  api::write_into(dst, r.data(), r.nbytes());
 }
 
 Buffer ComputeDevice::softmax(const Buffer& x, size_t n_rows, size_t row_len) const {
@@ -523,14 +589,10 @@ void ComputeDevice::adamw_step(Buffer& param, const Buffer& grad, Buffer& m, Buf
                                      {"bc1", f32(static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), t)))},
                                      {"bc2", f32(static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), t)))}};
   Tensor r = run_op(*impl_, op, in, {}, s);
-  auto row = [&](int i) {
-    Tensor out = Tensor::empty(DType::F32, {static_cast<int64_t>(n)});
-    std::memcpy(out.data(), static_cast<const float*>(r.data()) + i * n, n * sizeof(float));
-    return out;
-  };
-  param.impl()->tensor = row(0);
-  m.impl()->tensor = row(1);
-  v.impl()->tensor = row(2);
+  const float* rows = static_cast<const float*>(r.data());
+  api::write_into(param, rows, n * sizeof(float));
+  api::write_into(m, rows + n, n * sizeof(float));
+  api::write_into(v, rows + 2 * n, n * sizeof(float));
 }
 
 }  // namespace zyntax
