@@ -62,12 +62,21 @@ class ZYNTAX_API BufferPool {
   std::shared_ptr<PoolImpl> impl_;
 };
 
+// How a group of devices shares each op (ComputeDevice::open of a list):
+// Data splits the outermost parallel loop (rows), Model the loop over the
+// output's last axis (a matrix product's columns, the weights' output
+// dimension). Results are exactly what one device gives.
+enum class Parallel { Data, Model };
+
 class ZYNTAX_API ComputeDevice {
  public:
   // "auto" (a GPU when one is usable, else the CPU), "cpu", "cpu:reference"
-  // (the reference executor: slow, the ground truth), "cuda:0", ...
+  // (the reference executor: slow, the ground truth), "cpu:0", "cuda:0", ...
   // ComputeError when the id names no device here, saying why.
   static ComputeDevice open(const std::string& id = "auto");
+  // Several devices as one: every op is shared out over them (its id is
+  // the ids joined with '+', e.g. "cpu:0+cpu:1").
+  static ComputeDevice open(const std::vector<std::string>& ids, Parallel mode);
 
   const DeviceDescription& description() const;
   const std::string& id() const { return description().id; }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/device.hpp"
+#include "runtime/split_launch.hpp"
 #include "runtime/tensor.hpp"
 #include "zyntax/buffer.hpp"
 #include "zyntax/compute_device.hpp"
@@ -23,7 +24,9 @@ class BufferImpl {
 
 class DeviceImpl {
  public:
-  Device* device = nullptr;
+  Device* device = nullptr;        // the first of `devices`
+  std::vector<Device*> devices;    // more than one: ops are split over them
+  bool model_parallel = false;
   DeviceDescription description;
 };
 

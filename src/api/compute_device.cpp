@@ -120,13 +120,25 @@ Tensor translating_errors(const std::string& op, F&& run) {
 
 }  // namespace
 
+SplitMode split_mode(const DeviceImpl& dev) { return dev.model_parallel ? SplitMode::Model : SplitMode::Data; }
+
 Tensor run_op(const DeviceImpl& dev, const std::string& op, const std::vector<Tensor>& inputs,
               const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars) {
-  return translating_errors(op, [&] { return OpLibrary::instance().op(op).launch(*dev.device, inputs, host_dims, scalars); });
+  CompiledCompute& kernel = OpLibrary::instance().op(op);
+  return translating_errors(op, [&] {
+    if (dev.devices.size() > 1) return launch_split(kernel, dev.devices, split_mode(dev), inputs, host_dims, scalars);
+    return kernel.launch(*dev.device, inputs, host_dims, scalars);
+  });
 }
 
 Tensor run_kernel(const DeviceImpl& dev, const cir::Kernel& k, uint64_t hash, const std::vector<Tensor>& inputs) {
-  return translating_errors(k.name, [&] { return dev.device->run(k, hash, inputs, {}); });
+  return translating_errors(k.name, [&] {
+    if (dev.devices.size() > 1) {
+      CompiledCompute once(k);  // already specialised: nothing to bind
+      return launch_split(once, dev.devices, split_mode(dev), inputs, {}, {});
+    }
+    return dev.device->run(k, hash, inputs, {});
+  });
 }
 
 }  // namespace api
@@ -179,13 +191,26 @@ std::vector<DeviceDescription> compute_devices() {
 
 ComputeDevice::ComputeDevice(std::shared_ptr<DeviceImpl> impl) : impl_(std::move(impl)) {}
 
-ComputeDevice ComputeDevice::open(const std::string& id) {
-  Device* d = DeviceRegistry::global().find(id);
-  if (!d) throw ComputeError(DeviceRegistry::global().not_available_message(id));
+ComputeDevice ComputeDevice::open(const std::string& id) { return open(std::vector<std::string>{id}, Parallel::Data); }
+
+ComputeDevice ComputeDevice::open(const std::vector<std::string>& ids, Parallel mode) {
+  if (ids.empty()) throw ComputeError("open: no device named");
   auto impl = std::make_shared<DeviceImpl>();
-  impl->device = d;
-  const DeviceInfo& i = d->info();
+  for (const std::string& id : ids) {
+    Device* d = DeviceRegistry::global().find(id);
+    if (!d) throw ComputeError(DeviceRegistry::global().not_available_message(id));
+    impl->devices.push_back(d);
+  }
+  impl->device = impl->devices[0];
+  impl->model_parallel = mode == Parallel::Model;
+  const DeviceInfo& i = impl->device->info();
   impl->description = {i.id, i.type, i.name, i.backend, i.memory_bytes, i.cores};
+  for (size_t k = 1; k < impl->devices.size(); ++k) {
+    const DeviceInfo& o = impl->devices[k]->info();
+    impl->description.id += "+" + o.id;
+    impl->description.cores += o.cores;
+    if (o.name != i.name) impl->description.name += " + " + o.name;
+  }
   return ComputeDevice(std::move(impl));
 }
 

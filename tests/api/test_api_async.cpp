@@ -124,4 +124,22 @@ TEST(ApiMemory, ToDeviceCopiesOrShares) {
   EXPECT_THROW(cpu.softmax(view, 1, 2), ComputeError);  // and only there
 }
 
+// ------------------------------------------------------------ several devices
+
+TEST(ApiDevices, AGroupOfDevicesGivesExactlyTheOneDeviceResult) {
+  ComputeDevice one = ComputeDevice::open("cpu:0");
+  for (Parallel mode : {Parallel::Data, Parallel::Model}) {
+    ComputeDevice group = ComputeDevice::open({"cpu:0", "cpu:1"}, mode);
+    EXPECT_EQ(group.id(), "cpu:0+cpu:1");
+    size_t m = 33, k = 17, n = 20;
+    std::vector<float> a = host::random_floats(m * k, 40), b = host::random_floats(k * n, 41);
+    EXPECT_EQ(group.matmul(group.upload(a), group.upload(b), m, k, n).to_vector(),
+              one.matmul(one.upload(a), one.upload(b), m, k, n).to_vector());
+    EXPECT_EQ(group.softmax(group.upload(a), m, k).to_vector(), one.softmax(one.upload(a), m, k).to_vector());
+    auto chain = [](const std::vector<ExprId>& x) { return zyntax::gelu(x[0]) * x[0]; };
+    EXPECT_EQ(group.elementwise({group.upload(a)}, m * k, chain).to_vector(), one.elementwise({one.upload(a)}, m * k, chain).to_vector());
+  }
+  EXPECT_THROW(ComputeDevice::open({"cpu:0", "tpu:3"}, Parallel::Data), ComputeError);
+}
+
 }  // namespace
