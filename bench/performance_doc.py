@@ -16,17 +16,23 @@ def sections(text):
 
 
 def replace_sections(path, owned_titles, new_text, head=None):
-    """Writes path with the sections titled in owned_titles (prefixes) replaced
-    by new_text; head, when given, replaces the part before the first section."""
+    """Writes path with the sections titled in owned_titles (prefixes)
+    replaced by new_text, where the first of them stood (else at the end);
+    head, when given, replaces the part before the first section."""
     old = open(path).read() if os.path.exists(path) else ""
-    kept = []
+    parts, placed = [], False
     for title, text in sections(old):
         if title == "":
-            kept.append(head if head is not None else text)
-        elif not any(title.startswith(t) for t in owned_titles):
-            kept.append(text)
+            parts.append(head if head is not None else text)
+        elif any(title.startswith(t) for t in owned_titles):
+            if not placed:
+                parts.append(new_text)
+                placed = True
+        else:
+            parts.append(text)
     if not old and head is not None:
-        kept.append(head)
-    body = "".join(t.rstrip("\n") + "\n\n" for t in kept if t.strip())
+        parts.append(head)
+    if not placed:
+        parts.append(new_text)
     with open(path, "w") as f:
-        f.write(body + new_text.rstrip("\n") + "\n")
+        f.write("".join(t.rstrip("\n") + "\n\n" for t in parts if t.strip()).rstrip("\n") + "\n")

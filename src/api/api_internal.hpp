@@ -40,6 +40,11 @@ Buffer wrap(const DeviceImpl& dev, Tensor t);
 // The buffer's tensor, checked to be on `dev`; `op` and `arg` name it in errors.
 const Tensor& tensor_of(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg);
 
+// "[3, 5]", for messages; the product of a shape; a runtime Shape of it.
+std::string shape_text(const std::vector<size_t>& shape);
+size_t product(const std::vector<size_t>& shape);
+Shape to_shape(const std::vector<size_t>& s);
+
 // "matmul: argument b has 12 elements, but [k, n] = [4, 5] needs 20".
 void check_size(const char* op, const char* arg, const Buffer& b, const std::vector<size_t>& shape,
                 const char* shape_names);

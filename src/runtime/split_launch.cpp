@@ -179,12 +179,12 @@ Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devic
   std::vector<Tensor> outs;
   for (auto& r : runs) outs.push_back(r.get());  // rethrows the first device's error
   Tensor result = outs[0];
+  // Each part owns the indices from its first iteration's to the next
+  // part's (the last to the end of the axis): what a stepped loop skips is
+  // zero in every output alike.
   for (size_t d = 1; d < parts; ++d) {
     int64_t lo = plan->lo + ranges[d].first * plan->step;
-    int64_t hi = std::min<int64_t>(plan->lo + ranges[d].second * plan->step, result.shape()[plan->axis]);
-    // Stepped loops own every index from their first to the next part's first.
-    if (plan->step > 1 && d + 1 < parts) hi = plan->lo + ranges[d + 1].first * plan->step;
-    if (plan->step > 1 && d + 1 == parts) hi = result.shape()[plan->axis];
+    int64_t hi = d + 1 < parts ? plan->lo + ranges[d + 1].first * plan->step : result.shape()[plan->axis];
     copy_slab(outs[d], result, plan->axis, lo, hi);
   }
   if (how) *how = "split " + std::to_string(parts) + " ways along " + plan->var;

@@ -281,9 +281,9 @@ class Emitter {
       names.push_back(d.name);
     }
     if (k_.kind == cir::KernelKind::Reduce) {
-      bool arg = reduce_buffers(k_).arg;
-      for (const char* n : {"acc", "best", "has"}) {
-        if (std::string(n) != "acc" && !arg) break;
+      std::vector<const char*> reduce = {"acc"};
+      if (reduce_buffers(k_).arg) reduce.insert(reduce.end(), {"best", "has"});
+      for (const char* n : reduce) {
         types.push_back(global);
         names.push_back(n);
       }

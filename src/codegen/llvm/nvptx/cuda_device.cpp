@@ -146,10 +146,8 @@ class CudaDevice : public Device {
     cuda::CUmodule module = gpu_->load_module(m.ptx);  // kept for the life of the process
     plan->function = gpu_->function(module, entry);
     // Enough blocks for one outer iteration per thread, up to a few waves.
-    int64_t trips = 1;
-    if (k.body.size() == 1)
-      if (auto f = k.body[0].as<cir::For>(); f && f->loop_kind == cir::LoopKind::Parallel)
-        if (std::optional<codegen::OuterLoop> o = codegen::outer_parallel_loop(k)) trips = o->trips;
+    std::optional<codegen::OuterLoop> outer = codegen::outer_parallel_loop(k);
+    int64_t trips = outer ? outer->trips : 1;
     int64_t most = std::max<int64_t>(1, gpu_->properties().multiprocessors) * kBlocksPerMultiprocessor;
     plan->blocks = static_cast<unsigned>(std::clamp<int64_t>((trips + codegen::kGpuBlockThreads - 1) / codegen::kGpuBlockThreads, 1, most));
     return plan;

@@ -1,0 +1,139 @@
+// The helpers every file of the API shares (api_internal.hpp), and the
+// public error types, version and element type names.
+#include "api/api_internal.hpp"
+
+#include <cstring>
+
+#include "api/op_library.hpp"
+#include "support/diagnostics.hpp"
+#include "zyntax/zyntax.hpp"
+
+namespace zyntax {
+
+// ------------------------------------------------------------ errors, version
+
+ShapeError::ShapeError(const std::string& message) : std::invalid_argument(message) {}
+ComputeError::ComputeError(const std::string& message) : std::runtime_error(message) {}
+
+const char* version() { return ZYNTAX_VERSION; }
+
+const char* element_type_name(ElementType t) {
+  switch (t) {
+    case ElementType::F32: return "f32";
+    case ElementType::U32: return "u32";
+    case ElementType::F16: return "f16";
+    case ElementType::BF16: return "bf16";
+  }
+  return "?";
+}
+
+namespace api {
+
+DType dtype_of(ElementType t) {
+  switch (t) {
+    case ElementType::F32: return DType::F32;
+    case ElementType::U32: return DType::U32;
+    case ElementType::F16: return DType::F16;
+    case ElementType::BF16: return DType::BF16;
+  }
+  return DType::F32;
+}
+
+ElementType element_type_of(DType t) {
+  switch (t) {
+    case DType::U32: return ElementType::U32;
+    case DType::F16: return ElementType::F16;
+    case DType::BF16: return ElementType::BF16;
+    default: return ElementType::F32;
+  }
+}
+
+std::string shape_text(const std::vector<size_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+size_t product(const std::vector<size_t>& shape) {
+  size_t n = 1;
+  for (size_t d : shape) n *= d;
+  return n;
+}
+
+Shape to_shape(const std::vector<size_t>& s) {
+  Shape out;
+  for (size_t d : s) out.push_back(static_cast<int64_t>(d));
+  return out;
+}
+
+Buffer wrap(const DeviceImpl& dev, Tensor t) {
+  if (t.shape().size() != 1) t = t.reshaped({t.numel()});
+  return Buffer(std::make_shared<BufferImpl>(std::move(t), dev.description.id));
+}
+
+const Tensor& tensor_of(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg) {
+  if (!b.impl()) throw ShapeError(std::string(op) + ": argument " + arg + " is an empty buffer");
+  if (b.impl()->device != dev.description.id)
+    throw ComputeError(std::string(op) + ": argument " + arg + " is on device " + b.impl()->device + ", not on " +
+                       dev.description.id);
+  return b.impl()->tensor;
+}
+
+void check_size(const char* op, const char* arg, const Buffer& b, const std::vector<size_t>& shape, const char* names) {
+  size_t want = product(shape);
+  if (b.size() != want)
+    throw ShapeError(std::string(op) + ": argument " + arg + " has " + std::to_string(b.size()) + " elements, but " +
+                     names + " = " + shape_text(shape) + " needs " + std::to_string(want));
+}
+
+void write_into(Buffer& b, const void* data, size_t bytes) {
+  Tensor& t = b.impl()->tensor;
+  if (static_cast<size_t>(t.nbytes()) != bytes) throw std::logic_error("in-place result of the wrong size");
+  std::memcpy(t.data(), data, bytes);
+}
+
+void check_ids(const char* op, const char* arg, const Buffer& b) {
+  if (b.element_type() != ElementType::U32)
+    throw ShapeError(std::string(op) + ": argument " + arg + " must hold u32 token ids, not " +
+                     element_type_name(b.element_type()));
+}
+
+namespace {
+
+template <class F>
+Tensor translating_errors(const std::string& op, F&& run) {
+  try {
+    return run();
+  } catch (const Error& e) {
+    throw ComputeError(op + ": " + e.what());
+  } catch (const DataError& e) {
+    throw ComputeError(op + ": " + e.what());
+  }
+}
+
+SplitMode split_mode(const DeviceImpl& dev) { return dev.model_parallel ? SplitMode::Model : SplitMode::Data; }
+
+}  // namespace
+
+Tensor run_op(const DeviceImpl& dev, const std::string& op, const std::vector<Tensor>& inputs,
+              const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars) {
+  CompiledCompute& kernel = OpLibrary::instance().op(op);
+  return translating_errors(op, [&] {
+    if (dev.devices.size() > 1) return launch_split(kernel, dev.devices, split_mode(dev), inputs, host_dims, scalars);
+    return kernel.launch(*dev.device, inputs, host_dims, scalars);
+  });
+}
+
+Tensor run_kernel(const DeviceImpl& dev, const cir::Kernel& k, uint64_t hash, const std::vector<Tensor>& inputs) {
+  return translating_errors(k.name, [&] {
+    if (dev.devices.size() > 1) {
+      CompiledCompute once(k);  // already specialised: nothing to bind
+      return launch_split(once, dev.devices, split_mode(dev), inputs, {}, {});
+    }
+    return dev.device->run(k, hash, inputs, {});
+  });
+}
+
+}  // namespace api
+
+}  // namespace zyntax

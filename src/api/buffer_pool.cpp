@@ -1,0 +1,58 @@
+// BufferPool: the runtime's memory pool behind the API, keyed by buffer.
+#include <mutex>
+
+#include "api/api_internal.hpp"
+#include "runtime/memory_pool.hpp"
+#include "zyntax/zyntax.hpp"
+
+namespace zyntax {
+
+// ------------------------------------------------------------ memory pools
+
+class PoolImpl {
+ public:
+  PoolImpl(std::string device, int64_t bytes) : pool(device, bytes), device(std::move(device)) {}
+  MemoryPool pool;  // the runtime's pool: the accounting and its errors
+  std::string device;
+  // Each live buffer and the allocation it was given (in-place ops may
+  // since have replaced its storage).
+  std::mutex mu;
+  std::map<std::shared_ptr<BufferImpl>, Tensor> live;
+};
+
+BufferPool::BufferPool(std::shared_ptr<PoolImpl> impl) : impl_(std::move(impl)) {}
+
+Buffer BufferPool::alloc(size_t n, ElementType type) {
+  Tensor t;
+  try {
+    t = impl_->pool.allocate(api::dtype_of(type), {static_cast<int64_t>(n)});
+  } catch (const DataError& e) {
+    throw ComputeError(std::string("alloc: ") + e.what());
+  }
+  auto b = std::make_shared<BufferImpl>(t, impl_->device);
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->live.emplace(b, t);
+  return Buffer(b);
+}
+
+void BufferPool::free(const Buffer& b) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  auto it = impl_->live.find(b.impl());
+  if (it == impl_->live.end()) throw ComputeError("free: the buffer is not a live allocation of this pool");
+  impl_->pool.free(it->second);
+  impl_->live.erase(it);
+}
+
+void BufferPool::reset() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->pool.reset();
+  impl_->live.clear();
+}
+size_t BufferPool::capacity() const { return static_cast<size_t>(impl_->pool.capacity()); }
+size_t BufferPool::used() const { return static_cast<size_t>(impl_->pool.used()); }
+
+BufferPool ComputeDevice::memory_pool(size_t bytes) const {
+  return BufferPool(std::make_shared<PoolImpl>(impl_->description.id, static_cast<int64_t>(bytes)));
+}
+
+}  // namespace zyntax

@@ -1,0 +1,254 @@
+// The ML ops: typed wrappers that check the sizes they are given, view the
+// flat buffers with the shapes their kernel (stdlib/nn.zynml) declares, and
+// launch it on the device.
+#include <cmath>
+#include <cstring>
+
+#include "api/api_internal.hpp"
+#include "zyntax/zyntax.hpp"
+
+namespace zyntax {
+
+
+using api::check_ids;
+using api::check_size;
+using api::run_op;
+using api::tensor_of;
+using api::wrap;
+
+// ------------------------------------------------------------ the op library
+
+namespace {
+
+// The buffer as a tensor of `shape`, checked: a view, no copy.
+Tensor shaped(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg, const std::vector<size_t>& shape,
+              const char* names) {
+  const Tensor& t = tensor_of(dev, b, op, arg);
+  check_size(op, arg, b, shape, names);
+  return t.reshaped(api::to_shape(shape));
+}
+
+Scalar f32(float v) { return Scalar::of_float(v, DType::F32); }
+
+}  // namespace
+
+Buffer ComputeDevice::matmul(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
+  return wrap(*impl_, run_op(*impl_, "matmul", {shaped(*impl_, a, "matmul", "a", {m, k}, "[m, k]"),
+                                                 shaped(*impl_, b, "matmul", "b", {k, n}, "[k, n]")}));
+}
+
+Buffer ComputeDevice::matmul_transposed_a(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
+  const char* op = "matmul_transposed_a";
+  return wrap(*impl_, run_op(*impl_, "matmul_at", {shaped(*impl_, a, op, "a", {k, m}, "[k, m]"),
+                                                    shaped(*impl_, b, op, "b", {k, n}, "[k, n]")}));
+}
+
+Buffer ComputeDevice::matmul_transposed_b(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
+  const char* op = "matmul_transposed_b";
+  return wrap(*impl_, run_op(*impl_, "matmul_bt", {shaped(*impl_, a, op, "a", {m, k}, "[m, k]"),
+                                                    shaped(*impl_, b, op, "b", {n, k}, "[n, k]")}));
+}
+
+void ComputeDevice::matmul_accumulate(Buffer& c, const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
+  const char* op = "matmul_accumulate";
+  Tensor r = run_op(*impl_, "matmul_acc", {shaped(*impl_, a, op, "a", {m, k}, "[m, k]"), shaped(*impl_, b, op, "b", {k, n}, "[k, n]"),
+                                            shaped(*impl_, c, op, "c", {m, n}, "[m, n]")});
+  api::write_into(c, r.data(), r.nbytes());
+}
+
+Buffer ComputeDevice::transpose_2d(const Buffer& x, size_t rows, size_t cols) const {
+  return wrap(*impl_, run_op(*impl_, "transpose_2d", {shaped(*impl_, x, "transpose_2d", "x", {rows, cols}, "[rows, cols]")}));
+}
+
+Buffer ComputeDevice::bias_add(const Buffer& matrix, const Buffer& bias, size_t numel, size_t dim) const {
+  if (dim == 0 || numel % dim != 0)
+    throw ShapeError("bias_add: numel = " + std::to_string(numel) + " is not a multiple of dim = " + std::to_string(dim));
+  return wrap(*impl_, run_op(*impl_, "bias_add", {shaped(*impl_, matrix, "bias_add", "matrix", {numel / dim, dim}, "[numel / dim, dim]"),
+                                                   shaped(*impl_, bias, "bias_add", "bias", {dim}, "[dim]")}));
+}
+
+void ComputeDevice::add_assign(Buffer& dst, const Buffer& src) const {
+  size_t n = dst.size();
+  Tensor r = run_op(*impl_, "add", {shaped(*impl_, dst, "add_assign", "dst", {n}, "[n]"), shaped(*impl_, src, "add_assign", "src", {n}, "[n] (dst's size)")});
+  api::write_into(dst, r.data(), r.nbytes());
+}
+
+Buffer ComputeDevice::softmax(const Buffer& x, size_t n_rows, size_t row_len) const {
+  return wrap(*impl_, run_op(*impl_, "softmax", {shaped(*impl_, x, "softmax", "data", {n_rows, row_len}, "[n_rows, row_len]")}));
+}
+
+Buffer ComputeDevice::rms_norm(const Buffer& x, const Buffer& weight, size_t n_groups, size_t dim, float eps) const {
+  return wrap(*impl_, run_op(*impl_, "rms_norm",
+                             {shaped(*impl_, x, "rms_norm", "data", {n_groups, dim}, "[n_groups, dim]"),
+                              shaped(*impl_, weight, "rms_norm", "weight", {dim}, "[dim]")},
+                             {}, {{"eps", f32(eps)}}));
+}
+
+Buffer ComputeDevice::layer_norm(const Buffer& x, const Buffer& gamma, const Buffer& beta, size_t n_rows, size_t dim,
+                                 float eps) const {
+  const char* op = "layer_norm";
+  return wrap(*impl_, run_op(*impl_, op,
+                             {shaped(*impl_, x, op, "data", {n_rows, dim}, "[n_rows, dim]"), shaped(*impl_, gamma, op, "gamma", {dim}, "[dim]"),
+                              shaped(*impl_, beta, op, "beta", {dim}, "[dim]")},
+                             {}, {{"eps", f32(eps)}}));
+}
+
+Buffer ComputeDevice::reduce_sum(const Buffer& x, const std::vector<size_t>& shape, size_t axis) const {
+  if (axis >= shape.size())
+    throw ShapeError("reduce_sum: axis " + std::to_string(axis) + " is out of range for shape " + api::shape_text(shape));
+  size_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i) outer *= shape[i];
+  for (size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
+  const Tensor& t = tensor_of(*impl_, x, "reduce_sum", "data");
+  check_size("reduce_sum", "data", x, shape, "shape");
+  Tensor view = t.reshaped({static_cast<int64_t>(outer), static_cast<int64_t>(shape[axis]), static_cast<int64_t>(inner)});
+  return wrap(*impl_, run_op(*impl_, "reduce_sum_axis", {view}));
+}
+
+Buffer ComputeDevice::embedding(const Buffer& weight, const Buffer& ids, size_t seq_len, size_t dim) const {
+  check_ids("embedding", "ids", ids);
+  if (dim == 0 || weight.size() % dim != 0)
+    throw ShapeError("embedding: argument weight has " + std::to_string(weight.size()) + " elements, not a multiple of dim = " +
+                     std::to_string(dim));
+  size_t vocab = weight.size() / dim;
+  return wrap(*impl_, run_op(*impl_, "embedding", {shaped(*impl_, weight, "embedding", "weight", {vocab, dim}, "[vocab, dim]"),
+                                                    shaped(*impl_, ids, "embedding", "ids", {seq_len}, "[seq_len]")}));
+}
+
+Buffer ComputeDevice::softmax_backward(const Buffer& y, const Buffer& grad, size_t n_rows, size_t row_len) const {
+  const char* op = "softmax_backward";
+  return wrap(*impl_, run_op(*impl_, op, {shaped(*impl_, y, op, "softmax_out", {n_rows, row_len}, "[n_rows, row_len]"),
+                                           shaped(*impl_, grad, op, "grad_output", {n_rows, row_len}, "[n_rows, row_len]")}));
+}
+
+std::pair<Buffer, Buffer> ComputeDevice::rms_norm_backward(const Buffer& input, const Buffer& weight, const Buffer& grad_output,
+                                                           size_t n_groups, size_t dim, float eps) const {
+  const char* op = "rms_norm_backward";
+  Tensor x = shaped(*impl_, input, op, "input", {n_groups, dim}, "[n_groups, dim]");
+  Tensor w = shaped(*impl_, weight, op, "weight", {dim}, "[dim]");
+  Tensor g = shaped(*impl_, grad_output, op, "grad_output", {n_groups, dim}, "[n_groups, dim]");
+  Buffer dx = wrap(*impl_, run_op(*impl_, "rms_norm_backward_input", {x, w, g}, {}, {{"eps", f32(eps)}}));
+  Buffer dw = wrap(*impl_, run_op(*impl_, "rms_norm_backward_weight", {x, g}, {}, {{"eps", f32(eps)}}));
+  return {dx, dw};
+}
+
+Buffer ComputeDevice::embedding_backward(const Buffer& grad_output, const Buffer& ids, size_t vocab_size, size_t seq_len,
+                                         size_t dim) const {
+  const char* op = "embedding_backward";
+  check_ids(op, "ids", ids);
+  return wrap(*impl_, run_op(*impl_, op,
+                             {shaped(*impl_, grad_output, op, "grad_output", {seq_len, dim}, "[seq_len, dim]"),
+                              shaped(*impl_, ids, op, "ids", {seq_len}, "[seq_len]")},
+                             {{"vocab", static_cast<int64_t>(vocab_size)}}));
+}
+
+namespace {
+
+// The heads' shapes of an attention call, checked: n_heads a multiple of n_kv_heads.
+void check_heads(const char* op, size_t n_heads, size_t n_kv_heads, size_t head_dim) {
+  if (n_kv_heads == 0 || n_heads % n_kv_heads != 0)
+    throw ShapeError(std::string(op) + ": n_heads = " + std::to_string(n_heads) + " is not a multiple of n_kv_heads = " +
+                     std::to_string(n_kv_heads));
+  if (head_dim == 0) throw ShapeError(std::string(op) + ": head_dim is 0");
+}
+
+}  // namespace
+
+namespace {
+
+Buffer rotate(const DeviceImpl& dev, const char* op, const Buffer& x, size_t seq, size_t nh, size_t hd, size_t offset,
+              float sign) {
+  if (hd % 2 != 0) throw ShapeError(std::string(op) + ": head_dim = " + std::to_string(hd) + " is odd (rotary pairs need it even)");
+  return wrap(dev, run_op(dev, "rope", {shaped(dev, x, op, "x", {seq, nh, hd}, "[seq_len, n_heads, head_dim]")},
+                          {{"offset", static_cast<int64_t>(offset)}}, {{"sign", f32(sign)}}));
+}
+
+}  // namespace
+
+Buffer ComputeDevice::rope(const Buffer& x, size_t seq, size_t nh, size_t hd, size_t offset) const {
+  return rotate(*impl_, "rope", x, seq, nh, hd, offset, 1.0f);
+}
+
+Buffer ComputeDevice::rope_backward(const Buffer& grad, size_t seq, size_t nh, size_t hd, size_t offset) const {
+  return rotate(*impl_, "rope_backward", grad, seq, nh, hd, offset, -1.0f);
+}
+
+Buffer ComputeDevice::causal_attention(const Buffer& q, const Buffer& k, const Buffer& v, size_t seq, size_t nh, size_t nkv,
+                                       size_t hd) const {
+  const char* op = "causal_attention";
+  check_heads(op, nh, nkv, hd);
+  return wrap(*impl_, run_op(*impl_, op,
+                             {shaped(*impl_, q, op, "q", {seq, nh, hd}, "[seq_len, n_heads, head_dim]"),
+                              shaped(*impl_, k, op, "k", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]"),
+                              shaped(*impl_, v, op, "v", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]")},
+                             {{"group", static_cast<int64_t>(nh / nkv)}}));
+}
+
+Buffer ComputeDevice::kv_attention(const Buffer& q, const Buffer& k_cache, const Buffer& v_cache, size_t cache_start,
+                                   size_t q_len, size_t nh, size_t nkv, size_t hd) const {
+  const char* op = "kv_attention";
+  check_heads(op, nh, nkv, hd);
+  size_t total = cache_start + q_len;
+  return wrap(*impl_, run_op(*impl_, op,
+                             {shaped(*impl_, q, op, "q", {q_len, nh, hd}, "[q_len, n_heads, head_dim]"),
+                              shaped(*impl_, k_cache, op, "k_cache", {total, nkv, hd}, "[cache_start + q_len, n_kv_heads, head_dim]"),
+                              shaped(*impl_, v_cache, op, "v_cache", {total, nkv, hd}, "[cache_start + q_len, n_kv_heads, head_dim]")},
+                             {{"group", static_cast<int64_t>(nh / nkv)}, {"cache_start", static_cast<int64_t>(cache_start)}}));
+}
+
+std::tuple<Buffer, Buffer, Buffer> ComputeDevice::causal_attention_backward(const Buffer& grad_output, const Buffer& q,
+                                                                            const Buffer& k, const Buffer& v, size_t seq,
+                                                                            size_t nh, size_t nkv, size_t hd) const {
+  const char* op = "causal_attention_backward";
+  check_heads(op, nh, nkv, hd);
+  Tensor Q = shaped(*impl_, q, op, "q", {seq, nh, hd}, "[seq_len, n_heads, head_dim]");
+  Tensor K = shaped(*impl_, k, op, "k", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]");
+  Tensor V = shaped(*impl_, v, op, "v", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]");
+  Tensor dO = shaped(*impl_, grad_output, op, "grad_output", {seq, nh, hd}, "[seq_len, n_heads, head_dim]");
+  std::map<std::string, int64_t> group = {{"group", static_cast<int64_t>(nh / nkv)}};
+  Tensor O = run_op(*impl_, "causal_attention", {Q, K, V}, group);
+  Tensor lse = run_op(*impl_, "attention_logsumexp", {Q, K}, group);
+  Tensor delta = run_op(*impl_, "attention_delta", {O, dO});
+  Buffer dq = wrap(*impl_, run_op(*impl_, "attention_backward_q", {Q, K, V, dO, lse, delta}, group));
+  Buffer dk = wrap(*impl_, run_op(*impl_, "attention_backward_k", {Q, K, V, dO, lse, delta}, group));
+  Buffer dv = wrap(*impl_, run_op(*impl_, "attention_backward_v", {Q, K, dO, lse}, group));
+  return {dq, dk, dv};
+}
+
+std::pair<float, Buffer> ComputeDevice::cross_entropy_forward_backward(const Buffer& logits, const Buffer& targets, size_t n,
+                                                                       size_t vocab, uint32_t pad_id) const {
+  const char* op = "cross_entropy_forward_backward";
+  check_ids(op, "targets", targets);
+  Tensor L = shaped(*impl_, logits, op, "logits", {n, vocab}, "[n_positions, vocab_size]");
+  Tensor T = shaped(*impl_, targets, op, "targets", {n}, "[n_positions]");
+  std::map<std::string, int64_t> pad = {{"pad_id", static_cast<int64_t>(pad_id)}};
+  Tensor count = run_op(*impl_, "cross_entropy_count", {T}, pad);
+  Tensor rows = run_op(*impl_, "cross_entropy_rows", {L, T}, pad);
+  Tensor mean = run_op(*impl_, "cross_entropy_mean", {rows, count});
+  Buffer grad = wrap(*impl_, run_op(*impl_, "cross_entropy_grad", {L, T, count}, pad));
+  return {static_cast<const float*>(mean.data())[0], grad};
+}
+
+void ComputeDevice::adamw_step(Buffer& param, const Buffer& grad, Buffer& m, Buffer& v, float lr, float beta1, float beta2,
+                               float eps, float weight_decay, size_t step_t) const {
+  const char* op = "adamw_step";
+  if (step_t == 0) throw ShapeError("adamw_step: step_t counts from 1");
+  size_t n = param.size();
+  std::vector<Tensor> in = {shaped(*impl_, param, op, "param", {n}, "[n]"), shaped(*impl_, grad, op, "grad", {n}, "[n] (param's size)"),
+                            shaped(*impl_, m, op, "m", {n}, "[n] (param's size)"), shaped(*impl_, v, op, "v", {n}, "[n] (param's size)")};
+  double t = static_cast<double>(step_t);
+  std::map<std::string, Scalar> s = {{"lr", f32(lr)},
+                                     {"beta1", f32(beta1)},
+                                     {"beta2", f32(beta2)},
+                                     {"eps", f32(eps)},
+                                     {"weight_decay", f32(weight_decay)},
+                                     {"bc1", f32(static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), t)))},
+                                     {"bc2", f32(static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), t)))}};
+  Tensor r = run_op(*impl_, op, in, {}, s);
+  const float* rows = static_cast<const float*>(r.data());
+  api::write_into(param, rows, n * sizeof(float));
+  api::write_into(m, rows + n, n * sizeof(float));
+  api::write_into(v, rows + 2 * n, n * sizeof(float));
+}
+
+}  // namespace zyntax
