@@ -139,6 +139,9 @@ Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s, int64
   return Stmt(std::make_shared<Allocate>(std::move(name), std::move(type), space, capacity, s));
 }
 Stmt make_barrier(FenceScope scope, Span s) { return Stmt(std::make_shared<Barrier>(scope, s)); }
+Stmt make_block_reduce(std::string name, ReduceOp op, std::string array, Expr count, Span s) {
+  return Stmt(std::make_shared<BlockReduce>(std::move(name), op, std::move(array), std::move(count), s));
+}
 Stmt make_check(Expr cond, std::string message, Span s) {
   return Stmt(std::make_shared<Check>(std::move(cond), std::move(message), s));
 }

@@ -242,7 +242,7 @@ struct GpuIndex : ExprNode {
 
 // ---------------------------------------------------------------- statements
 
-enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic, Check, MatMulBlock };
+enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic, Check, MatMulBlock, BlockReduce };
 
 struct StmtNode {
   StmtKind kind;
@@ -327,8 +327,11 @@ struct Yield : StmtNode {
 
 enum class MemorySpace : uint8_t { Shared, Local };
 
-// A zero-filled array visible to the end of the enclosing block. Shared
-// arrays are visible to all threads of a GPU block.
+// An array visible to the end of the enclosing block. Shared arrays are
+// visible to all threads of a GPU block. Arrays start zero-filled, except
+// shared arrays inside a GPU block loop, whose contents start undefined (the
+// GPU schedules write them before reading; the reference executor fills them
+// with NaN so that a read before a write shows).
 // `type.shape` may use values computed at run time (a tile whose size changes
 // from one iteration to the next); `capacity` then bounds its element count.
 struct Allocate : StmtNode {
@@ -361,6 +364,21 @@ struct Atomic : StmtNode {
   FenceScope scope;
   Atomic(AtomicOp o, std::string b, std::vector<Expr> i, Expr v, FenceScope sc, Span s)
       : StmtNode(kKind, s), op(o), buffer(std::move(b)), index(std::move(i)), value(std::move(v)), scope(sc) {}
+};
+
+// Binds `name` (a scalar of the array's dtype) to the fold with `op` (sum,
+// product, min or max) of the shared array's elements [0, count). Every
+// thread of the GPU block takes part, so it stands in a GPU block loop but
+// outside its thread loops, where barriers may stand; the fold's order is
+// unspecified (a GPU reduces within warps by shuffles, then across warps).
+struct BlockReduce : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::BlockReduce;
+  std::string name;
+  ReduceOp op;
+  std::string array;
+  Expr count;
+  BlockReduce(std::string n, ReduceOp o, std::string a, Expr c, Span s)
+      : StmtNode(kKind, s), name(std::move(n)), op(o), array(std::move(a)), count(std::move(c)) {}
 };
 
 // Stops the kernel with an error unless `cond` holds. Passes insert checks
@@ -410,6 +428,7 @@ Stmt make_yield(Expr value, Expr index, std::vector<Expr> out_index, Span s = {}
 Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s = {}, int64_t capacity = 0);
 Stmt make_barrier(FenceScope scope = FenceScope::Block, Span s = {});
 Stmt make_check(Expr cond, std::string message, Span s = {});
+Stmt make_block_reduce(std::string name, ReduceOp op, std::string array, Expr count, Span s = {});
 Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, Expr a_row_stride, Expr a_k_stride, std::string b, Expr b_offset,
                        Expr ldb, Expr kc, std::string c, std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate,
                        Span s = {});

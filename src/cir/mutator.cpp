@@ -101,6 +101,7 @@ Stmt IRMutator::mutate(const Stmt& s) {
     case StmtKind::Check: return visit(s.as<Check>());
     case StmtKind::Atomic: return visit(s.as<Atomic>());
     case StmtKind::MatMulBlock: return visit(s.as<MatMulBlock>());
+    case StmtKind::BlockReduce: return visit(s.as<BlockReduce>());
   }
   return s;
 }
@@ -305,6 +306,12 @@ Stmt IRMutator::visit(const Atomic* op) {
   bool changed = !same_exprs(index, op->index) || !v.same_as(op->value);
   return keep_or(handle_of(op), changed,
                  [&] { return Stmt(std::make_shared<Atomic>(op->op, op->buffer, index, v, op->scope, op->span)); });
+}
+
+Stmt IRMutator::visit(const BlockReduce* op) {
+  Expr count = mutate(op->count);
+  return keep_or(handle_of(op), !count.same_as(op->count),
+                 [&] { return make_block_reduce(op->name, op->op, op->array, count, op->span); });
 }
 
 Stmt IRMutator::visit(const MatMulBlock* op) {

@@ -264,6 +264,10 @@ class StmtPrinter {
         return line(indent, space + op->name + ": " + print(op->type) + cap);
       }
       case StmtKind::Barrier: return line(indent, std::string("barrier(") + scope_name(s.as<Barrier>()->scope) + ")");
+      case StmtKind::BlockReduce: {
+        auto op = s.as<BlockReduce>();
+        return line(indent, "let " + op->name + " = block_reduce(" + reduce_op_name(op->op) + ", " + op->array + "[0:" + print(op->count) + "])");
+      }
       case StmtKind::Check: return line(indent, "check " + print(s.as<Check>()->cond) + ", \"" + s.as<Check>()->message + "\"");
       case StmtKind::MatMulBlock: {
         auto op = s.as<MatMulBlock>();

@@ -17,6 +17,10 @@ class Reads : public IRVisitor {
     names.insert(op->buffer);
     IRVisitor::visit(op);
   }
+  void visit(const BlockReduce* op) override {
+    names.insert(op->array);
+    IRVisitor::visit(op);
+  }
 };
 
 class Writes : public IRVisitor {
@@ -48,6 +52,7 @@ class Writes : public IRVisitor {
   void visit(const Allocate* op) override { names.insert(op->name); }
   void visit(const Atomic* op) override { names.insert(op->buffer); }
   void visit(const MatMulBlock* op) override { names.insert(op->c); }
+  void visit(const BlockReduce* op) override { names.insert(op->name); }
 };
 
 }  // namespace

@@ -89,10 +89,41 @@ class Verifier : public IRVisitor {
     }
     if (const IntImm* step = op->step.as<IntImm>(); step && step->value <= 0)
       report("loop step " + std::to_string(step->value) + " is not positive");
+    // GPU loops nest as grid, then block: thread loops stand in a block
+    // loop, and neither kind nests in itself on the same axis.
+    bool block = op->loop_kind == LoopKind::GpuBlock, thread = op->loop_kind == LoopKind::GpuThread;
+    if ((block || thread) && (op->factor < 0 || op->factor > 2)) report("GPU loop axis " + std::to_string(op->factor) + " is not 0, 1 or 2");
+    if (block && (in_gpu_thread_ > 0 || (gpu_block_axes_ >> op->factor & 1)))
+      report("GPU block loop '" + op->var + "' stands in a thread loop or a block loop of its axis");
+    if (thread && gpu_block_axes_ == 0) report("GPU thread loop '" + op->var + "' is not inside a GPU block loop");
+    if (thread && (gpu_thread_axes_ >> op->factor & 1)) report("GPU thread loop '" + op->var + "' stands in a thread loop of its axis");
+    unsigned saved_block = gpu_block_axes_, saved_thread = gpu_thread_axes_;
+    if (block) gpu_block_axes_ |= 1u << op->factor;
+    if (thread) gpu_thread_axes_ |= 1u << op->factor, ++in_gpu_thread_;
     scopes_.emplace_back();
     declare(op->var, {SymbolKind::LoopVar, Type::scalar(op->hi.defined() ? op->hi->type.dtype : DType::I64)});
     check_block(op->body);
     pop_scope();
+    if (thread) --in_gpu_thread_;
+    gpu_block_axes_ = saved_block;
+    gpu_thread_axes_ = saved_thread;
+  }
+
+  void visit(const Barrier*) override {
+    if (in_gpu_thread_ > 0) report("barrier inside a GPU thread loop: the block's threads cannot all reach it");
+  }
+
+  void visit(const BlockReduce* op) override {
+    if (gpu_block_axes_ == 0) report("block_reduce '" + op->name + "' is not inside a GPU block loop");
+    if (in_gpu_thread_ > 0) report("block_reduce '" + op->name + "' inside a GPU thread loop: the block's threads cannot all reach it");
+    if (op->op != ReduceOp::Sum && op->op != ReduceOp::Product && op->op != ReduceOp::Min && op->op != ReduceOp::Max)
+      report(std::string("block_reduce '") + op->name + "' folds with " + reduce_op_name(op->op) + "; only +, *, min and max");
+    const Symbol* s = lookup(op->array);
+    if (!s || s->kind != SymbolKind::Allocate || s->type.rank() != 1)
+      report("block_reduce '" + op->name + "' reads '" + op->array + "', which is not a 1-D array");
+    check_int_scalar(op->count, "block_reduce count");
+    include(op->count);
+    declare(op->name, {SymbolKind::Let, Type::scalar(s ? s->type.dtype : DType::F32)});
   }
 
   void visit(const If* op) override {
@@ -499,6 +530,8 @@ class Verifier : public IRVisitor {
   Stmt where_stmt_;
   std::string where_text_;
   std::vector<std::string> problems_;
+  unsigned gpu_block_axes_ = 0, gpu_thread_axes_ = 0;  // GPU loop axes around the current statement
+  int in_gpu_thread_ = 0;
   std::set<std::string> reported_;
 };
 

@@ -50,6 +50,7 @@ class IRVisitor {
   virtual void visit(const Check* op);
   virtual void visit(const Atomic* op);
   virtual void visit(const MatMulBlock* op);
+  virtual void visit(const BlockReduce* op);
 
  protected:
   // Visits the extents of a type.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "cir/printer.hpp"
@@ -50,6 +51,8 @@ Tensor as_tensor(const Scalar& s) { return Tensor::scalar(s); }
 struct ReferenceKernel::Compiled {
   std::map<std::string, int> scalar_slot;
   std::map<std::string, cir::Type> local_type;  // Decl'd locals
+  std::map<std::string, DType> array_dtype;     // Allocate'd arrays
+  int gpu_block_depth_ = 0;                     // GPU block loops around the statement being translated
   DType yield_dtype = DType::F32;              // arg reductions compare values of this dtype
   std::map<std::string, int> tile_slot;
   std::vector<int> input_slots;
@@ -380,7 +383,12 @@ struct ReferenceKernel::Compiled {
         const auto* fr = s.as<cir::For>();
         ScalarFn lo = scalar(fr->lo), hi = scalar(fr->hi), step = scalar(fr->step);
         int var = slot_for(fr->var, cir::Type::scalar(DType::I64));
+        // GPU loops run as serial loops: a block's thread loops one after
+        // another, which is what the barriers between them promise.
+        bool gpu_block = fr->loop_kind == cir::LoopKind::GpuBlock;
+        gpu_block_depth_ += gpu_block;
         auto body = std::make_shared<std::vector<StmtFn>>(block(fr->body));
+        gpu_block_depth_ -= gpu_block;
         return [lo, hi, step, var, body, span](Frame& f) {
           int64_t l = lo(f).as_int64(), h = hi(f).as_int64(), st = step(f).as_int64();
           if (st <= 0) fail(span, "loop step must be positive, got " + std::to_string(st));
@@ -417,17 +425,22 @@ struct ReferenceKernel::Compiled {
       case cir::StmtKind::Allocate: {
         const auto* a = s.as<cir::Allocate>();
         int slot = slot_for(a->name, a->type);
+        array_dtype[a->name] = a->type.dtype;
         std::vector<ScalarFn> dims;
         for (const Expr& d : a->type.shape) dims.push_back(scalar(d));
         DType t = a->type.dtype;
-        return [slot, dims, t, span](Frame& f) {
+        // A GPU block's shared array starts undefined: NaN here, so that a
+        // schedule reading an element before writing it gives a wrong result.
+        bool poisoned = a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0 && is_float(t);
+        return [slot, dims, t, poisoned, span](Frame& f) {
           Shape shape;
           for (const ScalarFn& d : dims) {
             int64_t n = d(f).as_int64();
             if (n < 0) fail(span, "array size is negative (" + std::to_string(n) + ")");
             shape.push_back(n);
           }
-          f.tiles[static_cast<size_t>(slot)] = Tensor::zeros(t, shape);
+          f.tiles[static_cast<size_t>(slot)] =
+              poisoned ? Tensor::full(t, shape, Scalar::of_float(std::numeric_limits<double>::quiet_NaN(), t)) : Tensor::zeros(t, shape);
         };
       }
       case cir::StmtKind::Check: {
@@ -468,6 +481,23 @@ struct ReferenceKernel::Compiled {
         };
       }
       case cir::StmtKind::MatMulBlock: return matmul_block(*s.as<cir::MatMulBlock>());
+      case cir::StmtKind::BlockReduce: {
+        // In element order; a GPU's order differs only by rounding.
+        const auto* r = s.as<cir::BlockReduce>();
+        int array = buffer_slot(r->array);
+        ScalarFn count = scalar(r->count);
+        ReduceOp op = r->op;
+        std::string name = r->array;
+        int slot = slot_for(r->name, cir::Type::scalar(array_dtype.at(r->array)));
+        return [array, count, op, slot, name, span](Frame& f) {
+          const Tensor& t = f.tiles[static_cast<size_t>(array)];
+          int64_t n = count(f).as_int64();
+          if (n < 0 || n > t.numel()) fail(span, "block_reduce over " + std::to_string(n) + " elements of " + name + ", which has " + std::to_string(t.numel()));
+          Scalar acc = reduce_identity(op, t.dtype());
+          for (int64_t i = 0; i < n; ++i) acc = reduce_combine(op, acc, t.get(i));
+          f.scalars[static_cast<size_t>(slot)] = cast(acc, t.dtype());
+        };
+      }
     }
     throw std::logic_error("reference executor: unknown statement");
   }

@@ -50,9 +50,12 @@ constexpr int64_t kMaxLocalArrayBytes = int64_t{1} << 30;
 // On a GPU every thread has its own copy of a local array, and the driver
 // reserves that much for every thread the device can hold at once.
 constexpr int64_t kMaxGpuLocalArrayBytes = 64 << 10;
+// Static shared memory a block may use without opting in to more.
+constexpr int64_t kMaxGpuSharedBytes = 48 << 10;
 
 // Global memory on NVIDIA GPUs (kernel parameters point there).
 constexpr unsigned kGlobalAddressSpace = 1;
+constexpr unsigned kSharedAddressSpace = 3;
 
 // The bytes of an allocation, or -1 when not a constant.
 int64_t allocation_bytes(const cir::Allocate& a) {
@@ -122,7 +125,10 @@ class SupportCheck {
           expr(f->lo);
           expr(f->hi);
           expr(f->step);
+          bool gpu_block = f->loop_kind == cir::LoopKind::GpuBlock;
+          gpu_block_depth_ += gpu_block;
           block(f->body);
+          gpu_block_depth_ -= gpu_block;
           break;
         }
         case cir::StmtKind::If:
@@ -157,10 +163,16 @@ class SupportCheck {
           if (n > kMaxLocalArrayBytes) return fail("local arrays larger than 1 GiB");
           if (target_ == EmitTarget::Nvptx && n > kMaxGpuLocalArrayBytes)
             return fail("local arrays larger than 64 KiB per GPU thread");
+          if (block_shared(*s.as<cir::Allocate>()) && (shared_bytes_ += n) > kMaxGpuSharedBytes)
+            return fail("more than 48 KiB of shared memory per GPU block");
           break;
         }
         case cir::StmtKind::Barrier: break;
         case cir::StmtKind::Check: expr(s.as<cir::Check>()->cond); break;
+        case cir::StmtKind::BlockReduce:
+          if (target_ != EmitTarget::Nvptx) return fail("GPU block reductions");
+          expr(s.as<cir::BlockReduce>()->count);
+          break;
         case cir::StmtKind::Atomic: fail("atomics"); break;
         case cir::StmtKind::MatMulBlock: {
           if (target_ == EmitTarget::Nvptx) return fail("CPU register blocks");
@@ -176,7 +188,15 @@ class SupportCheck {
     }
   }
 
+  // A GPU block's shared array (static shared memory); elsewhere a shared
+  // array is the zero-filled scratch of one thread running a whole iteration.
+  bool block_shared(const cir::Allocate& a) const {
+    return target_ == EmitTarget::Nvptx && a.space == cir::MemorySpace::Shared && gpu_block_depth_ > 0;
+  }
+
   EmitTarget target_;
+  int gpu_block_depth_ = 0;
+  int64_t shared_bytes_ = 0;
   std::optional<std::string> reason_;
 };
 
@@ -186,6 +206,12 @@ const cir::For* gpu_parallel_loop(const cir::Kernel& k) {
   if (k.body.size() != 1) return nullptr;
   auto f = k.body[0].as<cir::For>();
   return f && f->loop_kind == cir::LoopKind::Parallel ? f : nullptr;
+}
+
+bool has_gpu_block_loop(const cir::Kernel& k) {
+  for (const cir::Stmt& s : k.body)
+    if (auto f = s.as<cir::For>(); f && f->loop_kind == cir::LoopKind::GpuBlock) return true;
+  return false;
 }
 
 // ---------------------------------------------------------------- emitter
@@ -207,6 +233,10 @@ class Emitter {
       // loop; with none, thread 0 runs the whole body.
       if (const cir::For* f = gpu_parallel_loop(k_)) {
         emit_for(*f, /*outer=*/true);
+      } else if (has_gpu_block_loop(k_)) {
+        // Scheduled for the GPU: every thread runs the body, its block and
+        // thread loops giving each thread its share.
+        block(k_.body);
       } else {
         run_body_if(b_.CreateICmpEQ(global_thread_, b_.getInt64(0)));
       }
@@ -526,6 +556,11 @@ class Emitter {
       case cir::StmtKind::Allocate: {
         auto a = s.as<cir::Allocate>();
         int64_t bytes = allocation_bytes(*a);
+        if (target_ == EmitTarget::Nvptx && a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0) {
+          // The block's own shared memory, undefined until written.
+          buffers_[a->name] = {shared_array(mem_type(a->type.dtype), static_cast<uint64_t>(bytes) / dtype_size(a->type.dtype), a->name), a->type};
+          return;
+        }
         llvm::Value* mem = nullptr;
         if (auto heap = heap_arrays_.find(a->name); heap != heap_arrays_.end()) {
           mem = heap->second;
@@ -543,7 +578,12 @@ class Emitter {
         buffers_[a->name] = {mem, a->type};
         return;
       }
-      case cir::StmtKind::Barrier: return;  // one thread runs each iteration in order
+      case cir::StmtKind::Barrier:
+        // In a GPU block, all its threads meet; elsewhere one thread runs
+        // each iteration in order and there is nothing to wait for.
+        if (target_ == EmitTarget::Nvptx && gpu_block_depth_ > 0) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+        return;
+      case cir::StmtKind::BlockReduce: return emit_block_reduce(*s.as<cir::BlockReduce>());
       case cir::StmtKind::Check: {
         auto c = s.as<cir::Check>();
         check(expr(c->cond), c->span, c->message);
@@ -552,6 +592,127 @@ class Emitter {
       case cir::StmtKind::Atomic: throw std::logic_error("LLVM lowering: atomics are not supported");
       case cir::StmtKind::MatMulBlock: return emit_matmul_block(*s.as<cir::MatMulBlock>());
     }
+  }
+
+  // A static shared-memory array of the module (address space 3).
+  llvm::Value* shared_array(llvm::Type* elem, uint64_t n, const std::string& name) {
+    auto* type = llvm::ArrayType::get(elem, std::max<uint64_t>(n, 1));
+    auto* g = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(type),
+                                       name_ + "." + name, nullptr, llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
+    g->setAlignment(llvm::Align(16));
+    return g;
+  }
+
+  // threadIdx, blockIdx, blockDim or gridDim along an axis, as i64.
+  llvm::Value* gpu_coordinate(cir::GpuIndexKind kind, int axis) {
+    using I = llvm::Intrinsic::ID;
+    static constexpr I ids[4][3] = {
+        {llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_y, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_z},
+        {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y, llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z},
+        {llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_y, llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_z},
+        {llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y, llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z}};
+    return b_.CreateZExt(b_.CreateIntrinsic(ids[static_cast<int>(kind)][axis], {}, {}), b_.getInt64Ty());
+  }
+
+  // A block-wide fold (cir::BlockReduce): each thread folds its elements of
+  // the array, a warp folds its threads' values by butterfly shuffles, lane 0
+  // of each warp leaves the warp's value in a shared scratch row, and every
+  // thread folds that row, so all hold the result without a further barrier.
+  // (The next use of this scratch follows another barrier, by which every
+  // thread has read it.)
+  void emit_block_reduce(const cir::BlockReduce& r) {
+    const Buffer& array = buffer(r.array);
+    DType t = array.type.dtype;
+    llvm::Type* i64 = b_.getInt64Ty();
+    BinaryOp combine = r.op == ReduceOp::Sum ? BinaryOp::Add : r.op == ReduceOp::Product ? BinaryOp::Mul
+                       : r.op == ReduceOp::Min ? BinaryOp::Min : BinaryOp::Max;
+    llvm::Value* identity = scalar_constant(reduce_identity(r.op, t), t);
+    auto fold = [&](llvm::Value* acc, llvm::Value* v) { return arith(combine, t, acc, v, r.span); };
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+
+    // This thread's elements: tid, tid + ntid, ... below count.
+    llvm::Value* tid = gpu_coordinate(cir::GpuIndexKind::ThreadIdx, 0);
+    llvm::Value* ntid = gpu_coordinate(cir::GpuIndexKind::BlockDim, 0);
+    llvm::Value* count = b_.CreateSExt(expr(r.count), i64);
+    llvm::Value* mine = counted_fold(tid, count, ntid, identity, [&](llvm::Value* acc, llvm::Value* i) {
+      return fold(acc, from_memory(t, b_.CreateLoad(mem_type(t), element_ptr(array, i))));
+    });
+
+    // The lanes still running: a thread that stopped at a failed check
+    // leaves the warp, and the others must not wait for it.
+    llvm::Value* lanes = b_.CreateIntrinsic(llvm::Intrinsic::nvvm_activemask, {}, {});
+    for (int offset = 16; offset >= 1; offset /= 2) mine = fold(mine, shuffle_xor(mine, t, offset, lanes));
+    llvm::Value* scratch = shared_array(mem_type(t), 32, r.name + ".warps");
+    llvm::Value* warp = b_.CreateLShr(tid, 5);
+    llvm::BasicBlock* write = llvm::BasicBlock::Create(ctx_, "warp.lead", fn_);
+    llvm::BasicBlock* written = llvm::BasicBlock::Create(ctx_, "warp.written", fn_);
+    b_.CreateCondBr(b_.CreateICmpEQ(b_.CreateAnd(tid, 31), b_.getInt64(0)), write, written);
+    b_.SetInsertPoint(write);
+    b_.CreateStore(to_memory(t, mine), b_.CreateGEP(mem_type(t), scratch, warp));
+    b_.CreateBr(written);
+    b_.SetInsertPoint(written);
+    b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
+
+    llvm::Value* warps = b_.CreateLShr(b_.CreateAdd(ntid, b_.getInt64(31)), 5);
+    values_[r.name] = counted_fold(b_.getInt64(0), warps, b_.getInt64(1), identity, [&](llvm::Value* acc, llvm::Value* w) {
+      return fold(acc, from_memory(t, b_.CreateLoad(mem_type(t), b_.CreateGEP(mem_type(t), scratch, w))));
+    });
+  }
+
+  // A constant in the register type of `t`.
+  llvm::Value* scalar_constant(const Scalar& s, DType t) {
+    llvm::Type* reg = reg_type(t);
+    if (is_float(t)) return llvm::ConstantFP::get(reg, s.f);
+    if (t == DType::Bool) return b_.getInt1(s.i != 0);
+    return llvm::ConstantInt::get(reg, is_signed_int(t) ? static_cast<uint64_t>(s.i) : s.u, is_signed_int(t));
+  }
+
+  // acc = identity; for i = first; i < end; i += stride: acc = step(acc, i).
+  template <class Step>
+  llvm::Value* counted_fold(llvm::Value* first, llvm::Value* end, llvm::Value* stride, llvm::Value* identity, Step step) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx_, "fold.head", fn_);
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "fold.body", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "fold.end", fn_);
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* i = b_.CreatePHI(i64, 2, "i");
+    llvm::PHINode* acc = b_.CreatePHI(identity->getType(), 2, "acc");
+    i->addIncoming(first, pre);
+    acc->addIncoming(identity, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, end), body, done);
+    b_.SetInsertPoint(body);
+    llvm::Value* next = step(acc, i);
+    i->addIncoming(b_.CreateAdd(i, stride), b_.GetInsertBlock());
+    acc->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(done);
+    return acc;
+  }
+
+  // The value of the lane whose id differs from this one's in `offset`'s bit
+  // (the lanes in `mask` take part); 64-bit values move as two halves.
+  llvm::Value* shuffle_xor(llvm::Value* v, DType t, int offset, llvm::Value* mask) {
+    llvm::Value* lane = b_.getInt32(offset);
+    llvm::Value* clamp = b_.getInt32(31);
+    llvm::Type* ty = v->getType();
+    if (ty->isFloatTy()) return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, {}, {mask, v, lane, clamp});
+    unsigned bits = ty->getPrimitiveSizeInBits();
+    llvm::Type* int_ty = b_.getIntNTy(bits);
+    llvm::Value* x = ty->isIntegerTy() ? v : b_.CreateBitCast(v, int_ty);
+    auto shfl32 = [&](llvm::Value* w) { return b_.CreateIntrinsic(llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {}, {mask, w, lane, clamp}); };
+    llvm::Value* r = nullptr;
+    if (bits <= 32) {
+      llvm::Value* w = bits == 32 ? x : is_signed_int(t) ? b_.CreateSExt(x, b_.getInt32Ty()) : b_.CreateZExt(x, b_.getInt32Ty());
+      r = shfl32(w);
+      if (bits < 32) r = b_.CreateTrunc(r, int_ty);
+    } else {
+      llvm::Value* low = shfl32(b_.CreateTrunc(x, b_.getInt32Ty()));
+      llvm::Value* high = shfl32(b_.CreateTrunc(b_.CreateLShr(x, 32), b_.getInt32Ty()));
+      r = b_.CreateOr(b_.CreateZExt(low, b_.getInt64Ty()), b_.CreateShl(b_.CreateZExt(high, b_.getInt64Ty()), 32));
+    }
+    return ty->isIntegerTy() ? r : b_.CreateBitCast(r, ty);
   }
 
   // Local arrays too large for the stack: allocated when the kernel starts
@@ -687,7 +848,13 @@ class Emitter {
                                          b_.CreateSDiv(b_.CreateAdd(span, b_.CreateSub(step, b_.getInt64(1))), step),
                                          b_.getInt64(0));
     llvm::Value* first = b_.getInt64(0);
-    if (outer && target_ == EmitTarget::Nvptx) {
+    bool gpu_loop = target_ == EmitTarget::Nvptx && (f.loop_kind == cir::LoopKind::GpuBlock || f.loop_kind == cir::LoopKind::GpuThread);
+    if (gpu_loop) {
+      // Block loops stride over the grid's blocks, thread loops over the block's threads.
+      bool block = f.loop_kind == cir::LoopKind::GpuBlock;
+      first = gpu_coordinate(block ? cir::GpuIndexKind::BlockIdx : cir::GpuIndexKind::ThreadIdx, f.factor);
+      stride = gpu_coordinate(block ? cir::GpuIndexKind::GridDim : cir::GpuIndexKind::BlockDim, f.factor);
+    } else if (outer && target_ == EmitTarget::Nvptx) {
       first = global_thread_;
       stride = thread_count_;
     } else if (outer) {
@@ -695,6 +862,12 @@ class Emitter {
       trips = b_.CreateSelect(b_.CreateICmpSLT(end_, trips), end_, trips);
     }
     std::vector<Site> sites = outer ? std::vector<Site>{} : provable_sites(f);
+    gpu_block_depth_ += f.loop_kind == cir::LoopKind::GpuBlock;
+    struct Leave {
+      int& depth;
+      bool block;
+      ~Leave() { depth -= block; }
+    } leave{gpu_block_depth_, f.loop_kind == cir::LoopKind::GpuBlock};
     if (sites.empty()) return emit_loop(f, lo, step, first, trips, stride);
 
     // Versioned: when every index is in bounds at the first and the last
@@ -1412,6 +1585,7 @@ class Emitter {
   llvm::Value* end_ = nullptr;
   llvm::Value* global_thread_ = nullptr;  // GPU: this thread's index in the grid, and the grid's size
   llvm::Value* thread_count_ = nullptr;
+  int gpu_block_depth_ = 0;                 // GPU block loops around the statement being emitted
   llvm::Value* status_ = nullptr;
   std::map<std::string, Buffer> buffers_;
   std::map<std::string, llvm::Value*> heap_arrays_;

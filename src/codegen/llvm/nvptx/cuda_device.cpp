@@ -105,7 +105,7 @@ class CudaDevice : public Device {
       finished_ = std::make_unique<cuda::Event>(gpu);
     }
     started_->record(gpu.stream());
-    gpu.launch(plan->function, plan->blocks, codegen::kGpuBlockThreads, 0, gpu.stream(), params.data());
+    gpu.launch(plan->function, plan->blocks, plan->threads, 0, gpu.stream(), params.data());
     finished_->record(gpu.stream());
     status_buffer.download(&status, sizeof status, /*wait=*/false);
     out->download(ops.out.data(), ops.out.nbytes(), /*wait=*/false);
@@ -128,6 +128,7 @@ class CudaDevice : public Device {
     std::string why_not;
     cuda::CUfunction function = nullptr;
     unsigned blocks = 1;
+    unsigned threads = codegen::kGpuBlockThreads;
     bool writes_whole_output = false;
   };
 
@@ -145,11 +146,10 @@ class CudaDevice : public Device {
     std::lock_guard<std::mutex> lock(mu_);
     cuda::CUmodule module = gpu_->load_module(m.ptx);  // kept for the life of the process
     plan->function = gpu_->function(module, entry);
-    // Enough blocks for one outer iteration per thread, up to a few waves.
-    std::optional<codegen::OuterLoop> outer = codegen::outer_parallel_loop(k);
-    int64_t trips = outer ? outer->trips : 1;
+    // A block per row or an iteration per thread, up to a few waves.
     int64_t most = std::max<int64_t>(1, gpu_->properties().multiprocessors) * kBlocksPerMultiprocessor;
-    plan->blocks = static_cast<unsigned>(std::clamp<int64_t>((trips + codegen::kGpuBlockThreads - 1) / codegen::kGpuBlockThreads, 1, most));
+    plan->blocks = codegen::gpu_launch_blocks(p, most);
+    plan->threads = static_cast<unsigned>(p.block_threads);
     return plan;
   }
 

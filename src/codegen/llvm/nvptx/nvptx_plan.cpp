@@ -4,9 +4,39 @@
 #include "cir/pass_manager.hpp"
 #include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
+#include "cir/passes/schedule_gpu_rows.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
+#include "codegen/llvm/kernel_abi.hpp"
 
 namespace zyntax::codegen {
+
+namespace {
+
+// The longest inner loop of the parallel loop's body when every one has a
+// constant trip count; nothing when some length is known only at run time.
+std::optional<int64_t> longest_row(const cir::Kernel& k) {
+  auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
+  if (!outer) return std::nullopt;
+  int64_t longest = 0;
+  for (const cir::Stmt& s : outer->body) {
+    auto f = s.as<cir::For>();
+    if (!f) continue;
+    auto lo = f->lo.as<cir::IntImm>(), hi = f->hi.as<cir::IntImm>(), step = f->step.as<cir::IntImm>();
+    if (!lo || !hi || !step || step->value <= 0) return std::nullopt;
+    longest = std::max(longest, (hi->value - lo->value + step->value - 1) / step->value);
+  }
+  return longest;
+}
+
+// Threads for a block per row: a warp at least, else the row's length
+// rounded up to a power of two, at most kGpuBlockThreads.
+int row_threads(std::optional<int64_t> longest) {
+  int threads = 32;
+  while (threads < kGpuBlockThreads && (!longest || threads < *longest)) threads *= 2;
+  return threads;
+}
+
+}  // namespace
 
 GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
   GpuPlan plan;
@@ -21,13 +51,41 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
     passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr); }});
   }
   passes.push_back({"collapse_parallel_loops", [](const cir::Kernel& k) { return cir::collapse_parallel_loops(k); }});
+  // A block per row where the schedule applies and rows are a warp or more
+  // long (shorter ones run faster one per thread).
+  int row_block = 0;
+  passes.push_back({"schedule_gpu_rows", [&](const cir::Kernel& k) {
+                      std::optional<int64_t> longest = longest_row(k);
+                      if (longest && *longest < 32) return k;
+                      int threads = row_threads(longest);
+                      std::optional<cir::Kernel> rows = cir::schedule_gpu_rows(k, threads);
+                      if (!rows || unsupported_reason(*rows, EmitTarget::Nvptx)) return k;
+                      row_block = threads;
+                      return *rows;
+                    }});
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
+  auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
+  plan.schedule = row_block ? "rows" : outer && outer->loop_kind == cir::LoopKind::Parallel ? "threads" : "single";
+  if (row_block) plan.block_threads = row_block;
   if (auto why = unsupported_reason(k, EmitTarget::Nvptx)) {
     plan.why_not = *why;
     return plan;
   }
   plan.kernel = std::move(k);
   return plan;
+}
+
+unsigned gpu_launch_blocks(const GpuPlan& plan, int64_t most) {
+  int64_t blocks = 1;
+  const cir::For* f = plan.kernel && plan.kernel->body.size() == 1 ? plan.kernel->body[0].as<cir::For>() : nullptr;
+  auto lo = f ? f->lo.as<cir::IntImm>() : nullptr, hi = f ? f->hi.as<cir::IntImm>() : nullptr, step = f ? f->step.as<cir::IntImm>() : nullptr;
+  if (lo && hi && step && step->value > 0) {
+    int64_t trips = hi->value > lo->value ? (hi->value - lo->value + step->value - 1) / step->value : 0;
+    blocks = f->loop_kind == cir::LoopKind::GpuBlock ? trips : (trips + plan.block_threads - 1) / plan.block_threads;
+  } else if (f && (f->loop_kind == cir::LoopKind::GpuBlock || f->loop_kind == cir::LoopKind::Parallel)) {
+    blocks = most;  // sizes known only at run time: a full grid, the loops stride over the rest
+  }
+  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, std::max<int64_t>(most, 1)));
 }
 
 }  // namespace zyntax::codegen

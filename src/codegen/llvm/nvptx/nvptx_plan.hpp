@@ -1,6 +1,8 @@
 // The CIR passes that make a kernel what the NVPTX backend compiles: tile
-// values rewritten to loops (once every size is known), then the nest of
-// parallel loops collapsed into one that the grid's threads share.
+// values rewritten to loops (once every size is known), the nest of
+// parallel loops collapsed into one, then a schedule: one block per row
+// where rows are folded and written by inner loops (schedule_gpu_rows),
+// else the grid's threads share the parallel loop, one iteration each.
 // Shared by the cuda device and `zyntax compile --backend nvptx`.
 #pragma once
 
@@ -15,8 +17,15 @@ struct GpuPlan {
   std::optional<cir::Kernel> kernel;  // none: the GPU cannot run it
   std::string why_not;                // and why
   bool writes_whole_output = false;   // the output needs no zero-filling
+  int block_threads = 256;            // threads per block to launch with
+  std::string schedule;               // "rows", "threads" (a thread per iteration) or "single" (one thread)
 };
 
 GpuPlan plan_gpu_kernel(const cir::Kernel& k);
+
+// Blocks to launch a planned kernel with: one per iteration of its block
+// loop or enough for one iteration of its parallel loop per thread, at most
+// `most` (the block loops and grid-stride loops take the rest).
+unsigned gpu_launch_blocks(const GpuPlan& plan, int64_t most);
 
 }  // namespace zyntax::codegen
