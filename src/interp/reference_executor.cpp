@@ -4,8 +4,11 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
+#include <unordered_map>
 
 #include "cir/printer.hpp"
+#include "cir/visitor.hpp"
 #include "runtime/tensor_ops.hpp"
 #include "support/diagnostics.hpp"
 
@@ -17,6 +20,36 @@ using cir::Expr;
 
 // Running state of one launch: every local, loop variable, scalar parameter
 // and buffer has a numbered slot, scalars and tiles apart.
+[[noreturn]] void fail(Span span, const std::string& msg) { throw Error(span, msg); }
+
+// A GPU schedule runs its thread loops one after another; on a GPU their
+// iterations run at once. So that the serial run proves the parallel one,
+// each element of the output and of a block's shared arrays remembers which
+// thread wrote or read it since the last barrier, and an access by another
+// thread where one of the two writes is a data race: an error.
+struct GpuRaces {
+  static constexpr int64_t kNone = -2, kAll = -1, kMany = -3;  // kAll: code outside thread loops, run by every thread
+  struct Touch {
+    int64_t writer = kNone, reader = kNone;
+  };
+  int64_t thread = kAll;  // the thread loop iteration running now
+  std::unordered_map<uint64_t, Touch> touched;
+
+  void check(bool write, int slot, int64_t flat, const std::string& name, Span span) {
+    Touch& t = touched[static_cast<uint64_t>(slot) << 40 ^ static_cast<uint64_t>(flat)];
+    auto other = [&](int64_t who) { return who != kNone && (who != thread || who == kMany); };
+    int64_t against = other(t.writer) ? t.writer : write && other(t.reader) ? t.reader : kNone;
+    if (against != kNone) {
+      auto who = [](int64_t th) { return th == kAll ? std::string("every thread") : th == kMany ? std::string("several threads") : "thread " + std::to_string(th); };
+      fail(span, "data race in the GPU schedule: " + who(thread) + (write ? " writes " : " reads ") + "element " + std::to_string(flat) + " of " + name +
+                     ", which " + who(against) + (against == t.writer ? " wrote" : " read") + " since the last barrier");
+    }
+    if (write) t.writer = thread;
+    else t.reader = t.reader == kNone || t.reader == thread ? thread : kMany;
+  }
+  void barrier() { touched.clear(); }
+};
+
 struct Frame {
   std::vector<Scalar> scalars;
   std::vector<Tensor> tiles;
@@ -24,13 +57,12 @@ struct Frame {
   Tensor acc;                 // Sum/Product/Min/Max/And/Or (floats in f64)
   Tensor best;                // ArgMin/ArgMax: the best value so far
   std::vector<bool> has_best;
+  GpuRaces races;
 };
 
 using ScalarFn = std::function<Scalar(Frame&)>;
 using TileFn = std::function<Tensor(Frame&)>;
 using StmtFn = std::function<void(Frame&)>;
-
-[[noreturn]] void fail(Span span, const std::string& msg) { throw Error(span, msg); }
 
 // Runs `f`, turning data errors from the tensor library into located errors.
 template <class F>
@@ -52,6 +84,7 @@ struct ReferenceKernel::Compiled {
   std::map<std::string, int> scalar_slot;
   std::map<std::string, cir::Type> local_type;  // Decl'd locals
   std::map<std::string, DType> array_dtype;     // Allocate'd arrays
+  std::set<std::string> raced_;                 // buffers whose accesses are checked for data races (GpuRaces)
   int gpu_block_depth_ = 0;                     // GPU block loops around the statement being translated
   DType yield_dtype = DType::F32;              // arg reductions compare values of this dtype
   std::map<std::string, int> tile_slot;
@@ -297,11 +330,14 @@ struct ReferenceKernel::Compiled {
     for (const cir::AxisSel& s : a.axes) idx.push_back(scalar(s.index));
     std::string name = a.buffer;
     Span span = a.span;
-    return [slot, idx, name, span](Frame& f) {
+    bool track = raced_.count(name) > 0;
+    return [slot, idx, name, span, track](Frame& f) {
       const Tensor& t = f.tiles[static_cast<size_t>(slot)];
       std::vector<int64_t> at(idx.size());
       for (size_t i = 0; i < idx.size(); ++i) at[i] = idx[i](f).as_int64();
-      return t.get(flat_index(t, at, name, span));
+      int64_t flat = flat_index(t, at, name, span);
+      if (track) f.races.check(false, slot, flat, name, span);
+      return t.get(flat);
     };
   }
 
@@ -385,18 +421,22 @@ struct ReferenceKernel::Compiled {
         int var = slot_for(fr->var, cir::Type::scalar(DType::I64));
         // GPU loops run as serial loops: a block's thread loops one after
         // another, which is what the barriers between them promise.
-        bool gpu_block = fr->loop_kind == cir::LoopKind::GpuBlock;
+        bool gpu_block = fr->loop_kind == cir::LoopKind::GpuBlock, gpu_thread = fr->loop_kind == cir::LoopKind::GpuThread;
         gpu_block_depth_ += gpu_block;
         auto body = std::make_shared<std::vector<StmtFn>>(block(fr->body));
         gpu_block_depth_ -= gpu_block;
-        return [lo, hi, step, var, body, span](Frame& f) {
+        return [lo, hi, step, var, body, gpu_block, gpu_thread, span](Frame& f) {
           int64_t l = lo(f).as_int64(), h = hi(f).as_int64(), st = step(f).as_int64();
           if (st <= 0) fail(span, "loop step must be positive, got " + std::to_string(st));
+          int64_t outer_thread = f.races.thread;
           for (int64_t i = l; i < h; i += st) {
             f.scalars[static_cast<size_t>(var)] = Scalar::of_int(i);
+            if (gpu_block) f.races.barrier();  // blocks share nothing but the output, which rows split
+            if (gpu_thread) f.races.thread = (i - l) / st;
             run_block(*body, f);
             if (h - i < st) break;  // no overflow past the end
           }
+          f.races.thread = outer_thread;
         };
       }
       case cir::StmtKind::If: {
@@ -432,6 +472,7 @@ struct ReferenceKernel::Compiled {
         // A GPU block's shared array starts undefined: NaN here, so that a
         // schedule reading an element before writing it gives a wrong result.
         bool poisoned = a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0 && is_float(t);
+        if (a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0) raced_.insert(a->name);
         return [slot, dims, t, poisoned, span](Frame& f) {
           Shape shape;
           for (const ScalarFn& d : dims) {
@@ -452,8 +493,8 @@ struct ReferenceKernel::Compiled {
       }
       case cir::StmtKind::Barrier:
         // One thread runs every iteration in order: all writes before the
-        // barrier are already visible after it.
-        return [](Frame&) {};
+        // barrier are already visible after it; only the race record ends.
+        return [](Frame& f) { f.races.barrier(); };
       case cir::StmtKind::Atomic: {
         const auto* a = s.as<cir::Atomic>();
         int slot = buffer_slot(a->buffer);
@@ -490,6 +531,7 @@ struct ReferenceKernel::Compiled {
         std::string name = r->array;
         int slot = slot_for(r->name, cir::Type::scalar(array_dtype.at(r->array)));
         return [array, count, op, slot, name, span](Frame& f) {
+          f.races.barrier();  // a block reduction begins and ends with barriers
           const Tensor& t = f.tiles[static_cast<size_t>(array)];
           int64_t n = count(f).as_int64();
           if (n < 0 || n > t.numel()) fail(span, "block_reduce over " + std::to_string(n) + " elements of " + name + ", which has " + std::to_string(t.numel()));
@@ -566,13 +608,16 @@ struct ReferenceKernel::Compiled {
       std::vector<ScalarFn> idx;
       for (const cir::AxisSel& a : st.axes) idx.push_back(scalar(a.index));
       ScalarFn v = scalar(st.value);
-      return [slot, idx, v, name, span](Frame& f) {
+      bool track = raced_.count(name) > 0;
+      return [slot, idx, v, name, span, track](Frame& f) {
         Tensor& t = f.tiles[static_cast<size_t>(slot)];
         std::vector<int64_t> at(idx.size());
         for (size_t i = 0; i < idx.size(); ++i) at[i] = idx[i](f).as_int64();
         if (at.size() == static_cast<size_t>(t.rank())) {
           Scalar x = v(f);
-          t.set(flat_index(t, at, name, span), x);
+          int64_t flat = flat_index(t, at, name, span);
+          if (track) f.races.check(true, slot, flat, name, span);
+          t.set(flat, x);
           return;
         }
         // Fewer indices than axes: the scalar fills the sub-array.
@@ -643,6 +688,17 @@ ReferenceKernel::ReferenceKernel(const cir::Kernel& k) : kernel_(k), compiled_(s
       else c.out_slot = slot;
     }
   }
+  // The output of a kernel with GPU thread loops is checked for races.
+  struct Threads : cir::IRVisitor {
+    bool found = false;
+    using cir::IRVisitor::visit;
+    void visit(const cir::For* op) override {
+      found = found || op->loop_kind == cir::LoopKind::GpuThread;
+      cir::IRVisitor::visit(op);
+    }
+  } threads;
+  threads.include(kernel_.body);
+  if (threads.found) c.raced_.insert(kernel_.output().name);
   c.body = c.block(kernel_.body);
 }
 

@@ -240,6 +240,39 @@ TEST(ScheduleGpuRows, SharedArraysStartUndefinedOnTheReference) {
   EXPECT_TRUE(std::isnan(ReferenceKernel(k).run({}, {}).get(0).f));
 }
 
+// gpu_block for b in 0..2 { shared a[4]; gpu_thread for t in 0..4 { a[t] = t }; [barrier]
+//   gpu_thread for u in 0..4 { out[b, u] = a[3 - u] } }
+cir::Kernel reversal(bool with_barrier) {
+  cir::Kernel k;
+  k.name = "k";
+  k.params = {{cir::ParamRole::Output, "out", cir::Type::tensor(DType::F32, {cir::i64(2), cir::i64(4)})}};
+  auto var = [](const char* n) { return cir::Var::make(n, cir::Type::scalar(DType::I64)); };
+  cir::Type a_type = cir::Type::tensor(DType::F32, {cir::i64(4)});
+  cir::Block writes = {cir::make_store("a", {cir::AxisSel::at(var("t"))}, cir::Cast::make(DType::F32, var("t")))};
+  cir::Block reads = {cir::make_store("out", {cir::AxisSel::at(var("b")), cir::AxisSel::at(var("u"))},
+                                      cir::make_access("a", a_type, {cir::AxisSel::at(cir::i64(3) - var("u"))}))};
+  cir::Block block = {cir::make_allocate("a", a_type, cir::MemorySpace::Shared),
+                      cir::make_for("t", cir::i64(0), cir::i64(4), cir::i64(1), writes, cir::LoopKind::GpuThread)};
+  if (with_barrier) block.push_back(cir::make_barrier());
+  block.push_back(cir::make_for("u", cir::i64(0), cir::i64(4), cir::i64(1), reads, cir::LoopKind::GpuThread));
+  k.body = {cir::make_for("b", cir::i64(0), cir::i64(2), cir::i64(1), block, cir::LoopKind::GpuBlock)};
+  return k;
+}
+
+// The serial run of a schedule proves the parallel one only if no two
+// threads touch one element between barriers: the reference checks it.
+TEST(ScheduleGpuRows, TheReferenceFindsDataRacesBetweenThreads) {
+  EXPECT_EQ(ReferenceKernel(reversal(true)).run({}, {}).get(1).f, 2.0);
+  try {
+    ReferenceKernel(reversal(false)).run({}, {});
+    ADD_FAILURE() << "no race reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("data race in the GPU schedule: thread 0 reads element 3 of a, which thread 3 wrote since the last barrier"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ScheduleGpuRows, VerifierKeepsBarriersWhereEveryThreadReachesThem) {
   cir::Kernel k = partly_written_array();
   cir::Block block = k.body[0].as<cir::For>()->body;
