@@ -4,35 +4,26 @@
 // where there is none). Sizes: every dimension at 6.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <map>
 
 #include "cir/passes/specialize.hpp"
 #include "codegen/llvm/cpu/cpu_plan.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_plan.hpp"
-#include "driver/session.hpp"
-#include "sema/host_checker.hpp"
+#include "op_library_kernels.hpp"
 #include "ptxas.hpp"
 
 namespace zyntax {
 namespace {
 
+// Every dimension at 6.
 std::vector<std::pair<std::string, cir::Kernel>> op_library_kernels(Session& session) {
   std::vector<std::pair<std::string, cir::Kernel>> out;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(ZYNTAX_SOURCE_DIR) + "/stdlib")) {
-    std::ifstream in(entry.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    std::vector<CheckedKernel> kernels;
-    LoadedModule* m = session.load_text(entry.path().string(), text.str());
-    EXPECT_TRUE(check_program(session, *m, &kernels)) << session.diags().render_all();
-    for (CheckedKernel& k : kernels) {
-      std::map<std::string, int64_t> dims;
-      for (const cir::DimParam& d : k.kernel.dims) dims[d.name] = 6;
-      out.emplace_back(session.kernel_name(k.node), cir::specialize(k.kernel, dims));
-    }
+  for (auto& [name, k] : testing::op_library_kernels(session)) {
+    std::map<std::string, int64_t> dims;
+    for (const cir::DimParam& d : k.dims) dims[d.name] = 6;
+    out.emplace_back(name, cir::specialize(k, dims));
   }
   return out;
 }

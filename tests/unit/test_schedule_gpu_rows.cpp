@@ -8,9 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
@@ -22,6 +20,7 @@
 #include "codegen/llvm/nvptx/nvptx_plan.hpp"
 #include "interp/reference_executor.hpp"
 #include "kernel_source.hpp"
+#include "op_library_kernels.hpp"
 #include "ptxas.hpp"
 #include "runtime/tensor_ops.hpp"
 
@@ -29,6 +28,7 @@ namespace zyntax {
 namespace {
 
 using testing::kernel_of;
+using testing::op_library_kernels;
 
 // Inputs for a specialised kernel: floats from N(0, 1), integers (ids,
 // targets) in [0, 3), scalars 0.5 or 1.
@@ -68,20 +68,6 @@ void expect_same_result(const cir::Kernel& original, const cir::Kernel& schedule
     }
     ASSERT_NEAR(g, w, 2e-5 * scale) << what << " element " << i << "\n" << cir::print(scheduled);
   }
-}
-
-std::vector<std::pair<std::string, cir::Kernel>> op_library_kernels(Session& session) {
-  std::vector<std::pair<std::string, cir::Kernel>> out;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(ZYNTAX_SOURCE_DIR) + "/stdlib")) {
-    std::ifstream in(entry.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    std::vector<CheckedKernel> kernels;
-    LoadedModule* m = session.load_text(entry.path().string(), text.str());
-    EXPECT_TRUE(check_program(session, *m, &kernels)) << session.diags().render_all();
-    for (CheckedKernel& k : kernels) out.emplace_back(session.kernel_name(k.node), k.kernel);
-  }
-  return out;
 }
 
 // Sizes for a kernel's dims: all `n`, except that the first dim (the rows)

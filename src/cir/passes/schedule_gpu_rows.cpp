@@ -72,13 +72,25 @@ std::set<std::string> declared_in(const For& loop) {
   return d.names;
 }
 
-// Whether the iterations of an output loop are independent: no var from
-// outside assigned, nothing but `out` and its own arrays stored to, `out`
-// never read, and every store to `out` at an index that moves with the loop
-// variable (so two iterations never write one element).
-class Independence : public IRVisitor {
+// index = k * var + (terms reading nothing the loop declares): k; nothing
+// when another term reads what the loop declares.
+std::optional<uint64_t> loop_coefficient(const Expr& index, const std::string& var, const std::set<std::string>& inside) {
+  if (!is_i64_scalar(index)) return std::nullopt;
+  uint64_t k = 0;
+  for (const auto& [key, term] : linearize(index).terms) {
+    auto v = term.expr.as<Var>();
+    if (v && v->name == var) k = term.coeff;
+    else if (reads_any(term.expr, inside)) return std::nullopt;
+  }
+  return k;
+}
+
+// A check of an inner loop's body. Statements no inner loop of a row may
+// hold (yields, atomics, GPU statements, shared arrays, register blocks)
+// fail every check.
+class InnerLoopCheck : public IRVisitor {
  public:
-  Independence(const For& loop, std::string out) : loop_(loop), out_(std::move(out)), inside_(declared_in(loop)) {}
+  explicit InnerLoopCheck(const For& loop) : loop_(loop), inside_(declared_in(loop)) {}
 
   bool run() {
     include(loop_.body);
@@ -86,6 +98,30 @@ class Independence : public IRVisitor {
   }
 
   using IRVisitor::visit;
+
+ protected:
+  void visit(const Allocate* op) override {
+    if (op->space == MemorySpace::Shared) ok_ = false;
+  }
+  void visit(const Yield*) override { ok_ = false; }
+  void visit(const Atomic*) override { ok_ = false; }
+  void visit(const Barrier*) override { ok_ = false; }
+  void visit(const BlockReduce*) override { ok_ = false; }
+  void visit(const MatMulBlock*) override { ok_ = false; }
+
+  const For& loop_;
+  std::set<std::string> inside_;  // the names the loop declares
+  bool ok_ = true;
+};
+
+// Whether the iterations of an output loop are independent: no var from
+// outside assigned, nothing but `out` and its own arrays stored to, `out`
+// never read, and every store to `out` at an index that moves with the loop
+// variable (so two iterations never write one element).
+class Independence : public InnerLoopCheck {
+ public:
+  Independence(const For& loop, std::string out) : InnerLoopCheck(loop), out_(std::move(out)) {}
+  using InnerLoopCheck::visit;
 
  protected:
   void visit(const Assign* op) override {
@@ -95,47 +131,20 @@ class Independence : public IRVisitor {
   void visit(const Store* op) override {
     if (op->buffer == out_) {
       bool moves = false;
-      for (const AxisSel& a : op->axes) moves = moves || (!a.is_slice && moves_with_loop(a.index));
+      for (const AxisSel& a : op->axes) moves = moves || (!a.is_slice && loop_coefficient(a.index, loop_.var, inside_).value_or(0) != 0);
       ok_ = ok_ && moves;
     } else if (!inside_.count(op->buffer)) {
       ok_ = false;
     }
     IRVisitor::visit(op);
   }
-  void visit(const Allocate* op) override {
-    if (op->space == MemorySpace::Shared) ok_ = false;
-  }
   void visit(const Access* op) override {
     if (op->buffer == out_) ok_ = false;
     IRVisitor::visit(op);
   }
-  void visit(const Yield*) override { ok_ = false; }
-  void visit(const Atomic*) override { ok_ = false; }
-  void visit(const Barrier*) override { ok_ = false; }
-  void visit(const BlockReduce*) override { ok_ = false; }
-  void visit(const MatMulBlock*) override { ok_ = false; }
 
  private:
-  // index = k * var + (terms reading nothing the loop defines), k != 0.
-  bool moves_with_loop(const Expr& index) const {
-    if (!is_i64_scalar(index)) return false;
-    Affine a = linearize(index);
-    bool found = false;
-    for (const auto& [key, term] : a.terms) {
-      auto v = term.expr.as<Var>();
-      if (v && v->name == loop_.var) {
-        found = term.coeff != 0;
-      } else if (reads_any(term.expr, inside_)) {
-        return false;
-      }
-    }
-    return found;
-  }
-
-  const For& loop_;
   std::string out_;
-  std::set<std::string> inside_;
-  bool ok_ = true;
 };
 
 // Whether every access of a param (input or output) whose index moves with
@@ -143,74 +152,56 @@ class Independence : public IRVisitor {
 // threads of a warp, taking consecutive iterations, touch consecutive
 // elements. (Where an access moves along another axis, a thread per row
 // reads the rows side by side and coalesces better.)
-class Contiguous : public IRVisitor {
+class Contiguous : public InnerLoopCheck {
  public:
-  Contiguous(const For& loop, const Kernel& k) : loop_(loop), inside_(declared_in(loop)) {
+  Contiguous(const For& loop, const Kernel& k) : InnerLoopCheck(loop) {
     for (const Param& p : k.params) params_.insert(p.name);
   }
-
-  bool run() {
-    include(loop_.body);
-    return ok_;
-  }
-
-  using IRVisitor::visit;
+  using InnerLoopCheck::visit;
 
  protected:
   void visit(const Access* op) override {
-    check(op->buffer, op->axes);
+    check(op->axes, params_.count(op->buffer) > 0);
     IRVisitor::visit(op);
   }
   void visit(const Store* op) override {
-    check(op->buffer, op->axes);
+    check(op->axes, params_.count(op->buffer) > 0);
     IRVisitor::visit(op);
   }
 
  private:
-  void check(const std::string& buffer, const std::vector<AxisSel>& axes) {
-    if (!params_.count(buffer) || axes.empty()) return;
+  void check(const std::vector<AxisSel>& axes, bool param) {
+    if (!param || axes.empty()) return;
     bool moves = false;
-    for (const AxisSel& a : axes) moves = moves || (a.is_slice ? true : reads_any(a.index, inside_));
+    for (const AxisSel& a : axes) moves = moves || a.is_slice || reads_any(a.index, inside_);
     if (!moves) return;
-    const AxisSel& last = axes.back();
-    if (last.is_slice || !is_i64_scalar(last.index)) return void(ok_ = false);
     for (size_t i = 0; i + 1 < axes.size(); ++i)
       if (axes[i].is_slice || reads_any(axes[i].index, inside_)) return void(ok_ = false);
-    Affine a = linearize(last.index);
-    bool unit = false;
-    for (const auto& [key, term] : a.terms) {
-      auto v = term.expr.as<Var>();
-      if (v && v->name == loop_.var) unit = term.coeff == 1;
-      else if (reads_any(term.expr, inside_)) return void(ok_ = false);
-    }
-    ok_ = ok_ && unit;
+    const AxisSel& last = axes.back();
+    ok_ = ok_ && !last.is_slice && loop_coefficient(last.index, loop_.var, inside_) == std::optional<uint64_t>(1);
   }
 
-  const For& loop_;
-  std::set<std::string> inside_, params_;
-  bool ok_ = true;
+  std::set<std::string> params_;
 };
 
 // What a fold loop's body does: which row vars it folds, with which op, and
 // whether it keeps to the rules (no stores, the vars assigned only by fold
 // steps, read nowhere else, names of its own assigned freely).
-class FoldCheck : public IRVisitor {
+class FoldCheck : public InnerLoopCheck {
  public:
-  FoldCheck(const For& loop, const std::set<std::string>& row_vars)
-      : loop_(loop), row_vars_(row_vars), inside_(declared_in(loop)) {}
+  FoldCheck(const For& loop, const std::set<std::string>& row_vars) : InnerLoopCheck(loop), row_vars_(row_vars) {}
 
   // The folded vars and their ops, in order of first fold; empty if the
   // loop is not a fold.
-  std::vector<std::pair<std::string, BinaryOp>> run() {
-    include(loop_.body);
-    if (!ok_) return {};
+  std::vector<std::pair<std::string, BinaryOp>> folds() {
+    if (!run()) return {};
     for (const std::vector<Expr>* exprs : {&operands_, &others_})
       for (const Expr& e : *exprs)
         if (reads_any(e, accs_)) return {};
     return folds_;
   }
 
-  using IRVisitor::visit;
+  using InnerLoopCheck::visit;
 
  protected:
   void visit(const Assign* op) override {
@@ -246,24 +237,13 @@ class FoldCheck : public IRVisitor {
     include(op->body);
   }
   void visit(const Check* op) override { others_.push_back(op->cond); }
-  void visit(const Allocate* op) override {
-    if (op->space == MemorySpace::Shared) ok_ = false;
-  }
   void visit(const Store*) override { ok_ = false; }
-  void visit(const Yield*) override { ok_ = false; }
-  void visit(const Atomic*) override { ok_ = false; }
-  void visit(const Barrier*) override { ok_ = false; }
-  void visit(const BlockReduce*) override { ok_ = false; }
-  void visit(const MatMulBlock*) override { ok_ = false; }
 
  private:
-  const For& loop_;
   const std::set<std::string>& row_vars_;
-  std::set<std::string> inside_;
   std::vector<std::pair<std::string, BinaryOp>> folds_;
   std::set<std::string> accs_;
   std::vector<Expr> operands_, others_;
-  bool ok_ = true;
 };
 
 // Renames vars, assignment targets included.
@@ -368,7 +348,7 @@ class RowScheduler {
       if (!is_i64_scalar(f.lo) || !is_i64_scalar(f.hi) || !is_i64_scalar(f.step)) return give_up("an inner loop with bounds that are not i64");
       ++loops;
       if (!Contiguous(f, k_).run()) return give_up("an inner loop that reads or writes across rows rather than along them");
-      std::vector<std::pair<std::string, BinaryOp>> folds = FoldCheck(f, row_vars).run();
+      std::vector<std::pair<std::string, BinaryOp>> folds = FoldCheck(f, row_vars).folds();
       if (!folds.empty()) {
         fold_loop(f, folds, out);
         shared = true;
