@@ -731,7 +731,7 @@ Tensor ReferenceKernel::run(const std::vector<Tensor>& inputs, const std::map<st
   if (reduce) {
     ReduceOp op = kernel_.reduce_op;
     bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
-    DType acc_type = is_float(outp.type.dtype) && (op == ReduceOp::Sum || op == ReduceOp::Product) ? DType::F64 : outp.type.dtype;
+    DType acc_type = reduce_accumulator_dtype(op, outp.type.dtype);
     f.acc = arg ? out : Tensor::full(acc_type, shape, reduce_identity(op, acc_type));
     if (arg) {
       f.has_best.assign(static_cast<size_t>(out.numel()), false);

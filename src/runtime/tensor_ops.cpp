@@ -39,8 +39,7 @@ Scalar reduce_line(ReduceOp op, const Tensor& a, int64_t base, int64_t n, int64_
     return acc;
   }
   // Float sums and products keep f64 precision until the single final rounding.
-  bool widen = is_float(t) && (op == ReduceOp::Sum || op == ReduceOp::Product);
-  DType acc_type = widen ? DType::F64 : t;
+  DType acc_type = reduce_accumulator_dtype(op, t);
   Scalar acc = reduce_identity(op, acc_type);
   for (int64_t k = 0; k < n; ++k) acc = reduce_combine(op, acc, cast(a.get(base + k * stride), acc_type));
   return cast(acc, reduce_result_dtype(op, t));

@@ -398,6 +398,10 @@ Scalar eval_math(MathFn fn, std::span<const Scalar> args) {
   return Scalar::of_float(float_math(fn, a.f, y, z), t);
 }
 
+DType reduce_accumulator_dtype(ReduceOp op, DType t) {
+  return is_float(t) && (op == ReduceOp::Sum || op == ReduceOp::Product) ? DType::F64 : t;
+}
+
 Scalar reduce_identity(ReduceOp op, DType t) {
   switch (op) {
     case ReduceOp::Sum: return Scalar::from_int(0, t);

@@ -87,6 +87,9 @@ Scalar eval_math(MathFn fn, std::span<const Scalar> args);
 // For ArgMin/ArgMax the caller tracks the index; `better` says whether `v`
 // replaces the current best `cur` (first occurrence wins, NaN counts as extreme).
 Scalar reduce_identity(ReduceOp op, DType t);
+// What a reduction of `t` values accumulates in: float sums and products in
+// f64 (rounded once at the end), everything else in `t`.
+DType reduce_accumulator_dtype(ReduceOp op, DType t);
 Scalar reduce_combine(ReduceOp op, const Scalar& acc, const Scalar& v);
 bool arg_better(ReduceOp op, const Scalar& cur, const Scalar& v);
 

@@ -21,6 +21,7 @@
 #include "interp/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "op_library_kernels.hpp"
+#include "schedule_parity.hpp"
 #include "ptxas.hpp"
 #include "runtime/tensor_ops.hpp"
 
@@ -28,47 +29,8 @@ namespace zyntax {
 namespace {
 
 using testing::kernel_of;
+using testing::expect_same_result;
 using testing::op_library_kernels;
-
-// Inputs for a specialised kernel: floats from N(0, 1), integers (ids,
-// targets) in [0, 3), scalars 0.5 or 1.
-std::pair<std::vector<Tensor>, std::map<std::string, Scalar>> inputs_for(const cir::Kernel& k, Random& rng) {
-  std::vector<Tensor> inputs;
-  std::map<std::string, Scalar> scalars;
-  for (const cir::Param& p : k.params) {
-    if (p.role == cir::ParamRole::Scalar) {
-      scalars[p.name] = is_float(p.type.dtype) ? Scalar::of_float(0.5, p.type.dtype) : Scalar::from_int(1, p.type.dtype);
-      continue;
-    }
-    if (p.role != cir::ParamRole::Input) continue;
-    Shape shape;
-    for (const cir::Expr& e : p.type.shape) shape.push_back(e.as<cir::IntImm>()->value);
-    inputs.push_back(is_float(p.type.dtype) ? rand_normal(rng, p.type.dtype, shape)
-                                            : rand_uniform(rng, DType::F64, shape, 0, 3).astype(p.type.dtype));
-  }
-  return {inputs, scalars};
-}
-
-// The scheduled kernel gives the original's result (NaN where it has NaN).
-void expect_same_result(const cir::Kernel& original, const cir::Kernel& scheduled, const std::string& what, uint64_t seed = 7) {
-  Random rng(seed);
-  auto [inputs, scalars] = inputs_for(original, rng);
-  Tensor want = ReferenceKernel(original).run(inputs, scalars).astype(DType::F64);
-  Tensor got = ReferenceKernel(scheduled).run(inputs, scalars).astype(DType::F64);
-  ASSERT_EQ(want.shape(), got.shape()) << what;
-  // Within f32 rounding of the result's scale (a reordered sum may cancel).
-  double scale = 1;
-  for (int64_t i = 0; i < want.numel(); ++i)
-    if (std::isfinite(want.get(i).f)) scale = std::max(scale, std::fabs(want.get(i).f));
-  for (int64_t i = 0; i < want.numel(); ++i) {
-    double w = want.get(i).f, g = got.get(i).f;
-    if (std::isnan(w)) {
-      EXPECT_TRUE(std::isnan(g)) << what << " element " << i;
-      continue;
-    }
-    ASSERT_NEAR(g, w, 2e-5 * scale) << what << " element " << i << "\n" << cir::print(scheduled);
-  }
-}
 
 // Sizes for a kernel's dims: all `n`, except that the first dim (the rows)
 // takes `rows`.
@@ -165,6 +127,22 @@ TEST(ScheduleGpuRows, RowStoresAreMadeByOneThread) {
   ASSERT_TRUE(s);
   EXPECT_NE(cir::print(*s).find("gpu_thread.x for once%t in 0..1 {\n      out[i] = s"), std::string::npos) << cir::print(*s);
   expect_same_result(k, *s, "row sums");
+}
+
+TEST(ScheduleGpuRows, ReduceKernelRowsYieldOnceAfterTheBlockReduction) {
+  for (const char* op : {"+", "max", "min", "*"}) {
+    cir::Kernel k = cir::collapse_parallel_loops(cir::specialize(
+        kernel_of(std::string("def f(m: tensor[a, r, c, f32]) {\n return compute(m) {\n @kernel reduce(") + op +
+                  ", axis=2)\n for h in 0..a, i in 0..r, j in 0..c:\n  yield m[h, i, j] * 0.75 + 0.5\n }\n}"),
+        {{"a", 2}, {"r", 3}, {"c", 133}}));
+    std::string why;
+    std::optional<cir::Kernel> s = cir::schedule_gpu_rows(k, 64, &why);
+    ASSERT_TRUE(s) << op << ": " << why << "\n" << cir::print(k);
+    std::string text = cir::print(*s);
+    EXPECT_NE(text.find("var yield%p: f" + std::string(op[0] == '+' || op[0] == '*' ? "64" : "32")), std::string::npos) << text;
+    EXPECT_NE(text.find("gpu_thread.x for once%t in 0..1 {\n      yield[h, i] yield%p%all"), std::string::npos) << text;
+    expect_same_result(k, *s, std::string("reduce(") + op + ")");
+  }
 }
 
 TEST(ScheduleGpuRows, LeavesOtherFormsAlone) {

@@ -687,7 +687,7 @@ class Scalarizer {
       out.push_back(make_decl(a.has, Type::scalar(DType::Bool), BoolImm::make(false), span));
       return a;
     }
-    if (is_float(in) && (op == ReduceOp::Sum || op == ReduceOp::Product)) a.acc_type = DType::F64;
+    a.acc_type = reduce_accumulator_dtype(op, a.acc_type);
     if (op == ReduceOp::And || op == ReduceOp::Or) a.acc_type = DType::Bool;
     out.push_back(make_decl(a.acc, Type::scalar(a.acc_type), literal(reduce_identity(op, a.acc_type)), span));
     return a;

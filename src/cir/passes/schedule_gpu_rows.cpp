@@ -6,7 +6,7 @@
 
 #include "cir/affine.hpp"
 #include "cir/mutator.hpp"
-#include "cir/passes/simplify.hpp"
+#include "cir/passes/gpu_loops.hpp"
 #include "cir/reads.hpp"
 #include "cir/verifier.hpp"
 #include "cir/visitor.hpp"
@@ -39,39 +39,6 @@ std::optional<FoldStep> fold_step(const Assign& a) {
   return FoldStep{*op, operand};
 }
 
-ReduceOp reduce_op_of(BinaryOp op) {
-  switch (op) {
-    case BinaryOp::Add: return ReduceOp::Sum;
-    case BinaryOp::Mul: return ReduceOp::Product;
-    case BinaryOp::Min: return ReduceOp::Min;
-    default: return ReduceOp::Max;
-  }
-}
-
-Expr identity_of(BinaryOp op, DType t) {
-  Scalar s = reduce_identity(reduce_op_of(op), t);
-  return is_float(t) ? FloatImm::make(s.f, t) : IntImm::make(is_signed_int(t) ? s.i : static_cast<int64_t>(s.u), t);
-}
-
-// The names a loop declares: its variable, and its lets, vars, loops and
-// arrays at any depth.
-std::set<std::string> declared_in(const For& loop) {
-  struct Declared : IRVisitor {
-    std::set<std::string> names;
-    using IRVisitor::visit;
-    void visit(const For* op) override {
-      names.insert(op->var);
-      IRVisitor::visit(op);
-    }
-    void visit(const Let* op) override { names.insert(op->name); }
-    void visit(const Decl* op) override { names.insert(op->name); }
-    void visit(const Allocate* op) override { names.insert(op->name); }
-    void visit(const BlockReduce* op) override { names.insert(op->name); }
-  } d;
-  d.visit(&loop);
-  return d.names;
-}
-
 // index = k * var + (terms reading nothing the loop declares): k; nothing
 // when another term reads what the loop declares.
 std::optional<uint64_t> loop_coefficient(const Expr& index, const std::string& var, const std::set<std::string>& inside) {
@@ -85,12 +52,10 @@ std::optional<uint64_t> loop_coefficient(const Expr& index, const std::string& v
   return k;
 }
 
-// A check of an inner loop's body. Statements no inner loop of a row may
-// hold (yields, atomics, GPU statements, shared arrays, register blocks)
-// fail every check.
-class InnerLoopCheck : public IRVisitor {
+// A check of an inner loop's body, run over the body.
+class LoopCheck : public IRVisitor {
  public:
-  explicit InnerLoopCheck(const For& loop) : loop_(loop), inside_(declared_in(loop)) {}
+  explicit LoopCheck(const For& loop) : loop_(loop), inside_(declared_in(loop)) {}
 
   bool run() {
     include(loop_.body);
@@ -98,6 +63,19 @@ class InnerLoopCheck : public IRVisitor {
   }
 
   using IRVisitor::visit;
+
+ protected:
+  const For& loop_;
+  std::set<std::string> inside_;  // the names the loop declares
+  bool ok_ = true;
+};
+
+// A check that statements no inner loop of a row may hold (yields, atomics,
+// GPU statements, shared arrays, register blocks) fail.
+class InnerLoopCheck : public LoopCheck {
+ public:
+  explicit InnerLoopCheck(const For& loop) : LoopCheck(loop) {}
+  using LoopCheck::visit;
 
  protected:
   void visit(const Allocate* op) override {
@@ -108,10 +86,6 @@ class InnerLoopCheck : public IRVisitor {
   void visit(const Barrier*) override { ok_ = false; }
   void visit(const BlockReduce*) override { ok_ = false; }
   void visit(const MatMulBlock*) override { ok_ = false; }
-
-  const For& loop_;
-  std::set<std::string> inside_;  // the names the loop declares
-  bool ok_ = true;
 };
 
 // Whether the iterations of an output loop are independent: no var from
@@ -152,12 +126,12 @@ class Independence : public InnerLoopCheck {
 // threads of a warp, taking consecutive iterations, touch consecutive
 // elements. (Where an access moves along another axis, a thread per row
 // reads the rows side by side and coalesces better.)
-class Contiguous : public InnerLoopCheck {
+class Contiguous : public LoopCheck {
  public:
-  Contiguous(const For& loop, const Kernel& k) : InnerLoopCheck(loop) {
+  Contiguous(const For& loop, const Kernel& k) : LoopCheck(loop) {
     for (const Param& p : k.params) params_.insert(p.name);
   }
-  using InnerLoopCheck::visit;
+  using LoopCheck::visit;
 
  protected:
   void visit(const Access* op) override {
@@ -291,21 +265,16 @@ bool has_store(const Stmt& s) {
 
 class RowScheduler {
  public:
-  RowScheduler(const Kernel& k, int threads) : k_(k), threads_(threads) {
-    for (const DimParam& d : k.dims) taken_.insert(d.name);
-    for (const Param& p : k.params) taken_.insert(p.name);
-    for (const Stmt& s : k.body) {
-      std::set<std::string> w = writes(s);
-      taken_.insert(w.begin(), w.end());
-    }
-  }
+  RowScheduler(const Kernel& k, int threads) : k_(k), threads_(threads), fresh(k) {}
 
   std::optional<Kernel> run(std::string* why_not) {
     auto fail = [&](std::string why) -> std::optional<Kernel> {
       if (why_not) *why_not = std::move(why);
       return std::nullopt;
     };
-    if (k_.kind == KernelKind::Reduce) return fail("reduce kernels fold into one accumulator per output element");
+    if (k_.kind == KernelKind::Reduce && k_.reduce_op != ReduceOp::Sum && k_.reduce_op != ReduceOp::Product &&
+        k_.reduce_op != ReduceOp::Min && k_.reduce_op != ReduceOp::Max)
+      return fail(std::string("a reduce(") + reduce_op_name(k_.reduce_op) + ") kernel: block reductions fold with + * min max");
     auto outer = k_.body.size() == 1 ? k_.body[0].as<For>() : nullptr;
     if (!outer || outer->loop_kind != LoopKind::Parallel) return fail("the kernel is not one parallel loop");
     std::optional<Block> body = row(outer->body);
@@ -348,6 +317,11 @@ class RowScheduler {
       if (!is_i64_scalar(f.lo) || !is_i64_scalar(f.hi) || !is_i64_scalar(f.step)) return give_up("an inner loop with bounds that are not i64");
       ++loops;
       if (!Contiguous(f, k_).run()) return give_up("an inner loop that reads or writes across rows rather than along them");
+      if (k_.kind == KernelKind::Reduce) {
+        if (!yield_loop(f, out)) return give_up("an inner loop of a reduce kernel that does more than yield to one element");
+        shared = true;
+        continue;
+      }
       std::vector<std::pair<std::string, BinaryOp>> folds = FoldCheck(f, row_vars).folds();
       if (!folds.empty()) {
         fold_loop(f, folds, out);
@@ -355,7 +329,7 @@ class RowScheduler {
         continue;
       }
       if (!Independence(f, k_.output().name).run()) return give_up("an inner loop that is neither a fold nor independent iterations writing the output");
-      emit(out, thread_loop(f, f.body));
+      emit(out, strided_thread_loop(f, f.body, fresh(f.var + "%t"), threads_, i64(0), i64(threads_)));
     }
     if (loops == 0) return give_up("no inner loop to share out");
     // The next row writes the shared arrays again.
@@ -378,37 +352,68 @@ class RowScheduler {
     out.push_back(s);
   }
 
-  // A fold loop as per-thread partial folds, one shared array and one
-  // block_reduce per var, then the var combined with the block's result.
-  void fold_loop(const For& f, const std::vector<std::pair<std::string, BinaryOp>>& folds, Block& out) {
-    std::map<std::string, std::string> partial_of;
-    std::vector<std::string> parts;
+  // A partial fold each thread keeps, and the shared array it leaves it in.
+  struct Partial {
+    std::string name, part;
+    BinaryOp op;
+    DType dtype;
+  };
+
+  // The loop shared out over the block's threads, each folding its
+  // iterations of `body` (which assigns the partials) into its partials,
+  // then one block_reduce per partial: the names of the totals.
+  std::vector<std::string> block_fold(const For& f, Block body, const std::vector<Partial>& partials, Block& out) {
     Block thread_body;
-    for (const auto& [var, op] : folds) {
-      DType t = type_of(f, var);
-      parts.push_back(fresh(var + "%part"));
-      partial_of[var] = fresh(var + "%p");
-      out.push_back(make_allocate(parts.back(), Type::tensor(t, {i64(threads_)}), MemorySpace::Shared, f.span));
-      thread_body.push_back(make_decl(partial_of[var], Type::scalar(t), identity_of(op, t), f.span));
+    for (const Partial& p : partials) {
+      out.push_back(make_allocate(p.part, Type::tensor(p.dtype, {i64(threads_)}), MemorySpace::Shared, f.span));
+      thread_body.push_back(make_decl(p.name, Type::scalar(p.dtype), fold_identity(p.op, p.dtype), f.span));
     }
-    Stmt loop = thread_loop(f, Rename(partial_of).mutate(f.body));
-    auto tl = loop.as<For>();
-    thread_body.push_back(tl->body[0]);
-    Expr tv = Var::make(tl->var, Type::scalar(DType::I64));
-    for (size_t n = 0; n < folds.size(); ++n) {
-      DType t = type_of(f, folds[n].first);
-      thread_body.push_back(make_store(parts[n], {AxisSel::at(tv)}, Var::make(partial_of[folds[n].first], Type::scalar(t)), f.span));
-    }
-    emit(out, make_for(tl->var, tl->lo, tl->hi, tl->step, std::move(thread_body), LoopKind::GpuThread, 0, f.span));
-    for (size_t n = 0; n < folds.size(); ++n) {
-      const auto& [var, op] = folds[n];
-      DType t = type_of(f, var);
-      std::string total = fresh(var + "%all");
-      out.push_back(make_block_reduce(total, reduce_op_of(op), parts[n], i64(threads_), f.span));
-      out.push_back(make_assign(var, Binary::make(op, Var::make(var, Type::scalar(t)), Var::make(total, Type::scalar(t))), f.span));
+    std::string t = fresh(f.var + "%t");
+    Stmt loop = strided_thread_loop(f, std::move(body), t, threads_, i64(0), i64(threads_));
+    thread_body.push_back(loop.as<For>()->body[0]);
+    for (const Partial& p : partials)
+      thread_body.push_back(make_store(p.part, {AxisSel::at(Var::make(t, Type::scalar(DType::I64)))}, Var::make(p.name, Type::scalar(p.dtype)), f.span));
+    emit(out, make_for(t, i64(0), i64(threads_), i64(1), std::move(thread_body), LoopKind::GpuThread, 0, f.span));
+    std::vector<std::string> totals;
+    for (const Partial& p : partials) {
+      totals.push_back(fresh(p.name + "%all"));
+      out.push_back(make_block_reduce(totals.back(), reduce_op_of(p.op), p.part, i64(threads_), f.span));
     }
     // The block reduction's barriers order every access made before it.
     out_written_ = out_read_ = false;
+    return totals;
+  }
+
+  // A fold loop: each var folded through a partial, then combined with the
+  // block's total.
+  void fold_loop(const For& f, const std::vector<std::pair<std::string, BinaryOp>>& folds, Block& out) {
+    std::map<std::string, std::string> partial_of;
+    std::vector<Partial> partials;
+    for (const auto& [var, op] : folds) {
+      partial_of[var] = fresh(var + "%p");
+      partials.push_back({partial_of[var], fresh(var + "%part"), op, type_of(f, var)});
+    }
+    std::vector<std::string> totals = block_fold(f, Rename(partial_of).mutate(f.body), partials, out);
+    for (size_t n = 0; n < folds.size(); ++n) {
+      const auto& [var, op] = folds[n];
+      Type t = Type::scalar(partials[n].dtype);
+      out.push_back(make_assign(var, Binary::make(op, Var::make(var, t), Var::make(totals[n], t)), f.span));
+    }
+  }
+
+  // A reduce kernel's loop yielding to one output element: its values
+  // folded through a partial in the accumulator's dtype, the block's total
+  // yielded once.
+  bool yield_loop(const For& f, Block& out) {
+    std::optional<std::vector<Expr>> target = single_yield_target(f);
+    if (!target || !only_yields(f)) return false;
+    BinaryOp op = binary_op_of(k_.reduce_op);
+    DType acc = reduce_accumulator_dtype(k_.reduce_op, k_.output().type.dtype);
+    Partial p{fresh("yield%p"), fresh("yield%part"), op, acc};
+    std::string total = block_fold(f, yields_into(f.body, p.name, op, acc), {p}, out)[0];
+    Stmt yield = make_yield(Var::make(total, Type::scalar(acc)), Expr(), *target, f.span);
+    out.push_back(make_for(fresh("once%t"), i64(0), i64(1), i64(1), {yield}, LoopKind::GpuThread, 0, f.span));
+    return true;
   }
 
   // The dtype of a var a loop folds (from its first assignment).
@@ -426,23 +431,6 @@ class RowScheduler {
     return find.t.value_or(DType::F32);
   }
 
-  // gpu_thread for t in 0..T: for v in lo + t*step..hi step T*step: body
-  Stmt thread_loop(const For& f, Block body) {
-    std::string t = fresh(f.var + "%t");
-    Expr tv = Var::make(t, Type::scalar(DType::I64));
-    Expr lo = simplify(Binary::make(BinaryOp::Add, f.lo, Binary::make(BinaryOp::Mul, tv, f.step)));
-    Expr step = simplify(Binary::make(BinaryOp::Mul, i64(threads_), f.step));
-    Stmt strided = make_for(f.var, lo, f.hi, step, std::move(body), LoopKind::Serial, 0, f.span);
-    return make_for(t, i64(0), i64(threads_), i64(1), {strided}, LoopKind::GpuThread, 0, f.span);
-  }
-
-  std::string fresh(const std::string& base) {
-    std::string name = base;
-    for (int n = 2; taken_.count(name); ++n) name = base + std::to_string(n);
-    taken_.insert(name);
-    return name;
-  }
-
   std::optional<Block> give_up(std::string why) {
     why_ = std::move(why);
     return std::nullopt;
@@ -450,7 +438,7 @@ class RowScheduler {
 
   const Kernel& k_;
   int threads_;
-  std::set<std::string> taken_;
+  FreshNames fresh;
   std::string why_;
   bool out_written_ = false, out_read_ = false;  // by some thread since the last barrier
 };

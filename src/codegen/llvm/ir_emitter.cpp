@@ -1080,20 +1080,50 @@ class Emitter {
     }
     DType at = acc_.type.dtype;
     llvm::Value* acc_ptr = element_ptr(acc_, offset);
-    llvm::Value* acc = from_memory(at, b_.CreateLoad(mem_type(at), acc_ptr));
     llvm::Value* x = convert(v, vt, at);
-    llvm::Value* r = nullptr;
-    switch (op) {
-      case ReduceOp::Sum: r = arith(BinaryOp::Add, at, acc, x, y.span); break;
-      case ReduceOp::Product: r = arith(BinaryOp::Mul, at, acc, x, y.span); break;
-      case ReduceOp::Min: r = arith(BinaryOp::Min, at, acc, x, y.span); break;
-      case ReduceOp::Max: r = arith(BinaryOp::Max, at, acc, x, y.span); break;
-      case ReduceOp::And: r = b_.CreateAnd(truthy(acc, at), truthy(x, at)); break;
-      case ReduceOp::Or: r = b_.CreateOr(truthy(acc, at), truthy(x, at)); break;
-      default: break;
-    }
-    if (op == ReduceOp::And || op == ReduceOp::Or) r = convert(r, DType::Bool, at);
-    b_.CreateStore(to_memory(at, r), acc_ptr);
+    auto combine = [&](llvm::Value* acc) {
+      llvm::Value* r = nullptr;
+      switch (op) {
+        case ReduceOp::Sum: r = arith(BinaryOp::Add, at, acc, x, y.span); break;
+        case ReduceOp::Product: r = arith(BinaryOp::Mul, at, acc, x, y.span); break;
+        case ReduceOp::Min: r = arith(BinaryOp::Min, at, acc, x, y.span); break;
+        case ReduceOp::Max: r = arith(BinaryOp::Max, at, acc, x, y.span); break;
+        case ReduceOp::And: r = b_.CreateAnd(truthy(acc, at), truthy(x, at)); break;
+        case ReduceOp::Or: r = b_.CreateOr(truthy(acc, at), truthy(x, at)); break;
+        default: break;
+      }
+      if (op == ReduceOp::And || op == ReduceOp::Or) r = convert(r, DType::Bool, at);
+      return r;
+    };
+    if (target_ == EmitTarget::Nvptx && gpu_block_depth_ > 0) return atomic_update(at, acc_ptr, combine);
+    llvm::Value* acc = from_memory(at, b_.CreateLoad(mem_type(at), acc_ptr));
+    b_.CreateStore(to_memory(at, combine(acc)), acc_ptr);
+  }
+
+  // *ptr = update(*ptr), atomically: blocks of a GPU schedule yield into one
+  // accumulator at once. A compare-and-swap of the value's bits, retried
+  // until no other thread changed them in between, so every op keeps the
+  // semantics of its non-atomic form (NaN-propagating min/max included).
+  template <class Update>
+  void atomic_update(DType t, llvm::Value* ptr, Update update) {
+    llvm::Type* mem = mem_type(t);
+    llvm::Type* bits = b_.getIntNTy(static_cast<unsigned>(mem->getPrimitiveSizeInBits()));
+    auto as_bits = [&](llvm::Value* v) { return v->getType() == bits ? v : b_.CreateBitCast(v, bits); };
+    auto from_bits = [&](llvm::Value* v) { return mem == bits ? v : b_.CreateBitCast(v, mem); };
+    llvm::Value* first = b_.CreateLoad(bits, ptr);
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* retry = llvm::BasicBlock::Create(ctx_, "atomic.retry", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "atomic.done", fn_);
+    b_.CreateBr(retry);
+    b_.SetInsertPoint(retry);
+    llvm::PHINode* seen = b_.CreatePHI(bits, 2, "seen");
+    seen->addIncoming(first, pre);
+    llvm::Value* next = as_bits(to_memory(t, update(from_memory(t, from_bits(seen)))));
+    llvm::Value* pair = b_.CreateAtomicCmpXchg(ptr, seen, next, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic,
+                                               llvm::AtomicOrdering::Monotonic);
+    seen->addIncoming(b_.CreateExtractValue(pair, 0), b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateExtractValue(pair, 1), done, retry);
+    b_.SetInsertPoint(done);
   }
 
   llvm::Value* truthy(llvm::Value* v, DType t) {

@@ -24,8 +24,7 @@ std::optional<DType> yielded_dtype(const cir::Block& b) {
 ReduceBuffers reduce_buffers(const cir::Kernel& k) {
   ReduceBuffers r;
   DType out = k.output().type.dtype;
-  bool float_sum = is_float(out) && (k.reduce_op == ReduceOp::Sum || k.reduce_op == ReduceOp::Product);
-  r.acc_dtype = float_sum ? DType::F64 : out;
+  r.acc_dtype = reduce_accumulator_dtype(k.reduce_op, out);
   r.arg = k.reduce_op == ReduceOp::ArgMax || k.reduce_op == ReduceOp::ArgMin;
   if (r.arg) {
     r.acc_dtype = DType::I64;

@@ -4,6 +4,7 @@
 #include "cir/pass_manager.hpp"
 #include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
+#include "cir/passes/schedule_gpu_reduce.hpp"
 #include "cir/passes/schedule_gpu_rows.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
@@ -26,6 +27,23 @@ std::optional<int64_t> longest_row(const cir::Kernel& k) {
     longest = std::max(longest, (hi->value - lo->value + step->value - 1) / step->value);
   }
   return longest;
+}
+
+constexpr int64_t kGridReduceBlocks = 1024;
+
+// The iterations of a loop nest that is the whole body, when every bound is
+// constant.
+std::optional<int64_t> loop_trips(const cir::Kernel& k) {
+  int64_t trips = 1;
+  const cir::Block* body = &k.body;
+  while (body->size() == 1 && (*body)[0].as<cir::For>()) {
+    auto f = (*body)[0].as<cir::For>();
+    auto lo = f->lo.as<cir::IntImm>(), hi = f->hi.as<cir::IntImm>(), step = f->step.as<cir::IntImm>();
+    if (!lo || !hi || !step || step->value <= 0) return std::nullopt;
+    trips *= std::max<int64_t>(0, (hi->value - lo->value + step->value - 1) / step->value);
+    body = &f->body;
+  }
+  return trips;
 }
 
 // Threads for a block per row: a warp at least, else the row's length
@@ -63,9 +81,22 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
                       row_block = threads;
                       return *rows;
                     }});
+  // A whole-tensor reduction over the grid: enough blocks for 8 iterations
+  // per thread, at most kGridReduceBlocks.
+  bool grid = false;
+  passes.push_back({"schedule_gpu_reduce", [&](const cir::Kernel& k) {
+                      if (row_block) return k;
+                      std::optional<int64_t> trips = loop_trips(k);
+                      int64_t per_block = int64_t{kGpuBlockThreads} * 8;
+                      int64_t blocks = trips ? std::clamp<int64_t>((*trips + per_block - 1) / per_block, 1, kGridReduceBlocks) : kGridReduceBlocks;
+                      std::optional<cir::Kernel> r = cir::schedule_gpu_reduce(k, blocks, kGpuBlockThreads);
+                      if (!r || unsupported_reason(*r, EmitTarget::Nvptx)) return k;
+                      grid = true;
+                      return *r;
+                    }});
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
   auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
-  plan.schedule = row_block ? "rows" : outer && outer->loop_kind == cir::LoopKind::Parallel ? "threads" : "single";
+  plan.schedule = row_block ? "rows" : grid ? "grid reduction" : outer && outer->loop_kind == cir::LoopKind::Parallel ? "threads" : "single";
   if (row_block) plan.block_threads = row_block;
   if (auto why = unsupported_reason(k, EmitTarget::Nvptx)) {
     plan.why_not = *why;

@@ -1,8 +1,10 @@
 // The CIR passes that make a kernel what the NVPTX backend compiles: tile
 // values rewritten to loops (once every size is known), the nest of
 // parallel loops collapsed into one, then a schedule: one block per row
-// where rows are folded and written by inner loops (schedule_gpu_rows),
-// else the grid's threads share the parallel loop, one iteration each.
+// where rows are folded and written by inner loops (schedule_gpu_rows), the
+// whole grid for a reduce kernel folding everything into one element
+// (schedule_gpu_reduce), else the grid's threads share the parallel loop,
+// one iteration each.
 // Shared by the cuda device and `zyntax compile --backend nvptx`.
 #pragma once
 
@@ -18,7 +20,7 @@ struct GpuPlan {
   std::string why_not;                // and why
   bool writes_whole_output = false;   // the output needs no zero-filling
   int block_threads = 256;            // threads per block to launch with
-  std::string schedule;               // "rows", "threads" (a thread per iteration) or "single" (one thread)
+  std::string schedule;               // "rows", "grid reduction", "threads" (a thread per iteration) or "single" (one thread)
 };
 
 GpuPlan plan_gpu_kernel(const cir::Kernel& k);

@@ -1,0 +1,50 @@
+// What the GPU schedules share: the pieces a loop is rewritten with when
+// the threads of a block, or of the whole grid, take its iterations.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cir/ir.hpp"
+
+namespace zyntax::cir {
+
+// The names a loop declares: its variable, and its lets, vars, loops and
+// arrays at any depth.
+std::set<std::string> declared_in(const For& loop);
+
+// Names not yet used in a kernel: `base`, else `base2`, `base3`, ...
+class FreshNames {
+ public:
+  explicit FreshNames(const Kernel& k);
+  std::string operator()(const std::string& base);
+
+ private:
+  std::set<std::string> taken_;
+};
+
+// gpu_thread for t in 0..threads { for v in lo + (first + t) * step..hi step stride * step { body } }:
+// thread t of `threads` takes iterations first + t, first + t + stride, ...
+Stmt strided_thread_loop(const For& f, Block body, const std::string& thread_var, int64_t threads, const Expr& first, const Expr& stride);
+
+// The ops a fold may use (+ * min max), as reductions, and their identities.
+ReduceOp reduce_op_of(BinaryOp op);
+BinaryOp binary_op_of(ReduceOp op);
+Expr fold_identity(BinaryOp op, DType t);
+
+// The output element every yield of a reduce kernel's loop goes to, when
+// it is one (the same indices, reading nothing the loop declares) and the
+// yields carry no index (not an arg reduction).
+std::optional<std::vector<Expr>> single_yield_target(const For& loop);
+
+// Whether a reduce kernel's loop does nothing but yield: no stores, no
+// statements of GPU schedules, assignments only to its own vars.
+bool only_yields(const For& loop);
+
+// The loop's body with every `yield v` made `partial = partial op v` (v
+// converted to the partial's dtype, as the accumulator converts it).
+Block yields_into(const Block& body, const std::string& partial, BinaryOp op, DType partial_dtype);
+
+}  // namespace zyntax::cir
