@@ -8,6 +8,7 @@
 
 #include "cir/passes/simplify.hpp"
 #include "cir/pass_manager.hpp"
+#include "cir/reads.hpp"
 #include "cir/substitute.hpp"
 #include "lower/output_shape.hpp"
 #include "lower/parallel_loops.hpp"
@@ -777,6 +778,22 @@ class Lowering {
                                     " loops around the yield, but there are " + std::to_string(loops_.size()))
               .note(annotations_.kind_span, "the axis is given here");
         return;
+      }
+      // A kept loop is an axis of the output, whose extent cannot change
+      // from one iteration of another loop to the next.
+      for (size_t i = 0; i < loops_.size(); ++i) {
+        if (i == axis) continue;
+        for (const Symbol* other : loops_) {
+          if (other == loops_[i] || !(cir::reads_any(loops_[i]->lo, {other->cir_name}) || cir::reads_any(loops_[i]->hi, {other->cir_name}) ||
+                                      cir::reads_any(loops_[i]->step, {other->cir_name})))
+            continue;
+          if (final_)
+            diags_->error(loops_[i]->decl, "the range of loop '" + loops_[i]->name + "' depends on loop '" + other->name +
+                                               "', but it is an axis of the reduction's output, which has one size")
+                .note(annotations_.kind_span, "the reduction keeps every loop but axis " + std::to_string(axis))
+                .with_hint("reduce over '" + loops_[i]->name + "' instead, or give it a fixed range and skip elements with an if");
+          return;
+        }
       }
       for (size_t i = 0; i < loops_.size(); ++i)
         if (i != axis) out_index.push_back(normalized_index(*loops_[i]));

@@ -3,6 +3,7 @@
 #include "cir/output_coverage.hpp"
 #include "cir/pass_manager.hpp"
 #include "cir/passes/collapse_parallel_loops.hpp"
+#include "cir/passes/hoist_kept_loops.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/schedule_gpu_reduce.hpp"
 #include "cir/passes/schedule_gpu_rows.hpp"
@@ -68,6 +69,7 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
     if (!cir::scalarize_tiles(kernel, &plan.why_not)) return plan;
     passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr); }});
   }
+  passes.push_back({"hoist_kept_loops", [](const cir::Kernel& k) { return cir::hoist_kept_loops(k); }});
   passes.push_back({"collapse_parallel_loops", [](const cir::Kernel& k) { return cir::collapse_parallel_loops(k); }});
   // A block per row where the schedule applies and rows are a warp or more
   // long (shorter ones run faster one per thread).
