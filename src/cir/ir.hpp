@@ -331,7 +331,10 @@ enum class MemorySpace : uint8_t { Shared, Local };
 // visible to all threads of a GPU block. Arrays start zero-filled, except
 // shared arrays inside a GPU block loop, whose contents start undefined (the
 // GPU schedules write them before reading; the reference executor fills them
-// with NaN so that a read before a write shows).
+// with NaN so that a read before a write shows). A local array in a GPU
+// block loop but outside its thread loops is thread-private: its first axis
+// is the block's threads, and each access is inside a thread loop whose
+// variable is its first index (each thread keeps its row, in registers).
 // `type.shape` may use values computed at run time (a tile whose size changes
 // from one iteration to the next); `capacity` then bounds its element count.
 struct Allocate : StmtNode {

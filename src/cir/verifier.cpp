@@ -99,12 +99,12 @@ class Verifier : public IRVisitor {
     if (thread && (gpu_thread_axes_ >> op->factor & 1)) report("GPU thread loop '" + op->var + "' stands in a thread loop of its axis");
     unsigned saved_block = gpu_block_axes_, saved_thread = gpu_thread_axes_;
     if (block) gpu_block_axes_ |= 1u << op->factor;
-    if (thread) gpu_thread_axes_ |= 1u << op->factor, ++in_gpu_thread_;
+    if (thread) gpu_thread_axes_ |= 1u << op->factor, ++in_gpu_thread_, thread_vars_.push_back(op->var);
     scopes_.emplace_back();
     declare(op->var, {SymbolKind::LoopVar, Type::scalar(op->hi.defined() ? op->hi->type.dtype : DType::I64)});
     check_block(op->body);
     pop_scope();
-    if (thread) --in_gpu_thread_;
+    if (thread) --in_gpu_thread_, thread_vars_.pop_back();
     gpu_block_axes_ = saved_block;
     gpu_thread_axes_ = saved_thread;
   }
@@ -166,6 +166,7 @@ class Verifier : public IRVisitor {
   }
 
   void visit(const Store* op) override {
+    check_thread_private(op->buffer, op->axes);
     const Symbol* s = writable_buffer(op->buffer);
     if (s) check_rank(op->buffer, *s, op->axes.size());
     check_axes(op->axes);
@@ -203,6 +204,19 @@ class Verifier : public IRVisitor {
   void visit(const Allocate* op) override {
     check_extents(op->type);
     declare(op->name, {SymbolKind::Allocate, op->type});
+    if (op->space == MemorySpace::Local && gpu_block_axes_ != 0 && in_gpu_thread_ == 0) {
+      if (op->type.rank() < 2) report("thread-private array '" + op->name + "' has no axis for the threads and one for each thread's elements");
+      thread_private_.insert(op->name);
+    }
+  }
+
+  // A thread-private array is read and written by a thread loop's iteration
+  // at its own row.
+  void check_thread_private(const std::string& name, const std::vector<AxisSel>& axes) {
+    if (!thread_private_.count(name)) return;
+    auto v = axes.empty() || axes[0].is_slice ? nullptr : axes[0].index.as<Var>();
+    if (thread_vars_.empty() || !v || v->name != thread_vars_.back())
+      report("thread-private array '" + name + "' is accessed other than by the innermost GPU thread loop's variable as its first index");
   }
 
   void visit(const Atomic* op) override {
@@ -328,6 +342,7 @@ class Verifier : public IRVisitor {
   }
 
   void visit(const Access* op) override {
+    check_thread_private(op->buffer, op->axes);
     if (const Symbol* s = readable_buffer(op->buffer)) check_rank(op->buffer, *s, op->axes.size());
     check_axes(op->axes);
     check_extents(op->type);
@@ -532,6 +547,8 @@ class Verifier : public IRVisitor {
   std::vector<std::string> problems_;
   unsigned gpu_block_axes_ = 0, gpu_thread_axes_ = 0;  // GPU loop axes around the current statement
   int in_gpu_thread_ = 0;
+  std::vector<std::string> thread_vars_;    // the GPU thread loops' variables around the statement, innermost last
+  std::set<std::string> thread_private_;    // local arrays of a GPU block, a row per thread
   std::set<std::string> reported_;
 };
 

@@ -480,7 +480,8 @@ class Emitter {
                               const std::string& name, bool write) {
     llvm::Value* offset = b_.getInt64(0);
     llvm::Value* ok = b_.getTrue();
-    for (size_t a = 0; a < axes.size(); ++a) {
+    // A thread-private array's first index is this thread (the verifier's rule).
+    for (size_t a = thread_private_.count(name) ? 1 : 0; a < axes.size(); ++a) {
       llvm::Value* extent = b_.CreateSExt(expr(buf.type.shape[a]), b_.getInt64Ty());
       llvm::Value* idx = b_.CreateSExt(expr(axes[a].index), b_.getInt64Ty());
       ok = b_.CreateAnd(ok, b_.CreateICmpULT(idx, extent));
@@ -559,6 +560,17 @@ class Emitter {
         if (target_ == EmitTarget::Nvptx && a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0) {
           // The block's own shared memory, undefined until written.
           buffers_[a->name] = {shared_array(mem_type(a->type.dtype), static_cast<uint64_t>(bytes) / dtype_size(a->type.dtype), a->name), a->type};
+          return;
+        }
+        if (target_ == EmitTarget::Nvptx && a->space == cir::MemorySpace::Local && gpu_block_depth_ > 0 && gpu_thread_depth_ == 0) {
+          // Thread-private: each thread keeps only its own row (the first
+          // axis is the thread), which the thread loops must not stride past.
+          int64_t threads = a->type.shape[0].as<cir::IntImm>()->value;
+          check(b_.CreateICmpUGE(gpu_coordinate(cir::GpuIndexKind::BlockDim, 0), b_.getInt64(threads)), a->span,
+                "the GPU block has fewer threads than the schedule's " + std::to_string(threads));
+          uint64_t row = static_cast<uint64_t>(bytes) / dtype_size(a->type.dtype) / static_cast<uint64_t>(threads);
+          buffers_[a->name] = {entry_alloca(llvm::ArrayType::get(mem_type(a->type.dtype), std::max<uint64_t>(row, 1)), a->name), a->type};
+          thread_private_.insert(a->name);
           return;
         }
         llvm::Value* mem = nullptr;
@@ -863,11 +875,16 @@ class Emitter {
     }
     std::vector<Site> sites = outer ? std::vector<Site>{} : provable_sites(f);
     gpu_block_depth_ += f.loop_kind == cir::LoopKind::GpuBlock;
+    gpu_thread_depth_ += f.loop_kind == cir::LoopKind::GpuThread;
     struct Leave {
-      int& depth;
-      bool block;
-      ~Leave() { depth -= block; }
-    } leave{gpu_block_depth_, f.loop_kind == cir::LoopKind::GpuBlock};
+      int& blocks;
+      int& threads;
+      const cir::For& f;
+      ~Leave() {
+        blocks -= f.loop_kind == cir::LoopKind::GpuBlock;
+        threads -= f.loop_kind == cir::LoopKind::GpuThread;
+      }
+    } leave{gpu_block_depth_, gpu_thread_depth_, f};
     if (sites.empty()) return emit_loop(f, lo, step, first, trips, stride);
 
     // Versioned: when every index is in bounds at the first and the last
@@ -910,8 +927,18 @@ class Emitter {
       k->addIncoming(next, b_.GetInsertBlock());
       llvm::BranchInst* latch = b_.CreateBr(header);
       if (f.loop_kind == cir::LoopKind::Vectorized && f.factor > 1 && target_ == EmitTarget::Cpu) latch->setMetadata(llvm::LLVMContext::MD_loop, vectorize_hint(f.factor));
+      if (f.loop_kind == cir::LoopKind::Unrolled) latch->setMetadata(llvm::LLVMContext::MD_loop, unroll_hint());
     }
     b_.SetInsertPoint(done);
+  }
+
+  // Loop metadata asking for the loop to be unrolled whole (a schedule's
+  // short loop over registers: unrolled, their indices become constants).
+  llvm::MDNode* unroll_hint() {
+    llvm::MDNode* full = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")});
+    llvm::MDNode* node = llvm::MDNode::getDistinct(ctx_, {nullptr, full});
+    node->replaceOperandWith(0, node);
+    return node;
   }
 
   // Loop metadata asking for vectors of `width` lanes and no interleaving: a
@@ -1616,6 +1643,8 @@ class Emitter {
   llvm::Value* global_thread_ = nullptr;  // GPU: this thread's index in the grid, and the grid's size
   llvm::Value* thread_count_ = nullptr;
   int gpu_block_depth_ = 0;                 // GPU block loops around the statement being emitted
+  int gpu_thread_depth_ = 0;                // and GPU thread loops
+  std::set<std::string> thread_private_;    // local arrays of a GPU block, one row per thread
   llvm::Value* status_ = nullptr;
   std::map<std::string, Buffer> buffers_;
   std::map<std::string, llvm::Value*> heap_arrays_;

@@ -4,7 +4,9 @@
 #include "cir/pass_manager.hpp"
 #include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/hoist_kept_loops.hpp"
+#include "cir/passes/product_form.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
+#include "cir/passes/schedule_gpu_matmul.hpp"
 #include "cir/passes/schedule_gpu_reduce.hpp"
 #include "cir/passes/schedule_gpu_rows.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
@@ -70,6 +72,16 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
     passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr); }});
   }
   passes.push_back({"hoist_kept_loops", [](const cir::Kernel& k) { return cir::hoist_kept_loops(k); }});
+  // Matrix products of at least a quarter tile through shared memory.
+  bool tiled = false;
+  passes.push_back({"schedule_gpu_matmul", [&](const cir::Kernel& k) {
+                      std::optional<cir::ProductForm> m = cir::match_product(k);
+                      if (!m || m->rows.size() * m->cols.size() < 1024 || m->depth.size() < 8) return k;
+                      std::optional<cir::Kernel> tiles = cir::schedule_gpu_matmul(k);
+                      if (!tiles || unsupported_reason(*tiles, EmitTarget::Nvptx)) return k;
+                      tiled = true;
+                      return *tiles;
+                    }});
   passes.push_back({"collapse_parallel_loops", [](const cir::Kernel& k) { return cir::collapse_parallel_loops(k); }});
   // A block per row where the schedule applies and rows are a warp or more
   // long (shorter ones run faster one per thread).
@@ -87,7 +99,7 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
   // per thread, at most kGridReduceBlocks.
   bool grid = false;
   passes.push_back({"schedule_gpu_reduce", [&](const cir::Kernel& k) {
-                      if (row_block) return k;
+                      if (row_block || tiled) return k;
                       std::optional<int64_t> trips = loop_trips(k);
                       int64_t per_block = int64_t{kGpuBlockThreads} * 8;
                       int64_t blocks = trips ? std::clamp<int64_t>((*trips + per_block - 1) / per_block, 1, kGridReduceBlocks) : kGridReduceBlocks;
@@ -98,8 +110,9 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
                     }});
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
   auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
-  plan.schedule = row_block ? "rows" : grid ? "grid reduction" : outer && outer->loop_kind == cir::LoopKind::Parallel ? "threads" : "single";
+  plan.schedule = tiled ? "tiled matmul" : row_block ? "rows" : grid ? "grid reduction" : outer && outer->loop_kind == cir::LoopKind::Parallel ? "threads" : "single";
   if (row_block) plan.block_threads = row_block;
+  if (tiled) plan.block_threads = cir::kGpuMatmulThreads;
   if (auto why = unsupported_reason(k, EmitTarget::Nvptx)) {
     plan.why_not = *why;
     return plan;

@@ -20,7 +20,7 @@ struct GpuPlan {
   std::string why_not;                // and why
   bool writes_whole_output = false;   // the output needs no zero-filling
   int block_threads = 256;            // threads per block to launch with
-  std::string schedule;               // "rows", "grid reduction", "threads" (a thread per iteration) or "single" (one thread)
+  std::string schedule;               // "tiled matmul", "rows", "grid reduction", "threads" (a thread per iteration) or "single" (one thread)
 };
 
 GpuPlan plan_gpu_kernel(const cir::Kernel& k);

@@ -1,0 +1,143 @@
+#include "cir/passes/schedule_gpu_matmul.hpp"
+
+#include "cir/passes/gpu_loops.hpp"
+#include "cir/passes/product_form.hpp"
+#include "cir/passes/simplify.hpp"
+#include "cir/verifier.hpp"
+
+namespace zyntax::cir {
+
+namespace {
+
+constexpr int64_t BM = 64, BN = 64, BK = 16, TM = 4, TN = 4, TY = BM / TM, TX = BN / TN;
+constexpr int64_t T = kGpuMatmulThreads;
+static_assert(TY * TX == T, "a thread per 4x4 block of the tile");
+
+Expr i(const std::string& name) { return Var::make(name, Type::scalar(DType::I64)); }
+Expr f32(double v) { return FloatImm::make(v, DType::F32); }
+Expr lt(Expr a, Expr b) { return Binary::make(BinaryOp::Lt, std::move(a), std::move(b)); }
+Expr both(Expr a, Expr b) { return Binary::make(BinaryOp::And, std::move(a), std::move(b)); }
+// a mod m for a >= 0, written so that linear forms see through it.
+Expr mod(const Expr& a, int64_t m) { return a - a / i64(m) * i64(m); }
+
+class Scheduler {
+ public:
+  Scheduler(const Kernel& k, const ProductForm& m) : k_(k), m_(m), fresh_(k) {}
+
+  Kernel run() {
+    int64_t M = m_.rows.size(), N = m_.cols.size(), K = m_.depth.size();
+    int64_t mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
+    std::string tile = fresh_("tile%mm"), bt = fresh_("bt%mm"), rt = fresh_("rt%mm"), ct = fresh_("ct%mm");
+    std::string xs = fresh_("xs%mm"), ys = fresh_("ys%mm"), acc = fresh_("acc%mm"), k0 = fresh_("k0%mm");
+    Block block = {make_let(bt, i(tile) / i64(mt * nt)), make_let(rt, i(tile) / i64(nt) - i(bt) * i64(mt)),
+                   make_let(ct, i(tile) - i(tile) / i64(nt) * i64(nt))};
+    // The batch loops' variables, from the batch element (the last fastest).
+    int64_t stride = m_.batch();
+    for (size_t d = 0; d < m_.rows_at; ++d) {
+      int64_t ext = m_.extent(*m_.loops[d]);
+      stride /= ext;
+      Expr q = i(bt) / i64(stride);
+      block.push_back(make_let(m_.loops[d]->var, q - q / i64(ext) * i64(ext)));
+    }
+    block.push_back(make_allocate(xs, Type::tensor(DType::F32, {i64(BK * BM)}), MemorySpace::Shared, span()));
+    block.push_back(make_allocate(ys, Type::tensor(DType::F32, {i64(BK * BN)}), MemorySpace::Shared, span()));
+    block.push_back(make_allocate(acc, Type::tensor(DType::F32, {i64(T), i64(TM * TN)}), MemorySpace::Local, span()));
+
+    // The accumulators start where the sum does.
+    block.push_back(per_element(rt, ct, M, N, [&](const std::string& t, const Expr& e, const Substitution& at) {
+      Expr init = m_.init.defined() ? substitute(m_.init, at) : f32(0.0);
+      return Block{make_store(acc, {AxisSel::at(i(t)), AxisSel::at(e)}, init, span())};
+    }));
+
+    Block step;
+    step.push_back(load(xs, m_.x, m_.rows, rt, BM, k0, K, /*depth_fastest=*/true));
+    step.push_back(load(ys, m_.y, m_.cols, ct, BN, k0, K, /*depth_fastest=*/false));
+    step.push_back(make_barrier());
+    step.push_back(products(xs, ys, acc, k0, K));
+    step.push_back(make_barrier());
+    block.push_back(make_for(k0, i64(0), i64(K), i64(BK), std::move(step), LoopKind::Serial, 0, span()));
+
+    // out[..] = f(sum) with the sum the accumulator.
+    block.push_back(per_element(rt, ct, M, N, [&](const std::string& t, const Expr& e, Substitution at) {
+      at[m_.sum->name] = make_access(acc, Type::tensor(DType::F32, {i64(T), i64(TM * TN)}), {AxisSel::at(i(t)), AxisSel::at(e)});
+      std::vector<AxisSel> axes;
+      for (const AxisSel& a : m_.store->axes) axes.push_back(AxisSel::at(simplify(substitute(a.index, at))));
+      return Block{make_store(m_.store->buffer, std::move(axes), substitute(m_.store->value, at), m_.store->span)};
+    }));
+
+    Kernel out = k_;
+    out.body = {make_for(tile, i64(0), i64(m_.batch() * mt * nt), i64(1), std::move(block), LoopKind::GpuBlock, 0, span())};
+    verify_or_throw(out, "schedule_gpu_matmul");
+    return out;
+  }
+
+ private:
+  Span span() const { return m_.store->span; }
+
+  // gpu_thread t: for e in 0..16: (row, col) of the thread's element e; if
+  // inside the output, `body` at that element's loop values.
+  template <class Body>
+  Stmt per_element(const std::string& rt, const std::string& ct, int64_t M, int64_t N, Body body) {
+    std::string t = fresh_("t%mm"), e = fresh_("e%mm"), row = fresh_("row%mm"), col = fresh_("col%mm");
+    Block inner = {make_let(row, i(rt) * i64(BM) + i(t) / i64(TX) + (i(e) / i64(TN)) * i64(TY)),
+                   make_let(col, i(ct) * i64(BN) + mod(i(t), TX) + mod(i(e), TN) * i64(TX))};
+    Substitution at = m_.rows.at(i(row));
+    for (auto& [name, value] : m_.cols.at(i(col))) at[name] = value;
+    inner.push_back(make_if(both(lt(i(row), i64(M)), lt(i(col), i64(N))), body(t, i(e), at)));
+    Stmt elements = make_for(e, i64(0), i64(TM * TN), i64(1), std::move(inner), LoopKind::Unrolled, TM * TN, span());
+    return make_for(t, i64(0), i64(T), i64(1), {elements}, LoopKind::GpuThread, 0, span());
+  }
+
+  // gpu_thread t: for n in t..16*64 step T: the factor at (side index s, depth k0 + d)
+  // into array[d * 64 + s], or 0 past the edges.
+  Stmt load(const std::string& array, const Expr& factor, const LoopGroup& side, const std::string& tile, int64_t width,
+            const std::string& k0, int64_t K, bool depth_fastest) {
+    std::string t = fresh_("t%mm"), n = fresh_("n%mm"), s = fresh_("s%mm"), d = fresh_("d%mm");
+    Block body = {make_let(s, depth_fastest ? i(n) / i64(BK) : mod(i(n), width)),
+                  make_let(d, depth_fastest ? mod(i(n), BK) : i(n) / i64(width))};
+    Expr index = i(tile) * i64(width) + i(s), depth = i(k0) + i(d);
+    Substitution at = side.at(index);
+    for (auto& [name, value] : m_.depth.at(depth)) at[name] = value;
+    std::vector<AxisSel> to = {AxisSel::at(i(d) * i64(width) + i(s))};
+    body.push_back(make_if(both(lt(index, i64(side.size())), lt(depth, i64(K))), {make_store(array, to, substitute(factor, at), span())},
+                           {make_store(array, to, f32(0.0), span())}));
+    Stmt loop = make_for(n, i(t), i64(BK * width), i64(T), std::move(body), LoopKind::Serial, 0, span());
+    return make_for(t, i64(0), i64(T), i64(1), {loop}, LoopKind::GpuThread, 0, span());
+  }
+
+  // gpu_thread t: for kk below min(16, K - k0): for a, b: acc[t, a*4 + b] += xs[..] * ys[..]
+  Stmt products(const std::string& xs, const std::string& ys, const std::string& acc, const std::string& k0, int64_t K) {
+    std::string t = fresh_("t%mm"), kk = fresh_("kk%mm"), a = fresh_("a%mm"), b = fresh_("b%mm");
+    Type xs_type = Type::tensor(DType::F32, {i64(BK * BM)}), ys_type = Type::tensor(DType::F32, {i64(BK * BN)});
+    Type acc_type = Type::tensor(DType::F32, {i64(T), i64(TM * TN)});
+    std::vector<AxisSel> cell = {AxisSel::at(i(t)), AxisSel::at(i(a) * i64(TN) + i(b))};
+    Expr x = make_access(xs, xs_type, {AxisSel::at(i(kk) * i64(BM) + i(t) / i64(TX) + i(a) * i64(TY))});
+    Expr y = make_access(ys, ys_type, {AxisSel::at(i(kk) * i64(BN) + mod(i(t), TX) + i(b) * i64(TX))});
+    Stmt update = make_store(acc, cell, Binary::make(BinaryOp::Add, make_access(acc, acc_type, cell), Binary::make(BinaryOp::Mul, x, y)), span());
+    Stmt over_b = make_for(b, i64(0), i64(TN), i64(1), {update}, LoopKind::Unrolled, TN, span());
+    Stmt over_a = make_for(a, i64(0), i64(TM), i64(1), {over_b}, LoopKind::Unrolled, TM, span());
+    Stmt over_k = make_for(kk, i64(0), min(i64(BK), i64(K) - i(k0)), i64(1), {over_a}, LoopKind::Serial, 0, span());
+    return make_for(t, i64(0), i64(T), i64(1), {over_k}, LoopKind::GpuThread, 0, span());
+  }
+
+  const Kernel& k_;
+  const ProductForm& m_;
+  FreshNames fresh_;
+};
+
+}  // namespace
+
+std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not) {
+  auto fail = [&](std::string why) -> std::optional<Kernel> {
+    if (why_not) *why_not = std::move(why);
+    return std::nullopt;
+  };
+  std::optional<ProductForm> m = match_product(k);
+  if (!m) return fail("not a matrix product");
+  if (m->guard.defined()) return fail("a product with a guard (a padded convolution)");
+  if (m->sum->type.dtype != DType::F32 || m->x->type.dtype != DType::F32 || m->y->type.dtype != DType::F32)
+    return fail("a product not in f32");
+  return Scheduler(k, *m).run();
+}
+
+}  // namespace zyntax::cir
