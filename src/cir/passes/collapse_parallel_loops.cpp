@@ -21,14 +21,14 @@ Expr trip_count(const For& f) {
   return simplify(Binary::make(BinaryOp::Max, span, i64(0)));
 }
 
-// The loop with its nest collapsed, or itself.
-Stmt collapse(const Stmt& s) {
+}  // namespace
+
+Stmt merge_loop_nest(const Stmt& s, LoopKind kind) {
   auto f = s.as<For>();
-  if (!f || f->loop_kind != LoopKind::Parallel || f->body.size() != 1 || !positive_constant(f->step)) return s;
-  Stmt inner_stmt = collapse(f->body[0]);
+  if (!f || f->loop_kind != kind || f->body.size() != 1 || !positive_constant(f->step)) return s;
+  Stmt inner_stmt = merge_loop_nest(f->body[0], kind);
   auto inner = inner_stmt.as<For>();
-  if (!inner || inner->loop_kind != LoopKind::Parallel || !positive_constant(inner->step) ||
-      reads_any(inner->lo, {f->var}) || reads_any(inner->hi, {f->var}))
+  if (!inner || inner->loop_kind != kind || !positive_constant(inner->step) || reads_any(inner->lo, {f->var}) || reads_any(inner->hi, {f->var}))
     return s;
   Expr n = trip_count(*inner);
   std::string t = f->var + "%" + inner->var;
@@ -41,14 +41,12 @@ Stmt collapse(const Stmt& s) {
   body.push_back(make_let(inner->var, at(*inner, Binary::make(BinaryOp::Mod, tv, n)), inner->span));
   body.insert(body.end(), inner->body.begin(), inner->body.end());
   Expr total = simplify(Binary::make(BinaryOp::Mul, trip_count(*f), n));
-  return make_for(t, i64(0), total, i64(1), std::move(body), LoopKind::Parallel, 0, f->span);
+  return make_for(t, i64(0), total, i64(1), std::move(body), kind, 0, f->span);
 }
-
-}  // namespace
 
 Kernel collapse_parallel_loops(const Kernel& k) {
   Kernel out = k;
-  for (Stmt& s : out.body) s = collapse(s);
+  for (Stmt& s : out.body) s = merge_loop_nest(s, LoopKind::Parallel);
   verify_or_throw(out, "collapse_parallel_loops");
   return out;
 }

@@ -20,4 +20,8 @@ namespace zyntax::cir {
 
 Kernel collapse_parallel_loops(const Kernel& k);
 
+// The nest of loops of kind `kind` that `s` heads, merged so (any kind: a
+// serial nest keeps its order of iterations); `s` itself when it heads none.
+Stmt merge_loop_nest(const Stmt& s, LoopKind kind);
+
 }  // namespace zyntax::cir

@@ -1,47 +1,11 @@
 #include "cir/passes/schedule_gpu_reduce.hpp"
 
 #include "cir/affine.hpp"
+#include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/gpu_loops.hpp"
-#include "cir/passes/simplify.hpp"
-#include "cir/reads.hpp"
 #include "cir/verifier.hpp"
 
 namespace zyntax::cir {
-
-namespace {
-
-bool positive_constant(const Expr& e) {
-  auto c = e.as<IntImm>();
-  return c && c->value > 0;
-}
-
-Expr trip_count(const For& f) {
-  Expr span = Binary::make(BinaryOp::Sub, f.hi, f.lo);
-  span = Binary::make(BinaryOp::Div, Binary::make(BinaryOp::Add, span, Binary::make(BinaryOp::Sub, f.step, i64(1))), f.step);
-  return simplify(Binary::make(BinaryOp::Max, span, i64(0)));
-}
-
-// for i in a..b: for j in c..d: body  →  for i%j in 0..trips(i)*trips(j): let i, j from i%j; body,
-// while the inner loop is the whole body, its bounds do not read the outer
-// variable, and both steps are positive constants.
-For merge_nest(const For& f, FreshNames& fresh) {
-  if (f.body.size() != 1 || !positive_constant(f.step)) return f;
-  auto inner_stmt = f.body[0].as<For>();
-  if (!inner_stmt || !positive_constant(inner_stmt->step) || reads_any(inner_stmt->lo, {f.var}) || reads_any(inner_stmt->hi, {f.var}))
-    return f;
-  For inner = merge_nest(*inner_stmt, fresh);
-  Expr n = trip_count(inner);
-  std::string var = fresh(f.var + "%" + inner.var);
-  Expr v = Var::make(var, Type::scalar(DType::I64));
-  auto at = [](const For& loop, Expr k) { return simplify(Binary::make(BinaryOp::Add, loop.lo, Binary::make(BinaryOp::Mul, k, loop.step))); };
-  Block body = {make_let(f.var, at(f, Binary::make(BinaryOp::Div, v, n)), f.span),
-                make_let(inner.var, at(inner, Binary::make(BinaryOp::Mod, v, n)), inner.span)};
-  body.insert(body.end(), inner.body.begin(), inner.body.end());
-  Expr total = simplify(Binary::make(BinaryOp::Mul, trip_count(f), n));
-  return For(var, i64(0), total, i64(1), LoopKind::Serial, 0, std::move(body), f.span);
-}
-
-}  // namespace
 
 std::optional<Kernel> schedule_gpu_reduce(const Kernel& k, int64_t blocks, int threads, std::string* why_not) {
   auto fail = [&](std::string why) -> std::optional<Kernel> {
@@ -54,7 +18,8 @@ std::optional<Kernel> schedule_gpu_reduce(const Kernel& k, int64_t blocks, int t
   auto loop = k.body.size() == 1 ? k.body[0].as<For>() : nullptr;
   if (!loop || loop->loop_kind != LoopKind::Serial) return fail("the kernel is not one serial loop");
   FreshNames fresh(k);
-  For f = merge_nest(*loop, fresh);
+  Stmt merged = merge_loop_nest(k.body[0], LoopKind::Serial);
+  const For& f = *merged.as<For>();
   std::optional<std::vector<Expr>> target = single_yield_target(f);
   if (!target) return fail("the loop does not yield to one output element");
   if (!only_yields(f)) return fail("the loop does more than yield");

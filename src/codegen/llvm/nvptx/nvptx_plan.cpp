@@ -16,6 +16,13 @@ namespace zyntax::codegen {
 
 namespace {
 
+// How many times a loop runs, when its bounds are constants.
+std::optional<int64_t> constant_trips(const cir::For& f) {
+  auto lo = f.lo.as<cir::IntImm>(), hi = f.hi.as<cir::IntImm>(), step = f.step.as<cir::IntImm>();
+  if (!lo || !hi || !step || step->value <= 0) return std::nullopt;
+  return hi->value > lo->value ? (hi->value - lo->value + step->value - 1) / step->value : 0;
+}
+
 // The longest inner loop of the parallel loop's body when every one has a
 // constant trip count; nothing when some length is known only at run time.
 std::optional<int64_t> longest_row(const cir::Kernel& k) {
@@ -25,9 +32,9 @@ std::optional<int64_t> longest_row(const cir::Kernel& k) {
   for (const cir::Stmt& s : outer->body) {
     auto f = s.as<cir::For>();
     if (!f) continue;
-    auto lo = f->lo.as<cir::IntImm>(), hi = f->hi.as<cir::IntImm>(), step = f->step.as<cir::IntImm>();
-    if (!lo || !hi || !step || step->value <= 0) return std::nullopt;
-    longest = std::max(longest, (hi->value - lo->value + step->value - 1) / step->value);
+    std::optional<int64_t> trips = constant_trips(*f);
+    if (!trips) return std::nullopt;
+    longest = std::max(longest, *trips);
   }
   return longest;
 }
@@ -41,9 +48,9 @@ std::optional<int64_t> loop_trips(const cir::Kernel& k) {
   const cir::Block* body = &k.body;
   while (body->size() == 1 && (*body)[0].as<cir::For>()) {
     auto f = (*body)[0].as<cir::For>();
-    auto lo = f->lo.as<cir::IntImm>(), hi = f->hi.as<cir::IntImm>(), step = f->step.as<cir::IntImm>();
-    if (!lo || !hi || !step || step->value <= 0) return std::nullopt;
-    trips *= std::max<int64_t>(0, (hi->value - lo->value + step->value - 1) / step->value);
+    std::optional<int64_t> n = constant_trips(*f);
+    if (!n) return std::nullopt;
+    trips *= *n;
     body = &f->body;
   }
   return trips;
@@ -110,7 +117,8 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
                     }});
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
   auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
-  plan.schedule = tiled ? "tiled matmul" : row_block ? "rows" : grid ? "grid reduction" : outer && outer->loop_kind == cir::LoopKind::Parallel ? "threads" : "single";
+  bool threads = outer && outer->loop_kind == cir::LoopKind::Parallel;
+  plan.schedule = tiled ? "tiled matmul" : row_block ? "rows" : grid ? "grid reduction" : threads ? "threads" : "single";
   if (row_block) plan.block_threads = row_block;
   if (tiled) plan.block_threads = cir::kGpuMatmulThreads;
   if (auto why = unsupported_reason(k, EmitTarget::Nvptx)) {
@@ -124,10 +132,8 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
 unsigned gpu_launch_blocks(const GpuPlan& plan, int64_t most) {
   int64_t blocks = 1;
   const cir::For* f = plan.kernel && plan.kernel->body.size() == 1 ? plan.kernel->body[0].as<cir::For>() : nullptr;
-  auto lo = f ? f->lo.as<cir::IntImm>() : nullptr, hi = f ? f->hi.as<cir::IntImm>() : nullptr, step = f ? f->step.as<cir::IntImm>() : nullptr;
-  if (lo && hi && step && step->value > 0) {
-    int64_t trips = hi->value > lo->value ? (hi->value - lo->value + step->value - 1) / step->value : 0;
-    blocks = f->loop_kind == cir::LoopKind::GpuBlock ? trips : (trips + plan.block_threads - 1) / plan.block_threads;
+  if (std::optional<int64_t> trips = f ? constant_trips(*f) : std::nullopt) {
+    blocks = f->loop_kind == cir::LoopKind::GpuBlock ? *trips : (*trips + plan.block_threads - 1) / plan.block_threads;
   } else if (f && (f->loop_kind == cir::LoopKind::GpuBlock || f->loop_kind == cir::LoopKind::Parallel)) {
     blocks = most;  // sizes known only at run time: a full grid, the loops stride over the rest
   }
