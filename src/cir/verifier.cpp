@@ -116,7 +116,7 @@ class Verifier : public IRVisitor {
   void visit(const BlockReduce* op) override {
     if (gpu_block_axes_ == 0) report("block_reduce '" + op->name + "' is not inside a GPU block loop");
     if (in_gpu_thread_ > 0) report("block_reduce '" + op->name + "' inside a GPU thread loop: the block's threads cannot all reach it");
-    if (op->op != ReduceOp::Sum && op->op != ReduceOp::Product && op->op != ReduceOp::Min && op->op != ReduceOp::Max)
+    if (!reduce_binary_op(op->op))
       report(std::string("block_reduce '") + op->name + "' folds with " + reduce_op_name(op->op) + "; only +, *, min and max");
     const Symbol* s = lookup(op->array);
     if (!s || s->kind != SymbolKind::Allocate || s->type.rank() != 1)

@@ -18,8 +18,6 @@ namespace {
 
 using cir::Expr;
 
-// Running state of one launch: every local, loop variable, scalar parameter
-// and buffer has a numbered slot, scalars and tiles apart.
 [[noreturn]] void fail(Span span, const std::string& msg) { throw Error(span, msg); }
 
 // A GPU schedule runs its thread loops one after another; on a GPU their
@@ -50,6 +48,8 @@ struct GpuRaces {
   void barrier() { touched.clear(); }
 };
 
+// Running state of one launch: every local, loop variable, scalar parameter
+// and buffer has a numbered slot, scalars and tiles apart.
 struct Frame {
   std::vector<Scalar> scalars;
   std::vector<Tensor> tiles;

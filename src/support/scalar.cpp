@@ -423,12 +423,19 @@ Scalar reduce_identity(ReduceOp op, DType t) {
   return Scalar::from_int(0, t);
 }
 
-Scalar reduce_combine(ReduceOp op, const Scalar& acc, const Scalar& v) {
+std::optional<BinaryOp> reduce_binary_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return eval_binary(BinaryOp::Add, acc, v);
-    case ReduceOp::Product: return eval_binary(BinaryOp::Mul, acc, v);
-    case ReduceOp::Min: return eval_binary(BinaryOp::Min, acc, v);
-    case ReduceOp::Max: return eval_binary(BinaryOp::Max, acc, v);
+    case ReduceOp::Sum: return BinaryOp::Add;
+    case ReduceOp::Product: return BinaryOp::Mul;
+    case ReduceOp::Min: return BinaryOp::Min;
+    case ReduceOp::Max: return BinaryOp::Max;
+    default: return std::nullopt;
+  }
+}
+
+Scalar reduce_combine(ReduceOp op, const Scalar& acc, const Scalar& v) {
+  if (std::optional<BinaryOp> b = reduce_binary_op(op)) return eval_binary(*b, acc, v);
+  switch (op) {
     case ReduceOp::And: return Scalar::of_bool(acc.truthy() && v.truthy());
     case ReduceOp::Or: return Scalar::of_bool(acc.truthy() || v.truthy());
     default: return acc;

@@ -91,6 +91,9 @@ Scalar reduce_identity(ReduceOp op, DType t);
 // f64 (rounded once at the end), everything else in `t`.
 DType reduce_accumulator_dtype(ReduceOp op, DType t);
 Scalar reduce_combine(ReduceOp op, const Scalar& acc, const Scalar& v);
+// The binary operator a sum, product, min or max reduction folds with;
+// nothing for the logical and arg reductions.
+std::optional<BinaryOp> reduce_binary_op(ReduceOp op);
 bool arg_better(ReduceOp op, const Scalar& cur, const Scalar& v);
 
 }  // namespace zyntax

@@ -58,41 +58,54 @@ ReduceOp reduce_op_of(BinaryOp op) {
   }
 }
 
-BinaryOp binary_op_of(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::Sum: return BinaryOp::Add;
-    case ReduceOp::Product: return BinaryOp::Mul;
-    case ReduceOp::Min: return BinaryOp::Min;
-    default: return BinaryOp::Max;
-  }
-}
-
 Expr fold_identity(BinaryOp op, DType t) {
   Scalar s = reduce_identity(reduce_op_of(op), t);
   return is_float(t) ? FloatImm::make(s.f, t) : IntImm::make(is_signed_int(t) ? s.i : static_cast<int64_t>(s.u), t);
 }
 
-std::optional<std::vector<Expr>> single_yield_target(const For& loop) {
+BlockFold block_fold(const For& f, Block body, const std::vector<Partial>& partials, const std::vector<std::string>& totals,
+                     const std::string& thread_var, int64_t threads, const Expr& first, const Expr& stride) {
+  BlockFold out;
+  Block thread_body;
+  Expr t = Var::make(thread_var, Type::scalar(DType::I64));
+  for (const Partial& p : partials) {
+    out.arrays.push_back(make_allocate(p.part, Type::tensor(p.dtype, {i64(threads)}), MemorySpace::Shared, f.span));
+    thread_body.push_back(make_decl(p.name, Type::scalar(p.dtype), fold_identity(p.op, p.dtype), f.span));
+  }
+  thread_body.push_back(strided_thread_loop(f, std::move(body), thread_var, threads, first, stride).as<For>()->body[0]);
+  for (const Partial& p : partials) thread_body.push_back(make_store(p.part, {AxisSel::at(t)}, Var::make(p.name, Type::scalar(p.dtype)), f.span));
+  out.threads = make_for(thread_var, i64(0), i64(threads), i64(1), std::move(thread_body), LoopKind::GpuThread, 0, f.span);
+  for (size_t n = 0; n < partials.size(); ++n)
+    out.reductions.push_back(make_block_reduce(totals[n], reduce_op_of(partials[n].op), partials[n].part, i64(threads), f.span));
+  return out;
+}
+
+std::vector<const Yield*> yields_in(const Block& b) {
   struct Yields : IRVisitor {
     std::vector<const Yield*> found;
     using IRVisitor::visit;
     void visit(const Yield* op) override { found.push_back(op); }
   } y;
-  y.include(loop.body);
-  if (y.found.empty()) return std::nullopt;
+  y.include(b);
+  return y.found;
+}
+
+std::optional<std::vector<Expr>> single_yield_target(const For& loop) {
+  std::vector<const Yield*> yields = yields_in(loop.body);
+  if (yields.empty()) return std::nullopt;
   std::set<std::string> inside = declared_in(loop);
   std::string first;
-  for (const Yield* op : y.found) {
+  for (const Yield* op : yields) {
     if (op->index.defined()) return std::nullopt;
     std::string text;
     for (const Expr& e : op->out_index) {
       if (reads_any(e, inside)) return std::nullopt;
       text += print(e) + ";";
     }
-    if (op != y.found[0] && text != first) return std::nullopt;
+    if (op != yields[0] && text != first) return std::nullopt;
     first = text;
   }
-  return y.found[0]->out_index;
+  return yields[0]->out_index;
 }
 
 bool only_yields(const For& loop) {

@@ -29,10 +29,33 @@ class FreshNames {
 // thread t of `threads` takes iterations first + t, first + t + stride, ...
 Stmt strided_thread_loop(const For& f, Block body, const std::string& thread_var, int64_t threads, const Expr& first, const Expr& stride);
 
-// The ops a fold may use (+ * min max), as reductions, and their identities.
+// The ops a fold may use (+ * min max), as reductions (the inverse of
+// reduce_binary_op), and their identities.
 ReduceOp reduce_op_of(BinaryOp op);
-BinaryOp binary_op_of(ReduceOp op);
 Expr fold_identity(BinaryOp op, DType t);
+
+// A value each thread folds its iterations into, and the shared array
+// (one element per thread) it leaves the value in.
+struct Partial {
+  std::string name, part;
+  BinaryOp op;
+  DType dtype;
+};
+
+// A loop as a block's fold: the shared arrays, the thread loop (thread t
+// starts its partials at their identities, runs its iterations of `body`,
+// which assigns them, as in strided_thread_loop, and leaves them in
+// part[t]) and one block_reduce per partial, binding `totals`.
+struct BlockFold {
+  Block arrays;
+  Stmt threads;
+  Block reductions;
+};
+BlockFold block_fold(const For& f, Block body, const std::vector<Partial>& partials, const std::vector<std::string>& totals,
+                     const std::string& thread_var, int64_t threads, const Expr& first, const Expr& stride);
+
+// The yields in a block, at any depth.
+std::vector<const Yield*> yields_in(const Block& b);
 
 // The output element every yield of a reduce kernel's loop goes to, when
 // it is one (the same indices, reading nothing the loop declares) and the

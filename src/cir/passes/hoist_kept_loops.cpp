@@ -5,7 +5,6 @@
 #include "cir/passes/gpu_loops.hpp"
 #include "cir/reads.hpp"
 #include "cir/verifier.hpp"
-#include "cir/visitor.hpp"
 
 namespace zyntax::cir {
 
@@ -23,20 +22,15 @@ Kernel hoist_kept_loops(const Kernel& k) {
   if (!only_yields(*nest[0])) return k;
 
   // Every yield's indices: the same kept loop variables.
-  struct Yields : IRVisitor {
-    std::vector<const Yield*> found;
-    using IRVisitor::visit;
-    void visit(const Yield* op) override { found.push_back(op); }
-  } yields;
-  yields.include(inner);
-  if (yields.found.empty()) return k;
+  std::vector<const Yield*> yields = yields_in(inner);
+  if (yields.empty()) return k;
   std::vector<std::string> kept;
-  for (const Expr& e : yields.found[0]->out_index) {
+  for (const Expr& e : yields[0]->out_index) {
     auto v = e.as<Var>();
     if (!v || !vars.count(v->name)) return k;
     kept.push_back(v->name);
   }
-  for (const Yield* y : yields.found) {
+  for (const Yield* y : yields) {
     if (y->out_index.size() != kept.size()) return k;
     for (size_t a = 0; a < kept.size(); ++a)
       if (!y->out_index[a].as<Var>() || y->out_index[a].as<Var>()->name != kept[a]) return k;

@@ -13,7 +13,8 @@ std::optional<Kernel> schedule_gpu_reduce(const Kernel& k, int64_t blocks, int t
     return std::nullopt;
   };
   if (k.kind != KernelKind::Reduce) return fail("not a reduce kernel");
-  if (k.reduce_op != ReduceOp::Sum && k.reduce_op != ReduceOp::Product && k.reduce_op != ReduceOp::Min && k.reduce_op != ReduceOp::Max)
+  std::optional<BinaryOp> op = reduce_binary_op(k.reduce_op);
+  if (!op)
     return fail(std::string("a reduce(") + reduce_op_name(k.reduce_op) + ") kernel: block reductions fold with + * min max");
   auto loop = k.body.size() == 1 ? k.body[0].as<For>() : nullptr;
   if (!loop || loop->loop_kind != LoopKind::Serial) return fail("the kernel is not one serial loop");
@@ -25,20 +26,19 @@ std::optional<Kernel> schedule_gpu_reduce(const Kernel& k, int64_t blocks, int t
   if (!only_yields(f)) return fail("the loop does more than yield");
   if (!is_i64_scalar(f.lo) || !is_i64_scalar(f.hi) || !is_i64_scalar(f.step)) return fail("the loop's bounds are not i64");
 
-  BinaryOp op = binary_op_of(k.reduce_op);
   DType acc = reduce_accumulator_dtype(k.reduce_op, k.output().type.dtype);
-  std::string block = fresh("block%b"), t = fresh(f.var + "%t"), partial = fresh("yield%p"), part = fresh("yield%part");
-  std::string total = fresh(partial + "%all");
+  std::string block = fresh("block%b");
+  Partial partial{fresh("yield%p"), fresh("yield%part"), *op, acc};
+  std::string total = fresh(partial.name + "%all");
   Expr first = Binary::make(BinaryOp::Mul, Var::make(block, Type::scalar(DType::I64)), i64(threads));
-  Stmt thread_loop = strided_thread_loop(f, yields_into(f.body, partial, op, acc), t, threads, first, i64(blocks * threads));
-  Block thread_body = {make_decl(partial, Type::scalar(acc), fold_identity(op, acc), f.span), thread_loop.as<For>()->body[0],
-                       make_store(part, {AxisSel::at(Var::make(t, Type::scalar(DType::I64)))}, Var::make(partial, Type::scalar(acc)), f.span)};
+  BlockFold fold = block_fold(f, yields_into(f.body, partial.name, *op, acc), {partial}, {total}, fresh(f.var + "%t"), threads, first,
+                              i64(blocks * threads));
+  Block body = fold.arrays;
+  body.push_back(fold.threads);
+  body.insert(body.end(), fold.reductions.begin(), fold.reductions.end());
   Stmt yield = make_yield(Var::make(total, Type::scalar(acc)), Expr(), *target, f.span);
-  Block body = {make_allocate(part, Type::tensor(acc, {i64(threads)}), MemorySpace::Shared, f.span),
-                make_for(t, i64(0), i64(threads), i64(1), std::move(thread_body), LoopKind::GpuThread, 0, f.span),
-                make_block_reduce(total, k.reduce_op, part, i64(threads), f.span),
-                make_for(fresh("once%t"), i64(0), i64(1), i64(1), {yield}, LoopKind::GpuThread, 0, f.span),
-                make_barrier(FenceScope::Block, f.span)};
+  body.push_back(make_for(fresh("once%t"), i64(0), i64(1), i64(1), {yield}, LoopKind::GpuThread, 0, f.span));
+  body.push_back(make_barrier(FenceScope::Block, f.span));
   Kernel out = k;
   out.body = {make_for(block, i64(0), i64(blocks), i64(1), std::move(body), LoopKind::GpuBlock, 0, f.span)};
   verify_or_throw(out, "schedule_gpu_reduce");

@@ -163,7 +163,7 @@ class Contiguous : public LoopCheck {
 // steps, read nowhere else, names of its own assigned freely).
 class FoldCheck : public InnerLoopCheck {
  public:
-  FoldCheck(const For& loop, const std::set<std::string>& row_vars) : InnerLoopCheck(loop), row_vars_(row_vars) {}
+  FoldCheck(const For& loop, const std::map<std::string, DType>& row_vars) : InnerLoopCheck(loop), row_vars_(row_vars) {}
 
   // The folded vars and their ops, in order of first fold; empty if the
   // loop is not a fold.
@@ -214,7 +214,7 @@ class FoldCheck : public InnerLoopCheck {
   void visit(const Store*) override { ok_ = false; }
 
  private:
-  const std::set<std::string>& row_vars_;
+  const std::map<std::string, DType>& row_vars_;
   std::vector<std::pair<std::string, BinaryOp>> folds_;
   std::set<std::string> accs_;
   std::vector<Expr> operands_, others_;
@@ -272,8 +272,7 @@ class RowScheduler {
       if (why_not) *why_not = std::move(why);
       return std::nullopt;
     };
-    if (k_.kind == KernelKind::Reduce && k_.reduce_op != ReduceOp::Sum && k_.reduce_op != ReduceOp::Product &&
-        k_.reduce_op != ReduceOp::Min && k_.reduce_op != ReduceOp::Max)
+    if (k_.kind == KernelKind::Reduce && !reduce_binary_op(k_.reduce_op))
       return fail(std::string("a reduce(") + reduce_op_name(k_.reduce_op) + ") kernel: block reductions fold with + * min max");
     auto outer = k_.body.size() == 1 ? k_.body[0].as<For>() : nullptr;
     if (!outer || outer->loop_kind != LoopKind::Parallel) return fail("the kernel is not one parallel loop");
@@ -288,13 +287,13 @@ class RowScheduler {
  private:
   std::optional<Block> row(const Block& body) {
     Block out;
-    std::set<std::string> row_vars;
+    std::map<std::string, DType> row_vars;  // the row's scalar vars
     bool shared = false;
     int loops = 0;
     for (const Stmt& s : body) {
       if (s->kind == StmtKind::Decl) {
         if (!s.as<Decl>()->type.is_scalar()) return give_up("a tile var in the row");
-        row_vars.insert(s.as<Decl>()->name);
+        row_vars[s.as<Decl>()->name] = s.as<Decl>()->type.dtype;
         emit(out, s);
         continue;
       }
@@ -306,7 +305,7 @@ class RowScheduler {
         }
         // Stores made once, by the block's first thread.
         std::set<std::string> assigned = writes(s);
-        for (const std::string& v : row_vars)
+        for (const auto& [v, dtype] : row_vars)
           if (assigned.count(v)) return give_up("a row statement that both stores and assigns a var");
         emit(out, make_for(fresh("once%t"), i64(0), i64(1), i64(1), {s}, LoopKind::GpuThread, 0, s->span));
         continue;
@@ -324,7 +323,7 @@ class RowScheduler {
       }
       std::vector<std::pair<std::string, BinaryOp>> folds = FoldCheck(f, row_vars).folds();
       if (!folds.empty()) {
-        fold_loop(f, folds, out);
+        fold_loop(f, folds, row_vars, out);
         shared = true;
         continue;
       }
@@ -352,33 +351,15 @@ class RowScheduler {
     out.push_back(s);
   }
 
-  // A partial fold each thread keeps, and the shared array it leaves it in.
-  struct Partial {
-    std::string name, part;
-    BinaryOp op;
-    DType dtype;
-  };
-
-  // The loop shared out over the block's threads, each folding its
-  // iterations of `body` (which assigns the partials) into its partials,
-  // then one block_reduce per partial: the names of the totals.
+  // The loop shared out over the block's threads (block_fold), its thread
+  // loop placed after any barrier the output's accesses need: the totals.
   std::vector<std::string> block_fold(const For& f, Block body, const std::vector<Partial>& partials, Block& out) {
-    Block thread_body;
-    for (const Partial& p : partials) {
-      out.push_back(make_allocate(p.part, Type::tensor(p.dtype, {i64(threads_)}), MemorySpace::Shared, f.span));
-      thread_body.push_back(make_decl(p.name, Type::scalar(p.dtype), fold_identity(p.op, p.dtype), f.span));
-    }
-    std::string t = fresh(f.var + "%t");
-    Stmt loop = strided_thread_loop(f, std::move(body), t, threads_, i64(0), i64(threads_));
-    thread_body.push_back(loop.as<For>()->body[0]);
-    for (const Partial& p : partials)
-      thread_body.push_back(make_store(p.part, {AxisSel::at(Var::make(t, Type::scalar(DType::I64)))}, Var::make(p.name, Type::scalar(p.dtype)), f.span));
-    emit(out, make_for(t, i64(0), i64(threads_), i64(1), std::move(thread_body), LoopKind::GpuThread, 0, f.span));
     std::vector<std::string> totals;
-    for (const Partial& p : partials) {
-      totals.push_back(fresh(p.name + "%all"));
-      out.push_back(make_block_reduce(totals.back(), reduce_op_of(p.op), p.part, i64(threads_), f.span));
-    }
+    for (const Partial& p : partials) totals.push_back(fresh(p.name + "%all"));
+    BlockFold fold = cir::block_fold(f, std::move(body), partials, totals, fresh(f.var + "%t"), threads_, i64(0), i64(threads_));
+    out.insert(out.end(), fold.arrays.begin(), fold.arrays.end());
+    emit(out, fold.threads);
+    out.insert(out.end(), fold.reductions.begin(), fold.reductions.end());
     // The block reduction's barriers order every access made before it.
     out_written_ = out_read_ = false;
     return totals;
@@ -386,12 +367,13 @@ class RowScheduler {
 
   // A fold loop: each var folded through a partial, then combined with the
   // block's total.
-  void fold_loop(const For& f, const std::vector<std::pair<std::string, BinaryOp>>& folds, Block& out) {
+  void fold_loop(const For& f, const std::vector<std::pair<std::string, BinaryOp>>& folds, const std::map<std::string, DType>& row_vars,
+                 Block& out) {
     std::map<std::string, std::string> partial_of;
     std::vector<Partial> partials;
     for (const auto& [var, op] : folds) {
       partial_of[var] = fresh(var + "%p");
-      partials.push_back({partial_of[var], fresh(var + "%part"), op, type_of(f, var)});
+      partials.push_back({partial_of[var], fresh(var + "%part"), op, row_vars.at(var)});
     }
     std::vector<std::string> totals = block_fold(f, Rename(partial_of).mutate(f.body), partials, out);
     for (size_t n = 0; n < folds.size(); ++n) {
@@ -407,28 +389,13 @@ class RowScheduler {
   bool yield_loop(const For& f, Block& out) {
     std::optional<std::vector<Expr>> target = single_yield_target(f);
     if (!target || !only_yields(f)) return false;
-    BinaryOp op = binary_op_of(k_.reduce_op);
+    BinaryOp op = *reduce_binary_op(k_.reduce_op);
     DType acc = reduce_accumulator_dtype(k_.reduce_op, k_.output().type.dtype);
     Partial p{fresh("yield%p"), fresh("yield%part"), op, acc};
     std::string total = block_fold(f, yields_into(f.body, p.name, op, acc), {p}, out)[0];
     Stmt yield = make_yield(Var::make(total, Type::scalar(acc)), Expr(), *target, f.span);
     out.push_back(make_for(fresh("once%t"), i64(0), i64(1), i64(1), {yield}, LoopKind::GpuThread, 0, f.span));
     return true;
-  }
-
-  // The dtype of a var a loop folds (from its first assignment).
-  static DType type_of(const For& f, const std::string& var) {
-    struct Find : IRVisitor {
-      const std::string& var;
-      std::optional<DType> t;
-      explicit Find(const std::string& v) : var(v) {}
-      using IRVisitor::visit;
-      void visit(const Assign* op) override {
-        if (op->name == var && !t) t = op->value->type.dtype;
-      }
-    } find(var);
-    find.include(f.body);
-    return find.t.value_or(DType::F32);
   }
 
   std::optional<Block> give_up(std::string why) {

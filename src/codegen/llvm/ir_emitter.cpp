@@ -355,14 +355,10 @@ class Emitter {
       llvm::Value* has = arg ? args[slot++] : nullptr;
       bind_reduce_buffers(acc, best, has);
     }
-    auto sreg = [&](llvm::Intrinsic::ID id) {
-      return b_.CreateZExt(b_.CreateIntrinsic(id, {}, {}), b_.getInt64Ty());
-    };
-    global_thread_ = b_.CreateAdd(b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
-                                               sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
-                                  sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x), "thread");
-    thread_count_ = b_.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x),
-                                 sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x), "threads");
+    using I = cir::GpuIndexKind;
+    llvm::Value* block_dim = gpu_coordinate(I::BlockDim, 0);
+    global_thread_ = b_.CreateAdd(b_.CreateMul(gpu_coordinate(I::BlockIdx, 0), block_dim), gpu_coordinate(I::ThreadIdx, 0), "thread");
+    thread_count_ = b_.CreateMul(gpu_coordinate(I::GridDim, 0), block_dim, "threads");
   }
 
   void start_body() {
@@ -636,8 +632,7 @@ class Emitter {
     const Buffer& array = buffer(r.array);
     DType t = array.type.dtype;
     llvm::Type* i64 = b_.getInt64Ty();
-    BinaryOp combine = r.op == ReduceOp::Sum ? BinaryOp::Add : r.op == ReduceOp::Product ? BinaryOp::Mul
-                       : r.op == ReduceOp::Min ? BinaryOp::Min : BinaryOp::Max;
+    BinaryOp combine = *reduce_binary_op(r.op);
     llvm::Value* identity = scalar_constant(reduce_identity(r.op, t), t);
     auto fold = [&](llvm::Value* acc, llvm::Value* v) { return arith(combine, t, acc, v, r.span); };
     b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
@@ -1109,18 +1104,9 @@ class Emitter {
     llvm::Value* acc_ptr = element_ptr(acc_, offset);
     llvm::Value* x = convert(v, vt, at);
     auto combine = [&](llvm::Value* acc) {
-      llvm::Value* r = nullptr;
-      switch (op) {
-        case ReduceOp::Sum: r = arith(BinaryOp::Add, at, acc, x, y.span); break;
-        case ReduceOp::Product: r = arith(BinaryOp::Mul, at, acc, x, y.span); break;
-        case ReduceOp::Min: r = arith(BinaryOp::Min, at, acc, x, y.span); break;
-        case ReduceOp::Max: r = arith(BinaryOp::Max, at, acc, x, y.span); break;
-        case ReduceOp::And: r = b_.CreateAnd(truthy(acc, at), truthy(x, at)); break;
-        case ReduceOp::Or: r = b_.CreateOr(truthy(acc, at), truthy(x, at)); break;
-        default: break;
-      }
-      if (op == ReduceOp::And || op == ReduceOp::Or) r = convert(r, DType::Bool, at);
-      return r;
+      if (std::optional<BinaryOp> b = reduce_binary_op(op)) return arith(*b, at, acc, x, y.span);
+      llvm::Value* r = op == ReduceOp::And ? b_.CreateAnd(truthy(acc, at), truthy(x, at)) : b_.CreateOr(truthy(acc, at), truthy(x, at));
+      return convert(r, DType::Bool, at);
     };
     if (target_ == EmitTarget::Nvptx && gpu_block_depth_ > 0) return atomic_update(at, acc_ptr, combine);
     llvm::Value* acc = from_memory(at, b_.CreateLoad(mem_type(at), acc_ptr));
