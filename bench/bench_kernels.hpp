@@ -28,6 +28,33 @@ def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {
     }
 })";
 
+// The same product on tensor cores: f32 factors read as TF32, and bf16
+// factors (exact products, f32 sums).
+inline const char* kMatmulTf32 = R"(
+def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {
+    return compute(A, B) {
+        @kernel matmul
+        @precision(tf32)
+        for i in 0..M, j in 0..N:
+            var sum = 0.0
+            for k in 0..K:
+                sum += A[i, k] * B[k, j]
+            out[i, j] = sum
+    }
+})";
+
+inline const char* kMatmulBf16 = R"(
+def f(A: tensor[M, K, bf16], B: tensor[K, N, bf16]) {
+    return compute(A, B) {
+        @kernel matmul
+        for i in 0..M, j in 0..N:
+            var sum: f32 = 0.0
+            for k in 0..K:
+                sum += f32(A[i, k]) * f32(B[k, j])
+            out[i, j] = sum
+    }
+})";
+
 inline const char* kGelu = R"(
 def f(x: tensor[n, f32]) {
     return compute(x) {
@@ -152,9 +179,9 @@ inline CompiledCompute& kernel(const char* source) {
   return *(cache[source] = std::make_unique<CompiledCompute>(kernels[0].kernel));
 }
 
-inline Tensor random(const Shape& s, uint64_t seed) {
+inline Tensor random(const Shape& s, uint64_t seed, DType dtype = DType::F32) {
   Random rng(seed);
-  return rand_normal(rng, DType::F32, s);
+  return rand_normal(rng, dtype, s);
 }
 
 // A custom fused chain (scale, shift, GELU, gate), against the same chain

@@ -121,6 +121,10 @@ void kernels(Device& dev) {
   for (int64_t size : {4096}) {
     double mm = kernel_ms(dev, kMatmul, {random({size, size}, 4), random({size, size}, 5)}, 3);
     report("zyntax_matmul_f32_" + std::to_string(size), 2.0 * size * size * size / (mm / 1e3) / 1e12, "TFLOP/s");
+    double tf = kernel_ms(dev, kMatmulTf32, {random({size, size}, 4), random({size, size}, 5)}, 3);
+    report("zyntax_matmul_tf32_" + std::to_string(size), 2.0 * size * size * size / (tf / 1e3) / 1e12, "TFLOP/s");
+    double bf = kernel_ms(dev, kMatmulBf16, {random({size, size}, 4, DType::BF16), random({size, size}, 5, DType::BF16)}, 3);
+    report("zyntax_matmul_bf16_" + std::to_string(size), 2.0 * size * size * size / (bf / 1e3) / 1e12, "TFLOP/s", "f32 output");
   }
   // Softmax at seq 2048: 16 heads x 2048 query rows of 2048 scores.
   double sm = kernel_ms(dev, kSoftmax, {random({16 * 2048, 2048}, 6)}, 10);

@@ -145,6 +145,26 @@ Stmt make_block_reduce(std::string name, ReduceOp op, std::string array, Expr co
 Stmt make_check(Expr cond, std::string message, Span s) {
   return Stmt(std::make_shared<Check>(std::move(cond), std::move(message), s));
 }
+Stmt make_mma_zero(std::string acc, int warp_rows, int warp_cols, Span s) {
+  return Stmt(std::make_shared<TileMma>(TileMma::Step::Zero, std::move(acc), warp_rows, warp_cols, s));
+}
+Stmt make_mma_accumulate(std::string acc, int warp_rows, int warp_cols, std::string a, int lda, std::string b, int ldb, int depth, Span s) {
+  auto m = std::make_shared<TileMma>(TileMma::Step::Accumulate, std::move(acc), warp_rows, warp_cols, s);
+  m->a = std::move(a);
+  m->lda = lda;
+  m->b = std::move(b);
+  m->ldb = ldb;
+  m->depth = depth;
+  return Stmt(m);
+}
+Stmt make_mma_store(std::string d, int ldd, std::string acc, int warp_rows, int warp_cols, int row0, int count, Span s) {
+  auto m = std::make_shared<TileMma>(TileMma::Step::Store, std::move(acc), warp_rows, warp_cols, s);
+  m->d = std::move(d);
+  m->ldd = ldd;
+  m->row0 = row0;
+  m->count = count;
+  return Stmt(m);
+}
 Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, Expr a_row_stride, Expr a_k_stride, std::string b, Expr b_offset,
                        Expr ldb, Expr kc, std::string c, std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate,
                        Span s) {

@@ -242,7 +242,7 @@ struct GpuIndex : ExprNode {
 
 // ---------------------------------------------------------------- statements
 
-enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic, Check, MatMulBlock, BlockReduce };
+enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic, Check, MatMulBlock, BlockReduce, TileMma };
 
 struct StmtNode {
   StmtKind kind;
@@ -325,7 +325,7 @@ struct Yield : StmtNode {
   Yield(Expr v, Expr i, std::vector<Expr> o, Span s) : StmtNode(kKind, s), value(std::move(v)), index(std::move(i)), out_index(std::move(o)) {}
 };
 
-enum class MemorySpace : uint8_t { Shared, Local };
+enum class MemorySpace : uint8_t { Shared, Local, Fragment };
 
 // An array visible to the end of the enclosing block. Shared arrays are
 // visible to all threads of a GPU block. Arrays start zero-filled, except
@@ -335,6 +335,8 @@ enum class MemorySpace : uint8_t { Shared, Local };
 // block loop but outside its thread loops is thread-private: its first axis
 // is the block's threads, and each access is inside a thread loop whose
 // variable is its first index (each thread keeps its row, in registers).
+// A fragment array is a GPU block's matrix accumulator, spread over its
+// warps' registers; only tile_mma statements touch it (see TileMma).
 // `type.shape` may use values computed at run time (a tile whose size changes
 // from one iteration to the next); `capacity` then bounds its element count.
 struct Allocate : StmtNode {
@@ -382,6 +384,34 @@ struct BlockReduce : StmtNode {
   Expr count;
   BlockReduce(std::string n, ReduceOp o, std::string a, Expr c, Span s)
       : StmtNode(kKind, s), name(std::move(n)), op(o), array(std::move(a)), count(std::move(c)) {}
+};
+
+// A GPU block's tile product on tensor cores, in steps on one accumulator
+// `acc`: a fragment array of f32 [rows, cols] whose parts live in the
+// registers of the block's warps, laid out as a warp_rows x warp_cols grid
+// over the tile (each warp holds a (rows / warp_rows) x (cols / warp_cols)
+// part, in 16 x 16 pieces).
+//   Zero:        acc = 0
+//   Accumulate:  acc[r, c] += sum over p < depth of a[r * lda + p] * b[p * ldb + c]
+//                a and b are shared arrays of f16 or bf16, or of f32 read as
+//                TF32 (each factor rounded to 10 mantissa bits, to nearest,
+//                ties away from zero); products are exact and sums are in f32
+//                in an unspecified order.
+//   Store:       d[r * ldd + c] = acc[row0 + r, c] for r < count (d a shared f32 array)
+// Every warp of the block takes part, so it stands in a GPU block loop outside
+// its thread loops, where barriers may stand; the shared arrays it reads or
+// writes are separated from the threads' accesses by barriers.
+struct TileMma : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::TileMma;
+  enum class Step : uint8_t { Zero, Accumulate, Store };
+  Step step;
+  std::string acc;
+  int warp_rows = 1, warp_cols = 1;
+  std::string a, b;                   // Accumulate
+  int depth = 0, lda = 0, ldb = 0;
+  std::string d;                      // Store
+  int row0 = 0, count = 0, ldd = 0;
+  TileMma(Step st, std::string acc_, int wr, int wc, Span s) : StmtNode(kKind, s), step(st), acc(std::move(acc_)), warp_rows(wr), warp_cols(wc) {}
 };
 
 // Stops the kernel with an error unless `cond` holds. Passes insert checks
@@ -432,6 +462,9 @@ Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s = {}, 
 Stmt make_barrier(FenceScope scope = FenceScope::Block, Span s = {});
 Stmt make_check(Expr cond, std::string message, Span s = {});
 Stmt make_block_reduce(std::string name, ReduceOp op, std::string array, Expr count, Span s = {});
+Stmt make_mma_zero(std::string acc, int warp_rows, int warp_cols, Span s = {});
+Stmt make_mma_accumulate(std::string acc, int warp_rows, int warp_cols, std::string a, int lda, std::string b, int ldb, int depth, Span s = {});
+Stmt make_mma_store(std::string d, int ldd, std::string acc, int warp_rows, int warp_cols, int row0, int count, Span s = {});
 Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, Expr a_row_stride, Expr a_k_stride, std::string b, Expr b_offset,
                        Expr ldb, Expr kc, std::string c, std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate,
                        Span s = {});
@@ -473,6 +506,7 @@ struct KernelHints {
   std::vector<std::pair<std::string, int>> broadcast;  // (input, axis)
   std::string device;    // @device(...), "" if unset
   std::string parallel;  // @parallel(...), "" if unset
+  bool tf32 = false;     // @precision(tf32): f32 products may round their factors to TF32
 };
 
 struct Kernel {

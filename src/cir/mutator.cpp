@@ -102,6 +102,7 @@ Stmt IRMutator::mutate(const Stmt& s) {
     case StmtKind::Atomic: return visit(s.as<Atomic>());
     case StmtKind::MatMulBlock: return visit(s.as<MatMulBlock>());
     case StmtKind::BlockReduce: return visit(s.as<BlockReduce>());
+    case StmtKind::TileMma: return visit(s.as<TileMma>());
   }
   return s;
 }
@@ -313,6 +314,9 @@ Stmt IRMutator::visit(const BlockReduce* op) {
   return keep_or(handle_of(op), !count.same_as(op->count),
                  [&] { return make_block_reduce(op->name, op->op, op->array, count, op->span); });
 }
+
+// Names and constants only: nothing to rewrite.
+Stmt IRMutator::visit(const TileMma* op) { return handle_of(op); }
 
 Stmt IRMutator::visit(const MatMulBlock* op) {
   Expr ao = mutate(op->a_offset), ars = mutate(op->a_row_stride), aks = mutate(op->a_k_stride);

@@ -206,6 +206,22 @@ bool is_one(const Expr& e) {
   return imm && imm->value == 1;
 }
 
+// mma_zero acc, mma acc += a[.. ld 40] . b[.. ld 136] over 32, mma_store d[ld 132] = acc[0:32];
+// each with the warp grid.
+std::string tile_mma_text(const TileMma& m) {
+  std::string warps = " warps " + std::to_string(m.warp_rows) + "x" + std::to_string(m.warp_cols);
+  switch (m.step) {
+    case TileMma::Step::Zero: return "mma_zero " + m.acc + warps;
+    case TileMma::Step::Accumulate:
+      return "mma " + m.acc + " += " + m.a + "[ld " + std::to_string(m.lda) + "] . " + m.b + "[ld " + std::to_string(m.ldb) + "] over " +
+             std::to_string(m.depth) + warps;
+    case TileMma::Step::Store:
+      return "mma_store " + m.d + "[ld " + std::to_string(m.ldd) + "] = " + m.acc + "[" + std::to_string(m.row0) + ":" +
+             std::to_string(m.row0 + m.count) + "]" + warps;
+  }
+  return "";
+}
+
 class StmtPrinter {
  public:
   std::string out;
@@ -259,7 +275,7 @@ class StmtPrinter {
       }
       case StmtKind::Allocate: {
         auto op = s.as<Allocate>();
-        const char* space = op->space == MemorySpace::Shared ? "shared " : "local ";
+        const char* space = op->space == MemorySpace::Shared ? "shared " : op->space == MemorySpace::Fragment ? "fragment " : "local ";
         std::string cap = op->capacity > 0 ? " capacity " + std::to_string(op->capacity) : "";
         return line(indent, space + op->name + ": " + print(op->type) + cap);
       }
@@ -268,6 +284,7 @@ class StmtPrinter {
         auto op = s.as<BlockReduce>();
         return line(indent, "let " + op->name + " = block_reduce(" + reduce_op_name(op->op) + ", " + op->array + "[0:" + print(op->count) + "])");
       }
+      case StmtKind::TileMma: return line(indent, tile_mma_text(*s.as<TileMma>()));
       case StmtKind::Check: return line(indent, "check " + print(s.as<Check>()->cond) + ", \"" + s.as<Check>()->message + "\"");
       case StmtKind::MatMulBlock: {
         auto op = s.as<MatMulBlock>();
@@ -377,6 +394,7 @@ std::string print(const Kernel& k) {
   list_line(p, "broadcast", broadcasts);
   if (!h.device.empty()) p.line(1, "device \"" + h.device + "\"");
   if (!h.parallel.empty()) p.line(1, "parallel " + h.parallel);
+  if (h.tf32) p.line(1, "precision tf32");
   p.out += "{\n";
   p.block(k.body, 1);
   p.out += "}\n";

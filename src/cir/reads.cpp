@@ -21,6 +21,13 @@ class Reads : public IRVisitor {
     names.insert(op->array);
     IRVisitor::visit(op);
   }
+  void visit(const TileMma* op) override {
+    names.insert(op->acc);
+    if (op->step == TileMma::Step::Accumulate) {
+      names.insert(op->a);
+      names.insert(op->b);
+    }
+  }
 };
 
 class Writes : public IRVisitor {
@@ -53,6 +60,7 @@ class Writes : public IRVisitor {
   void visit(const Atomic* op) override { names.insert(op->buffer); }
   void visit(const MatMulBlock* op) override { names.insert(op->c); }
   void visit(const BlockReduce* op) override { names.insert(op->name); }
+  void visit(const TileMma* op) override { names.insert(op->step == TileMma::Step::Store ? op->d : op->acc); }
 };
 
 }  // namespace

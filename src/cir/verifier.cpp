@@ -208,11 +208,67 @@ class Verifier : public IRVisitor {
       if (op->type.rank() < 2) report("thread-private array '" + op->name + "' has no axis for the threads and one for each thread's elements");
       thread_private_.insert(op->name);
     }
+    if (op->space == MemorySpace::Fragment) {
+      if (gpu_block_axes_ == 0 || in_gpu_thread_ > 0) report("fragment array '" + op->name + "' is not in a GPU block loop outside its thread loops");
+      if (op->type.rank() != 2 || op->type.dtype != DType::F32) report("fragment array '" + op->name + "' is not a 2-D f32 array");
+      fragments_.insert(op->name);
+    }
+  }
+
+  // The constant element count of a 1-D allocation, or -1.
+  int64_t array_size(const Symbol* s) const {
+    if (!s || s->kind != SymbolKind::Allocate || s->type.rank() != 1) return -1;
+    const IntImm* n = s->type.shape[0].as<IntImm>();
+    return n ? n->value : -1;
+  }
+
+  void visit(const TileMma* op) override {
+    std::string what = "tile_mma on '" + op->acc + "'";
+    if (gpu_block_axes_ == 0) report(what + " is not inside a GPU block loop");
+    if (in_gpu_thread_ > 0) report(what + " inside a GPU thread loop: the block's warps cannot all reach it");
+    const Symbol* acc = lookup(op->acc);
+    if (!acc || !fragments_.count(op->acc)) return report(what + ": '" + op->acc + "' is not a fragment array");
+    const IntImm* r = acc->type.shape[0].as<IntImm>();
+    const IntImm* c = acc->type.shape[1].as<IntImm>();
+    if (!r || !c) return report(what + ": the fragment's shape is not constant");
+    int64_t rows = r->value, cols = c->value;
+    if (op->warp_rows <= 0 || op->warp_cols <= 0 || rows % (16 * op->warp_rows) || cols % (16 * op->warp_cols))
+      report(what + ": " + std::to_string(rows) + "x" + std::to_string(cols) + " does not split into 16x16 pieces over " +
+             std::to_string(op->warp_rows) + "x" + std::to_string(op->warp_cols) + " warps");
+    // Fragment rows start 32-byte aligned: a leading dimension keeps each row 16-byte aligned.
+    auto aligned = [&](const std::string& name, int ld, DType t) {
+      if (ld <= 0 || ld * static_cast<int64_t>(dtype_size(t)) % 16) report(what + ": rows of '" + name + "' " + std::to_string(ld) + " elements apart are not 16-byte aligned");
+    };
+    if (op->step == TileMma::Step::Accumulate) {
+      const Symbol* a = lookup(op->a);
+      const Symbol* b = lookup(op->b);
+      int64_t na = array_size(a), nb = array_size(b);
+      if (na < 0 || nb < 0) return report(what + ": its factors '" + op->a + "' and '" + op->b + "' are not 1-D arrays of constant size");
+      DType t = a->type.dtype;
+      if (b->type.dtype != t || (t != DType::F16 && t != DType::BF16 && t != DType::F32))
+        return report(what + ": its factors are " + dtype_name(t) + " and " + dtype_name(b->type.dtype) + "; both f16, bf16 or f32 (TF32)");
+      int step = t == DType::F32 ? 8 : 16;
+      if (op->depth <= 0 || op->depth % step) report(what + ": depth " + std::to_string(op->depth) + " is not a multiple of " + std::to_string(step));
+      aligned(op->a, op->lda, t);
+      aligned(op->b, op->ldb, t);
+      if (op->lda < op->depth || (rows - 1) * op->lda + op->depth > na) report(what + ": '" + op->a + "' holds no " + std::to_string(rows) + "x" + std::to_string(op->depth) + " tile with rows " + std::to_string(op->lda) + " apart");
+      if (op->ldb < cols || (op->depth - 1) * op->ldb + cols > nb) report(what + ": '" + op->b + "' holds no " + std::to_string(op->depth) + "x" + std::to_string(cols) + " tile with rows " + std::to_string(op->ldb) + " apart");
+    }
+    if (op->step == TileMma::Step::Store) {
+      const Symbol* d = writable_buffer(op->d);
+      int64_t nd = array_size(d);
+      if (nd < 0 || d->type.dtype != DType::F32) return report(what + ": it stores to '" + op->d + "', which is not a 1-D f32 array of constant size");
+      aligned(op->d, op->ldd, DType::F32);
+      if (op->row0 < 0 || op->count <= 0 || op->row0 % 16 || op->count % 16 || op->row0 + op->count > rows)
+        report(what + ": rows " + std::to_string(op->row0) + ".." + std::to_string(op->row0 + op->count) + " are not 16-row pieces of its " + std::to_string(rows));
+      if (op->ldd < cols || (op->count - 1) * op->ldd + cols > nd) report(what + ": '" + op->d + "' holds no " + std::to_string(op->count) + "x" + std::to_string(cols) + " tile with rows " + std::to_string(op->ldd) + " apart");
+    }
   }
 
   // A thread-private array is read and written by a thread loop's iteration
   // at its own row.
   void check_thread_private(const std::string& name, const std::vector<AxisSel>& axes) {
+    if (fragments_.count(name)) report("fragment array '" + name + "' is accessed other than by tile_mma statements");
     if (!thread_private_.count(name)) return;
     auto v = axes.empty() || axes[0].is_slice ? nullptr : axes[0].index.as<Var>();
     if (thread_vars_.empty() || !v || v->name != thread_vars_.back())
@@ -548,6 +604,7 @@ class Verifier : public IRVisitor {
   unsigned gpu_block_axes_ = 0, gpu_thread_axes_ = 0;  // GPU loop axes around the current statement
   int in_gpu_thread_ = 0;
   std::vector<std::string> thread_vars_;    // the GPU thread loops' variables around the statement, innermost last
+  std::set<std::string> fragments_;         // a GPU block's matrix accumulators (tile_mma)
   std::set<std::string> thread_private_;    // local arrays of a GPU block, a row per thread
   std::set<std::string> reported_;
 };

@@ -40,6 +40,7 @@ void IRVisitor::include(const Stmt& s) {
     case StmtKind::Atomic: return visit(s.as<Atomic>());
     case StmtKind::MatMulBlock: return visit(s.as<MatMulBlock>());
     case StmtKind::BlockReduce: return visit(s.as<BlockReduce>());
+    case StmtKind::TileMma: return visit(s.as<TileMma>());
   }
 }
 
@@ -123,6 +124,8 @@ void IRVisitor::visit(const Atomic* op) {
 }
 
 void IRVisitor::visit(const BlockReduce* op) { include(op->count); }
+
+void IRVisitor::visit(const TileMma*) {}
 
 void IRVisitor::visit(const MatMulBlock* op) {
   for (const Expr& e : {op->a_offset, op->a_row_stride, op->a_k_stride, op->b_offset, op->ldb, op->kc, op->ldc, op->m_valid, op->n_valid,

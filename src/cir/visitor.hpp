@@ -51,6 +51,7 @@ class IRVisitor {
   virtual void visit(const Atomic* op);
   virtual void visit(const MatMulBlock* op);
   virtual void visit(const BlockReduce* op);
+  virtual void visit(const TileMma* op);
 
  protected:
   // Visits the extents of a type.

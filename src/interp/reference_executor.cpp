@@ -471,7 +471,7 @@ struct ReferenceKernel::Compiled {
         DType t = a->type.dtype;
         // A GPU block's shared array starts undefined: NaN here, so that a
         // schedule reading an element before writing it gives a wrong result.
-        bool poisoned = a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0 && is_float(t);
+        bool poisoned = ((a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0) || a->space == cir::MemorySpace::Fragment) && is_float(t);
         if (a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0) raced_.insert(a->name);
         return [slot, dims, t, poisoned, span](Frame& f) {
           Shape shape;
@@ -522,6 +522,7 @@ struct ReferenceKernel::Compiled {
         };
       }
       case cir::StmtKind::MatMulBlock: return matmul_block(*s.as<cir::MatMulBlock>());
+      case cir::StmtKind::TileMma: return tile_mma(*s.as<cir::TileMma>());
       case cir::StmtKind::BlockReduce: {
         // In element order; a GPU's order differs only by rounding.
         const auto* r = s.as<cir::BlockReduce>();
@@ -542,6 +543,60 @@ struct ReferenceKernel::Compiled {
       }
     }
     throw std::logic_error("reference executor: unknown statement");
+  }
+
+  // A tensor-core tile product, element by element: each factor rounded to
+  // the precision it is read in (TF32 for f32), products exact, sums in f32
+  // in p order (a GPU's order differs, and so its result, by rounding). The
+  // block's warps run it together: its shared reads and writes are checked
+  // for races against the threads' accesses like code outside thread loops.
+  StmtFn tile_mma(const cir::TileMma& m) {
+    using Step = cir::TileMma::Step;
+    int acc = buffer_slot(m.acc);
+    int sa = m.step == Step::Accumulate ? buffer_slot(m.a) : -1, sb = m.step == Step::Accumulate ? buffer_slot(m.b) : -1;
+    int sd = m.step == Step::Store ? buffer_slot(m.d) : -1;
+    bool track_a = raced_.count(m.a) > 0, track_b = raced_.count(m.b) > 0, track_d = raced_.count(m.d) > 0;
+    Step step = m.step;
+    int64_t depth = m.depth, lda = m.lda, ldb = m.ldb, row0 = m.row0, count = m.count, ldd = m.ldd;
+    std::string a_name = m.a, b_name = m.b, d_name = m.d;
+    Span span = m.span;
+    return [=](Frame& f) {
+      Tensor& c = f.tiles[static_cast<size_t>(acc)];
+      int64_t rows = c.shape()[0], cols = c.shape()[1];
+      float* cv = c.data_as<float>();
+      if (step == Step::Zero) {
+        std::fill(cv, cv + rows * cols, 0.0f);
+        return;
+      }
+      if (step == Step::Store) {
+        Tensor& d = f.tiles[static_cast<size_t>(sd)];
+        for (int64_t r = 0; r < count; ++r)
+          for (int64_t j = 0; j < cols; ++j) {
+            if (track_d) f.races.check(true, sd, r * ldd + j, d_name, span);
+            d.set(r * ldd + j, Scalar::of_float(cv[(row0 + r) * cols + j], DType::F32));
+          }
+        return;
+      }
+      const Tensor& a = f.tiles[static_cast<size_t>(sa)];
+      const Tensor& b = f.tiles[static_cast<size_t>(sb)];
+      bool tf32 = a.dtype() == DType::F32;
+      auto factor = [&](const Tensor& t, int slot, bool track, int64_t flat, const std::string& name) {
+        if (track) f.races.check(false, slot, flat, name, span);
+        auto v = static_cast<float>(t.get_f64(flat));
+        return tf32 ? round_to_tf32(v) : v;
+      };
+      std::vector<float> av(static_cast<size_t>(rows * depth)), bv(static_cast<size_t>(depth * cols));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t p = 0; p < depth; ++p) av[static_cast<size_t>(r * depth + p)] = factor(a, sa, track_a, r * lda + p, a_name);
+      for (int64_t p = 0; p < depth; ++p)
+        for (int64_t j = 0; j < cols; ++j) bv[static_cast<size_t>(p * cols + j)] = factor(b, sb, track_b, p * ldb + j, b_name);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < cols; ++j) {
+          float s = cv[r * cols + j];
+          for (int64_t p = 0; p < depth; ++p) s += av[static_cast<size_t>(r * depth + p)] * bv[static_cast<size_t>(p * cols + j)];  // exact products
+          cv[r * cols + j] = s;
+        }
+    };
   }
 
   // A register block of a packed product, element by element, with the fused

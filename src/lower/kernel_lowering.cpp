@@ -1473,6 +1473,7 @@ class Lowering {
       for (size_t i = 1; i < annotations_.devices.size(); ++i) k.hints.device += "," + annotations_.devices[i];
     }
     k.hints.parallel = annotations_.parallel;
+    k.hints.tf32 = annotations_.tf32;
     return cir::run_passes(std::move(k), "lowering",
                            {{"mark_parallel_loops", [](const cir::Kernel& in) {
                                cir::Kernel out = in;

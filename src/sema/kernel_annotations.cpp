@@ -9,7 +9,7 @@ namespace {
 const char* kKernelKinds =
     "elementwise, reduce(op[, axis=k]), matmul, batched_matmul, conv2d, conv2d_depthwise, attention, "
     "flash_attention, fused";
-const char* kAnnotations = "@kernel, @workgroup, @shared, @broadcast, @tile, @device, @parallel, @async";
+const char* kAnnotations = "@kernel, @workgroup, @shared, @broadcast, @tile, @device, @parallel, @precision, @async";
 
 class Reader {
  public:
@@ -57,6 +57,18 @@ class Reader {
       out_.parallel = ast::as<ast::Name>(*a.args[0].value).name;
       if (out_.parallel != "data" && out_.parallel != "model")
         diags_.error(a.args[0].span, "unknown parallel mode '" + out_.parallel + "'").with_hint("use data or model");
+      return;
+    }
+    if (a.name == "precision") {
+      if (seen(a)) return;
+      const ast::AnnotationArg* arg = a.args.size() == 1 && a.args[0].name.empty() ? &a.args[0] : nullptr;
+      std::string word = arg && arg->value && arg->value->kind == ast::ExprKind::Name ? ast::as<ast::Name>(*arg->value).name : "";
+      if (word == "tf32" || word == "f32") {
+        out_.tf32 = word == "tf32";
+        return;
+      }
+      diags_.error(arg ? arg->span : a.span, "@precision takes one word: tf32 or f32")
+          .with_hint("@precision(tf32) lets f32 products round their factors to TF32 on tensor cores");
       return;
     }
     if (a.name == "async") {

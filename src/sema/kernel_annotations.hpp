@@ -1,5 +1,5 @@
 // The annotations of a compute block: `@kernel`, `@workgroup`, `@shared`,
-// `@broadcast`, `@tile`, `@device`, `@parallel`, `@async`, read from the
+// `@broadcast`, `@tile`, `@device`, `@parallel`, `@precision`, `@async`, read from the
 // header and from the top of the body, and checked.
 #pragma once
 
@@ -32,6 +32,7 @@ struct KernelAnnotations {
   std::vector<std::string> devices;  // @device("cuda:0") or a list
   Span device_span;
   std::string parallel;
+  bool tf32 = false;  // @precision(tf32)
   bool is_async = false;
 };
 

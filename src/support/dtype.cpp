@@ -140,6 +140,14 @@ uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>((x + rounding) >> 16);
 }
 
+float round_to_tf32(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7F800000u) != 0x7F800000u) x = (x + 0x1000u) & 0xFFFFE000u;  // inf and nan stay
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
 double round_to_float_type(double v, DType t) {
   switch (t) {
     case DType::F64: return v;

@@ -35,6 +35,9 @@ float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
 float bf16_to_f32(uint16_t h);
 uint16_t f32_to_bf16(float f);
+// A float rounded to TF32 (10 mantissa bits), to nearest with ties away from
+// zero, as tensor cores read f32 factors (cvt.rna.tf32.f32).
+float round_to_tf32(float f);
 
 // Rounds a double to the nearest value representable in the float type `t`.
 double round_to_float_type(double v, DType t);

@@ -46,6 +46,7 @@ struct Case {
   std::vector<int> ranks;
   DType dtype = DType::F32;
   bool approximate = false;  // goes through f32 exp or tanh, or a running sum
+  bool tf32_inputs = false;  // inputs rounded to TF32: a @precision(tf32) product is then exact
 };
 
 // Shapes per rank: the same few sizes in every position.
@@ -84,6 +85,13 @@ inline const Case kParityCases[] = {
     {"matmul", "def f(A: tensor[M, K, DT], B: tensor[K, N, DT]) {\n return compute(A, B) {\n @kernel matmul\n for i in 0..M, j in 0..N:\n"
                "  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n  out[i, j] = sum\n }\n}",
      {2, 2}},
+    // On tensor cores: bf16 factors with f32 sums, and f32 ones read as TF32.
+    {"matmul_bf16", "def f(A: tensor[M, K, DT], B: tensor[K, N, DT]) {\n return compute(A, B) {\n @kernel matmul\n for i in 0..M, j in 0..N:\n"
+                    "  var sum: f32 = 0.0\n  for k in 0..K:\n   sum += f32(A[i, k]) * f32(B[k, j])\n  out[i, j] = sum\n }\n}",
+     {2, 2}, DType::BF16, true},
+    {"matmul_tf32", "def f(A: tensor[M, K, DT], B: tensor[K, N, DT]) {\n return compute(A, B) {\n @kernel matmul\n @precision(tf32)\n"
+                    " for i in 0..M, j in 0..N:\n  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n  out[i, j] = sum\n }\n}",
+     {2, 2}, DType::F32, true, true},
     {"softmax_rows", "def f(x: tensor[r, c, DT]) {\n return compute(x) {\n @kernel fused\n for i in 0..r:\n  var m = -inf\n  for j in 0..c:\n   m = max(m, x[i, j])\n"
                      "  var s = 0.0\n  for j in 0..c:\n   s += exp(x[i, j] - m)\n  for j in 0..c:\n   out[i, j] = exp(x[i, j] - m) / s\n }\n}",
      {2}, DType::F32, true},
@@ -137,6 +145,8 @@ inline std::vector<Tensor> parity_inputs(const Case& c, int variant, Random& rng
     Shape s = shapes_for(c.ranks[i], variant)[0];
     if (c.ranks.size() > 1 && c.ranks[i] == c.ranks[0]) s = shapes_for(c.ranks[0], variant)[0];
     Tensor t = rand_normal(rng, DType::F32, s).astype(c.dtype);
+    if (c.tf32_inputs)
+      for (int64_t e = 0; e < t.numel(); ++e) t.data_as<float>()[e] = round_to_tf32(t.data_as<float>()[e]);
     if (variant == 2 && t.numel() > 2 && is_float(c.dtype)) {  // specials must propagate the same way
       t.set(0, Scalar::of_float(NAN, c.dtype));
       t.set(1, Scalar::of_float(-INFINITY, c.dtype));

@@ -130,6 +130,23 @@ int64_t ProductForm::batch() const {
   return b;
 }
 
+Block ProductForm::tile_lets(const std::string& tile, int64_t row_tiles, int64_t col_tiles, const std::string& bt, const std::string& rt,
+                             const std::string& ct) const {
+  Expr t = Var::make(tile, Type::scalar(DType::I64));
+  auto var = [](const std::string& name) { return Var::make(name, Type::scalar(DType::I64)); };
+  Block out = {make_let(bt, t / i64(row_tiles * col_tiles)), make_let(rt, t / i64(col_tiles) - var(bt) * i64(row_tiles)),
+               make_let(ct, t - t / i64(col_tiles) * i64(col_tiles))};
+  // The batch loops' variables, from the batch element (the last fastest).
+  int64_t stride = batch();
+  for (size_t d = 0; d < rows_at; ++d) {
+    int64_t ext = extent(*loops[d]);
+    stride /= ext;
+    Expr q = var(bt) / i64(stride);
+    out.push_back(make_let(loops[d]->var, q - q / i64(ext) * i64(ext)));
+  }
+  return out;
+}
+
 std::optional<ProductForm> match_product(const Kernel& kernel) {
   if (!kernel.dims.empty()) return std::nullopt;
   ProductForm m;

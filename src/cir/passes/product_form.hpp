@@ -58,6 +58,11 @@ struct ProductForm {
 
   int64_t extent(const For& f) const;
   int64_t batch() const;
+  // For a GPU block per output tile: from the tile's number (batch element,
+  // then row tile, then column tile, of row_tiles x col_tiles per batch
+  // element), lets binding bt, rt and ct and the batch loops' variables.
+  Block tile_lets(const std::string& tile, int64_t row_tiles, int64_t col_tiles, const std::string& bt, const std::string& rt,
+                  const std::string& ct) const;
   // The factor the guard is not attached to: the schedule checks it is finite
   // before it multiplies it by the zeros that stand for skipped terms.
   const Expr& unguarded() const { return guard_on_x ? y : x; }

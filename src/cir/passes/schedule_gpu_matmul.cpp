@@ -29,16 +29,7 @@ class Scheduler {
     int64_t mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
     std::string tile = fresh_("tile%mm"), bt = fresh_("bt%mm"), rt = fresh_("rt%mm"), ct = fresh_("ct%mm");
     std::string xs = fresh_("xs%mm"), ys = fresh_("ys%mm"), acc = fresh_("acc%mm"), k0 = fresh_("k0%mm");
-    Block block = {make_let(bt, i(tile) / i64(mt * nt)), make_let(rt, i(tile) / i64(nt) - i(bt) * i64(mt)),
-                   make_let(ct, i(tile) - i(tile) / i64(nt) * i64(nt))};
-    // The batch loops' variables, from the batch element (the last fastest).
-    int64_t stride = m_.batch();
-    for (size_t d = 0; d < m_.rows_at; ++d) {
-      int64_t ext = m_.extent(*m_.loops[d]);
-      stride /= ext;
-      Expr q = i(bt) / i64(stride);
-      block.push_back(make_let(m_.loops[d]->var, q - q / i64(ext) * i64(ext)));
-    }
+    Block block = m_.tile_lets(tile, mt, nt, bt, rt, ct);
     block.push_back(make_allocate(xs, Type::tensor(DType::F32, {i64(BK * BM)}), MemorySpace::Shared, span()));
     block.push_back(make_allocate(ys, Type::tensor(DType::F32, {i64(BK * BN)}), MemorySpace::Shared, span()));
     block.push_back(make_allocate(acc, Type::tensor(DType::F32, {i64(T), i64(TM * TN)}), MemorySpace::Local, span()));

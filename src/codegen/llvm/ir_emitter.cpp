@@ -19,6 +19,7 @@
 #include "cir/visitor.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/matmul_block.hpp"
+#include "codegen/llvm/nvptx/tile_mma.hpp"
 
 namespace zyntax::codegen {
 
@@ -158,6 +159,10 @@ class SupportCheck {
           for (const Expr& e : s.as<cir::Yield>()->out_index) expr(e);
           break;
         case cir::StmtKind::Allocate: {
+          if (s.as<cir::Allocate>()->space == cir::MemorySpace::Fragment) {
+            if (target_ != EmitTarget::Nvptx) return fail("tensor-core fragments");
+            break;  // registers spread over the block's warps, not memory
+          }
           int64_t n = allocation_bytes(*s.as<cir::Allocate>());
           if (n < 0) return fail("arrays of non-constant size");
           if (n > kMaxLocalArrayBytes) return fail("local arrays larger than 1 GiB");
@@ -172,6 +177,9 @@ class SupportCheck {
         case cir::StmtKind::BlockReduce:
           if (target_ != EmitTarget::Nvptx) return fail("GPU block reductions");
           expr(s.as<cir::BlockReduce>()->count);
+          break;
+        case cir::StmtKind::TileMma:
+          if (target_ != EmitTarget::Nvptx) return fail("tensor-core tile products");
           break;
         case cir::StmtKind::Atomic: fail("atomics"); break;
         case cir::StmtKind::MatMulBlock: {
@@ -552,6 +560,10 @@ class Emitter {
       case cir::StmtKind::Yield: return emit_yield(*s.as<cir::Yield>());
       case cir::StmtKind::Allocate: {
         auto a = s.as<cir::Allocate>();
+        if (a->space == cir::MemorySpace::Fragment) {
+          fragment_types_[a->name] = a->type;  // its registers come with its first tile_mma
+          return;
+        }
         int64_t bytes = allocation_bytes(*a);
         if (target_ == EmitTarget::Nvptx && a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0) {
           // The block's own shared memory, undefined until written.
@@ -592,6 +604,7 @@ class Emitter {
         if (target_ == EmitTarget::Nvptx && gpu_block_depth_ > 0) b_.CreateIntrinsic(llvm::Intrinsic::nvvm_barrier0, {}, {});
         return;
       case cir::StmtKind::BlockReduce: return emit_block_reduce(*s.as<cir::BlockReduce>());
+      case cir::StmtKind::TileMma: return emit_tile_mma(*s.as<cir::TileMma>());
       case cir::StmtKind::Check: {
         auto c = s.as<cir::Check>();
         check(expr(c->cond), c->span, c->message);
@@ -602,12 +615,42 @@ class Emitter {
     }
   }
 
+  // A step of a tensor-core tile product (codegen/llvm/nvptx/tile_mma). The
+  // fragment's registers are one array per thread, made at the first step.
+  void emit_tile_mma(const cir::TileMma& m) {
+    auto it = fragments_.find(m.acc);
+    if (it == fragments_.end()) {
+      const cir::Type& t = fragment_types_.at(m.acc);
+      codegen::TileMmaFragments f;
+      f.rows = static_cast<int>(t.shape[0].as<cir::IntImm>()->value);
+      f.cols = static_cast<int>(t.shape[1].as<cir::IntImm>()->value);
+      f.warp_rows = m.warp_rows;
+      f.warp_cols = m.warp_cols;
+      f.warp = b_.CreateLShr(gpu_coordinate(cir::GpuIndexKind::ThreadIdx, 0), 5);
+      f.pieces = entry_alloca(codegen::tile_mma_storage_type(ctx_, f), m.acc);
+      it = fragments_.emplace(m.acc, f).first;
+    }
+    codegen::TileMmaFragments& f = it->second;
+    int64_t threads = 32LL * m.warp_rows * m.warp_cols;
+    check(b_.CreateICmpUGE(gpu_coordinate(cir::GpuIndexKind::BlockDim, 0), b_.getInt64(threads)), m.span,
+          "the GPU block has fewer threads than the tensor-core schedule's " + std::to_string(threads));
+    switch (m.step) {
+      case cir::TileMma::Step::Zero: return codegen::emit_mma_zero(b_, f);
+      case cir::TileMma::Step::Accumulate: {
+        const Buffer& a = buffer(m.a);
+        f.factors = a.type.dtype;
+        return codegen::emit_mma_accumulate(b_, f, a.ptr, m.lda, buffer(m.b).ptr, m.ldb, m.depth);
+      }
+      case cir::TileMma::Step::Store: return codegen::emit_mma_store(b_, f, buffer(m.d).ptr, m.ldd, m.row0, m.count);
+    }
+  }
+
   // A static shared-memory array of the module (address space 3).
   llvm::Value* shared_array(llvm::Type* elem, uint64_t n, const std::string& name) {
     auto* type = llvm::ArrayType::get(elem, std::max<uint64_t>(n, 1));
     auto* g = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(type),
                                        name_ + "." + name, nullptr, llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
-    g->setAlignment(llvm::Align(16));
+    g->setAlignment(llvm::Align(128));  // wmma reads pieces at 32-byte boundaries
     return g;
   }
 
@@ -746,7 +789,7 @@ class Emitter {
 
   static void collect_large_allocations(const cir::Block& blk, std::vector<const cir::Allocate*>& out) {
     for (const cir::Stmt& s : blk) {
-      if (auto a = s.as<cir::Allocate>(); a && allocation_bytes(*a) > kMaxStackArrayBytes) out.push_back(a);
+      if (auto a = s.as<cir::Allocate>(); a && a->space != cir::MemorySpace::Fragment && allocation_bytes(*a) > kMaxStackArrayBytes) out.push_back(a);
       if (auto f = s.as<cir::For>()) collect_large_allocations(f->body, out);
       if (auto i = s.as<cir::If>()) {
         collect_large_allocations(i->then_body, out);
@@ -1631,6 +1674,8 @@ class Emitter {
   int gpu_block_depth_ = 0;                 // GPU block loops around the statement being emitted
   int gpu_thread_depth_ = 0;                // and GPU thread loops
   std::set<std::string> thread_private_;    // local arrays of a GPU block, one row per thread
+  std::map<std::string, cir::Type> fragment_types_;                // tensor-core accumulators, as allocated
+  std::map<std::string, codegen::TileMmaFragments> fragments_;     // ... and their registers
   llvm::Value* status_ = nullptr;
   std::map<std::string, Buffer> buffers_;
   std::map<std::string, llvm::Value*> heap_arrays_;

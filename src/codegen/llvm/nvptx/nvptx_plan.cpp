@@ -7,6 +7,7 @@
 #include "cir/passes/product_form.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/schedule_gpu_matmul.hpp"
+#include "cir/passes/schedule_gpu_mma.hpp"
 #include "cir/passes/schedule_gpu_reduce.hpp"
 #include "cir/passes/schedule_gpu_rows.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
@@ -79,9 +80,19 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
     passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr); }});
   }
   passes.push_back({"hoist_kept_loops", [](const cir::Kernel& k) { return cir::hoist_kept_loops(k); }});
-  // Matrix products of at least a quarter tile through shared memory.
+  // Matrix products on tensor cores where their factors allow (f16, bf16,
+  // TF32 by permission), of any size.
+  bool tensor_cores = false;
+  passes.push_back({"schedule_gpu_mma", [&](const cir::Kernel& k) {
+                      std::optional<cir::Kernel> tiles = cir::schedule_gpu_mma(k);
+                      if (!tiles || unsupported_reason(*tiles, EmitTarget::Nvptx)) return k;
+                      tensor_cores = true;
+                      return *tiles;
+                    }});
+  // Other f32 matrix products of at least a quarter tile through shared memory.
   bool tiled = false;
   passes.push_back({"schedule_gpu_matmul", [&](const cir::Kernel& k) {
+                      if (tensor_cores) return k;
                       std::optional<cir::ProductForm> m = cir::match_product(k);
                       if (!m || m->rows.size() * m->cols.size() < 1024 || m->depth.size() < 8) return k;
                       std::optional<cir::Kernel> tiles = cir::schedule_gpu_matmul(k);
@@ -106,7 +117,7 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
   // per thread, at most kGridReduceBlocks.
   bool grid = false;
   passes.push_back({"schedule_gpu_reduce", [&](const cir::Kernel& k) {
-                      if (row_block || tiled) return k;
+                      if (row_block || tiled || tensor_cores) return k;
                       std::optional<int64_t> trips = loop_trips(k);
                       int64_t per_block = int64_t{kGpuBlockThreads} * 8;
                       int64_t blocks = trips ? std::clamp<int64_t>((*trips + per_block - 1) / per_block, 1, kGridReduceBlocks) : kGridReduceBlocks;
@@ -118,9 +129,10 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
   auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
   bool threads = outer && outer->loop_kind == cir::LoopKind::Parallel;
-  plan.schedule = tiled ? "tiled matmul" : row_block ? "rows" : grid ? "grid reduction" : threads ? "threads" : "single";
+  plan.schedule = tensor_cores ? "tensor-core matmul" : tiled ? "tiled matmul" : row_block ? "rows" : grid ? "grid reduction" : threads ? "threads" : "single";
   if (row_block) plan.block_threads = row_block;
   if (tiled) plan.block_threads = cir::kGpuMatmulThreads;
+  if (tensor_cores) plan.block_threads = cir::kGpuMmaThreads;
   if (auto why = unsupported_reason(k, EmitTarget::Nvptx)) {
     plan.why_not = *why;
     return plan;

@@ -1,5 +1,8 @@
 // The CIR passes that make a kernel what the NVPTX backend compiles: tile
-// values rewritten to loops (once every size is known), the nest of
+// values rewritten to loops (once every size is known), reductions over
+// leading axes turned inside out, matrix products on tensor cores
+// (schedule_gpu_mma: f16/bf16 factors, or f32 ones under @precision(tf32))
+// or else tiled through shared memory (schedule_gpu_matmul), the nest of
 // parallel loops collapsed into one, then a schedule: one block per row
 // where rows are folded and written by inner loops (schedule_gpu_rows), the
 // whole grid for a reduce kernel folding everything into one element
@@ -20,7 +23,7 @@ struct GpuPlan {
   std::string why_not;                // and why
   bool writes_whole_output = false;   // the output needs no zero-filling
   int block_threads = 256;            // threads per block to launch with
-  std::string schedule;               // "tiled matmul", "rows", "grid reduction", "threads" (a thread per iteration) or "single" (one thread)
+  std::string schedule;               // "tensor-core matmul", "tiled matmul", "rows", "grid reduction", "threads" (a thread per iteration) or "single" (one thread)
 };
 
 GpuPlan plan_gpu_kernel(const cir::Kernel& k);

@@ -1,0 +1,156 @@
+#include "cir/passes/schedule_gpu_mma.hpp"
+
+#include "cir/passes/gpu_loops.hpp"
+#include "cir/passes/product_form.hpp"
+#include "cir/passes/simplify.hpp"
+#include "cir/verifier.hpp"
+
+namespace zyntax::cir {
+
+namespace {
+
+constexpr int BM = 128, BN = 128, WARP_ROWS = 2, WARP_COLS = 4, STORE_ROWS = 32, LDD = BN + 4;
+constexpr int T = kGpuMmaThreads;
+static_assert(WARP_ROWS * WARP_COLS * 32 == T, "a warp per part of the tile");
+
+Expr i(const std::string& name) { return Var::make(name, Type::scalar(DType::I64)); }
+Expr lt(Expr a, Expr b) { return Binary::make(BinaryOp::Lt, std::move(a), std::move(b)); }
+Expr both(Expr a, Expr b) { return Binary::make(BinaryOp::And, std::move(a), std::move(b)); }
+Expr mod(const Expr& a, int64_t m) { return a - a / i64(m) * i64(m); }
+
+// The factors as the tensor cores read them, and their dtype (f32: TF32).
+struct Factors {
+  Expr x, y;
+  DType dtype;
+};
+
+// An f16 or bf16 value widened to f32, unwidened.
+Expr narrow(const Expr& e) {
+  auto c = e.as<Cast>();
+  if (!c || c->type.dtype != DType::F32) return {};
+  DType from = c->value->type.dtype;
+  return c->value->type.is_scalar() && (from == DType::F16 || from == DType::BF16) ? c->value : Expr();
+}
+
+std::optional<Factors> tensor_core_factors(const ProductForm& m, bool tf32, std::string* why) {
+  auto fail = [&](std::string w) -> std::optional<Factors> {
+    if (why) *why = std::move(w);
+    return std::nullopt;
+  };
+  if (m.sum->type.dtype != DType::F32) return fail("the sum is not f32");
+  Expr x = narrow(m.x), y = narrow(m.y);
+  if (x.defined() && y.defined() && x->type.dtype == y->type.dtype) return Factors{x, y, x->type.dtype};
+  if (m.x->type.dtype == DType::F32 && m.y->type.dtype == DType::F32) {
+    if (tf32) return Factors{m.x, m.y, DType::F32};
+    return fail("f32 factors without @precision(tf32)");
+  }
+  return fail("factors other than f16 or bf16 values widened to f32");
+}
+
+class Scheduler {
+ public:
+  Scheduler(const Kernel& k, const ProductForm& m, Factors f) : k_(k), m_(m), f_(std::move(f)), fresh_(k) {
+    depth_ = f_.dtype == DType::F32 ? 16 : 32;
+    int pad = 16 / static_cast<int>(dtype_size(f_.dtype));  // 16 bytes
+    lda_ = depth_ + pad;
+    ldb_ = BN + pad;
+  }
+
+  Kernel run() {
+    int64_t M = m_.rows.size(), N = m_.cols.size(), K = m_.depth.size();
+    int64_t mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
+    std::string tile = fresh_("tile%tc"), bt = fresh_("bt%tc"), rt = fresh_("rt%tc"), ct = fresh_("ct%tc");
+    std::string xs = fresh_("xs%tc"), ys = fresh_("ys%tc"), ds = fresh_("ds%tc"), acc = fresh_("acc%tc"), k0 = fresh_("k0%tc");
+    Block block = m_.tile_lets(tile, mt, nt, bt, rt, ct);
+    block.push_back(make_allocate(xs, Type::tensor(f_.dtype, {i64(BM * lda_)}), MemorySpace::Shared, span()));
+    block.push_back(make_allocate(ys, Type::tensor(f_.dtype, {i64(depth_ * ldb_)}), MemorySpace::Shared, span()));
+    block.push_back(make_allocate(ds, Type::tensor(DType::F32, {i64(STORE_ROWS * LDD)}), MemorySpace::Shared, span()));
+    block.push_back(make_allocate(acc, Type::tensor(DType::F32, {i64(BM), i64(BN)}), MemorySpace::Fragment, span()));
+    block.push_back(make_mma_zero(acc, WARP_ROWS, WARP_COLS, span()));
+
+    Block step;
+    step.push_back(load(xs, f_.x, m_.rows, rt, BM, lda_, k0, K, /*depth_fastest=*/true));
+    step.push_back(load(ys, f_.y, m_.cols, ct, BN, ldb_, k0, K, /*depth_fastest=*/false));
+    step.push_back(make_barrier());
+    step.push_back(make_mma_accumulate(acc, WARP_ROWS, WARP_COLS, xs, lda_, ys, ldb_, depth_, span()));
+    step.push_back(make_barrier());
+    block.push_back(make_for(k0, i64(0), i64(K), i64(depth_), std::move(step), LoopKind::Serial, 0, span()));
+
+    for (int q = 0; q < BM; q += STORE_ROWS) {
+      block.push_back(make_mma_store(ds, LDD, acc, WARP_ROWS, WARP_COLS, q, STORE_ROWS, span()));
+      block.push_back(make_barrier());
+      block.push_back(epilogue(ds, rt, ct, q, M, N));
+      block.push_back(make_barrier());
+    }
+
+    Kernel out = k_;
+    out.body = {make_for(tile, i64(0), i64(m_.batch() * mt * nt), i64(1), std::move(block), LoopKind::GpuBlock, 0, span())};
+    verify_or_throw(out, "schedule_gpu_mma");
+    return out;
+  }
+
+ private:
+  Span span() const { return m_.store->span; }
+
+  // gpu_thread t: for n in t..width * depth step T: the factor at (side index
+  // s, depth k0 + d) into array[s * ld + d] (depth_fastest) or array[d * ld + s],
+  // or 0 past the edges.
+  Stmt load(const std::string& array, const Expr& factor, const LoopGroup& side, const std::string& tile, int64_t width, int64_t ld,
+            const std::string& k0, int64_t K, bool depth_fastest) {
+    std::string t = fresh_("t%tc"), n = fresh_("n%tc"), s = fresh_("s%tc"), d = fresh_("d%tc");
+    Block body = {make_let(s, depth_fastest ? i(n) / i64(depth_) : mod(i(n), width)),
+                  make_let(d, depth_fastest ? mod(i(n), depth_) : i(n) / i64(width))};
+    Expr index = i(tile) * i64(width) + i(s), depth = i(k0) + i(d);
+    Substitution at = side.at(index);
+    for (auto& [name, value] : m_.depth.at(depth)) at[name] = value;
+    std::vector<AxisSel> to = {AxisSel::at(depth_fastest ? i(s) * i64(ld) + i(d) : i(d) * i64(ld) + i(s))};
+    body.push_back(make_if(both(lt(index, i64(side.size())), lt(depth, i64(K))), {make_store(array, to, substitute(factor, at), span())},
+                           {make_store(array, to, FloatImm::make(0.0, f_.dtype), span())}));
+    Stmt loop = make_for(n, i(t), i64(width * depth_), i64(T), std::move(body), LoopKind::Serial, 0, span());
+    return make_for(t, i64(0), i64(T), i64(1), {loop}, LoopKind::GpuThread, 0, span());
+  }
+
+  // gpu_thread t: for e in t..32 * 128 step T: out[..] = f(init + ds[r * LDD + c])
+  // at row rt * 128 + q + r, column ct * 128 + c, inside the output.
+  Stmt epilogue(const std::string& ds, const std::string& rt, const std::string& ct, int q, int64_t M, int64_t N) {
+    std::string t = fresh_("t%tc"), e = fresh_("e%tc"), r = fresh_("r%tc"), c = fresh_("c%tc"), row = fresh_("row%tc"), col = fresh_("col%tc");
+    Block body = {make_let(r, i(e) / i64(BN)), make_let(c, mod(i(e), BN)), make_let(row, i(rt) * i64(BM) + i64(q) + i(r)),
+                  make_let(col, i(ct) * i64(BN) + i(c))};
+    Substitution at = m_.rows.at(i(row));
+    for (auto& [name, value] : m_.cols.at(i(col))) at[name] = value;
+    Expr sum = make_access(ds, Type::tensor(DType::F32, {i64(STORE_ROWS * LDD)}), {AxisSel::at(i(r) * i64(LDD) + i(c))});
+    if (m_.init.defined()) sum = Binary::make(BinaryOp::Add, substitute(m_.init, at), sum);
+    at[m_.sum->name] = sum;
+    std::vector<AxisSel> axes;
+    for (const AxisSel& a : m_.store->axes) axes.push_back(AxisSel::at(simplify(substitute(a.index, at))));
+    body.push_back(make_if(both(lt(i(row), i64(M)), lt(i(col), i64(N))),
+                           {make_store(m_.store->buffer, std::move(axes), substitute(m_.store->value, at), m_.store->span)}));
+    Stmt loop = make_for(e, i(t), i64(STORE_ROWS * BN), i64(T), std::move(body), LoopKind::Serial, 0, span());
+    return make_for(t, i64(0), i64(T), i64(1), {loop}, LoopKind::GpuThread, 0, span());
+  }
+
+  const Kernel& k_;
+  const ProductForm& m_;
+  Factors f_;
+  FreshNames fresh_;
+  int depth_ = 32, lda_ = 40, ldb_ = 136;
+};
+
+}  // namespace
+
+std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not) {
+  std::optional<ProductForm> m = match_product(k);
+  if (!m) {
+    if (why_not) *why_not = "not a matrix product";
+    return std::nullopt;
+  }
+  if (m->guard.defined()) {
+    if (why_not) *why_not = "a product with a guard (a padded convolution)";
+    return std::nullopt;
+  }
+  std::optional<Factors> f = tensor_core_factors(*m, k.hints.tf32, why_not);
+  if (!f) return std::nullopt;
+  return Scheduler(k, *m, *f).run();
+}
+
+}  // namespace zyntax::cir

@@ -1,0 +1,41 @@
+// A matrix product on the GPU's tensor cores. A kernel of the product form
+// (product_form.hpp, no guard) whose factors tensor cores can take
+//   - f16 or bf16 values widened to f32, `s: f32 = s + f32(x) * f32(y)`
+//     (exact products, as the tensor cores form them), or
+//   - f32 values in a kernel marked @precision(tf32) (factors rounded to TF32),
+// becomes one GPU block per 128x128 tile of the output (per batch element),
+// 8 warps as a 2x4 grid, each accumulating a 64x32 part in registers:
+//
+//   gpu_block for tile:
+//     shared xs[128 * lda], ys[depth * ldb], ds[32 * 132]; fragment acc[128, 128]
+//     mma_zero acc
+//     for k0 in 0..K step depth (32 for f16/bf16, 16 for TF32):
+//       gpu_thread: xs[r * lda + kk] = x at (row r, depth k0 + kk)   (0 past the edges)
+//       gpu_thread: ys[kk * ldb + c] = y at (column c, depth k0 + kk)
+//       barrier
+//       mma acc += xs . ys
+//       barrier
+//     for each 32-row quarter q of the tile:
+//       mma_store ds = acc[q]
+//       barrier
+//       gpu_thread: out[row, col] = f(init + ds[..]) where row < M, col < N
+//       barrier
+//
+// The rows of xs and ys are padded (lda = depth + 16 bytes, ldb = 128 + 16
+// bytes) so that the warps' fragment loads spread over the shared memory
+// banks. The sums run in another order than the kernel's, so the result
+// differs from the reference by rounding (f32 sums of exact products).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "cir/ir.hpp"
+
+namespace zyntax::cir {
+
+constexpr int kGpuMmaThreads = 256;
+
+std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not = nullptr);
+
+}  // namespace zyntax::cir

@@ -1,0 +1,232 @@
+// schedule_gpu_mma: matrix products on tensor cores (tile_mma statements on a
+// fragment accumulator). On the reference executor (race-checked, shared and
+// fragment arrays starting as NaN) the scheduled kernel gives the original's
+// result for f16/bf16 factors (exact products summed in f32) and, for f32
+// factors under @precision(tf32), the original's result on the factors
+// rounded to TF32, at odd sizes, plain, transposed, batched and with a start
+// value and an epilogue; the plan picks it, and its PTX (wmma) passes ptxas;
+// the race checker and the verifier hold tile_mma statements to their rules.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "cir/passes/schedule_gpu_mma.hpp"
+#include "cir/passes/specialize.hpp"
+#include "cir/printer.hpp"
+#include "cir/verifier.hpp"
+#include "codegen/llvm/nvptx/nvptx_compiler.hpp"
+#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "interp/reference_executor.hpp"
+#include "kernel_source.hpp"
+#include "ptxas.hpp"
+#include "runtime/tensor_ops.hpp"
+
+namespace zyntax {
+namespace {
+
+using testing::kernel_of;
+
+struct Product {
+  const char* name;
+  DType factors;  // the inputs' dtype; f32 means TF32
+  const char* source;
+};
+
+const Product kProducts[] = {
+    {"bf16", DType::BF16,
+     "def f(a: tensor[m, k, bf16], b: tensor[k, n, bf16]) {\n return compute(a, b) {\n @kernel matmul\n for i in 0..m, j in 0..n:\n"
+     "  var s: f32 = 0.0\n  for p in 0..k:\n   s += f32(a[i, p]) * f32(b[p, j])\n  out[i, j] = s\n }\n}"},
+    {"f16_transposed_b_bias_relu", DType::F16,
+     "def f(a: tensor[m, k, f16], b: tensor[n, k, f16], c: tensor[n, f32]) {\n return compute(a, b, c) {\n @kernel matmul\n"
+     " for i in 0..m, j in 0..n:\n  var s = c[j]\n  for p in 0..k:\n   s += f32(a[i, p]) * f32(b[j, p])\n  out[i, j] = max(s * 0.5, 0.0)\n }\n}"},
+    {"bf16_batched", DType::BF16,
+     "def f(a: tensor[h, m, k, bf16], b: tensor[h, k, n, bf16]) {\n return compute(a, b) {\n @kernel matmul\n"
+     " for g in 0..h, i in 0..m, j in 0..n:\n  var s: f32 = 0.0\n  for p in 0..k:\n   s += f32(a[g, i, p]) * f32(b[g, p, j])\n"
+     "  out[g, i, j] = s\n }\n}"},
+    {"tf32", DType::F32,
+     "def f(a: tensor[m, k, f32], b: tensor[k, n, f32]) {\n return compute(a, b) {\n @kernel matmul\n @precision(tf32)\n"
+     " for i in 0..m, j in 0..n:\n  var s = 0.0\n  for p in 0..k:\n   s += a[i, p] * b[p, j]\n  out[i, j] = s\n }\n}"},
+};
+
+cir::Kernel specialised(const Product& p, int64_t m, int64_t n, int64_t k) {
+  cir::Kernel generic = kernel_of(p.source);
+  std::map<std::string, int64_t> dims = {{"m", m}, {"n", n}, {"k", k}, {"h", 2}}, used;
+  for (const cir::DimParam& d : generic.dims) used[d.name] = dims.at(d.name);
+  return cir::specialize(generic, used);
+}
+
+// Inputs from N(0, 1) in the kernel's dtypes.
+std::vector<Tensor> inputs_of(const cir::Kernel& k, Random& rng) {
+  std::vector<Tensor> in;
+  for (const cir::Param& p : k.params) {
+    if (p.role != cir::ParamRole::Input) continue;
+    Shape shape;
+    for (const cir::Expr& e : p.type.shape) shape.push_back(e.as<cir::IntImm>()->value);
+    in.push_back(rand_normal(rng, p.type.dtype, shape));
+  }
+  return in;
+}
+
+Tensor rounded_to_tf32(const Tensor& t) {
+  Tensor r = t.clone();
+  for (int64_t i = 0; i < r.numel(); ++i) r.data_as<float>()[i] = round_to_tf32(t.data_as<float>()[i]);
+  return r;
+}
+
+TEST(ScheduleGpuMma, TheReferencesProductOnTheTensorCoresFactorsAtOddSizes) {
+  for (const Product& p : kProducts) {
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {5, 7, 3}, {128, 128, 32}, {129, 127, 33}, {200, 130, 72}}) {
+      cir::Kernel kernel = specialised(p, m, n, k);
+      std::string why;
+      std::optional<cir::Kernel> s = cir::schedule_gpu_mma(kernel, &why);
+      ASSERT_TRUE(s) << p.name << ": " << why;
+      Random rng(5);
+      std::vector<Tensor> in = inputs_of(kernel, rng);
+      // The tensor cores read f32 factors as TF32: the original on rounded factors.
+      std::vector<Tensor> as_read = in;
+      if (p.factors == DType::F32)
+        for (Tensor& t : as_read) t = rounded_to_tf32(t);
+      Tensor want = ReferenceKernel(kernel).run(as_read, {}).astype(DType::F64);
+      Tensor exact = ReferenceKernel(kernel).run(in, {}).astype(DType::F64);
+      Tensor got = ReferenceKernel(*s).run(in, {}).astype(DType::F64);
+      ASSERT_EQ(want.shape(), got.shape());
+      // Sums in another order (the start value added last): f32 rounding of the scale.
+      double scale = 1;
+      for (int64_t e = 0; e < want.numel(); ++e) scale = std::max(scale, std::fabs(want.get(e).f));
+      for (int64_t e = 0; e < want.numel(); ++e) {
+        ASSERT_NEAR(got.get(e).f, want.get(e).f, 1e-5 * scale) << p.name << " at " << m << "x" << n << "x" << k << " element " << e;
+        // And TF32 stays within its rounding of the exact product.
+        ASSERT_NEAR(got.get(e).f, exact.get(e).f, 2e-3 * std::sqrt(static_cast<double>(k)) * scale) << p.name << " element " << e;
+      }
+    }
+  }
+}
+
+TEST(ScheduleGpuMma, TakesOnlyWhatTensorCoresCompute) {
+  std::string why;
+  // f32 factors without permission to round them.
+  cir::Kernel f32 = cir::specialize(
+      kernel_of("def f(a: tensor[m, k, f32], b: tensor[k, n, f32]) {\n return compute(a, b) {\n @kernel matmul\n for i in 0..m, j in 0..n:\n"
+                "  var s = 0.0\n  for p in 0..k:\n   s += a[i, p] * b[p, j]\n  out[i, j] = s\n }\n}"),
+      {{"m", 8}, {"n", 8}, {"k", 8}});
+  EXPECT_FALSE(cir::schedule_gpu_mma(f32, &why));
+  EXPECT_EQ(why, "f32 factors without @precision(tf32)");
+  // bf16 products rounded to bf16 before the f32 sum: not what tensor cores form.
+  cir::Kernel rounded = cir::specialize(
+      kernel_of("def f(a: tensor[m, k, bf16], b: tensor[k, n, bf16]) {\n return compute(a, b) {\n @kernel matmul\n"
+                " for i in 0..m, j in 0..n:\n  var s: f32 = 0.0\n  for p in 0..k:\n   s += a[i, p] * b[p, j]\n  out[i, j] = s\n }\n}"),
+      {{"m", 8}, {"n", 8}, {"k", 8}});
+  EXPECT_FALSE(cir::schedule_gpu_mma(rounded, &why));
+  EXPECT_EQ(why, "not a matrix product");  // the sum adds f32(x * y), not a product
+  // A bf16 sum (each partial sum rounded to bf16).
+  cir::Kernel narrow_sum = cir::specialize(
+      kernel_of("def f(a: tensor[m, k, bf16], b: tensor[k, n, bf16]) {\n return compute(a, b) {\n @kernel matmul\n"
+                " for i in 0..m, j in 0..n:\n  var s = 0.0\n  for p in 0..k:\n   s += a[i, p] * b[p, j]\n  out[i, j] = s\n }\n}"),
+      {{"m", 8}, {"n", 8}, {"k", 8}});
+  EXPECT_FALSE(cir::schedule_gpu_mma(narrow_sum, &why));
+  EXPECT_EQ(why, "not a matrix product");
+}
+
+TEST(ScheduleGpuMma, ThePlanPutsProductsOnTensorCoresAndItsPtxAssembles) {
+  std::vector<cir::Kernel> planned;
+  std::vector<std::string> names;
+  for (const Product& p : kProducts) {
+    codegen::GpuPlan plan = codegen::plan_gpu_kernel(specialised(p, 300, 260, 100));
+    ASSERT_TRUE(plan.kernel) << p.name << ": " << plan.why_not;
+    EXPECT_EQ(plan.schedule, "tensor-core matmul") << p.name;
+    EXPECT_EQ(plan.block_threads, cir::kGpuMmaThreads);
+    unsigned tiles = 3 * 3 * (std::string(p.name) == "bf16_batched" ? 2 : 1);
+    EXPECT_EQ(codegen::gpu_launch_blocks(plan, 100000), tiles) << p.name;
+    planned.push_back(*plan.kernel);
+    names.push_back(p.name);
+  }
+  std::vector<const cir::Kernel*> ptrs;
+  for (const cir::Kernel& k : planned) ptrs.push_back(&k);
+  std::string ptxas = testing::find_ptxas();
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    codegen::PtxModule m = codegen::NvptxCompiler::instance().compile(ptrs, names, *codegen::parse_nvptx_arch(arch));
+    for (const char* op : {"wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16", "wmma.load.b.sync.aligned.row.m16n16k16.shared.f16",
+                           "wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32", "wmma.mma.sync.aligned.row.row.m16n16k8.f32.tf32.tf32.f32",
+                           "wmma.store.d.sync.aligned.row.m16n16k16.shared.f32", "cvt.rna.tf32.f32", "bar.sync"})
+      EXPECT_NE(m.ptx.find(op), std::string::npos) << op;
+    EXPECT_EQ(m.ptx.find(".local"), std::string::npos) << "the accumulators should live in registers";
+    if (ptxas.empty()) continue;
+    std::string file = ::testing::TempDir() + "/mma_" + arch + ".ptx";
+    std::ofstream(file) << m.ptx;
+    std::string log;
+    EXPECT_EQ(testing::run_ptxas(ptxas, file, arch, &log), 0) << log;
+  }
+}
+
+// The scheduled bf16 kernel with one statement of its K loop removed.
+cir::Kernel without_step_statement(size_t drop) {
+  cir::Kernel s = *cir::schedule_gpu_mma(specialised(kProducts[0], 20, 20, 40));
+  auto tile = s.body[0].as<cir::For>();
+  cir::Block block = tile->body;
+  for (cir::Stmt& st : block) {
+    auto f = st.as<cir::For>();
+    if (!f || f->loop_kind != cir::LoopKind::Serial) continue;
+    cir::Block step = f->body;
+    step.erase(step.begin() + static_cast<std::ptrdiff_t>(drop));
+    st = cir::make_for(f->var, f->lo, f->hi, f->step, step, f->loop_kind, f->factor, f->span);
+  }
+  s.body = {cir::make_for(tile->var, tile->lo, tile->hi, tile->step, block, tile->loop_kind, tile->factor, tile->span)};
+  return s;
+}
+
+TEST(ScheduleGpuMma, TheRaceCheckerSeesAMissingBarrier) {
+  // The K loop is: load xs, load ys, barrier, mma, barrier.
+  for (size_t drop : {2u, 4u}) {
+    cir::Kernel s = without_step_statement(drop);
+    Random rng(3);
+    std::vector<Tensor> in = inputs_of(s, rng);
+    try {
+      ReferenceKernel(s).run(in, {});
+      ADD_FAILURE() << "no race found without statement " << drop << "\n" << cir::print(s);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("data race in the GPU schedule"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(ScheduleGpuMma, TheVerifierHoldsTileMmaToItsRules) {
+  auto problems_of = [](cir::Block block_body) {
+    cir::Kernel k;
+    k.name = "k";
+    k.params = {{cir::ParamRole::Output, "out", cir::Type::tensor(DType::F32, {cir::i64(4)})}};
+    k.body = {cir::make_for("b", cir::i64(0), cir::i64(1), cir::i64(1), std::move(block_body), cir::LoopKind::GpuBlock)};
+    std::vector<std::string> p = cir::verify(k);
+    std::string all;
+    for (const std::string& s : p) all += s + "\n";
+    return all;
+  };
+  cir::Type acc = cir::Type::tensor(DType::F32, {cir::i64(32), cir::i64(64)});
+  cir::Stmt fragment = cir::make_allocate("acc", acc, cir::MemorySpace::Fragment);
+  cir::Stmt xs = cir::make_allocate("xs", cir::Type::tensor(DType::BF16, {cir::i64(32 * 24)}), cir::MemorySpace::Shared);
+  cir::Stmt ys = cir::make_allocate("ys", cir::Type::tensor(DType::BF16, {cir::i64(16 * 64)}), cir::MemorySpace::Shared);
+  cir::Stmt ds = cir::make_allocate("ds", cir::Type::tensor(DType::F32, {cir::i64(16 * 64)}), cir::MemorySpace::Shared);
+  // A well-formed sequence.
+  EXPECT_EQ(problems_of({fragment, xs, ys, ds, cir::make_mma_zero("acc", 2, 2), cir::make_mma_accumulate("acc", 2, 2, "xs", 24, "ys", 64, 16),
+                         cir::make_mma_store("ds", 64, "acc", 2, 2, 16, 16)}),
+            "");
+  // Read like an array.
+  cir::Stmt read = cir::make_for("t", cir::i64(0), cir::i64(4), cir::i64(1),
+                                 {cir::make_store("out", {cir::AxisSel::at(cir::Var::make("t", cir::Type::scalar(DType::I64)))},
+                                                  cir::make_access("acc", acc, {cir::AxisSel::at(cir::i64(0)), cir::AxisSel::at(cir::i64(0))}))},
+                                 cir::LoopKind::GpuThread);
+  EXPECT_NE(problems_of({fragment, read}).find("fragment array 'acc' is accessed other than by tile_mma statements"), std::string::npos);
+  // In a thread loop.
+  cir::Stmt in_thread = cir::make_for("t", cir::i64(0), cir::i64(4), cir::i64(1), {cir::make_mma_zero("acc", 2, 2)}, cir::LoopKind::GpuThread);
+  EXPECT_NE(problems_of({fragment, in_thread}).find("inside a GPU thread loop"), std::string::npos);
+  // A warp grid the tile does not split over, a depth off the k step, rows past the tile.
+  EXPECT_NE(problems_of({fragment, cir::make_mma_zero("acc", 4, 2)}).find("does not split into 16x16 pieces"), std::string::npos);
+  EXPECT_NE(problems_of({fragment, xs, ys, cir::make_mma_accumulate("acc", 2, 2, "xs", 24, "ys", 64, 8)}).find("is not a multiple of 16"),
+            std::string::npos);
+  EXPECT_NE(problems_of({fragment, xs, ys, cir::make_mma_accumulate("acc", 2, 2, "xs", 20, "ys", 64, 16)}).find("not 16-byte aligned"),
+            std::string::npos);
+  EXPECT_NE(problems_of({fragment, ds, cir::make_mma_store("ds", 64, "acc", 2, 2, 24, 16)}).find("are not 16-row pieces"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace zyntax
