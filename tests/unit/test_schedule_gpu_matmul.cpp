@@ -2,11 +2,12 @@
 // thread-private accumulators. On the reference executor (race-checked,
 // shared arrays starting as NaN) the scheduled kernel gives the original's
 // result bit for bit (same products, same order, same roundings), for plain,
-// transposed, batched, biased and epilogue products at odd sizes; guarded
-// products are left alone; the plan picks it for large products and its PTX
+// transposed, batched, biased and epilogue products and a padded
+// convolution (its guard kept as a mask) at odd sizes; the plan picks it for large products and its PTX
 // passes ptxas; the verifier holds thread-private arrays to their rule.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
@@ -40,6 +41,12 @@ const Product kProducts[] = {
                   " for i in 0..m, j in 0..n:\n  var s = c[j]\n  for p in 0..k:\n   s += a[i, p] * b[j, p]\n  out[i, j] = max(s * 0.5, 0.0)\n }\n}"},
     {"batched", "def f(a: tensor[h, m, k, f32], b: tensor[h, k, n, f32]) {\n return compute(a, b) {\n @kernel matmul\n"
                 " for g in 0..h, i in 0..m, j in 0..n:\n  var s = 0.0\n  for p in 0..k:\n   s += a[g, i, p] * b[g, p, j]\n  out[g, i, j] = s\n }\n}"},
+    // A padded 2-D convolution (NCHW, 3x3, padding 1): rows are the output
+    // channels (m), columns the output positions (n x n), depth (k, 3, 3).
+    {"conv2d_padded", "def f(x: tensor[k, n, n, f32], w: tensor[m, k, kh, kw, f32]) {\n return compute(x, w) {\n @kernel conv2d\n"
+                      " for o in 0..m, y in 0..n, z in 0..n:\n  var s = 0.0\n  for c in 0..k, r in 0..kh, q in 0..kw:\n"
+                      "   if y + r - 1 >= 0 and y + r - 1 < n and z + q - 1 >= 0 and z + q - 1 < n:\n"
+                      "    s += w[o, c, r, q] * x[c, y + r - 1, z + q - 1]\n  out[o, y, z] = s\n }\n}"},
 };
 
 std::vector<Tensor> inputs_of(const cir::Kernel& k, Random& rng) {
@@ -56,8 +63,10 @@ std::vector<Tensor> inputs_of(const cir::Kernel& k, Random& rng) {
 TEST(ScheduleGpuMatmul, BitForBitTheReferencesProductAtOddSizes) {
   for (const Product& p : kProducts) {
     cir::Kernel generic = kernel_of(p.source);
+    bool conv = std::string(p.name) == "conv2d_padded";
     for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {5, 7, 3}, {64, 64, 16}, {65, 63, 17}, {130, 70, 40}}) {
-      std::map<std::string, int64_t> dims = {{"m", m}, {"n", n}, {"k", k}, {"h", 2}};
+      if (conv) n = std::min<int64_t>(n, 9);  // n x n positions
+      std::map<std::string, int64_t> dims = {{"m", m}, {"n", n}, {"k", k}, {"h", 2}, {"kh", 3}, {"kw", 3}};
       std::map<std::string, int64_t> used;
       for (const cir::DimParam& d : generic.dims) used[d.name] = dims.at(d.name);
       cir::Kernel kernel = cir::specialize(generic, used);
@@ -74,14 +83,21 @@ TEST(ScheduleGpuMatmul, BitForBitTheReferencesProductAtOddSizes) {
   }
 }
 
+// A term the guard skips is skipped, whatever the other factor holds: an
+// infinite weight beside the padding gives what the original gives.
+TEST(ScheduleGpuMatmul, AGuardedTermIsSkippedEvenBesideInfinity) {
+  cir::Kernel conv = cir::specialize(kernel_of(kProducts[4].source), {{"m", 3}, {"n", 5}, {"k", 2}, {"kh", 3}, {"kw", 3}});
+  cir::Kernel s = *cir::schedule_gpu_matmul(conv);
+  Random rng(4);
+  std::vector<Tensor> in = inputs_of(conv, rng);
+  in[1].set(0, Scalar::of_float(INFINITY, DType::F32));  // w[0, 0, 0, 0], which meets the padding at y = 0 or z = 0
+  Tensor want = ReferenceKernel(conv).run(in, {}), got = ReferenceKernel(s).run(in, {});
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), want.nbytes()), 0);
+  EXPECT_FALSE(std::isnan(got.get(0).f));
+}
+
 TEST(ScheduleGpuMatmul, LeavesOtherKernelsAlone) {
   std::string why;
-  cir::Kernel padded = cir::specialize(
-      kernel_of("def f(x: tensor[c, w, f32], wt: tensor[o, c, kw, f32]) {\n return compute(x, wt) {\n @kernel conv2d\n"
-                " for q in 0..o, t in 0..w:\n  var s = 0.0\n  for ic in 0..c, r in 0..kw:\n   if t + r - 1 >= 0 and t + r - 1 < w:\n"
-                "    s += wt[q, ic, r] * x[ic, t + r - 1]\n  out[q, t] = s\n }\n}"),
-      {{"c", 3}, {"w", 10}, {"o", 4}, {"kw", 3}});
-  EXPECT_FALSE(cir::schedule_gpu_matmul(padded, &why));
   cir::Kernel add = cir::specialize(kernel_of("def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..n:\n  out[i] = x[i]\n }\n}"),
                                     {{"n", 9}});
   EXPECT_FALSE(cir::schedule_gpu_matmul(add, &why));
@@ -94,12 +110,13 @@ TEST(ScheduleGpuMatmul, ThePlanTilesLargeProductsAndItsPtxAssembles) {
   for (const Product& p : kProducts) {
     cir::Kernel generic = kernel_of(p.source);
     std::map<std::string, int64_t> used;
-    for (const cir::DimParam& d : generic.dims) used[d.name] = d.name == "h" ? 3 : 200;
+    for (const cir::DimParam& d : generic.dims) used[d.name] = d.name == "h" ? 3 : d.name == "kh" || d.name == "kw" ? 3 : p.name == std::string("conv2d_padded") && d.name == "n" ? 20 : 200;
     codegen::GpuPlan plan = codegen::plan_gpu_kernel(cir::specialize(generic, used));
     ASSERT_TRUE(plan.kernel) << plan.why_not;
     EXPECT_EQ(plan.schedule, "tiled matmul") << p.name;
     EXPECT_EQ(plan.block_threads, 256);
-    EXPECT_EQ(codegen::gpu_launch_blocks(plan, 100000), (p.name == std::string("batched") ? 3u : 1u) * 16u) << p.name;
+    // 200x200 outputs in 64x64 tiles (conv: 200 channels by 20x20 positions).
+    EXPECT_EQ(codegen::gpu_launch_blocks(plan, 100000), (p.name == std::string("batched") ? 3u : 1u) * 16u * (p.name == std::string("conv2d_padded") ? 7u : 4u) / 4u) << p.name;
     planned.push_back(*plan.kernel);
     names.push_back(p.name);
   }

@@ -33,6 +33,11 @@ class Scheduler {
     block.push_back(make_allocate(xs, Type::tensor(DType::F32, {i64(BK * BM)}), MemorySpace::Shared, span()));
     block.push_back(make_allocate(ys, Type::tensor(DType::F32, {i64(BK * BN)}), MemorySpace::Shared, span()));
     block.push_back(make_allocate(acc, Type::tensor(DType::F32, {i64(T), i64(TM * TN)}), MemorySpace::Local, span()));
+    // A guarded product (a padded convolution) keeps, beside its guarded
+    // factor, whether each term is added at all.
+    std::string gs = m_.guard.defined() ? fresh_("gs%mm") : "";
+    if (m_.guard.defined())
+      block.push_back(make_allocate(gs, Type::tensor(DType::Bool, {i64(BK * (m_.guard_on_x ? BM : BN))}), MemorySpace::Shared, span()));
 
     // The accumulators start where the sum does.
     block.push_back(per_element(rt, ct, M, N, [&](const std::string& t, const Expr& e, const Substitution& at) {
@@ -41,10 +46,10 @@ class Scheduler {
     }));
 
     Block step;
-    step.push_back(load(xs, m_.x, m_.rows, rt, BM, k0, K, /*depth_fastest=*/true));
-    step.push_back(load(ys, m_.y, m_.cols, ct, BN, k0, K, /*depth_fastest=*/false));
+    step.push_back(load(xs, m_.x, m_.rows, rt, BM, k0, K, /*depth_fastest=*/true, m_.guard_on_x ? gs : ""));
+    step.push_back(load(ys, m_.y, m_.cols, ct, BN, k0, K, /*depth_fastest=*/false, m_.guard_on_x ? "" : gs));
     step.push_back(make_barrier());
-    step.push_back(products(xs, ys, acc, k0, K));
+    step.push_back(products(xs, ys, gs, acc, k0, K));
     step.push_back(make_barrier());
     block.push_back(make_for(k0, i64(0), i64(K), i64(BK), std::move(step), LoopKind::Serial, 0, span()));
 
@@ -80,9 +85,10 @@ class Scheduler {
   }
 
   // gpu_thread t: for n in t..16*64 step T: the factor at (side index s, depth k0 + d)
-  // into array[d * 64 + s], or 0 past the edges.
+  // into array[d * 64 + s], or 0 past the edges; with a `mask` array, the
+  // guard there too, and 0 where it fails.
   Stmt load(const std::string& array, const Expr& factor, const LoopGroup& side, const std::string& tile, int64_t width,
-            const std::string& k0, int64_t K, bool depth_fastest) {
+            const std::string& k0, int64_t K, bool depth_fastest, const std::string& mask) {
     std::string t = fresh_("t%mm"), n = fresh_("n%mm"), s = fresh_("s%mm"), d = fresh_("d%mm");
     Block body = {make_let(s, depth_fastest ? i(n) / i64(BK) : mod(i(n), width)),
                   make_let(d, depth_fastest ? mod(i(n), BK) : i(n) / i64(width))};
@@ -90,21 +96,35 @@ class Scheduler {
     Substitution at = side.at(index);
     for (auto& [name, value] : m_.depth.at(depth)) at[name] = value;
     std::vector<AxisSel> to = {AxisSel::at(i(d) * i64(width) + i(s))};
-    body.push_back(make_if(both(lt(index, i64(side.size())), lt(depth, i64(K))), {make_store(array, to, substitute(factor, at), span())},
-                           {make_store(array, to, f32(0.0), span())}));
+    Expr inside = both(lt(index, i64(side.size())), lt(depth, i64(K)));
+    Block value = {make_store(array, to, substitute(factor, at), span())}, zero = {make_store(array, to, f32(0.0), span())};
+    if (!mask.empty()) {
+      // The guard may read the factor's operands out of bounds where it fails: tested first.
+      value = {make_if(substitute(m_.guard, at), value, zero), make_store(mask, to, substitute(m_.guard, at), span())};
+      zero.push_back(make_store(mask, to, BoolImm::make(false), span()));
+    }
+    body.push_back(make_if(inside, value, zero));
     Stmt loop = make_for(n, i(t), i64(BK * width), i64(T), std::move(body), LoopKind::Serial, 0, span());
     return make_for(t, i64(0), i64(T), i64(1), {loop}, LoopKind::GpuThread, 0, span());
   }
 
   // gpu_thread t: for kk below min(16, K - k0): for a, b: acc[t, a*4 + b] += xs[..] * ys[..]
-  Stmt products(const std::string& xs, const std::string& ys, const std::string& acc, const std::string& k0, int64_t K) {
+  // (where the guard held, with one).
+  Stmt products(const std::string& xs, const std::string& ys, const std::string& gs, const std::string& acc, const std::string& k0,
+                int64_t K) {
     std::string t = fresh_("t%mm"), kk = fresh_("kk%mm"), a = fresh_("a%mm"), b = fresh_("b%mm");
     Type xs_type = Type::tensor(DType::F32, {i64(BK * BM)}), ys_type = Type::tensor(DType::F32, {i64(BK * BN)});
     Type acc_type = Type::tensor(DType::F32, {i64(T), i64(TM * TN)});
     std::vector<AxisSel> cell = {AxisSel::at(i(t)), AxisSel::at(i(a) * i64(TN) + i(b))};
     Expr x = make_access(xs, xs_type, {AxisSel::at(i(kk) * i64(BM) + i(t) / i64(TX) + i(a) * i64(TY))});
     Expr y = make_access(ys, ys_type, {AxisSel::at(i(kk) * i64(BN) + mod(i(t), TX) + i(b) * i64(TX))});
-    Stmt update = make_store(acc, cell, Binary::make(BinaryOp::Add, make_access(acc, acc_type, cell), Binary::make(BinaryOp::Mul, x, y)), span());
+    Expr sum = Binary::make(BinaryOp::Add, make_access(acc, acc_type, cell), Binary::make(BinaryOp::Mul, x, y));
+    if (!gs.empty()) {
+      const Access& guarded = *(m_.guard_on_x ? x : y).as<Access>();
+      Expr added = make_access(gs, Type::tensor(DType::Bool, {i64(BK * (m_.guard_on_x ? BM : BN))}), guarded.axes);
+      sum = Select::make(added, sum, make_access(acc, acc_type, cell));
+    }
+    Stmt update = make_store(acc, cell, sum, span());
     Stmt over_b = make_for(b, i64(0), i64(TN), i64(1), {update}, LoopKind::Unrolled, TN, span());
     Stmt over_a = make_for(a, i64(0), i64(TM), i64(1), {over_b}, LoopKind::Unrolled, TM, span());
     Stmt over_k = make_for(kk, i64(0), min(i64(BK), i64(K) - i(k0)), i64(1), {over_a}, LoopKind::Serial, 0, span());
@@ -125,7 +145,6 @@ std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not)
   };
   std::optional<ProductForm> m = match_product(k);
   if (!m) return fail("not a matrix product");
-  if (m->guard.defined()) return fail("a product with a guard (a padded convolution)");
   if (m->sum->type.dtype != DType::F32 || m->x->type.dtype != DType::F32 || m->y->type.dtype != DType::F32)
     return fail("a product not in f32");
   return Scheduler(k, *m).run();

@@ -1,6 +1,6 @@
 // A matrix product on the GPU, tiled through shared memory. A kernel of the
 // product form (product_form.hpp: batch, row, column and reduction loops,
-// `s = s + X * Y`, `out[..] = f(s)`, no guard) becomes one GPU block per
+// `s = s + X * Y`, `out[..] = f(s)`, with or without a guard) becomes one GPU block per
 // 64x64 tile of the output (per batch element), 256 threads each owning a
 // 4x4 block of it in a thread-private accumulator (registers on a GPU):
 //
@@ -16,6 +16,12 @@
 //       barrier
 //     gpu_thread: out[row, col] = f(acc[t, a*4 + b]) where row < M, col < N
 //
+// A guarded product (a padded convolution: rows = output channels, columns
+// = output positions, depth = input channel and kernel offsets) stages, next
+// to its guarded factor, whether the guard holds for each term (the factor
+// is 0 where it fails, never read out of bounds), and a term whose guard
+// failed leaves the accumulator as it is: exactly the original's skipped
+// term, whatever the other factor holds.
 // Thread (ty, tx) owns rows ty + 16a and columns tx + 16b, so a warp's
 // reads of ys and its stores of the output are consecutive. Each element
 // still adds its products in k order from the same start, with the same
