@@ -1,13 +1,18 @@
 // Where NVIDIA's PTX assembler is: $PTXAS, PATH, or /usr/local/cuda/bin;
-// "" when none (the tests that need it are skipped).
+// "" when none (the tests that need it are skipped). And planned kernels
+// compiled to PTX and assembled with it.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 
 namespace zyntax::testing {
 
@@ -37,6 +42,24 @@ inline int run_ptxas(const std::string& ptxas, const std::string& file, const st
   char buf[512];
   while (fgets(buf, sizeof buf, p)) *log += buf;
   return pclose(p);
+}
+
+// The kernels in one PTX module per architecture (sm_80 and sm_90): each
+// module's text to `check`, then to ptxas where there is one.
+template <class Check>
+void expect_ptx_assembles(const std::vector<cir::Kernel>& kernels, const std::vector<std::string>& names, const std::string& tag, Check check) {
+  std::vector<const cir::Kernel*> ptrs;
+  for (const cir::Kernel& k : kernels) ptrs.push_back(&k);
+  std::string ptxas = find_ptxas();
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    codegen::PtxModule m = codegen::NvptxCompiler::instance().compile(ptrs, names, *codegen::parse_nvptx_arch(arch));
+    check(m.ptx);
+    if (ptxas.empty()) continue;
+    std::string file = ::testing::TempDir() + "/" + tag + "_" + arch + ".ptx";
+    std::ofstream(file) << m.ptx;
+    std::string log;
+    EXPECT_EQ(run_ptxas(ptxas, file, arch, &log), 0) << tag << " " << arch << ":\n" << log;
+  }
 }
 
 }  // namespace zyntax::testing

@@ -9,13 +9,11 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 
 #include "cir/passes/schedule_gpu_matmul.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
 #include "cir/verifier.hpp"
-#include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_plan.hpp"
 #include "interp/reference_executor.hpp"
 #include "kernel_source.hpp"
@@ -120,19 +118,10 @@ TEST(ScheduleGpuMatmul, ThePlanTilesLargeProductsAndItsPtxAssembles) {
     planned.push_back(*plan.kernel);
     names.push_back(p.name);
   }
-  std::vector<const cir::Kernel*> ptrs;
-  for (const cir::Kernel& k : planned) ptrs.push_back(&k);
-  std::string ptxas = testing::find_ptxas();
-  for (const char* arch : {"sm_80", "sm_90"}) {
-    codegen::PtxModule m = codegen::NvptxCompiler::instance().compile(ptrs, names, *codegen::parse_nvptx_arch(arch));
-    EXPECT_NE(m.ptx.find("ld.shared.f32"), std::string::npos);
-    EXPECT_EQ(m.ptx.find(".local"), std::string::npos) << "the accumulators should live in registers";
-    if (ptxas.empty()) continue;
-    std::string file = ::testing::TempDir() + "/tiled_" + arch + ".ptx";
-    std::ofstream(file) << m.ptx;
-    std::string log;
-    EXPECT_EQ(testing::run_ptxas(ptxas, file, arch, &log), 0) << log;
-  }
+  testing::expect_ptx_assembles(planned, names, "tiled", [](const std::string& ptx) {
+    EXPECT_NE(ptx.find("ld.shared.f32"), std::string::npos);
+    EXPECT_EQ(ptx.find(".local"), std::string::npos) << "the accumulators should live in registers";
+  });
 }
 
 TEST(ScheduleGpuMatmul, ThreadPrivateArraysAreIndexedByTheirThread) {

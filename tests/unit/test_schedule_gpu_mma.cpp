@@ -9,13 +9,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 
 #include "cir/passes/schedule_gpu_mma.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
 #include "cir/verifier.hpp"
-#include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_plan.hpp"
 #include "interp/reference_executor.hpp"
 #include "kernel_source.hpp"
@@ -141,22 +139,13 @@ TEST(ScheduleGpuMma, ThePlanPutsProductsOnTensorCoresAndItsPtxAssembles) {
     planned.push_back(*plan.kernel);
     names.push_back(p.name);
   }
-  std::vector<const cir::Kernel*> ptrs;
-  for (const cir::Kernel& k : planned) ptrs.push_back(&k);
-  std::string ptxas = testing::find_ptxas();
-  for (const char* arch : {"sm_80", "sm_90"}) {
-    codegen::PtxModule m = codegen::NvptxCompiler::instance().compile(ptrs, names, *codegen::parse_nvptx_arch(arch));
+  testing::expect_ptx_assembles(planned, names, "mma", [](const std::string& ptx) {
     for (const char* op : {"wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16", "wmma.load.b.sync.aligned.row.m16n16k16.shared.f16",
                            "wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32", "wmma.mma.sync.aligned.row.row.m16n16k8.f32.tf32.tf32.f32",
                            "wmma.store.d.sync.aligned.row.m16n16k16.shared.f32", "cvt.rna.tf32.f32", "bar.sync"})
-      EXPECT_NE(m.ptx.find(op), std::string::npos) << op;
-    EXPECT_EQ(m.ptx.find(".local"), std::string::npos) << "the accumulators should live in registers";
-    if (ptxas.empty()) continue;
-    std::string file = ::testing::TempDir() + "/mma_" + arch + ".ptx";
-    std::ofstream(file) << m.ptx;
-    std::string log;
-    EXPECT_EQ(testing::run_ptxas(ptxas, file, arch, &log), 0) << log;
-  }
+      EXPECT_NE(ptx.find(op), std::string::npos) << op;
+    EXPECT_EQ(ptx.find(".local"), std::string::npos) << "the accumulators should live in registers";
+  });
 }
 
 // The scheduled bf16 kernel with one statement of its K loop removed.

@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
 
 #include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
@@ -16,7 +15,6 @@
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
 #include "cir/verifier.hpp"
-#include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_plan.hpp"
 #include "interp/reference_executor.hpp"
 #include "kernel_source.hpp"
@@ -282,20 +280,11 @@ TEST(ScheduleGpuRows, OpLibraryRowKernelsCompileToPtx) {
     planned.push_back(*plan.kernel);
     names.push_back(name);
   }
-  std::vector<const cir::Kernel*> ptrs;
-  for (const cir::Kernel& k : planned) ptrs.push_back(&k);
-  std::string ptxas = testing::find_ptxas();
-  for (const char* arch : {"sm_80", "sm_90"}) {
-    codegen::PtxModule m = codegen::NvptxCompiler::instance().compile(ptrs, names, *codegen::parse_nvptx_arch(arch));
-    EXPECT_NE(m.ptx.find("shfl.sync.bfly"), std::string::npos);
-    EXPECT_NE(m.ptx.find("bar.sync"), std::string::npos);
-    EXPECT_NE(m.ptx.find(".shared"), std::string::npos);
-    if (ptxas.empty()) continue;
-    std::string file = ::testing::TempDir() + "/rows_" + arch + ".ptx";
-    std::ofstream(file) << m.ptx;
-    std::string log;
-    EXPECT_EQ(testing::run_ptxas(ptxas, file, arch, &log), 0) << log;
-  }
+  testing::expect_ptx_assembles(planned, names, "rows", [](const std::string& ptx) {
+    EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
+    EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
+    EXPECT_NE(ptx.find(".shared"), std::string::npos);
+  });
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "cir/passes/schedule_gpu_matmul.hpp"
 
 #include "cir/passes/gpu_loops.hpp"
+#include "cir/passes/gpu_tile_staging.hpp"
 #include "cir/passes/product_form.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/verifier.hpp"
@@ -84,28 +85,17 @@ class Scheduler {
     return make_for(t, i64(0), i64(T), i64(1), {elements}, LoopKind::GpuThread, 0, span());
   }
 
-  // gpu_thread t: for n in t..16*64 step T: the factor at (side index s, depth k0 + d)
-  // into array[d * 64 + s], or 0 past the edges; with a `mask` array, the
-  // guard there too, and 0 where it fails.
+  // The factor's tile of this depth step into array[d * width + s] (and
+  // the guard into `mask` for the guarded factor).
   Stmt load(const std::string& array, const Expr& factor, const LoopGroup& side, const std::string& tile, int64_t width,
             const std::string& k0, int64_t K, bool depth_fastest, const std::string& mask) {
-    std::string t = fresh_("t%mm"), n = fresh_("n%mm"), s = fresh_("s%mm"), d = fresh_("d%mm");
-    Block body = {make_let(s, depth_fastest ? i(n) / i64(BK) : mod(i(n), width)),
-                  make_let(d, depth_fastest ? mod(i(n), BK) : i(n) / i64(width))};
-    Expr index = i(tile) * i64(width) + i(s), depth = i(k0) + i(d);
-    Substitution at = side.at(index);
-    for (auto& [name, value] : m_.depth.at(depth)) at[name] = value;
-    std::vector<AxisSel> to = {AxisSel::at(i(d) * i64(width) + i(s))};
-    Expr inside = both(lt(index, i64(side.size())), lt(depth, i64(K)));
-    Block value = {make_store(array, to, substitute(factor, at), span())}, zero = {make_store(array, to, f32(0.0), span())};
+    TileStaging st{.array = array, .factor = factor, .side = &side, .tile = tile, .width = width, .depth = BK, .side_stride = 1,
+                   .depth_stride = width, .depth_fastest = depth_fastest};
     if (!mask.empty()) {
-      // The guard may read the factor's operands out of bounds where it fails: tested first.
-      value = {make_if(substitute(m_.guard, at), value, zero), make_store(mask, to, substitute(m_.guard, at), span())};
-      zero.push_back(make_store(mask, to, BoolImm::make(false), span()));
+      st.guard = m_.guard;
+      st.mask = mask;
     }
-    body.push_back(make_if(inside, value, zero));
-    Stmt loop = make_for(n, i(t), i64(BK * width), i64(T), std::move(body), LoopKind::Serial, 0, span());
-    return make_for(t, i64(0), i64(T), i64(1), {loop}, LoopKind::GpuThread, 0, span());
+    return stage_factor_tile(st, m_.depth, k0, K, T, fresh_, span());
   }
 
   // gpu_thread t: for kk below min(16, K - k0): for a, b: acc[t, a*4 + b] += xs[..] * ys[..]

@@ -1,6 +1,7 @@
 #include "cir/passes/schedule_gpu_mma.hpp"
 
 #include "cir/passes/gpu_loops.hpp"
+#include "cir/passes/gpu_tile_staging.hpp"
 #include "cir/passes/product_form.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/verifier.hpp"
@@ -92,22 +93,14 @@ class Scheduler {
  private:
   Span span() const { return m_.store->span; }
 
-  // gpu_thread t: for n in t..width * depth step T: the factor at (side index
-  // s, depth k0 + d) into array[s * ld + d] (depth_fastest) or array[d * ld + s],
-  // or 0 past the edges.
+  // The factor's tile of this depth step, rows ld apart: xs[r * lda + kk]
+  // (depth fastest) or ys[kk * ldb + c].
   Stmt load(const std::string& array, const Expr& factor, const LoopGroup& side, const std::string& tile, int64_t width, int64_t ld,
             const std::string& k0, int64_t K, bool depth_fastest) {
-    std::string t = fresh_("t%tc"), n = fresh_("n%tc"), s = fresh_("s%tc"), d = fresh_("d%tc");
-    Block body = {make_let(s, depth_fastest ? i(n) / i64(depth_) : mod(i(n), width)),
-                  make_let(d, depth_fastest ? mod(i(n), depth_) : i(n) / i64(width))};
-    Expr index = i(tile) * i64(width) + i(s), depth = i(k0) + i(d);
-    Substitution at = side.at(index);
-    for (auto& [name, value] : m_.depth.at(depth)) at[name] = value;
-    std::vector<AxisSel> to = {AxisSel::at(depth_fastest ? i(s) * i64(ld) + i(d) : i(d) * i64(ld) + i(s))};
-    body.push_back(make_if(both(lt(index, i64(side.size())), lt(depth, i64(K))), {make_store(array, to, substitute(factor, at), span())},
-                           {make_store(array, to, FloatImm::make(0.0, f_.dtype), span())}));
-    Stmt loop = make_for(n, i(t), i64(width * depth_), i64(T), std::move(body), LoopKind::Serial, 0, span());
-    return make_for(t, i64(0), i64(T), i64(1), {loop}, LoopKind::GpuThread, 0, span());
+    TileStaging st{.array = array, .factor = factor, .side = &side, .tile = tile, .width = width, .depth = depth_,
+                   .side_stride = depth_fastest ? ld : 1, .depth_stride = depth_fastest ? 1 : ld, .depth_fastest = depth_fastest,
+                   .dtype = f_.dtype};
+    return stage_factor_tile(st, m_.depth, k0, K, T, fresh_, span());
   }
 
   // gpu_thread t: for e in t..32 * 128 step T: out[..] = f(init + ds[r * LDD + c])
