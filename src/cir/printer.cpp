@@ -206,7 +206,7 @@ bool is_one(const Expr& e) {
   return imm && imm->value == 1;
 }
 
-// mma_zero acc, mma acc += a[.. ld 40] . b[.. ld 136] over 32, mma_store d[ld 132] = acc[0:32];
+// mma_zero acc, mma acc += a[ld 40] . b[ld 136] over 32, mma_store d[ld 132] = acc[0:32];
 // each with the warp grid.
 std::string tile_mma_text(const TileMma& m) {
   std::string warps = " warps " + std::to_string(m.warp_rows) + "x" + std::to_string(m.warp_cols);

@@ -166,7 +166,7 @@ class Verifier : public IRVisitor {
   }
 
   void visit(const Store* op) override {
-    check_thread_private(op->buffer, op->axes);
+    check_gpu_array_access(op->buffer, op->axes);
     const Symbol* s = writable_buffer(op->buffer);
     if (s) check_rank(op->buffer, *s, op->axes.size());
     check_axes(op->axes);
@@ -265,9 +265,10 @@ class Verifier : public IRVisitor {
     }
   }
 
-  // A thread-private array is read and written by a thread loop's iteration
-  // at its own row.
-  void check_thread_private(const std::string& name, const std::vector<AxisSel>& axes) {
+  // Arrays of a GPU block with access rules: a fragment is touched by
+  // tile_mma statements only; a thread-private array is read and written by
+  // a thread loop's iteration at its own row.
+  void check_gpu_array_access(const std::string& name, const std::vector<AxisSel>& axes) {
     if (fragments_.count(name)) report("fragment array '" + name + "' is accessed other than by tile_mma statements");
     if (!thread_private_.count(name)) return;
     auto v = axes.empty() || axes[0].is_slice ? nullptr : axes[0].index.as<Var>();
@@ -398,7 +399,7 @@ class Verifier : public IRVisitor {
   }
 
   void visit(const Access* op) override {
-    check_thread_private(op->buffer, op->axes);
+    check_gpu_array_access(op->buffer, op->axes);
     if (const Symbol* s = readable_buffer(op->buffer)) check_rank(op->buffer, *s, op->axes.size());
     check_axes(op->axes);
     check_extents(op->type);

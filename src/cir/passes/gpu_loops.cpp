@@ -8,6 +8,11 @@
 
 namespace zyntax::cir {
 
+Expr index_var(const std::string& name) { return Var::make(name, Type::scalar(DType::I64)); }
+Expr less_than(Expr a, Expr b) { return Binary::make(BinaryOp::Lt, std::move(a), std::move(b)); }
+Expr both(Expr a, Expr b) { return Binary::make(BinaryOp::And, std::move(a), std::move(b)); }
+Expr mod(const Expr& a, int64_t m) { return a - a / i64(m) * i64(m); }
+
 std::set<std::string> declared_in(const For& loop) {
   struct Declared : IRVisitor {
     std::set<std::string> names;
@@ -42,7 +47,7 @@ std::string FreshNames::operator()(const std::string& base) {
 }
 
 Stmt strided_thread_loop(const For& f, Block body, const std::string& thread_var, int64_t threads, const Expr& first, const Expr& stride) {
-  Expr t = Var::make(thread_var, Type::scalar(DType::I64));
+  Expr t = index_var(thread_var);
   Expr lo = simplify(Binary::make(BinaryOp::Add, f.lo, Binary::make(BinaryOp::Mul, Binary::make(BinaryOp::Add, first, t), f.step)));
   Expr step = simplify(Binary::make(BinaryOp::Mul, stride, f.step));
   Stmt strided = make_for(f.var, lo, f.hi, step, std::move(body), LoopKind::Serial, 0, f.span);
@@ -67,7 +72,7 @@ BlockFold block_fold(const For& f, Block body, const std::vector<Partial>& parti
                      const std::string& thread_var, int64_t threads, const Expr& first, const Expr& stride) {
   BlockFold out;
   Block thread_body;
-  Expr t = Var::make(thread_var, Type::scalar(DType::I64));
+  Expr t = index_var(thread_var);
   for (const Partial& p : partials) {
     out.arrays.push_back(make_allocate(p.part, Type::tensor(p.dtype, {i64(threads)}), MemorySpace::Shared, f.span));
     thread_body.push_back(make_decl(p.name, Type::scalar(p.dtype), fold_identity(p.op, p.dtype), f.span));

@@ -11,6 +11,14 @@
 
 namespace zyntax::cir {
 
+// Index arithmetic the GPU schedules build with: an i64 variable, a < b,
+// a and b, and a mod m for a >= 0 (written a - a / m * m, so that linear
+// forms see through it).
+Expr index_var(const std::string& name);
+Expr less_than(Expr a, Expr b);
+Expr both(Expr a, Expr b);
+Expr mod(const Expr& a, int64_t m);
+
 // The names a loop declares: its variable, and its lets, vars, loops and
 // arrays at any depth.
 std::set<std::string> declared_in(const For& loop);

@@ -14,12 +14,7 @@ constexpr int64_t BM = 64, BN = 64, BK = 16, TM = 4, TN = 4, TY = BM / TM, TX = 
 constexpr int64_t T = kGpuMatmulThreads;
 static_assert(TY * TX == T, "a thread per 4x4 block of the tile");
 
-Expr i(const std::string& name) { return Var::make(name, Type::scalar(DType::I64)); }
 Expr f32(double v) { return FloatImm::make(v, DType::F32); }
-Expr lt(Expr a, Expr b) { return Binary::make(BinaryOp::Lt, std::move(a), std::move(b)); }
-Expr both(Expr a, Expr b) { return Binary::make(BinaryOp::And, std::move(a), std::move(b)); }
-// a mod m for a >= 0, written so that linear forms see through it.
-Expr mod(const Expr& a, int64_t m) { return a - a / i64(m) * i64(m); }
 
 class Scheduler {
  public:
@@ -43,7 +38,7 @@ class Scheduler {
     // The accumulators start where the sum does.
     block.push_back(per_element(rt, ct, M, N, [&](const std::string& t, const Expr& e, const Substitution& at) {
       Expr init = m_.init.defined() ? substitute(m_.init, at) : f32(0.0);
-      return Block{make_store(acc, {AxisSel::at(i(t)), AxisSel::at(e)}, init, span())};
+      return Block{make_store(acc, {AxisSel::at(index_var(t)), AxisSel::at(e)}, init, span())};
     }));
 
     Block step;
@@ -56,7 +51,7 @@ class Scheduler {
 
     // out[..] = f(sum) with the sum the accumulator.
     block.push_back(per_element(rt, ct, M, N, [&](const std::string& t, const Expr& e, Substitution at) {
-      at[m_.sum->name] = make_access(acc, Type::tensor(DType::F32, {i64(T), i64(TM * TN)}), {AxisSel::at(i(t)), AxisSel::at(e)});
+      at[m_.sum->name] = make_access(acc, Type::tensor(DType::F32, {i64(T), i64(TM * TN)}), {AxisSel::at(index_var(t)), AxisSel::at(e)});
       std::vector<AxisSel> axes;
       for (const AxisSel& a : m_.store->axes) axes.push_back(AxisSel::at(simplify(substitute(a.index, at))));
       return Block{make_store(m_.store->buffer, std::move(axes), substitute(m_.store->value, at), m_.store->span)};
@@ -76,11 +71,11 @@ class Scheduler {
   template <class Body>
   Stmt per_element(const std::string& rt, const std::string& ct, int64_t M, int64_t N, Body body) {
     std::string t = fresh_("t%mm"), e = fresh_("e%mm"), row = fresh_("row%mm"), col = fresh_("col%mm");
-    Block inner = {make_let(row, i(rt) * i64(BM) + i(t) / i64(TX) + (i(e) / i64(TN)) * i64(TY)),
-                   make_let(col, i(ct) * i64(BN) + mod(i(t), TX) + mod(i(e), TN) * i64(TX))};
-    Substitution at = m_.rows.at(i(row));
-    for (auto& [name, value] : m_.cols.at(i(col))) at[name] = value;
-    inner.push_back(make_if(both(lt(i(row), i64(M)), lt(i(col), i64(N))), body(t, i(e), at)));
+    Block inner = {make_let(row, index_var(rt) * i64(BM) + index_var(t) / i64(TX) + (index_var(e) / i64(TN)) * i64(TY)),
+                   make_let(col, index_var(ct) * i64(BN) + mod(index_var(t), TX) + mod(index_var(e), TN) * i64(TX))};
+    Substitution at = m_.rows.at(index_var(row));
+    for (auto& [name, value] : m_.cols.at(index_var(col))) at[name] = value;
+    inner.push_back(make_if(both(less_than(index_var(row), i64(M)), less_than(index_var(col), i64(N))), body(t, index_var(e), at)));
     Stmt elements = make_for(e, i64(0), i64(TM * TN), i64(1), std::move(inner), LoopKind::Unrolled, TM * TN, span());
     return make_for(t, i64(0), i64(T), i64(1), {elements}, LoopKind::GpuThread, 0, span());
   }
@@ -105,9 +100,9 @@ class Scheduler {
     std::string t = fresh_("t%mm"), kk = fresh_("kk%mm"), a = fresh_("a%mm"), b = fresh_("b%mm");
     Type xs_type = Type::tensor(DType::F32, {i64(BK * BM)}), ys_type = Type::tensor(DType::F32, {i64(BK * BN)});
     Type acc_type = Type::tensor(DType::F32, {i64(T), i64(TM * TN)});
-    std::vector<AxisSel> cell = {AxisSel::at(i(t)), AxisSel::at(i(a) * i64(TN) + i(b))};
-    Expr x = make_access(xs, xs_type, {AxisSel::at(i(kk) * i64(BM) + i(t) / i64(TX) + i(a) * i64(TY))});
-    Expr y = make_access(ys, ys_type, {AxisSel::at(i(kk) * i64(BN) + mod(i(t), TX) + i(b) * i64(TX))});
+    std::vector<AxisSel> cell = {AxisSel::at(index_var(t)), AxisSel::at(index_var(a) * i64(TN) + index_var(b))};
+    Expr x = make_access(xs, xs_type, {AxisSel::at(index_var(kk) * i64(BM) + index_var(t) / i64(TX) + index_var(a) * i64(TY))});
+    Expr y = make_access(ys, ys_type, {AxisSel::at(index_var(kk) * i64(BN) + mod(index_var(t), TX) + index_var(b) * i64(TX))});
     Expr sum = Binary::make(BinaryOp::Add, make_access(acc, acc_type, cell), Binary::make(BinaryOp::Mul, x, y));
     if (!gs.empty()) {
       const Access& guarded = *(m_.guard_on_x ? x : y).as<Access>();
@@ -117,7 +112,7 @@ class Scheduler {
     Stmt update = make_store(acc, cell, sum, span());
     Stmt over_b = make_for(b, i64(0), i64(TN), i64(1), {update}, LoopKind::Unrolled, TN, span());
     Stmt over_a = make_for(a, i64(0), i64(TM), i64(1), {over_b}, LoopKind::Unrolled, TM, span());
-    Stmt over_k = make_for(kk, i64(0), min(i64(BK), i64(K) - i(k0)), i64(1), {over_a}, LoopKind::Serial, 0, span());
+    Stmt over_k = make_for(kk, i64(0), min(i64(BK), i64(K) - index_var(k0)), i64(1), {over_a}, LoopKind::Serial, 0, span());
     return make_for(t, i64(0), i64(T), i64(1), {over_k}, LoopKind::GpuThread, 0, span());
   }
 

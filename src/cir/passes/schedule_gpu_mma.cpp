@@ -14,11 +14,6 @@ constexpr int BM = 128, BN = 128, WARP_ROWS = 2, WARP_COLS = 4, STORE_ROWS = 32,
 constexpr int T = kGpuMmaThreads;
 static_assert(WARP_ROWS * WARP_COLS * 32 == T, "a warp per part of the tile");
 
-Expr i(const std::string& name) { return Var::make(name, Type::scalar(DType::I64)); }
-Expr lt(Expr a, Expr b) { return Binary::make(BinaryOp::Lt, std::move(a), std::move(b)); }
-Expr both(Expr a, Expr b) { return Binary::make(BinaryOp::And, std::move(a), std::move(b)); }
-Expr mod(const Expr& a, int64_t m) { return a - a / i64(m) * i64(m); }
-
 // The factors as the tensor cores read them, and their dtype (f32: TF32).
 struct Factors {
   Expr x, y;
@@ -107,18 +102,18 @@ class Scheduler {
   // at row rt * 128 + q + r, column ct * 128 + c, inside the output.
   Stmt epilogue(const std::string& ds, const std::string& rt, const std::string& ct, int q, int64_t M, int64_t N) {
     std::string t = fresh_("t%tc"), e = fresh_("e%tc"), r = fresh_("r%tc"), c = fresh_("c%tc"), row = fresh_("row%tc"), col = fresh_("col%tc");
-    Block body = {make_let(r, i(e) / i64(BN)), make_let(c, mod(i(e), BN)), make_let(row, i(rt) * i64(BM) + i64(q) + i(r)),
-                  make_let(col, i(ct) * i64(BN) + i(c))};
-    Substitution at = m_.rows.at(i(row));
-    for (auto& [name, value] : m_.cols.at(i(col))) at[name] = value;
-    Expr sum = make_access(ds, Type::tensor(DType::F32, {i64(STORE_ROWS * LDD)}), {AxisSel::at(i(r) * i64(LDD) + i(c))});
+    Block body = {make_let(r, index_var(e) / i64(BN)), make_let(c, mod(index_var(e), BN)), make_let(row, index_var(rt) * i64(BM) + i64(q) + index_var(r)),
+                  make_let(col, index_var(ct) * i64(BN) + index_var(c))};
+    Substitution at = m_.rows.at(index_var(row));
+    for (auto& [name, value] : m_.cols.at(index_var(col))) at[name] = value;
+    Expr sum = make_access(ds, Type::tensor(DType::F32, {i64(STORE_ROWS * LDD)}), {AxisSel::at(index_var(r) * i64(LDD) + index_var(c))});
     if (m_.init.defined()) sum = Binary::make(BinaryOp::Add, substitute(m_.init, at), sum);
     at[m_.sum->name] = sum;
     std::vector<AxisSel> axes;
     for (const AxisSel& a : m_.store->axes) axes.push_back(AxisSel::at(simplify(substitute(a.index, at))));
-    body.push_back(make_if(both(lt(i(row), i64(M)), lt(i(col), i64(N))),
+    body.push_back(make_if(both(less_than(index_var(row), i64(M)), less_than(index_var(col), i64(N))),
                            {make_store(m_.store->buffer, std::move(axes), substitute(m_.store->value, at), m_.store->span)}));
-    Stmt loop = make_for(e, i(t), i64(STORE_ROWS * BN), i64(T), std::move(body), LoopKind::Serial, 0, span());
+    Stmt loop = make_for(e, index_var(t), i64(STORE_ROWS * BN), i64(T), std::move(body), LoopKind::Serial, 0, span());
     return make_for(t, i64(0), i64(T), i64(1), {loop}, LoopKind::GpuThread, 0, span());
   }
 

@@ -30,7 +30,7 @@ std::optional<Kernel> schedule_gpu_reduce(const Kernel& k, int64_t blocks, int t
   std::string block = fresh("block%b");
   Partial partial{fresh("yield%p"), fresh("yield%part"), *op, acc};
   std::string total = fresh(partial.name + "%all");
-  Expr first = Binary::make(BinaryOp::Mul, Var::make(block, Type::scalar(DType::I64)), i64(threads));
+  Expr first = Binary::make(BinaryOp::Mul, index_var(block), i64(threads));
   BlockFold fold = block_fold(f, yields_into(f.body, partial.name, *op, acc), {partial}, {total}, fresh(f.var + "%t"), threads, first,
                               i64(blocks * threads));
   Block body = fold.arrays;
