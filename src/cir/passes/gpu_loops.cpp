@@ -1,5 +1,6 @@
 #include "cir/passes/gpu_loops.hpp"
 
+#include "cir/affine.hpp"
 #include "cir/mutator.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/printer.hpp"
@@ -44,6 +45,17 @@ std::string FreshNames::operator()(const std::string& base) {
   for (int n = 2; taken_.count(name); ++n) name = base + std::to_string(n);
   taken_.insert(name);
   return name;
+}
+
+std::optional<uint64_t> loop_coefficient(const Expr& index, const std::string& var, const std::set<std::string>& inside) {
+  if (!is_i64_scalar(index)) return std::nullopt;
+  uint64_t k = 0;
+  for (const auto& [key, term] : linearize(index).terms) {
+    auto v = term.expr.as<Var>();
+    if (v && v->name == var) k = term.coeff;
+    else if (reads_any(term.expr, inside)) return std::nullopt;
+  }
+  return k;
 }
 
 Stmt strided_thread_loop(const For& f, Block body, const std::string& thread_var, int64_t threads, const Expr& first, const Expr& stride) {

@@ -23,6 +23,11 @@ Expr mod(const Expr& a, int64_t m);
 // arrays at any depth.
 std::set<std::string> declared_in(const For& loop);
 
+// index = k * var + (terms reading nothing in `inside`): k; nothing when
+// another term reads a name in `inside` (a loop's declared names: then two
+// iterations with different `var` reach different indices when k != 0).
+std::optional<uint64_t> loop_coefficient(const Expr& index, const std::string& var, const std::set<std::string>& inside);
+
 // Names not yet used in a kernel: `base`, else `base2`, `base3`, ...
 class FreshNames {
  public:

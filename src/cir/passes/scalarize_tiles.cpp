@@ -78,7 +78,7 @@ class HasTiles : public IRVisitor {
 
 class Scalarizer {
  public:
-  explicit Scalarizer(const Kernel& k) : k_(k) {}
+  Scalarizer(const Kernel& k, ProductOrder order) : k_(k), order_(order) {}
 
   Kernel run() {
     for (const Param& p : k_.params)
@@ -613,7 +613,7 @@ class Scalarizer {
     std::string name = fresh("mm");
     TileLocal t = new_tile(name, m.type.dtype, re, false, out, m.span);
     DType dt = m.type.dtype;
-    if (!a_vec && !b_vec) {
+    if (!a_vec && !b_vec && order_ == ProductOrder::RowsOfProducts) {
       // Row by row in i-k-j order: each element still sums its products in k
       // order from zero, and the j loop runs over contiguous memory.
       loops({t.extents[0]}, name, out, m.span, [&](const std::vector<Expr>& row, Block& body) {
@@ -861,6 +861,7 @@ class Scalarizer {
   }
 
   const Kernel& k_;
+  ProductOrder order_;
   std::map<std::string, Type> buffer_types_;
   std::map<std::string, TileLocal> tiles_;
   std::map<std::string, Interval> ranges_;
@@ -875,9 +876,9 @@ bool has_tiles(const Kernel& k) {
   return h.found;
 }
 
-std::optional<Kernel> scalarize_tiles(const Kernel& k, std::string* why) {
+std::optional<Kernel> scalarize_tiles(const Kernel& k, std::string* why, ProductOrder order) {
   try {
-    Kernel out = simplify(Scalarizer(k).run());
+    Kernel out = simplify(Scalarizer(k, order).run());
     verify_or_throw(out, "scalarize_tiles");
     return out;
   } catch (const GiveUp& g) {

@@ -22,8 +22,15 @@
 
 namespace zyntax::cir {
 
+// How a matrix product's elements are computed. RowsOfProducts: row by row
+// in i-k-j order, the j loop over contiguous memory (a CPU vectorizes it).
+// DotProducts: each element its own dot product, i-j-k with a scalar
+// accumulator, so the (i, j) iterations are independent (the threads of a
+// GPU block share them out). Both sum in k order from zero.
+enum class ProductOrder { RowsOfProducts, DotProducts };
+
 // The rewritten kernel, or nothing with the reason in `why`.
-std::optional<Kernel> scalarize_tiles(const Kernel& k, std::string* why);
+std::optional<Kernel> scalarize_tiles(const Kernel& k, std::string* why, ProductOrder order = ProductOrder::RowsOfProducts);
 
 // True if the kernel has tile values (so scalarize_tiles has work to do).
 bool has_tiles(const Kernel& k);

@@ -39,19 +39,6 @@ std::optional<FoldStep> fold_step(const Assign& a) {
   return FoldStep{*op, operand};
 }
 
-// index = k * var + (terms reading nothing the loop declares): k; nothing
-// when another term reads what the loop declares.
-std::optional<uint64_t> loop_coefficient(const Expr& index, const std::string& var, const std::set<std::string>& inside) {
-  if (!is_i64_scalar(index)) return std::nullopt;
-  uint64_t k = 0;
-  for (const auto& [key, term] : linearize(index).terms) {
-    auto v = term.expr.as<Var>();
-    if (v && v->name == var) k = term.coeff;
-    else if (reads_any(term.expr, inside)) return std::nullopt;
-  }
-  return k;
-}
-
 // A check of an inner loop's body, run over the body.
 class LoopCheck : public IRVisitor {
  public:

@@ -51,8 +51,10 @@ constexpr int64_t kMaxLocalArrayBytes = int64_t{1} << 30;
 // On a GPU every thread has its own copy of a local array, and the driver
 // reserves that much for every thread the device can hold at once.
 constexpr int64_t kMaxGpuLocalArrayBytes = 64 << 10;
-// Static shared memory a block may use without opting in to more.
-constexpr int64_t kMaxGpuSharedBytes = 48 << 10;
+// Each shared array starts at a 128-byte boundary (wmma reads pieces at
+// 32-byte ones; 128 keeps a row of a warp's accesses in one line).
+constexpr int64_t kSharedAlignment = 128;
+int64_t shared_footprint(int64_t bytes) { return (bytes + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment; }
 
 // Global memory on NVIDIA GPUs (kernel parameters point there).
 constexpr unsigned kGlobalAddressSpace = 1;
@@ -79,6 +81,9 @@ class SupportCheck {
     block(k.body);
     return reason_;
   }
+
+  // The bytes of the block's shared arrays (after run).
+  int64_t shared_bytes() const { return shared_bytes_; }
 
  private:
   void fail(std::string why) {
@@ -168,8 +173,8 @@ class SupportCheck {
           if (n > kMaxLocalArrayBytes) return fail("local arrays larger than 1 GiB");
           if (target_ == EmitTarget::Nvptx && n > kMaxGpuLocalArrayBytes)
             return fail("local arrays larger than 64 KiB per GPU thread");
-          if (block_shared(*s.as<cir::Allocate>()) && (shared_bytes_ += n) > kMaxGpuSharedBytes)
-            return fail("more than 48 KiB of shared memory per GPU block");
+          if (block_shared(*s.as<cir::Allocate>()) && (shared_bytes_ += shared_footprint(n)) > kGpuMaxSharedBytes)
+            return fail("more than 227 KiB of shared memory per GPU block");
           break;
         }
         case cir::StmtKind::Barrier: break;
@@ -567,7 +572,7 @@ class Emitter {
         int64_t bytes = allocation_bytes(*a);
         if (target_ == EmitTarget::Nvptx && a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0) {
           // The block's own shared memory, undefined until written.
-          buffers_[a->name] = {shared_array(mem_type(a->type.dtype), static_cast<uint64_t>(bytes) / dtype_size(a->type.dtype), a->name), a->type};
+          buffers_[a->name] = {block_shared_array(mem_type(a->type.dtype), bytes, a->name), a->type};
           return;
         }
         if (target_ == EmitTarget::Nvptx && a->space == cir::MemorySpace::Local && gpu_block_depth_ > 0 && gpu_thread_depth_ == 0) {
@@ -643,6 +648,23 @@ class Emitter {
       }
       case cir::TileMma::Step::Store: return codegen::emit_mma_store(b_, f, buffer(m.d).ptr, m.ldd, m.row0, m.count);
     }
+  }
+
+  // A shared array of the block: static, or where the block's arrays need
+  // more than static shared memory holds, the next piece of the dynamic
+  // shared memory the launcher provides (gpu_shared_bytes).
+  llvm::Value* block_shared_array(llvm::Type* elem, int64_t bytes, const std::string& name) {
+    if (!dynamic_shared_) {
+      int64_t total = gpu_shared_bytes(k_);
+      if (total <= kGpuStaticSharedBytes) return shared_array(elem, static_cast<uint64_t>(bytes) / module_->getDataLayout().getTypeAllocSize(elem), name);
+      auto* type = llvm::ArrayType::get(b_.getInt8Ty(), 0);
+      dynamic_shared_ = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage, nullptr, name_ + "_dynamic_shared",
+                                                 nullptr, llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
+      dynamic_shared_->setAlignment(llvm::Align(kSharedAlignment));
+    }
+    llvm::Value* at = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), dynamic_shared_, static_cast<uint64_t>(dynamic_offset_), name);
+    dynamic_offset_ += shared_footprint(bytes);
+    return at;
   }
 
   // A static shared-memory array of the module (address space 3).
@@ -1672,6 +1694,8 @@ class Emitter {
   llvm::Value* global_thread_ = nullptr;  // GPU: this thread's index in the grid, and the grid's size
   llvm::Value* thread_count_ = nullptr;
   int gpu_block_depth_ = 0;                 // GPU block loops around the statement being emitted
+  llvm::GlobalVariable* dynamic_shared_ = nullptr;  // the block's dynamic shared memory, when its arrays are there
+  int64_t dynamic_offset_ = 0;                      // where the next array goes in it
   int gpu_thread_depth_ = 0;                // and GPU thread loops
   std::set<std::string> thread_private_;    // local arrays of a GPU block, one row per thread
   std::map<std::string, cir::Type> fragment_types_;                // tensor-core accumulators, as allocated
@@ -1690,6 +1714,12 @@ class Emitter {
 }  // namespace
 
 std::optional<std::string> unsupported_reason(const cir::Kernel& k, EmitTarget target) { return SupportCheck(target).run(k); }
+
+int64_t gpu_shared_bytes(const cir::Kernel& k) {
+  SupportCheck c(EmitTarget::Nvptx);
+  c.run(k);
+  return c.shared_bytes();
+}
 
 EmittedKernel emit_kernel(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& function_name, EmitTarget target) {
   return Emitter(k, ctx, function_name, target).run();

@@ -42,6 +42,12 @@ enum class EmitTarget { Cpu, Nvptx };
 // atomics, GPU coordinates, local arrays too large), or nothing if it can.
 std::optional<std::string> unsupported_reason(const cir::Kernel& k, EmitTarget target = EmitTarget::Cpu);
 
+// The bytes of shared arrays a GPU kernel's blocks hold (each from a
+// 128-byte boundary). Up to kGpuStaticSharedBytes they are static shared
+// memory; beyond, all are in dynamic shared memory, and the kernel must be
+// launched with this many bytes of it.
+int64_t gpu_shared_bytes(const cir::Kernel& k);
+
 // Lowers a kernel that unsupported_reason() accepts. For the GPU, the module
 // declares the f64 math functions of libdevice (`__nv_sin`, ...), which the
 // NVPTX compiler links in.

@@ -38,6 +38,13 @@ using KernelFn = void (*)(void* const* args, int64_t begin, int64_t end, int32_t
 // launch bound (`maxntid`), so the launcher must use it.
 constexpr int kGpuBlockThreads = 256;
 
+// Shared memory a GPU kernel may declare statically. A block whose shared
+// arrays need more gets them all in dynamic shared memory, which the
+// launcher provides (and allows the kernel first): gpu_shared_bytes.
+constexpr int64_t kGpuStaticSharedBytes = 48 << 10;
+// The most a block may have on any GPU the backend targets (sm_90: 227 KiB).
+constexpr int64_t kGpuMaxSharedBytes = 227 << 10;
+
 // Reduce kernels accumulate into buffers the device prepares, one element
 // per output element: `acc` (f64 for float sums and products, else the
 // output's dtype) filled with the operator's identity; for argmin/argmax

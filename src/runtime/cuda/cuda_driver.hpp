@@ -86,6 +86,7 @@ constexpr unsigned kEventDisableTiming = 0x2;
   X(cuModuleLoadDataEx, "cuModuleLoadDataEx", CUresult(CUmodule*, const void*, unsigned, int*, void**))       \
   X(cuModuleUnload, "cuModuleUnload", CUresult(CUmodule))                                                     \
   X(cuModuleGetFunction, "cuModuleGetFunction", CUresult(CUfunction*, CUmodule, const char*))                 \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute", CUresult(CUfunction, int, int))                                 \
   X(cuLaunchKernel, "cuLaunchKernel",                                                                             \
     CUresult(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,     \
                  void**, void**))                                                                                 \

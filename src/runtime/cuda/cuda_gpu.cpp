@@ -98,6 +98,14 @@ CUfunction Gpu::function(CUmodule module, const std::string& name) const {
   return f;
 }
 
+void Gpu::allow_dynamic_shared(CUfunction f, unsigned bytes) const {
+  constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  bind();
+  driver_.check(driver_.cuFuncSetAttribute(f, kMaxDynamicSharedSizeBytes, static_cast<int>(bytes)),
+                "allowing a kernel " + std::to_string(bytes) + " bytes of shared memory on " + id() + " (it has " +
+                    std::to_string(props_.shared_per_block_optin) + " per block)");
+}
+
 void Gpu::launch(CUfunction f, unsigned grid_x, unsigned block_x, unsigned shared_bytes, CUstream stream,
                  void** params) const {
   driver_.check(driver_.cuLaunchKernel(f, grid_x, 1, 1, block_x, 1, 1, shared_bytes, stream, params, nullptr),

@@ -55,6 +55,9 @@ class Gpu {
   // The driver compiles PTX for this GPU; its log is in the error.
   CUmodule load_module(const std::string& ptx) const;
   CUfunction function(CUmodule module, const std::string& name) const;
+  // Lets the kernel launch with this much dynamic shared memory (beyond the
+  // 48 KiB every kernel may have, up to shared_per_block_optin).
+  void allow_dynamic_shared(CUfunction f, unsigned bytes) const;
   void launch(CUfunction f, unsigned grid_x, unsigned block_x, unsigned shared_bytes, CUstream stream, void** params) const;
 
  private:

@@ -105,7 +105,7 @@ class CudaDevice : public Device {
       finished_ = std::make_unique<cuda::Event>(gpu);
     }
     started_->record(gpu.stream());
-    gpu.launch(plan->function, plan->blocks, plan->threads, 0, gpu.stream(), params.data());
+    gpu.launch(plan->function, plan->blocks, plan->threads, plan->dynamic_shared, gpu.stream(), params.data());
     finished_->record(gpu.stream());
     status_buffer.download(&status, sizeof status, /*wait=*/false);
     out->download(ops.out.data(), ops.out.nbytes(), /*wait=*/false);
@@ -129,12 +129,13 @@ class CudaDevice : public Device {
     cuda::CUfunction function = nullptr;
     unsigned blocks = 1;
     unsigned threads = codegen::kGpuBlockThreads;
+    unsigned dynamic_shared = 0;  // bytes of dynamic shared memory per block
     bool writes_whole_output = false;
   };
 
   std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
     auto plan = std::make_shared<Plan>();
-    codegen::GpuPlan p = codegen::plan_gpu_kernel(kernel);
+    codegen::GpuPlan p = codegen::plan_gpu_kernel(kernel, gpu_->properties().shared_per_block_optin);
     if (!p.kernel) {
       plan->why_not = p.why_not;
       return plan;
@@ -146,6 +147,10 @@ class CudaDevice : public Device {
     std::lock_guard<std::mutex> lock(mu_);
     cuda::CUmodule module = gpu_->load_module(m.ptx);  // kept for the life of the process
     plan->function = gpu_->function(module, entry);
+    if (p.shared_bytes > codegen::kGpuStaticSharedBytes) {
+      plan->dynamic_shared = static_cast<unsigned>(p.shared_bytes);
+      gpu_->allow_dynamic_shared(plan->function, plan->dynamic_shared);
+    }
     // A block per row or an iteration per thread, up to a few waves.
     int64_t most = std::max<int64_t>(1, gpu_->properties().multiprocessors) * kBlocksPerMultiprocessor;
     plan->blocks = codegen::gpu_launch_blocks(p, most);

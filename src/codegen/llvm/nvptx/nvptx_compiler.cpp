@@ -66,6 +66,16 @@ NvptxArch nvptx_arch_for(int major, int minor) {
   return make_arch(best, false);
 }
 
+int64_t nvptx_max_shared_bytes(const NvptxArch& arch) {
+  switch (arch.capability) {
+    case 70: case 72: return 96 << 10;
+    case 75: return 64 << 10;
+    case 80: case 87: return 163 << 10;
+    case 86: case 89: return 99 << 10;
+    default: return arch.capability >= 90 ? 227 << 10 : 48 << 10;
+  }
+}
+
 std::string nvptx_arch_list() {
   std::string s;
   for (int c : kCapabilities) s += (s.empty() ? "sm_" : ", sm_") + std::to_string(c);

@@ -33,6 +33,10 @@ std::optional<NvptxArch> parse_nvptx_arch(const std::string& name);
 // The architecture for a device of compute capability major.minor (the
 // newest LLVM knows that the device can run), for the driver to finish.
 NvptxArch nvptx_arch_for(int major, int minor);
+// The shared memory a block may have on devices of this architecture, once
+// the kernel opts in (CUDA's per-block opt-in maximum: 227 KiB on sm_90,
+// 163 KiB on sm_80, 99 KiB on sm_86 and sm_89, 48 KiB before sm_70).
+int64_t nvptx_max_shared_bytes(const NvptxArch& arch);
 // "sm_60, sm_61, ..." for messages.
 std::string nvptx_arch_list();
 

@@ -10,6 +10,7 @@
 #include "cir/passes/schedule_gpu_mma.hpp"
 #include "cir/passes/schedule_gpu_reduce.hpp"
 #include "cir/passes/schedule_gpu_rows.hpp"
+#include "cir/passes/schedule_gpu_tiles.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 
@@ -67,17 +68,22 @@ int row_threads(std::optional<int64_t> longest) {
 
 }  // namespace
 
-GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
+GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes) {
   GpuPlan plan;
   plan.writes_whole_output = cir::writes_whole_output(kernel);
   std::vector<cir::Pass> passes;
+  bool scalarized = false;
   if (unsupported_reason(kernel, EmitTarget::Nvptx)) {
     if (!kernel.dims.empty()) {
       plan.why_not = "tile values are rewritten to loops once every size is known";
       return plan;
     }
-    if (!cir::scalarize_tiles(kernel, &plan.why_not)) return plan;
-    passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr); }});
+    // Each element of a tile product its own dot product, so that the
+    // threads of a block can share a product's elements out.
+    constexpr auto dots = cir::ProductOrder::DotProducts;
+    if (!cir::scalarize_tiles(kernel, &plan.why_not, dots)) return plan;
+    passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr, dots); }});
+    scalarized = true;
   }
   passes.push_back({"hoist_kept_loops", [](const cir::Kernel& k) { return cir::hoist_kept_loops(k); }});
   // Matrix products on tensor cores where their factors allow (f16, bf16,
@@ -101,12 +107,23 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
                       return *tiles;
                     }});
   passes.push_back({"collapse_parallel_loops", [](const cir::Kernel& k) { return cir::collapse_parallel_loops(k); }});
+  // A block per iteration of a tile program, its tiles in shared memory
+  // (up to what the device gives a block), its tile operations shared out
+  // over the threads.
+  bool tile_blocks = false;
+  passes.push_back({"schedule_gpu_tiles", [&](const cir::Kernel& k) {
+                      if (!scalarized) return k;
+                      std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, kGpuBlockThreads);
+                      if (!blocks || unsupported_reason(*blocks, EmitTarget::Nvptx) || gpu_shared_bytes(*blocks) > max_shared_bytes) return k;
+                      tile_blocks = true;
+                      return *blocks;
+                    }});
   // A block per row where the schedule applies and rows are a warp or more
   // long (shorter ones run faster one per thread).
   int row_block = 0;
   passes.push_back({"schedule_gpu_rows", [&](const cir::Kernel& k) {
                       std::optional<int64_t> longest = longest_row(k);
-                      if (longest && *longest < 32) return k;
+                      if (tile_blocks || (longest && *longest < 32)) return k;
                       int threads = row_threads(longest);
                       std::optional<cir::Kernel> rows = cir::schedule_gpu_rows(k, threads);
                       if (!rows || unsupported_reason(*rows, EmitTarget::Nvptx)) return k;
@@ -117,7 +134,7 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
   // per thread, at most kGridReduceBlocks.
   bool grid = false;
   passes.push_back({"schedule_gpu_reduce", [&](const cir::Kernel& k) {
-                      if (row_block || tiled || tensor_cores) return k;
+                      if (row_block || tiled || tensor_cores || tile_blocks) return k;
                       std::optional<int64_t> trips = loop_trips(k);
                       int64_t per_block = int64_t{kGpuBlockThreads} * 8;
                       int64_t blocks = trips ? std::clamp<int64_t>((*trips + per_block - 1) / per_block, 1, kGridReduceBlocks) : kGridReduceBlocks;
@@ -129,7 +146,13 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
   auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
   bool threads = outer && outer->loop_kind == cir::LoopKind::Parallel;
-  plan.schedule = tensor_cores ? "tensor-core matmul" : tiled ? "tiled matmul" : row_block ? "rows" : grid ? "grid reduction" : threads ? "threads" : "single";
+  plan.schedule = tensor_cores ? "tensor-core matmul"
+                  : tiled      ? "tiled matmul"
+                  : tile_blocks ? "tile blocks"
+                  : row_block  ? "rows"
+                  : grid       ? "grid reduction"
+                  : threads    ? "threads"
+                               : "single";
   if (row_block) plan.block_threads = row_block;
   if (tiled) plan.block_threads = cir::kGpuMatmulThreads;
   if (tensor_cores) plan.block_threads = cir::kGpuMmaThreads;
@@ -137,6 +160,7 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel) {
     plan.why_not = *why;
     return plan;
   }
+  plan.shared_bytes = gpu_shared_bytes(k);
   plan.kernel = std::move(k);
   return plan;
 }

@@ -3,7 +3,9 @@
 // leading axes turned inside out, matrix products on tensor cores
 // (schedule_gpu_mma: f16/bf16 factors, or f32 ones under @precision(tf32))
 // or else tiled through shared memory (schedule_gpu_matmul), the nest of
-// parallel loops collapsed into one, then a schedule: one block per row
+// parallel loops collapsed into one, then a schedule: one block per
+// iteration of a tile program, its tiles in shared memory
+// (schedule_gpu_tiles), one block per row
 // where rows are folded and written by inner loops (schedule_gpu_rows), the
 // whole grid for a reduce kernel folding everything into one element
 // (schedule_gpu_reduce), else the grid's threads share the parallel loop,
@@ -23,10 +25,13 @@ struct GpuPlan {
   std::string why_not;                // and why
   bool writes_whole_output = false;   // the output needs no zero-filling
   int block_threads = 256;            // threads per block to launch with
-  std::string schedule;               // "tensor-core matmul", "tiled matmul", "rows", "grid reduction", "threads" (a thread per iteration) or "single" (one thread)
+  int64_t shared_bytes = 0;           // the block's shared arrays (beyond 48 KiB: dynamic shared memory, see gpu_shared_bytes)
+  std::string schedule;               // "tensor-core matmul", "tiled matmul", "tile blocks", "rows", "grid reduction", "threads" (a thread per iteration) or "single" (one thread)
 };
 
-GpuPlan plan_gpu_kernel(const cir::Kernel& k);
+// `max_shared_bytes`: the shared memory a block may have on the device
+// (nvptx_max_shared_bytes); a schedule needing more is not chosen.
+GpuPlan plan_gpu_kernel(const cir::Kernel& k, int64_t max_shared_bytes = 48 << 10);
 
 // Blocks to launch a planned kernel with: one per iteration of its block
 // loop or enough for one iteration of its parallel loop per thread, at most

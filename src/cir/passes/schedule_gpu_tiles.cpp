@@ -1,0 +1,279 @@
+#include "cir/passes/schedule_gpu_tiles.hpp"
+
+#include <map>
+#include <set>
+
+#include "cir/equal.hpp"
+#include "cir/passes/gpu_loops.hpp"
+#include "cir/passes/simplify.hpp"
+#include "cir/reads.hpp"
+#include "cir/verifier.hpp"
+#include "cir/visitor.hpp"
+
+namespace zyntax::cir {
+
+namespace {
+
+// What a loop nest holds: allocations (then it is a loop of the block, not
+// a nest), statements no nest may hold, stores, every access of each array,
+// and the vars it assigns.
+class NestContents : public IRVisitor {
+ public:
+  explicit NestContents(const Stmt& s) { include(s); }
+
+  bool allocates = false, scheduled = false;
+  std::map<std::string, std::vector<const std::vector<AxisSel>*>> accesses;  // by array, stores and reads
+  std::set<std::string> stored, assigned;
+
+  using IRVisitor::visit;
+
+ protected:
+  void visit(const Allocate*) override { allocates = true; }
+  void visit(const Yield*) override { scheduled = true; }
+  void visit(const Atomic*) override { scheduled = true; }
+  void visit(const Barrier*) override { scheduled = true; }
+  void visit(const BlockReduce*) override { scheduled = true; }
+  void visit(const MatMulBlock*) override { scheduled = true; }
+  void visit(const TileMma*) override { scheduled = true; }
+  void visit(const For* op) override {
+    if (op->loop_kind != LoopKind::Serial) scheduled = true;
+    IRVisitor::visit(op);
+  }
+  void visit(const Store* op) override {
+    stored.insert(op->buffer);
+    accesses[op->buffer].push_back(&op->axes);
+    IRVisitor::visit(op);
+  }
+  void visit(const Access* op) override {
+    accesses[op->buffer].push_back(&op->axes);
+    IRVisitor::visit(op);
+  }
+  void visit(const Assign* op) override {
+    assigned.insert(op->name);
+    IRVisitor::visit(op);
+  }
+};
+
+bool same_index(const std::vector<AxisSel>& a, const std::vector<AxisSel>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].is_slice || b[i].is_slice || !equal(a[i].index, b[i].index)) return false;
+  return true;
+}
+
+// Whether the iterations of `nest` over `vars` (its own variable, and that
+// of the loop directly inside) are independent: no var from outside
+// assigned, and each array stored to accessed at one index only, which has
+// for each of `vars` an axis moving with it alone (so two iterations never
+// reach one element).
+bool independent(const For& nest, const NestContents& c, const std::vector<std::string>& vars) {
+  std::set<std::string> inside = declared_in(nest);
+  for (const std::string& v : c.assigned)
+    if (!inside.count(v)) return false;
+  for (const std::string& array : c.stored) {
+    const auto& all = c.accesses.at(array);
+    for (const std::vector<AxisSel>* axes : all)
+      if (!same_index(*all[0], *axes)) return false;
+    for (const std::string& v : vars) {
+      bool moves = false;
+      for (const AxisSel& a : *all[0]) moves = moves || loop_coefficient(a.index, v, inside).value_or(0) != 0;
+      if (!moves) return false;
+    }
+  }
+  return true;
+}
+
+int64_t next_power_of_two(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+class TileScheduler {
+ public:
+  TileScheduler(const Kernel& k, int threads) : k_(k), threads_(threads), fresh_(k) {}
+
+  std::optional<Kernel> run(std::string* why_not) {
+    auto outer = k_.body.size() == 1 ? k_.body[0].as<For>() : nullptr;
+    std::optional<Block> body;
+    if (!outer || outer->loop_kind != LoopKind::Parallel) why_ = "the kernel is not one parallel loop";
+    else if (threads_ <= 0 || threads_ % 32 != 0) why_ = "blocks of whole warps only";
+    else body = block(outer->body, {});
+    if (body && tiles_.empty()) body.reset(), why_ = "no tile arrays";
+    if (!body) {
+      if (why_not) *why_not = why_;
+      return std::nullopt;
+    }
+    // The next iteration the block runs writes the same shared arrays.
+    end_with_barrier(*body);
+    Kernel out = k_;
+    out.body = {make_for(outer->var, outer->lo, outer->hi, outer->step, std::move(*body), LoopKind::GpuBlock, 0, outer->span)};
+    verify_or_throw(out, "schedule_gpu_tiles");
+    return out;
+  }
+
+ private:
+  // A block of statements every thread runs; `constants` are the lets of
+  // enclosing blocks bound to integer literals.
+  std::optional<Block> block(const Block& in, std::map<std::string, int64_t> constants) {
+    Block out;
+    for (const Stmt& s : in) {
+      if (!why_.empty()) return std::nullopt;
+      switch (s->kind) {
+        case StmtKind::Let: {
+          auto l = s.as<Let>();
+          if (auto c = l->value.as<IntImm>()) constants[l->name] = c->value;
+          everyone(out, s);
+          break;
+        }
+        case StmtKind::Decl:
+          if (!s.as<Decl>()->type.is_scalar()) return give_up("a tile var");
+          everyone(out, s);
+          break;
+        case StmtKind::Assign:
+        case StmtKind::Check: everyone(out, s); break;
+        case StmtKind::Allocate: {
+          auto a = s.as<Allocate>();
+          if (a->space != MemorySpace::Local || a->capacity <= 0) return give_up("an array that is not a tile of constant capacity");
+          out.push_back(shared_tile(*a, constants));
+          break;
+        }
+        case StmtKind::Store:
+        case StmtKind::If: {
+          NestContents c(s);
+          if (c.allocates || c.scheduled) return give_up("a condition around tiles");
+          if (c.stored.empty()) everyone(out, s);
+          else if (!c.assigned.empty()) return give_up("a statement that both stores and assigns a var");
+          else storing(out, c, make_for(fresh_("once%t"), i64(0), i64(1), i64(1), {s}, LoopKind::GpuThread, 0, s->span));
+          break;
+        }
+        case StmtKind::For: {
+          const For& f = *s.as<For>();
+          NestContents c(s);
+          if (c.allocates) {
+            if (f.loop_kind != LoopKind::Serial) return give_up("a loop over tiles that is not serial");
+            // A loop of the block (over key blocks, say): every thread runs
+            // it, its nests shared out in turn. What was read before it may
+            // be overwritten inside, and each iteration's reads come before
+            // the next one's writes.
+            if (!read_.empty()) barrier(out);
+            std::optional<Block> body = block(f.body, constants);
+            if (!body) return std::nullopt;
+            end_with_barrier(*body);
+            out.push_back(make_for(f.var, f.lo, f.hi, f.step, std::move(*body), LoopKind::Serial, 0, f.span));
+            break;
+          }
+          if (c.scheduled) return give_up("a loop already scheduled");
+          if (c.stored.empty()) {
+            everyone(out, s);  // a fold into vars: every thread computes the same values
+            break;
+          }
+          for (const std::string& v : c.assigned)
+            if (!declared_in(f).count(v)) return give_up("a loop that both stores and assigns a var from outside");
+          storing(out, c, shared_out(f, c, constants));
+          break;
+        }
+        default: return give_up(std::string("a statement the tile schedule does not place"));
+      }
+    }
+    if (!why_.empty()) return std::nullopt;
+    return out;
+  }
+
+  // The nest over its threads: two loops as a grid of rows by columns, a warp
+  // along a row; else its one loop, a row per thread; else in the first thread.
+  Stmt shared_out(const For& f, const NestContents& c, const std::map<std::string, int64_t>& constants) {
+    const For* inner = f.body.size() == 1 ? f.body[0].as<For>() : nullptr;
+    std::set<std::string> declared = declared_in(f);
+    declared.erase(inner ? inner->var : "");
+    if (inner && inner->loop_kind == LoopKind::Serial && !reads_any(inner->lo, declared) && !reads_any(inner->hi, declared) &&
+        !reads_any(inner->step, declared) && independent(f, c, {f.var, inner->var})) {
+      int64_t columns = 32;
+      std::optional<int64_t> lo = value(inner->lo, constants), hi = value(inner->hi, constants), step = value(inner->step, constants);
+      if (lo && hi && step && *step > 0) columns = std::min<int64_t>(32, next_power_of_two(std::max<int64_t>((*hi - *lo + *step - 1) / *step, 1)));
+      int64_t rows = threads_ / columns;
+      std::string t = fresh_(f.var + "%t");
+      std::string row = fresh_(t + "%row"), col = fresh_(t + "%col");
+      Stmt cols = make_for(inner->var, simplify(inner->lo + index_var(col) * inner->step), inner->hi, simplify(i64(columns) * inner->step),
+                           inner->body, LoopKind::Serial, 0, inner->span);
+      Stmt rows_loop = make_for(f.var, simplify(f.lo + index_var(row) * f.step), f.hi, simplify(i64(rows) * f.step), {cols}, LoopKind::Serial, 0, f.span);
+      Block body = {make_let(row, index_var(t) / i64(columns), f.span), make_let(col, mod(index_var(t), columns), f.span), rows_loop};
+      return make_for(t, i64(0), i64(threads_), i64(1), std::move(body), LoopKind::GpuThread, 0, f.span);
+    }
+    if (independent(f, c, {f.var})) return strided_thread_loop(f, f.body, fresh_(f.var + "%t"), threads_, i64(0), i64(threads_));
+    return make_for(fresh_("once%t"), i64(0), i64(1), i64(1), {make_for(f.var, f.lo, f.hi, f.step, f.body, f.loop_kind, f.factor, f.span)},
+                    LoopKind::GpuThread, 0, f.span);
+  }
+
+  // A local tile as the block's shared array. A row length that is an even
+  // constant gets a column of padding: then the rows start in different
+  // banks, and a warp reading down a column does not wait on one bank.
+  Stmt shared_tile(const Allocate& a, const std::map<std::string, int64_t>& constants) {
+    tiles_.insert(a.name);
+    Type type = a.type;
+    int64_t capacity = a.capacity;
+    if (type.shape.size() == 2) {
+      std::optional<int64_t> row = value(type.shape[1], constants);
+      if (row && *row > 0 && *row % 2 == 0 && capacity % *row == 0) {
+        type.shape[1] = i64(*row + 1);
+        capacity = capacity / *row * (*row + 1);
+      }
+    }
+    return make_allocate(a.name, type, MemorySpace::Shared, a.span, capacity);
+  }
+
+  // A statement every thread runs alike: what it reads of the block's
+  // arrays must not be overwritten before a barrier.
+  void everyone(Block& out, const Stmt& s) {
+    for (const std::string& name : reads(s))
+      if (tiles_.count(name) || name == k_.output().name) read_.insert(name);
+    out.push_back(s);
+  }
+
+  // A statement whose threads store: after a barrier where it overwrites
+  // what every thread read, and followed by one, as its stores are read next.
+  void storing(Block& out, const NestContents& c, Stmt s) {
+    for (const std::string& name : c.stored)
+      if (read_.count(name)) {
+        barrier(out);
+        break;
+      }
+    out.push_back(std::move(s));
+    barrier(out);
+  }
+
+  void barrier(Block& out) {
+    out.push_back(make_barrier());
+    read_.clear();
+  }
+
+  void end_with_barrier(Block& b) {
+    if (b.empty() || b.back()->kind != StmtKind::Barrier) barrier(b);
+  }
+
+  static std::optional<int64_t> value(const Expr& e, const std::map<std::string, int64_t>& constants) {
+    if (auto c = e.as<IntImm>()) return c->value;
+    if (auto v = e.as<Var>(); v && constants.count(v->name)) return constants.at(v->name);
+    return std::nullopt;
+  }
+
+  std::optional<Block> give_up(std::string why) {
+    if (why_.empty()) why_ = std::move(why);
+    return std::nullopt;
+  }
+
+  const Kernel& k_;
+  int threads_;
+  FreshNames fresh_;
+  std::string why_;
+  std::set<std::string> tiles_;  // the shared arrays made of tiles
+  std::set<std::string> read_;   // the block's arrays read by every thread since the last barrier
+};
+
+}  // namespace
+
+std::optional<Kernel> schedule_gpu_tiles(const Kernel& k, int threads, std::string* why_not) {
+  return TileScheduler(k, threads).run(why_not);
+}
+
+}  // namespace zyntax::cir

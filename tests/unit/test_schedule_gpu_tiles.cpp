@@ -1,0 +1,163 @@
+// schedule_gpu_tiles: a GPU block per iteration of a tile program, its
+// tiles in shared memory, its tile operations shared out over the threads.
+// Flash attention (query blocks of 32 and 64 rows, odd sequence lengths and
+// head sizes) scheduled this way runs on the reference executor, whose race
+// checker stands in for the threads running at once, and must give the
+// original kernel's result; a barrier taken out is a race it finds; the plan
+// chooses the schedule where the device's shared memory holds the tiles
+// (dynamic shared memory beyond 48 KiB) and ptxas accepts the PTX.
+#include <gtest/gtest.h>
+
+#include "cir/mutator.hpp"
+#include "cir/passes/collapse_parallel_loops.hpp"
+#include "cir/passes/scalarize_tiles.hpp"
+#include "cir/passes/schedule_gpu_tiles.hpp"
+#include "cir/passes/specialize.hpp"
+#include "cir/printer.hpp"
+#include "codegen/llvm/ir_emitter.hpp"
+#include "codegen/llvm/kernel_abi.hpp"
+#include "codegen/llvm/nvptx/nvptx_compiler.hpp"
+#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "kernel_source.hpp"
+#include "ptxas.hpp"
+#include "schedule_parity.hpp"
+
+namespace zyntax {
+namespace {
+
+using testing::expect_same_result;
+using testing::kernel_of;
+
+// Flash attention over query and key blocks of `block` rows, as a user
+// writes it (the benchmark's kernel).
+std::string flash_attention(int block) {
+  std::string b = std::to_string(block);
+  return "def f(Q: tensor[bh, s, d, f32], K: tensor[bh, s, d, f32], V: tensor[bh, s, d, f32]) {\n"
+         " return compute(Q, K, V) {\n  @kernel flash_attention\n"
+         "  for h in 0..bh:\n   for q0 in 0..s step " + b + ":\n"
+         "    var m = -inf\n    var l = 0.0\n    var o = zeros(min(" + b + ", s - q0), d)\n"
+         "    let Qb = Q[h, q0:q0 + " + b + "]\n"
+         "    for k0 in 0..s step " + b + ":\n"
+         "     let S = Qb @ transpose(K[h, k0:k0 + " + b + "]) / sqrt(d)\n"
+         "     let m_new = max(m, row_max(S))\n     let p = exp(S - m_new)\n"
+         "     l = exp(m - m_new) * l + row_sum(p)\n"
+         "     o = exp(m - m_new) * o + p @ V[h, k0:k0 + " + b + "]\n     m = m_new\n"
+         "    out[h, q0:q0 + " + b + "] = o / l\n }\n}";
+}
+
+// The kernel as the GPU plan has it before the schedule: sizes known, tiles
+// as local arrays with products as dot products, one parallel loop.
+cir::Kernel scalarized(const cir::Kernel& generic, int64_t bh, int64_t s, int64_t d) {
+  cir::Kernel k = cir::specialize(generic, {{"bh", bh}, {"s", s}, {"d", d}});
+  std::string why;
+  std::optional<cir::Kernel> loops = cir::scalarize_tiles(k, &why, cir::ProductOrder::DotProducts);
+  EXPECT_TRUE(loops) << why;
+  return cir::collapse_parallel_loops(loops.value_or(k));
+}
+
+struct Shape {
+  int64_t bh, s, d;
+};
+
+TEST(ScheduleGpuTiles, FlashAttentionMatchesTheReferenceAtOddSizes) {
+  for (int block : {32, 64}) {
+    cir::Kernel generic = kernel_of(flash_attention(block));
+    for (Shape sh : {Shape{1, 1, 4}, {2, 17, 16}, {1, 70, 8}, {3, 33, 5}, {1, 64, 64}, {2, 100, 3}}) {
+      std::string what = "block " + std::to_string(block) + " at " + std::to_string(sh.bh) + "x" + std::to_string(sh.s) + "x" + std::to_string(sh.d);
+      cir::Kernel original = cir::specialize(generic, {{"bh", sh.bh}, {"s", sh.s}, {"d", sh.d}});
+      cir::Kernel loops = scalarized(generic, sh.bh, sh.s, sh.d);
+      for (int threads : {32, 256}) {
+        std::string why;
+        std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(loops, threads, &why);
+        ASSERT_TRUE(blocks) << what << ": " << why;
+        expect_same_result(original, *blocks, what + ", " + std::to_string(threads) + " threads");
+      }
+    }
+  }
+}
+
+TEST(ScheduleGpuTiles, TilesGoToPaddedSharedArraysAndNestsToThreads) {
+  cir::Kernel k = scalarized(kernel_of(flash_attention(64)), 2, 128, 64);
+  std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, 256);
+  ASSERT_TRUE(blocks);
+  std::string text = cir::print(*blocks);
+  EXPECT_NE(text.find("gpu_block.x for"), std::string::npos) << text;
+  EXPECT_EQ(text.find("local "), std::string::npos) << text;
+  // Rows of 64 get a column of padding, so that a warp reading down a
+  // column meets each bank once.
+  EXPECT_NE(text.find("shared Qb: tensor[Qb%n0, 65, f32] capacity 4160"), std::string::npos) << text;
+  // 2-D nests as 8 rows of 32 columns at a time.
+  EXPECT_NE(text.find("step 8 {"), std::string::npos) << text;
+  EXPECT_NE(text.find("step 32 {"), std::string::npos) << text;
+  EXPECT_NE(text.find("barrier(block)"), std::string::npos) << text;
+}
+
+// Every barrier removed.
+class DropBarriers : public cir::IRMutator {
+ public:
+  using IRMutator::visit;
+
+ protected:
+  cir::Stmt visit(const cir::Barrier* op) override { return cir::make_check(cir::BoolImm::make(true), "no barrier here", op->span); }
+};
+
+TEST(ScheduleGpuTiles, AMissingBarrierIsARaceTheReferenceFinds) {
+  cir::Kernel k = scalarized(kernel_of(flash_attention(32)), 1, 40, 8);
+  std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, 64);
+  ASSERT_TRUE(blocks);
+  cir::Kernel racy = *blocks;
+  racy.body = DropBarriers().mutate(racy.body);
+  Random rng(3);
+  auto [inputs, scalars] = testing::inputs_for(k, rng);
+  try {
+    ReferenceKernel(racy).run(inputs, scalars);
+    FAIL() << "no race found";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("data race in the GPU schedule"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ScheduleGpuTiles, KernelsWithoutTilesAreLeftAlone) {
+  cir::Kernel k = cir::specialize(kernel_of("def f(x: tensor[n, f32]) {\n return compute(x) {\n  @kernel fused\n"
+                                            "  for i in 0..n:\n   out[i] = x[i] * 2.0\n }\n}"),
+                                  {{"n", 1000}});
+  std::string why;
+  EXPECT_FALSE(cir::schedule_gpu_tiles(cir::collapse_parallel_loops(k), 256, &why));
+  EXPECT_EQ(why, "no tile arrays");
+  EXPECT_FALSE(cir::schedule_gpu_tiles(k, 100, &why));
+}
+
+TEST(ScheduleGpuTiles, ThePlanTakesItWhereTheTilesFitInSharedMemory) {
+  cir::Kernel generic = kernel_of(flash_attention(64));
+  cir::Kernel k = cir::specialize(generic, {{"bh", 12}, {"s", 512}, {"d", 64}});
+  // 64x64 tiles need more than the 48 KiB of static shared memory.
+  codegen::GpuPlan small = codegen::plan_gpu_kernel(k);
+  ASSERT_TRUE(small.kernel) << small.why_not;
+  EXPECT_NE(small.schedule, "tile blocks");
+  int64_t sm90 = codegen::nvptx_max_shared_bytes(*codegen::parse_nvptx_arch("sm_90"));
+  codegen::GpuPlan plan = codegen::plan_gpu_kernel(k, sm90);
+  ASSERT_TRUE(plan.kernel) << plan.why_not;
+  EXPECT_EQ(plan.schedule, "tile blocks");
+  EXPECT_EQ(plan.block_threads, 256);
+  EXPECT_GT(plan.shared_bytes, codegen::kGpuStaticSharedBytes);
+  EXPECT_LE(plan.shared_bytes, sm90);
+  EXPECT_EQ(codegen::gpu_launch_blocks(plan, 1 << 20), 12u * 8u);  // a block per query block
+
+  // Blocks of 32 rows with 16-wide heads fit in static shared memory.
+  cir::Kernel small_tiles = cir::specialize(kernel_of(flash_attention(32)), {{"bh", 4}, {"s", 100}, {"d", 16}});
+  codegen::GpuPlan fits = codegen::plan_gpu_kernel(small_tiles);
+  ASSERT_TRUE(fits.kernel) << fits.why_not;
+  EXPECT_EQ(fits.schedule, "tile blocks");
+  EXPECT_LE(fits.shared_bytes, codegen::kGpuStaticSharedBytes);
+
+  // Static shared arrays in one, dynamic shared memory in the other; both
+  // through ptxas for sm_80 and sm_90.
+  testing::expect_ptx_assembles({*fits.kernel, *plan.kernel}, {"static_tiles", "dynamic_tiles"}, "tile_blocks", [](const std::string& ptx) {
+    EXPECT_NE(ptx.find(".extern .shared .align 128 .b8 dynamic_tiles_dynamic_shared[]"), std::string::npos) << ptx.substr(0, 4000);
+    EXPECT_NE(ptx.find(".shared .align 128 .b8 static_tiles_$_"), std::string::npos) << ptx.substr(0, 4000);
+    EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
+  });
+}
+
+}  // namespace
+}  // namespace zyntax
