@@ -86,6 +86,11 @@ TEST(ScheduleGpuTiles, TilesGoToPaddedSharedArraysAndNestsToThreads) {
   // Rows of 64 get a column of padding, so that a warp reading down a
   // column meets each bank once.
   EXPECT_NE(text.find("shared Qb: tensor[Qb%n0, 65, f32] capacity 4160"), std::string::npos) << text;
+  // The key block, a view of K read transposed by Q K^T, is copied into a
+  // shared array of its own once, rather than read from memory by every
+  // dot product.
+  EXPECT_NE(text.find("shared stage%"), std::string::npos) << text;
+  EXPECT_NE(text.find("] = K[h, "), std::string::npos) << text;
   // 2-D nests as 8 rows of 32 columns at a time.
   EXPECT_NE(text.find("step 8 {"), std::string::npos) << text;
   EXPECT_NE(text.find("step 32 {"), std::string::npos) << text;

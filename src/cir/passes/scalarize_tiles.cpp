@@ -321,6 +321,15 @@ class Scalarizer {
     });
   }
 
+  // A prepared tile value as an array of its own, unless it is one.
+  Expr staged(const Expr& p, Block& out, Span span) {
+    auto t = p.as<Transpose>();
+    if (p.as<Var>() || p->type.is_scalar() || (t && t->value.as<Var>())) return p;
+    std::string name = fresh("stage");
+    materialize(p, name, /*is_mutable=*/false, out, span);
+    return Var::make(name, Type::tensor(p->type.dtype, tiles_.at(name).extents));
+  }
+
   // `o = value` for a tile variable: the value goes to a fresh array first
   // (it may read `o`), then is copied into o's array with o's new extents.
   void assign_tile(TileLocal& t, const Expr& value, Block& out, Span span) {
@@ -602,6 +611,15 @@ class Scalarizer {
   // zero in the result's dtype, as the reference does.
   Expr matmul(const MatMul& m, Block& out) {
     Expr a = prepare(m.a, out), b = prepare(m.b, out);
+    if (order_ == ProductOrder::DotProducts) {
+      // Every element of a factor is read by a whole row or column of dot
+      // products: a factor that is a view of a parameter (a transposed one
+      // read down its columns) or an expression (else computed once per
+      // read) is copied into an array of its own first. (A tile's array
+      // read transposed stays: the GPU schedule pads its rows.)
+      a = staged(a, out, m.span);
+      b = staged(b, out, m.span);
+    }
     std::vector<Expr> ae = extents(a, out, m.span), be = extents(b, out, m.span);
     bool a_vec = ae.size() == 1, b_vec = be.size() == 1;
     Expr inner_a = ae.back(), inner_b = be[0];
