@@ -170,7 +170,7 @@ class TileScheduler {
           }
           for (const std::string& v : c.assigned)
             if (!declared_in(f).count(v)) return give_up("a loop that both stores and assigns a var from outside");
-          storing(out, c, shared_out(f, c, constants));
+          storing(out, c, shared_out(s, c, constants));
           break;
         }
         default: return give_up(std::string("a statement the tile schedule does not place"));
@@ -182,7 +182,8 @@ class TileScheduler {
 
   // The nest over its threads: two loops as a grid of rows by columns, a warp
   // along a row; else its one loop, a row per thread; else in the first thread.
-  Stmt shared_out(const For& f, const NestContents& c, const std::map<std::string, int64_t>& constants) {
+  Stmt shared_out(const Stmt& nest, const NestContents& c, const std::map<std::string, int64_t>& constants) {
+    const For& f = *nest.as<For>();
     const For* inner = f.body.size() == 1 ? f.body[0].as<For>() : nullptr;
     std::set<std::string> declared = declared_in(f);
     declared.erase(inner ? inner->var : "");
@@ -201,8 +202,7 @@ class TileScheduler {
       return make_for(t, i64(0), i64(threads_), i64(1), std::move(body), LoopKind::GpuThread, 0, f.span);
     }
     if (independent(f, c, {f.var})) return strided_thread_loop(f, f.body, fresh_(f.var + "%t"), threads_, i64(0), i64(threads_));
-    return make_for(fresh_("once%t"), i64(0), i64(1), i64(1), {make_for(f.var, f.lo, f.hi, f.step, f.body, f.loop_kind, f.factor, f.span)},
-                    LoopKind::GpuThread, 0, f.span);
+    return make_for(fresh_("once%t"), i64(0), i64(1), i64(1), {nest}, LoopKind::GpuThread, 0, f.span);
   }
 
   // A local tile as the block's shared array. A row length that is an even

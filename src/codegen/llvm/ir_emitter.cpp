@@ -655,8 +655,9 @@ class Emitter {
   // shared memory the launcher provides (gpu_shared_bytes).
   llvm::Value* block_shared_array(llvm::Type* elem, int64_t bytes, const std::string& name) {
     if (!dynamic_shared_) {
-      int64_t total = gpu_shared_bytes(k_);
-      if (total <= kGpuStaticSharedBytes) return shared_array(elem, static_cast<uint64_t>(bytes) / module_->getDataLayout().getTypeAllocSize(elem), name);
+      if (!shared_bytes_) shared_bytes_ = gpu_shared_bytes(k_);  // once per kernel
+      if (*shared_bytes_ <= kGpuStaticSharedBytes)
+        return shared_array(elem, static_cast<uint64_t>(bytes) / module_->getDataLayout().getTypeAllocSize(elem), name);
       auto* type = llvm::ArrayType::get(b_.getInt8Ty(), 0);
       dynamic_shared_ = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage, nullptr, name_ + "_dynamic_shared",
                                                  nullptr, llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
@@ -1694,6 +1695,7 @@ class Emitter {
   llvm::Value* global_thread_ = nullptr;  // GPU: this thread's index in the grid, and the grid's size
   llvm::Value* thread_count_ = nullptr;
   int gpu_block_depth_ = 0;                 // GPU block loops around the statement being emitted
+  std::optional<int64_t> shared_bytes_;             // the kernel's gpu_shared_bytes, once asked
   llvm::GlobalVariable* dynamic_shared_ = nullptr;  // the block's dynamic shared memory, when its arrays are there
   int64_t dynamic_offset_ = 0;                      // where the next array goes in it
   int gpu_thread_depth_ = 0;                // and GPU thread loops
