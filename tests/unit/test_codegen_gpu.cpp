@@ -15,6 +15,7 @@
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_plan.hpp"
 #include "runtime/cuda/cuda_driver.hpp"
+#include "runtime/disk_cache.hpp"
 #include "parity_cases.hpp"
 #include "ptxas.hpp"
 
@@ -115,6 +116,39 @@ TEST(NvptxCompiler, LinksLibdeviceForF64Math) {
   EXPECT_NE(m.ptx.find(".visible .entry f("), std::string::npos);
   EXPECT_EQ(m.ptx.find(".extern"), std::string::npos) << "unresolved functions remain";
   EXPECT_EQ(m.ptx.find("__nv_sin"), std::string::npos) << "libdevice calls are inlined or internal";
+}
+
+// A kernel's PTX is compiled once per machine: the next run (here, a second
+// call) loads it from the disk cache; another architecture or entry name,
+// or a disabled cache, compiles again.
+TEST(NvptxCompiler, PtxComesFromTheDiskCacheOnTheNextRun) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                              ("zyntax-ptx-cache-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  std::filesystem::remove_all(dir);
+  DiskCache cache(dir.string());
+  cir::Kernel k = testing::kernel_of(
+      "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i] * 3.0\n }\n}");
+  codegen::GpuPlan plan = codegen::plan_gpu_kernel(k);
+  ASSERT_TRUE(plan.kernel.has_value()) << plan.why_not;
+  codegen::NvptxCompiler& c = codegen::NvptxCompiler::instance();
+  codegen::NvptxArch sm80 = *codegen::parse_nvptx_arch("sm_80"), sm90 = *codegen::parse_nvptx_arch("sm_90");
+  bool from_disk = true;
+  std::string first = c.cached_ptx(*plan.kernel, "f", sm80, cache, &from_disk);
+  EXPECT_FALSE(from_disk);
+  EXPECT_NE(first.find(".visible .entry f("), std::string::npos);
+  EXPECT_EQ(c.cached_ptx(*plan.kernel, "f", sm80, cache, &from_disk), first);
+  EXPECT_TRUE(from_disk);
+  std::string other = c.cached_ptx(*plan.kernel, "f", sm90, cache, &from_disk);
+  EXPECT_FALSE(from_disk);
+  EXPECT_NE(other.find(".target sm_90"), std::string::npos);
+  c.cached_ptx(*plan.kernel, "g", sm80, cache, &from_disk);
+  EXPECT_FALSE(from_disk);
+  DiskCache off("");
+  c.cached_ptx(*plan.kernel, "f", sm80, off, &from_disk);
+  EXPECT_FALSE(from_disk);
+  EXPECT_EQ(c.cached_ptx(*plan.kernel, "f", sm80, off, &from_disk), first);
+  EXPECT_FALSE(from_disk);
+  std::filesystem::remove_all(dir);
 }
 
 // Without a GPU the registry has none and says why; with one, it lists it.

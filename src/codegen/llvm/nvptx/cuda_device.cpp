@@ -10,6 +10,7 @@
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_plan.hpp"
 #include "interp/reference_executor.hpp"
+#include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
 
 namespace zyntax {
@@ -143,9 +144,11 @@ class CudaDevice : public Device {
     plan->writes_whole_output = p.writes_whole_output;
     const cir::Kernel& k = *p.kernel;
     std::string entry = "zyntax_kernel_" + cir::hash_hex(cir::hash_kernel(k));
-    codegen::PtxModule m = codegen::NvptxCompiler::instance().compile({&k}, {entry}, arch_);
+    // PTX from an earlier run where there is one (the driver keeps its own
+    // cache of the machine code it makes from PTX).
+    std::string ptx = codegen::NvptxCompiler::instance().cached_ptx(k, entry, arch_, DiskCache::global());
     std::lock_guard<std::mutex> lock(mu_);
-    cuda::CUmodule module = gpu_->load_module(m.ptx);  // kept for the life of the process
+    cuda::CUmodule module = gpu_->load_module(ptx);  // kept for the life of the process
     plan->function = gpu_->function(module, entry);
     if (p.shared_bytes > codegen::kGpuStaticSharedBytes) {
       plan->dynamic_shared = static_cast<unsigned>(p.shared_bytes);

@@ -15,7 +15,10 @@
 #include <set>
 #include <stdexcept>
 
+#include "cir/printer.hpp"
 #include "codegen/llvm/nvptx/libdevice.hpp"
+#include "codegen_fingerprint.hpp"
+#include "runtime/disk_cache.hpp"
 #include "codegen/llvm/optimize.hpp"
 
 extern "C" {
@@ -111,6 +114,18 @@ llvm::TargetMachine& NvptxCompiler::machine(const NvptxArch& arch) {
                                                                  std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!tm) throw std::runtime_error("LLVM cannot target " + arch.name);
   return *(machines_[arch.name] = std::move(tm));
+}
+
+std::string NvptxCompiler::cached_ptx(const cir::Kernel& kernel, const std::string& entry, const NvptxArch& arch, const DiskCache& cache,
+                                      bool* from_disk) {
+  std::string key = std::string("ptx\nzyntax ") + ZYNTAX_VERSION + ", LLVM " + ZYNTAX_LLVM_VERSION + ", codegen " +
+                    ZYNTAX_CODEGEN_FINGERPRINT + "\n" + arch.name + " " + arch.ptx_feature + " " + entry + "\n" + cir::print(kernel);
+  std::optional<std::string> cached = cache.load(key);
+  if (from_disk) *from_disk = cached.has_value();
+  if (cached) return *cached;
+  std::string ptx = compile({&kernel}, {entry}, arch).ptx;
+  cache.store(key, ptx);
+  return ptx;
 }
 
 PtxModule NvptxCompiler::compile(const std::vector<const cir::Kernel*>& kernels, const std::vector<std::string>& entries,

@@ -19,6 +19,10 @@ namespace llvm {
 class TargetMachine;
 }
 
+namespace zyntax {
+class DiskCache;
+}
+
 namespace zyntax::codegen {
 
 // A GPU architecture LLVM 19 compiles for, and the PTX version used.
@@ -64,6 +68,14 @@ class NvptxCompiler {
   // `what` is "ptx" or "llvm" (the optimised LLVM IR).
   PtxModule compile(const std::vector<const cir::Kernel*>& kernels, const std::vector<std::string>& entries,
                     const NvptxArch& arch, const std::string& what = "ptx");
+
+  // The PTX of one planned kernel: from `cache` when a run before compiled
+  // it (the key holds this compiler's version and fingerprint, the
+  // architecture, the entry's name and the kernel's text, so a changed
+  // kernel or compiler never loads old PTX), else compiled and stored.
+  // `from_disk`, when given, says which.
+  std::string cached_ptx(const cir::Kernel& kernel, const std::string& entry, const NvptxArch& arch, const DiskCache& cache,
+                         bool* from_disk = nullptr);
 
  private:
   NvptxCompiler();
