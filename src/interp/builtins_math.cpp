@@ -73,7 +73,7 @@ Value allclose(const Invocation& inv) {
 
 std::vector<BuiltinEntry> entries() {
   std::vector<BuiltinEntry> out;
-  for (int k = 0; k <= static_cast<int>(MathFn::Clamp); ++k) {
+  for (int k = 0; k <= static_cast<int>(kLastMathFn); ++k) {
     MathFn fn = static_cast<MathFn>(k);
     if (fn != MathFn::Min && fn != MathFn::Max) out.push_back({math_fn_name(fn), elementwise});
   }

@@ -28,6 +28,7 @@ const NamedFn kMathFns[] = {
     {"gelu", MathFn::Gelu, 1},   {"gelu_tanh", MathFn::GeluTanh, 1}, {"sigmoid", MathFn::Sigmoid, 1},
     {"silu", MathFn::Silu, 1},   {"pow", MathFn::Pow, 2},         {"atan2", MathFn::Atan2, 2},
     {"min", MathFn::Min, 2},     {"max", MathFn::Max, 2},         {"clamp", MathFn::Clamp, 3},
+    {"fma", MathFn::Fma, 3},
 };
 
 const NamedFn* find_fn(MathFn fn) {
@@ -137,6 +138,7 @@ double float_math(MathFn fn, double x, double y, double z) {
     case MathFn::Min: return ieee_min(x, y);
     case MathFn::Max: return ieee_max(x, y);
     case MathFn::Clamp: return ieee_min(ieee_max(x, y), z);
+    case MathFn::Fma: return std::fma(x, y, z);
   }
   return x;
 }
@@ -395,6 +397,9 @@ Scalar eval_math(MathFn fn, std::span<const Scalar> args) {
   }
   double y = args.size() > 1 ? args[1].f : 0;
   double z = args.size() > 2 ? args[2].f : 0;
+  // x * y + z rounded once: in f32 itself (in f64 and then f32 would round twice).
+  if (fn == MathFn::Fma && t == DType::F32)
+    return Scalar::of_float(std::fmaf(static_cast<float>(a.f), static_cast<float>(y), static_cast<float>(z)), t);
   return Scalar::of_float(float_math(fn, a.f, y, z), t);
 }
 

@@ -27,8 +27,9 @@ enum class MathFn : uint8_t {
   Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh,
   Exp, Exp2, Log, Log2, Log10, Sqrt, Rsqrt, Abs, Floor, Ceil, Round, Trunc, Sign, Erf,
   Relu, Gelu, GeluTanh, Sigmoid, Silu,
-  Pow, Atan2, Min, Max, Clamp,
+  Pow, Atan2, Min, Max, Clamp, Fma,
 };
+inline constexpr MathFn kLastMathFn = MathFn::Fma;
 
 enum class ReduceOp : uint8_t { Sum, Product, Min, Max, And, Or, ArgMin, ArgMax };
 

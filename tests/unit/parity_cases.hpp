@@ -65,9 +65,9 @@ inline const Case kParityCases[] = {
     {"mul_add", "def f(x: tensor[n, DT], y: tensor[n, DT]) {\n return compute(x, y) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i] * y[i] + 1.0\n }\n}", {1, 1}},
     {"math", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n"
              "  out[i] = exp(x[i]) + tanh(x[i]) * gelu(x[i]) - sigmoid(x[i]) / (1.0 + abs(x[i])) + rsqrt(abs(x[i]) + 1.0)"
-             " + max(x[i], 0.5) + min(x[i], -0.5) + floor(x[i]) + sqrt(abs(x[i])) + erf(x[i]) + silu(x[i]) + gelu_tanh(x[i])\n }\n}",
+             " + max(x[i], 0.5) + min(x[i], -0.5) + floor(x[i]) + sqrt(abs(x[i])) + erf(x[i]) + silu(x[i]) + gelu_tanh(x[i]) + fma(x[i], x[i], -0.25)\n }\n}",
      {1}, DType::F32, true},
-    {"math_f64", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = log(abs(x[i]) + 1e-3) * 2.5 + pow(abs(x[i]), 1.5) + x[i] % 0.7\n }\n}",
+    {"math_f64", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = log(abs(x[i]) + 1e-3) * 2.5 + pow(abs(x[i]), 1.5) + x[i] % 0.7 + fma(x[i], 1.25, x[i] * 0.5)\n }\n}",
      {1}, DType::F64},
     {"f16", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i] * x[i] + 0.1\n }\n}", {1}, DType::F16},
     {"bf16", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i] * 3.0 - x[i] / 7.0\n }\n}", {1}, DType::BF16},

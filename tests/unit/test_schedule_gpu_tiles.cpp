@@ -1,5 +1,6 @@
 // schedule_gpu_tiles: a GPU block per iteration of a tile program, its
-// tiles in shared memory, its tile operations shared out over the threads.
+// tiles in shared memory, its tile operations shared out over the threads
+// (tile products a block of outputs per thread).
 // Flash attention (query blocks of 32 and 64 rows, odd sequence lengths and
 // head sizes) scheduled this way runs on the reference executor, whose race
 // checker stands in for the threads running at once, and must give the
@@ -94,6 +95,12 @@ TEST(ScheduleGpuTiles, TilesGoToPaddedSharedArraysAndNestsToThreads) {
   // 2-D nests as 8 rows of 32 columns at a time.
   EXPECT_NE(text.find("step 8 {"), std::string::npos) << text;
   EXPECT_NE(text.find("step 32 {"), std::string::npos) << text;
+  // Tile products as 4x4 blocks of dot products a thread, their terms fused
+  // multiply-adds: 16 rows of 16 threads cover 64 by 64 outputs.
+  EXPECT_NE(text.find("%t / 16"), std::string::npos) << text;
+  EXPECT_NE(text.find("step 64 {"), std::string::npos) << text;
+  EXPECT_NE(text.find("%3%3 = fma("), std::string::npos) << text;
+  EXPECT_NE(text.find("+ 48 < "), std::string::npos) << text;
   EXPECT_NE(text.find("barrier(block)"), std::string::npos) << text;
 }
 

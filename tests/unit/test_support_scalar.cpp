@@ -292,6 +292,14 @@ TEST(SupportScalar, MathFunctions) {
   std::vector<Scalar> relu_nan = {f32(kNaN)};
   EXPECT_TRUE(std::isnan(eval_math(MathFn::Relu, relu_nan).f));
   EXPECT_EQ(math_fn_arity(MathFn::Clamp), 3);
+  // fma rounds a * b + c once: the low bits a product rounded on its own loses stay.
+  std::vector<Scalar> fma32 = {f32(1 + std::ldexp(1.0, -12)), f32(1 + std::ldexp(1.0, -12)), f32(-1)};
+  EXPECT_EQ(eval_math(MathFn::Fma, fma32).f, std::ldexp(1.0, -11) + std::ldexp(1.0, -24));
+  EXPECT_EQ(eval_math(MathFn::Fma, fma32).dtype, DType::F32);
+  std::vector<Scalar> fma64 = {f64(1 + std::ldexp(1.0, -30)), f64(1 + std::ldexp(1.0, -30)), f64(-1)};
+  EXPECT_EQ(eval_math(MathFn::Fma, fma64).f, std::ldexp(1.0, -29) + std::ldexp(1.0, -60));
+  EXPECT_EQ(parse_math_fn("fma"), MathFn::Fma);
+  EXPECT_EQ(math_fn_arity(MathFn::Fma), 3);
   EXPECT_TRUE(math_fn_keeps_int(MathFn::Abs));
   EXPECT_FALSE(math_fn_keeps_int(MathFn::Exp));
   EXPECT_EQ(parse_math_fn("gelu_tanh"), MathFn::GeluTanh);

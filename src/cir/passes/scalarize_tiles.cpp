@@ -660,12 +660,14 @@ class Scalarizer {
       ranges_[kv] = Interval{0, ki ? std::max<int64_t>(ki->hi - 1, 0) : 0};
       std::vector<Expr> ai = a_vec ? std::vector<Expr>{k} : std::vector<Expr>{idx[0], k};
       std::vector<Expr> bi = b_vec ? std::vector<Expr>{k} : std::vector<Expr>{k, idx[a_vec ? 0 : 1]};
-      Expr prod = Binary::make(BinaryOp::Mul, elem(a, ai, ae), elem(b, bi, be));
       Type st = Type::scalar(dt);
+      Expr x = elem(a, ai, ae), y = elem(b, bi, be), sum = Var::make(acc, st);
+      // f32 and f64 terms as fused multiply-adds, one rounding each (as a
+      // GPU's own matrix libraries add them up).
+      Expr next = dt == DType::F32 || dt == DType::F64 ? Math::make(MathFn::Fma, {x, y, sum}, m.span)
+                                                       : Binary::make(BinaryOp::Add, sum, Binary::make(BinaryOp::Mul, x, y));
       body.push_back(make_decl(acc, st, zero(dt), m.span));
-      body.push_back(make_for(kv, i64(0), inner_a, i64(1),
-                              {make_assign(acc, Binary::make(BinaryOp::Add, Var::make(acc, st), prod), m.span)},
-                              LoopKind::Serial, 0, m.span));
+      body.push_back(make_for(kv, i64(0), inner_a, i64(1), {make_assign(acc, next, m.span)}, LoopKind::Serial, 0, m.span));
       body.push_back(make_store(name, at(idx), Var::make(acc, st), m.span));
     });
     return Var::make(name, Type::tensor(dt, t.extents));

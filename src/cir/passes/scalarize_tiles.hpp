@@ -7,7 +7,8 @@
 // loop nest that computes each element (a matmul with an accumulator,
 // element-wise operations and broadcasting by index arithmetic). Results are
 // the reference executor's: the same order of accumulation, f64 sums for
-// float reductions, NaN-first arg reductions.
+// float reductions, NaN-first arg reductions (products as dot products
+// round each term once instead of twice: see ProductOrder).
 //
 // Where the rewrite could not keep the reference's behaviour (a shape
 // mismatch or an empty reduction that would be an error there, a tile whose
@@ -26,7 +27,8 @@ namespace zyntax::cir {
 // in i-k-j order, the j loop over contiguous memory (a CPU vectorizes it).
 // DotProducts: each element its own dot product, i-j-k with a scalar
 // accumulator, so the (i, j) iterations are independent (the threads of a
-// GPU block share them out). Both sum in k order from zero.
+// GPU block share them out), f32 and f64 terms added as fused
+// multiply-adds. Both sum in k order from zero.
 enum class ProductOrder { RowsOfProducts, DotProducts };
 
 // The rewritten kernel, or nothing with the reason in `why`.

@@ -5,6 +5,7 @@
 
 #include "cir/equal.hpp"
 #include "cir/passes/gpu_loops.hpp"
+#include "cir/passes/gpu_register_blocks.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
 #include "cir/verifier.hpp"
@@ -189,9 +190,14 @@ class TileScheduler {
     declared.erase(inner ? inner->var : "");
     if (inner && inner->loop_kind == LoopKind::Serial && !reads_any(inner->lo, declared) && !reads_any(inner->hi, declared) &&
         !reads_any(inner->step, declared) && independent(f, c, {f.var, inner->var})) {
+      std::optional<int64_t> row_trips = trips(f, constants), col_trips = trips(*inner, constants);
+      // A tile product of at least 16 by 16 outputs: a block of them per
+      // thread, in registers.
+      if (std::optional<DotProductNest> dots = dot_product_nest(f);
+          dots && threads_ % kRegisterColumns == 0 && row_trips.value_or(16) >= 16 && col_trips.value_or(16) >= 16)
+        return register_blocked(*dots, threads_, fresh_);
       int64_t columns = 32;
-      std::optional<int64_t> lo = value(inner->lo, constants), hi = value(inner->hi, constants), step = value(inner->step, constants);
-      if (lo && hi && step && *step > 0) columns = std::min<int64_t>(32, next_power_of_two(std::max<int64_t>((*hi - *lo + *step - 1) / *step, 1)));
+      if (col_trips) columns = std::min<int64_t>(32, next_power_of_two(std::max<int64_t>(*col_trips, 1)));
       int64_t rows = threads_ / columns;
       std::string t = fresh_(f.var + "%t");
       std::string row = fresh_(t + "%row"), col = fresh_(t + "%col");
@@ -249,6 +255,13 @@ class TileScheduler {
 
   void end_with_barrier(Block& b) {
     if (b.empty() || b.back()->kind != StmtKind::Barrier) barrier(b);
+  }
+
+  // How many iterations `f` runs, when its bounds are constants.
+  static std::optional<int64_t> trips(const For& f, const std::map<std::string, int64_t>& constants) {
+    std::optional<int64_t> lo = value(f.lo, constants), hi = value(f.hi, constants), step = value(f.step, constants);
+    if (!lo || !hi || !step || *step <= 0) return std::nullopt;
+    return std::max<int64_t>((*hi - *lo + *step - 1) / *step, 0);
   }
 
   static std::optional<int64_t> value(const Expr& e, const std::map<std::string, int64_t>& constants) {

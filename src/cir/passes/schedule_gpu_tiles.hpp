@@ -22,7 +22,9 @@
 // are independent: every array it stores to is accessed at one index only,
 // which moves with the loop variables (with no loop left, or one row per
 // thread, when only the outer loop qualifies). A nest that stores but does
-// not qualify runs in the block's first thread; one that only folds into
+// not qualify runs in the block's first thread; a tile product's nest of
+// dot products gives each thread a 4x4 block of them (gpu_register_blocks);
+// one that only folds into
 // scalars runs in every thread alike, as does the straight-line code
 // between nests. Loops holding tiles of their own (flash attention's loop
 // over key blocks) keep running in every thread, their nests shared out in

@@ -1651,6 +1651,9 @@ class Emitter {
       case MathFn::Clamp:
         return round_to(t, b_.CreateBinaryIntrinsic(llvm::Intrinsic::minimum,
                                                     b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, args[1]), args[2]));
+      case MathFn::Fma:  // rounded once: in f32 and f64 themselves, as the reference; f16/bf16 through f64
+        if (t == DType::F32 || t == DType::F64) return b_.CreateIntrinsic(llvm::Intrinsic::fma, {rt}, {x, args[1], args[2]});
+        return back(b_.CreateIntrinsic(llvm::Intrinsic::fma, {b_.getDoubleTy()}, {to_f64(x), to_f64(args[1]), to_f64(args[2])}));
     }
     throw std::logic_error("LLVM lowering: unknown math function");
   }
