@@ -7,7 +7,7 @@ namespace zyntax {
 namespace {
 
 // The device a string argument names ("auto" picks the best one).
-const Device& named_device(const Args& a, size_t i) {
+Device& named_device(const Args& a, size_t i) {
   const std::string& id = a.str(i);
   DeviceRegistry& registry = DeviceRegistry::global();
   Device* d = registry.find(id);
@@ -40,16 +40,25 @@ Value to_device(const Invocation& inv) {
   return Value::of_tensor(std::move(moved));
 }
 
-// Pinned host memory is a transfer optimisation; on the CPU devices all
-// memory is host memory, so the flag is checked but changes nothing.
+// Pinned (page-locked) host memory is for copies to a GPU: the named
+// device's, or for a tensor of the CPU the first GPU's. Without a GPU all
+// memory is the CPU's own, and the flag changes nothing.
 Value allocate(const Invocation& inv) {
   Args a(inv, {{"shape"}, {"dtype", kOptional}, {"device", kOptional}, {"pinned", kOptional}});
   DType t = a.dtype_or(1, DType::F32);
   Shape shape = a.shape(0, t);
-  std::string id = a.has(2) ? named_device(a, 2).info().id : "cpu";
-  a.boolean_or(3, false);
-  Tensor out = Tensor::zeros(t, shape);
-  out.set_device(id);
+  DeviceRegistry& registry = DeviceRegistry::global();
+  Device* d = a.has(2) ? &named_device(a, 2) : registry.find("cpu");
+  bool pinned = a.boolean_or(3, false);
+  Device* host = d;
+  if (pinned && d->info().type != "gpu")
+    for (const auto& g : registry.devices())
+      if (g->info().type == "gpu") {
+        host = g.get();
+        break;
+      }
+  Tensor out = host->host_tensor(t, std::move(shape), pinned);
+  out.set_device(d->info().id);
   return Value::of_tensor(std::move(out));
 }
 

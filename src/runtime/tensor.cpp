@@ -74,15 +74,23 @@ Tensor Tensor::empty(DType dtype, Shape shape) { return make(dtype, std::move(sh
 
 Tensor Tensor::for_overwrite(DType dtype, Shape shape) { return make(dtype, std::move(shape), true); }
 
-Tensor Tensor::make(DType dtype, Shape shape, bool recycled) {
+size_t Tensor::bytes_for(DType dtype, const Shape& shape) {
   for (int64_t d : shape)
     if (d < 0) throw DataError("negative dimension in shape " + shape_str(shape));
   uint64_t numel = static_cast<uint64_t>(shape_numel(shape));
   if (numel > kMaxTensorBytes / dtype_size(dtype))
     throw DataError("shape " + shape_str(shape) + " of " + dtype_name(dtype) + " is too large to allocate");
+  return static_cast<size_t>(numel * dtype_size(dtype));
+}
+
+Tensor Tensor::make(DType dtype, Shape shape, bool recycled) {
+  size_t bytes = bytes_for(dtype, shape);
+  return in_storage(dtype, std::move(shape), recycled ? HostBlockCache::global().acquire(bytes) : allocate(bytes));
+}
+
+Tensor Tensor::in_storage(DType dtype, Shape shape, std::shared_ptr<unsigned char> storage) {
   Tensor t;
-  size_t bytes = static_cast<size_t>(numel * dtype_size(dtype));
-  t.storage_ = recycled ? HostBlockCache::global().acquire(bytes) : allocate(bytes);
+  t.storage_ = std::move(storage);
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   return t;

@@ -40,6 +40,12 @@ class Tensor {
   static Tensor for_overwrite(DType dtype, Shape shape);
   static Tensor full(DType dtype, Shape shape, const Scalar& value);
   static Tensor scalar(const Scalar& value);  // 0-d
+  // The bytes of a tensor of this shape, or a DataError for a shape no
+  // tensor can have (a negative or too large one).
+  static size_t bytes_for(DType dtype, const Shape& shape);
+  // A tensor over zeroed storage of bytes_for(dtype, shape) bytes that
+  // another allocator made (page-locked memory from a GPU driver).
+  static Tensor in_storage(DType dtype, Shape shape, std::shared_ptr<unsigned char> storage);
 
   bool valid() const { return storage_ != nullptr; }
   DType dtype() const { return dtype_; }

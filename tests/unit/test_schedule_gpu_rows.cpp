@@ -270,7 +270,9 @@ TEST(ScheduleGpuRows, OpLibraryRowKernelsCompileToPtx) {
     // Products the row schedule would take are tiled instead.
     bool product = name.rfind("matmul", 0) == 0;
     EXPECT_EQ(plan.schedule == "rows", kRowKernels.count(name) > 0 && !product) << name << " is scheduled as " << plan.schedule;
-    if (product) EXPECT_EQ(plan.schedule, "tiled matmul") << name;
+    if (product) {
+      EXPECT_EQ(plan.schedule, "tiled matmul") << name;
+    }
     if (plan.schedule != "rows") continue;
     EXPECT_EQ(plan.block_threads, 256) << name;
     // A block per row, up to the most asked for: the whole-tensor folds have

@@ -53,6 +53,7 @@ enum JitOption : int {
 };
 
 constexpr unsigned kStreamNonBlocking = 0x1;
+constexpr unsigned kMemHostAllocPortable = 0x1;  // page-locked for every context
 constexpr unsigned kEventDefault = 0x0;
 constexpr unsigned kEventDisableTiming = 0x2;
 
@@ -76,6 +77,7 @@ constexpr unsigned kEventDisableTiming = 0x2;
   X(cuMemFree, "cuMemFree_v2", CUresult(CUdeviceptr))                                                         \
   X(cuMemAllocHost, "cuMemAllocHost_v2", CUresult(void**, size_t))                                            \
   X(cuMemFreeHost, "cuMemFreeHost", CUresult(void*))                                                          \
+  X(cuMemHostAlloc, "cuMemHostAlloc", CUresult(void**, size_t, unsigned))                                      \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", CUresult(CUdeviceptr, const void*, size_t))                              \
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", CUresult(void*, CUdeviceptr, size_t))                                    \
   X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", CUresult(CUdeviceptr, CUdeviceptr, size_t))                              \

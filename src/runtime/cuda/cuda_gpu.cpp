@@ -1,5 +1,7 @@
 #include "runtime/cuda/cuda_gpu.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "runtime/tensor.hpp"
@@ -137,25 +139,47 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
 }
 
 void DeviceBuffer::upload(const void* host, size_t bytes, bool wait) {
-  if (bytes == 0) return;
-  const Driver& d = gpu_->driver();
-  gpu_->bind();
-  d.check(d.cuMemcpyHtoDAsync(address_, host, bytes, gpu_->stream()), "copying " + format_bytes(bytes) + " to " + gpu_->id());
-  if (wait) gpu_->synchronize();
+  upload_on(gpu_->stream(), host, bytes);
+  if (wait && bytes) gpu_->synchronize();
 }
 
 void DeviceBuffer::download(void* host, size_t bytes, bool wait) const {
+  download_on(gpu_->stream(), host, bytes);
+  if (wait && bytes) gpu_->synchronize();
+}
+
+void DeviceBuffer::zero() { zero_on(gpu_->stream()); }
+
+void DeviceBuffer::upload_on(CUstream stream, const void* host, size_t bytes) {
   if (bytes == 0) return;
   const Driver& d = gpu_->driver();
   gpu_->bind();
-  d.check(d.cuMemcpyDtoHAsync(host, address_, bytes, gpu_->stream()), "copying " + format_bytes(bytes) + " from " + gpu_->id());
-  if (wait) gpu_->synchronize();
+  d.check(d.cuMemcpyHtoDAsync(address_, host, bytes, stream), "copying " + format_bytes(bytes) + " to " + gpu_->id());
 }
 
-void DeviceBuffer::zero() {
+void DeviceBuffer::download_on(CUstream stream, void* host, size_t bytes) const {
+  if (bytes == 0) return;
   const Driver& d = gpu_->driver();
   gpu_->bind();
-  d.check(d.cuMemsetD8Async(address_, 0, bytes_, gpu_->stream()), "zeroing memory on " + gpu_->id());
+  d.check(d.cuMemcpyDtoHAsync(host, address_, bytes, stream), "copying " + format_bytes(bytes) + " from " + gpu_->id());
+}
+
+void DeviceBuffer::zero_on(CUstream stream) {
+  const Driver& d = gpu_->driver();
+  gpu_->bind();
+  d.check(d.cuMemsetD8Async(address_, 0, bytes_, stream), "zeroing memory on " + gpu_->id());
+}
+
+std::shared_ptr<unsigned char> Gpu::allocate_pinned(size_t bytes) const {
+  bind();
+  void* p = nullptr;
+  CUresult r = driver_.cuMemHostAlloc(&p, std::max<size_t>(bytes, 1), kMemHostAllocPortable);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    throw DataError("out of pinned host memory: asked for " + format_bytes(bytes) + " (" + id() + ")");
+  driver_.check(r, "cuMemHostAlloc of " + format_bytes(bytes));
+  std::memset(p, 0, bytes);
+  const Driver* d = &driver_;
+  return std::shared_ptr<unsigned char>(static_cast<unsigned char*>(p), [d](unsigned char* q) { d->cuMemFreeHost(q); });
 }
 
 PinnedBuffer::PinnedBuffer(Gpu& gpu, size_t bytes) : gpu_(gpu), bytes_(bytes) {

@@ -60,6 +60,10 @@ class Gpu {
   void allow_dynamic_shared(CUfunction f, unsigned bytes) const;
   void launch(CUfunction f, unsigned grid_x, unsigned block_x, unsigned shared_bytes, CUstream stream, void** params) const;
 
+  // Zeroed page-locked host memory (for every GPU of the process), freed
+  // with the last reference; a DataError naming the sizes when there is none.
+  std::shared_ptr<unsigned char> allocate_pinned(size_t bytes) const;
+
  private:
   const Driver& driver_;
   GpuProperties props_;
@@ -84,6 +88,10 @@ class DeviceBuffer {
   void upload(const void* host, size_t bytes, bool wait = true);
   void download(void* host, size_t bytes, bool wait = true) const;
   void zero();
+  // The same on `stream`, in its order, the host not waiting.
+  void upload_on(CUstream stream, const void* host, size_t bytes);
+  void download_on(CUstream stream, void* host, size_t bytes) const;
+  void zero_on(CUstream stream);
 
  private:
   Gpu* gpu_ = nullptr;

@@ -1,6 +1,7 @@
 #include "codegen/llvm/nvptx/cuda_device.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <deque>
 #include <mutex>
 
@@ -40,6 +41,12 @@ class CudaDevice : public Device {
 
   const DeviceInfo& info() const override { return info_; }
 
+  Tensor host_tensor(DType dtype, Shape shape, bool pinned) override {
+    if (!pinned) return Device::host_tensor(dtype, std::move(shape), false);
+    size_t bytes = Tensor::bytes_for(dtype, shape);
+    return Tensor::in_storage(dtype, std::move(shape), gpu_->allocate_pinned(bytes));
+  }
+
   double last_kernel_milliseconds() const { return last_kernel_ms_; }
   cuda::Gpu& gpu() { return *gpu_; }
 
@@ -50,8 +57,8 @@ class CudaDevice : public Device {
       Device* cpu = DeviceRegistry::global().find("cpu");
       return cpu->run(kernel, key, inputs, scalars);
     }
-    // One launch at a time: they share the GPU's stream and wait for it.
-    std::lock_guard<std::mutex> lock(mu_);
+    // Each run on a stream of its own: runs from several host threads (async
+    // compute blocks) copy and compute at the same time.
     cuda::Gpu& gpu = *gpu_;
     gpu.bind();
     codegen::KernelOperands ops = codegen::prepare_operands(kernel, inputs, scalars, /*zeroed_output=*/false);
@@ -62,6 +69,9 @@ class CudaDevice : public Device {
     std::deque<DeviceBuffer> buffers;
     std::deque<cuda::CUdeviceptr> addresses;
     std::vector<void*> params;
+    // After the buffers: on the way out, an error included, the stream is
+    // done with them before they go back to the pool.
+    StreamLease stream(*this);
     auto add_buffer = [&](size_t bytes) -> DeviceBuffer& {
       buffers.emplace_back(gpu, std::max<size_t>(bytes, 1));
       addresses.push_back(buffers.back().address());
@@ -77,10 +87,10 @@ class CudaDevice : public Device {
       }
       DeviceBuffer& b = add_buffer(t->nbytes());
       if (o.role == cir::ParamRole::Input) {
-        b.upload(t->data(), t->nbytes(), /*wait=*/false);
+        b.upload_on(stream.get(), t->data(), t->nbytes());
       } else {
         out = &b;
-        if (!plan->writes_whole_output) b.zero();
+        if (!plan->writes_whole_output) b.zero_on(stream.get());
       }
     }
     std::vector<Tensor*> reduce = ops.reduce_tensors();
@@ -93,27 +103,24 @@ class CudaDevice : public Device {
         continue;
       }
       DeviceBuffer& b = add_buffer(t->nbytes());
-      b.upload(t->data(), t->nbytes(), /*wait=*/false);
+      b.upload_on(stream.get(), t->data(), t->nbytes());
       reduce_buffers.push_back(&b);
     }
     int32_t status = 0;
     DeviceBuffer& status_buffer = add_buffer(sizeof status);
-    status_buffer.zero();
+    status_buffer.zero_on(stream.get());
 
     // Events around the launch time the kernel alone (last_kernel_milliseconds).
-    if (!started_) {
-      started_ = std::make_unique<cuda::Event>(gpu);
-      finished_ = std::make_unique<cuda::Event>(gpu);
-    }
-    started_->record(gpu.stream());
-    gpu.launch(plan->function, plan->blocks, plan->threads, plan->dynamic_shared, gpu.stream(), params.data());
-    finished_->record(gpu.stream());
-    status_buffer.download(&status, sizeof status, /*wait=*/false);
-    out->download(ops.out.data(), ops.out.nbytes(), /*wait=*/false);
+    stream.started().record(stream.get());
+    gpu.launch(plan->function, plan->blocks, plan->threads, plan->dynamic_shared, stream.get(), params.data());
+    stream.finished().record(stream.get());
+    status_buffer.download_on(stream.get(), &status, sizeof status);
+    out->download_on(stream.get(), ops.out.data(), ops.out.nbytes());
     for (size_t i = 0; i < reduce.size(); ++i)
-      if (reduce[i]->data() != ops.out.data()) reduce_buffers[i]->download(reduce[i]->data(), reduce[i]->nbytes(), false);
-    gpu.synchronize();
-    last_kernel_ms_ = cuda::Event::elapsed_ms(*started_, *finished_);
+      if (reduce[i]->data() != ops.out.data()) reduce_buffers[i]->download_on(stream.get(), reduce[i]->data(), reduce[i]->nbytes());
+    // The buffers go back to the pool only once the stream is done with them.
+    stream.synchronize();
+    last_kernel_ms_ = cuda::Event::elapsed_ms(stream.started(), stream.finished());
     if (status) {
       // A check failed: the reference executor reports the error with the
       // source's words and place (or, for a conservative check, computes the result).
@@ -123,6 +130,43 @@ class CudaDevice : public Device {
   }
 
  private:
+  // A stream and the events that time a kernel on it, made once and reused
+  // by one run at a time.
+  struct RunStream {
+    cuda::Stream stream;
+    cuda::Event started, finished;
+    explicit RunStream(cuda::Gpu& gpu) : stream(gpu), started(gpu), finished(gpu) {}
+  };
+
+  // An idle RunStream (or a new one) for the life of a run.
+  class StreamLease {
+   public:
+    explicit StreamLease(CudaDevice& d) : d_(d) {
+      std::lock_guard<std::mutex> lock(d.streams_mu_);
+      if (d.idle_streams_.empty()) {
+        s_ = std::make_unique<RunStream>(*d.gpu_);
+      } else {
+        s_ = std::move(d.idle_streams_.back());
+        d.idle_streams_.pop_back();
+      }
+    }
+    ~StreamLease() {
+      d_.gpu_->driver().cuStreamSynchronize(s_->stream.get());  // a no-op after a run that finished
+      std::lock_guard<std::mutex> lock(d_.streams_mu_);
+      d_.idle_streams_.push_back(std::move(s_));
+    }
+    StreamLease(const StreamLease&) = delete;
+    StreamLease& operator=(const StreamLease&) = delete;
+    cuda::CUstream get() const { return s_->stream.get(); }
+    const cuda::Event& started() const { return s_->started; }
+    const cuda::Event& finished() const { return s_->finished; }
+    void synchronize() const { s_->stream.synchronize(); }
+
+   private:
+    CudaDevice& d_;
+    std::unique_ptr<RunStream> s_;
+  };
+
   // The kernel as it runs here: planned, compiled, loaded. No function: it
   // runs on the cpu device.
   struct Plan {
@@ -162,11 +206,12 @@ class CudaDevice : public Device {
   }
 
   std::unique_ptr<cuda::Gpu> gpu_;
-  std::unique_ptr<cuda::Event> started_, finished_;
   codegen::NvptxArch arch_;
   DeviceInfo info_;
-  double last_kernel_ms_ = 0;
-  std::mutex mu_;
+  std::atomic<double> last_kernel_ms_ = 0;
+  std::mutex mu_;  // loading modules
+  std::mutex streams_mu_;
+  std::vector<std::unique_ptr<RunStream>> idle_streams_;
   KernelCache<Plan> plans_;
 };
 
