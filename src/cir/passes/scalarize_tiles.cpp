@@ -311,7 +311,11 @@ class Scalarizer {
 
   void materialize(const Expr& e, const std::string& name, bool is_mutable, Block& out, Span span,
                    const Type* declared = nullptr) {
-    Expr p = prepare(e, out);
+    fill(prepare(e, out), name, is_mutable, out, span, declared);
+  }
+
+  // A new tile `name` holding the prepared value `p`.
+  void fill(const Expr& p, const std::string& name, bool is_mutable, Block& out, Span span, const Type* declared = nullptr) {
     std::vector<Expr> ext = extents(p, out, span);
     std::vector<Expr> cap_shape = declared ? declared->shape : std::vector<Expr>{};
     if (declared && cap_shape.size() != ext.size()) give_up("a tile variable whose rank changes");
@@ -333,8 +337,16 @@ class Scalarizer {
   // `o = value` for a tile variable: the value goes to a fresh array first
   // (it may read `o`), then is copied into o's array with o's new extents.
   void assign_tile(TileLocal& t, const Expr& value, Block& out, Span span) {
-    std::string tmp = fresh(t.buffer + "new");
-    materialize(value, tmp, false, out, span);
+    // The value in an array of its own first (it may read the tile it
+    // replaces), unless it is another tile's array already (m = m_new).
+    Expr p = prepare(value, out);
+    std::string tmp;
+    if (auto v = p.as<Var>(); v && v->name != t.buffer && tiles_.count(v->name)) {
+      tmp = v->name;
+    } else {
+      tmp = fresh(t.buffer + "new");
+      fill(p, tmp, false, out, span);
+    }
     const TileLocal& v = tiles_.at(tmp);
     if (v.extents.size() != t.extents.size()) give_up("a tile variable whose rank changes");
     for (size_t k = 0; k < t.extents.size(); ++k) {
