@@ -32,6 +32,10 @@ std::optional<DotProductNest> dot_product_nest(const For& rows) {
   if (reads_any(cols->lo, {rows.var}) || reads_any(cols->hi, {rows.var})) return std::nullopt;
   for (const AxisSel& a : store->axes)
     if (a.is_slice) return std::nullopt;
+  // A thread reads its clamped rows and columns, which other threads store:
+  // the nest must not read what it stores.
+  if (reads(Stmt(cols->body[1])).count(store->buffer) || reads(acc->init).count(store->buffer) || reads(store->value).count(store->buffer))
+    return std::nullopt;
   return DotProductNest{&rows, cols, acc, terms, fold, store};
 }
 

@@ -30,7 +30,8 @@ namespace zyntax::cir {
 
 // The nest's parts when `rows` is such a nest: two serial loops of step 1,
 // the inner one holding a scalar var, one serial loop folding terms into it
-// (its bounds reading neither loop variable) and one store.
+// (its bounds reading neither loop variable) and one store to an array the
+// nest does not read.
 struct DotProductNest {
   const For* rows;
   const For* cols;

@@ -11,7 +11,8 @@ namespace zyntax {
 // for the GPU's architecture (nvptx_compiler), loaded by the driver once per
 // kernel (a module cache keyed by the kernel's hash), launched with
 // kGpuBlockThreads threads per block over enough blocks to cover the outer
-// parallel loop (grid-stride beyond that). Inputs are copied to device
+// parallel loop (grid-stride beyond that). Each run has a stream of its own
+// (runs from several host threads overlap): inputs are copied to device
 // memory from the GPU's pool and the result copied back. Kernels the plan
 // cannot compile run on the cpu device; a failed runtime check reruns on
 // the reference executor, which reports the exact error.
