@@ -50,13 +50,7 @@ Value allocate(const Invocation& inv) {
   DeviceRegistry& registry = DeviceRegistry::global();
   Device* d = a.has(2) ? &named_device(a, 2) : registry.find("cpu");
   bool pinned = a.boolean_or(3, false);
-  Device* host = d;
-  if (pinned && d->info().type != "gpu")
-    for (const auto& g : registry.devices())
-      if (g->info().type == "gpu") {
-        host = g.get();
-        break;
-      }
+  Device* host = pinned && d->info().type != "gpu" ? registry.find("auto") : d;  // "auto": the first GPU, else the CPU
   Tensor out = host->host_tensor(t, std::move(shape), pinned);
   out.set_device(d->info().id);
   return Value::of_tensor(std::move(out));

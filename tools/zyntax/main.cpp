@@ -198,12 +198,14 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
       named.emplace_back(name, with_dims(ck.kernel, o.dims));
     }
   }
+  // What a block may have: the GPU's opt-in maximum, else the architecture's.
+  int64_t max_shared = gpu ? cuda_gpu_of(*gpu)->properties().shared_per_block_optin : codegen::nvptx_max_shared_bytes(*arch);
   std::vector<cir::Kernel> planned;
   std::vector<std::string> entries;
   std::set<std::string> used;
   for (auto& [name, k] : named) {
     if (!o.kernel.empty() && name != o.kernel && k.name != o.kernel) continue;
-    codegen::GpuPlan plan = codegen::plan_gpu_kernel(k, gpu ? cuda_gpu_of(*gpu)->properties().shared_per_block_optin : codegen::nvptx_max_shared_bytes(*arch));
+    codegen::GpuPlan plan = codegen::plan_gpu_kernel(k, max_shared);
     if (!plan.kernel) {
       std::string reason = !k.dims.empty() && plan.why_not.find("once every size") != std::string::npos
                                ? "give every size with --dim, or use --sizes-from-run, to compile its tiles"

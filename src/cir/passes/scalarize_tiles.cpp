@@ -335,10 +335,9 @@ class Scalarizer {
   }
 
   // `o = value` for a tile variable: the value goes to a fresh array first
-  // (it may read `o`), then is copied into o's array with o's new extents.
+  // (it may read `o`), unless it is another tile's array already (m =
+  // m_new), then is copied into o's array with o's new extents.
   void assign_tile(TileLocal& t, const Expr& value, Block& out, Span span) {
-    // The value in an array of its own first (it may read the tile it
-    // replaces), unless it is another tile's array already (m = m_new).
     Expr p = prepare(value, out);
     std::string tmp;
     if (auto v = p.as<Var>(); v && v->name != t.buffer && tiles_.count(v->name)) {

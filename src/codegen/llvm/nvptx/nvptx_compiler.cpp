@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "cir/printer.hpp"
+#include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/nvptx/libdevice.hpp"
 #include "codegen_fingerprint.hpp"
 #include "runtime/disk_cache.hpp"
@@ -75,7 +76,7 @@ int64_t nvptx_max_shared_bytes(const NvptxArch& arch) {
     case 75: return 64 << 10;
     case 80: case 87: return 163 << 10;
     case 86: case 89: return 99 << 10;
-    default: return arch.capability >= 90 ? 227 << 10 : 48 << 10;
+    default: return arch.capability >= 90 ? kGpuMaxSharedBytes : kGpuStaticSharedBytes;
   }
 }
 

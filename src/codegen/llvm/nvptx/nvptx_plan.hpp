@@ -17,6 +17,7 @@
 #include <string>
 
 #include "cir/ir.hpp"
+#include "codegen/llvm/kernel_abi.hpp"
 
 namespace zyntax::codegen {
 
@@ -31,7 +32,7 @@ struct GpuPlan {
 
 // `max_shared_bytes`: the shared memory a block may have on the device
 // (nvptx_max_shared_bytes); a schedule needing more is not chosen.
-GpuPlan plan_gpu_kernel(const cir::Kernel& k, int64_t max_shared_bytes = 48 << 10);
+GpuPlan plan_gpu_kernel(const cir::Kernel& k, int64_t max_shared_bytes = kGpuStaticSharedBytes);
 
 // Blocks to launch a planned kernel with: one per iteration of its block
 // loop or enough for one iteration of its parallel loop per thread, at most
