@@ -135,9 +135,22 @@ Stmt make_store(std::string buffer, std::vector<AxisSel> axes, Expr value, Span 
 Stmt make_yield(Expr value, Expr index, std::vector<Expr> out_index, Span s) {
   return Stmt(std::make_shared<Yield>(std::move(value), std::move(index), std::move(out_index), s));
 }
-Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s, int64_t capacity) {
-  return Stmt(std::make_shared<Allocate>(std::move(name), std::move(type), space, capacity, s));
+Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s, int64_t capacity, int64_t offset) {
+  return Stmt(std::make_shared<Allocate>(std::move(name), std::move(type), space, capacity, offset, s));
 }
+
+int64_t allocation_bytes(const Allocate& a) {
+  int64_t n = static_cast<int64_t>(dtype_size(a.type.dtype));
+  if (a.capacity > 0) return __builtin_mul_overflow(n, a.capacity, &n) ? -1 : n;
+  for (const Expr& d : a.type.shape) {
+    auto c = d.as<IntImm>();
+    if (!c || c->value < 0 || __builtin_mul_overflow(n, c->value, &n)) return -1;
+  }
+  return n;
+}
+
+int64_t shared_footprint(int64_t bytes) { return (bytes + kSharedArrayAlignment - 1) / kSharedArrayAlignment * kSharedArrayAlignment; }
+
 Stmt make_barrier(FenceScope scope, Span s) { return Stmt(std::make_shared<Barrier>(scope, s)); }
 Stmt make_block_reduce(std::string name, ReduceOp op, std::string array, Expr count, Span s) {
   return Stmt(std::make_shared<BlockReduce>(std::move(name), op, std::move(array), std::move(count), s));

@@ -339,15 +339,31 @@ enum class MemorySpace : uint8_t { Shared, Local, Fragment };
 // warps' registers; only tile_mma statements touch it (see TileMma).
 // `type.shape` may use values computed at run time (a tile whose size changes
 // from one iteration to the next); `capacity` then bounds its element count.
+// A GPU block's shared array may be placed: `offset` is its first byte in
+// the block's shared memory, and arrays whose lives a barrier separates
+// share bytes (see passes/place_shared_arrays). A kernel places all its
+// block's shared arrays or none.
 struct Allocate : StmtNode {
   static constexpr StmtKind kKind = StmtKind::Allocate;
   std::string name;
   Type type;
   MemorySpace space;
   int64_t capacity = 0;  // elements to reserve; 0: the type's (constant) shape
-  Allocate(std::string n, Type t, MemorySpace m, int64_t cap, Span s)
-      : StmtNode(kKind, s), name(std::move(n)), type(std::move(t)), space(m), capacity(cap) {}
+  int64_t offset = -1;   // placed shared arrays: byte offset in the block's shared memory
+  Allocate(std::string n, Type t, MemorySpace m, int64_t cap, int64_t off, Span s)
+      : StmtNode(kKind, s), name(std::move(n)), type(std::move(t)), space(m), capacity(cap), offset(off) {}
 };
+
+// Each shared array of a GPU block starts at a multiple of this many bytes
+// (tensor-core loads read pieces at 32-byte boundaries; 128 keeps a warp's
+// row of accesses in one line).
+constexpr int64_t kSharedArrayAlignment = 128;
+// The bytes an allocation reserves (its capacity or its constant shape),
+// or -1 when that is not a constant.
+int64_t allocation_bytes(const Allocate& a);
+// The bytes a shared array takes in a block's shared memory: rounded up to
+// the next array's alignment.
+int64_t shared_footprint(int64_t bytes);
 
 enum class FenceScope : uint8_t { Block, Device, System };
 
@@ -458,7 +474,7 @@ Stmt make_decl(std::string name, Type type, Expr init, Span s = {});
 Stmt make_assign(std::string name, Expr value, Span s = {});
 Stmt make_store(std::string buffer, std::vector<AxisSel> axes, Expr value, Span s = {});
 Stmt make_yield(Expr value, Expr index, std::vector<Expr> out_index, Span s = {});
-Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s = {}, int64_t capacity = 0);
+Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s = {}, int64_t capacity = 0, int64_t offset = -1);
 Stmt make_barrier(FenceScope scope = FenceScope::Block, Span s = {});
 Stmt make_check(Expr cond, std::string message, Span s = {});
 Stmt make_block_reduce(std::string name, ReduceOp op, std::string array, Expr count, Span s = {});

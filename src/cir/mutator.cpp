@@ -289,7 +289,7 @@ Stmt IRMutator::visit(const Yield* op) {
 Stmt IRMutator::visit(const Allocate* op) {
   Type t = mutate_type(op->type);
   return keep_or(handle_of(op), !same_type(t, op->type),
-                 [&] { return make_allocate(op->name, t, op->space, op->span, op->capacity); });
+                 [&] { return make_allocate(op->name, t, op->space, op->span, op->capacity, op->offset); });
 }
 
 Stmt IRMutator::visit(const Check* op) {

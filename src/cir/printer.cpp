@@ -277,7 +277,8 @@ class StmtPrinter {
         auto op = s.as<Allocate>();
         const char* space = op->space == MemorySpace::Shared ? "shared " : op->space == MemorySpace::Fragment ? "fragment " : "local ";
         std::string cap = op->capacity > 0 ? " capacity " + std::to_string(op->capacity) : "";
-        return line(indent, space + op->name + ": " + print(op->type) + cap);
+        std::string at = op->offset >= 0 ? " at byte " + std::to_string(op->offset) : "";
+        return line(indent, space + op->name + ": " + print(op->type) + cap + at);
       }
       case StmtKind::Barrier: return line(indent, std::string("barrier(") + scope_name(s.as<Barrier>()->scope) + ")");
       case StmtKind::BlockReduce: {

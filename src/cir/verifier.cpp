@@ -77,6 +77,11 @@ class Verifier : public IRVisitor {
     }
     where_text_.clear();
     check_block(k_.body);
+    if (!placed_.empty() && !unplaced_.empty()) {
+      where_stmt_ = {};
+      where_text_ = "shared arrays";
+      report("shared array '" + unplaced_[0] + "' has no byte offset, but '" + placed_[0] + "' of the same kernel has one");
+    }
     return problems_;
   }
 
@@ -207,6 +212,16 @@ class Verifier : public IRVisitor {
     if (op->space == MemorySpace::Local && gpu_block_axes_ != 0 && in_gpu_thread_ == 0) {
       if (op->type.rank() < 2) report("thread-private array '" + op->name + "' has no axis for the threads and one for each thread's elements");
       thread_private_.insert(op->name);
+    }
+    if (op->space == MemorySpace::Shared && gpu_block_axes_ != 0) (op->offset >= 0 ? placed_ : unplaced_).push_back(op->name);
+    if (op->offset >= 0) {
+      if (op->space != MemorySpace::Shared || gpu_block_axes_ == 0 || in_gpu_thread_ > 0)
+        report("array '" + op->name + "' is placed at a byte offset but is not a GPU block's shared array");
+      if (op->offset % kSharedArrayAlignment != 0)
+        report("shared array '" + op->name + "' is placed at byte " + std::to_string(op->offset) + ", not a multiple of " + std::to_string(kSharedArrayAlignment));
+      if (allocation_bytes(*op) < 0) report("shared array '" + op->name + "' is placed but its size is not a constant");
+    } else if (op->offset != -1) {
+      report("array '" + op->name + "' has offset " + std::to_string(op->offset));
     }
     if (op->space == MemorySpace::Fragment) {
       if (gpu_block_axes_ == 0 || in_gpu_thread_ > 0) report("fragment array '" + op->name + "' is not in a GPU block loop outside its thread loops");
@@ -603,6 +618,7 @@ class Verifier : public IRVisitor {
   std::string where_text_;
   std::vector<std::string> problems_;
   unsigned gpu_block_axes_ = 0, gpu_thread_axes_ = 0;  // GPU loop axes around the current statement
+  std::vector<std::string> placed_, unplaced_;          // a GPU block's shared arrays, with and without byte offsets
   int in_gpu_thread_ = 0;
   std::vector<std::string> thread_vars_;    // the GPU thread loops' variables around the statement, innermost last
   std::set<std::string> fragments_;         // a GPU block's matrix accumulators (tile_mma)

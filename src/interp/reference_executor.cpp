@@ -25,6 +25,8 @@ using cir::Expr;
 // each element of the output and of a block's shared arrays remembers which
 // thread wrote or read it since the last barrier, and an access by another
 // thread where one of the two writes is a data race: an error.
+// Elements are told apart by a key (RaceKey): arrays placed in one block's
+// shared memory share their keys where they share bytes.
 struct GpuRaces {
   static constexpr int64_t kNone = -2, kAll = -1, kMany = -3;  // kAll: code outside thread loops, run by every thread
   struct Touch {
@@ -33,8 +35,8 @@ struct GpuRaces {
   int64_t thread = kAll;  // the thread loop iteration running now
   std::unordered_map<uint64_t, Touch> touched;
 
-  void check(bool write, int slot, int64_t flat, const std::string& name, Span span) {
-    Touch& t = touched[static_cast<uint64_t>(slot) << 40 ^ static_cast<uint64_t>(flat)];
+  void check(bool write, uint64_t key, int64_t flat, const std::string& name, Span span) {
+    Touch& t = touched[key];
     auto other = [&](int64_t who) { return who != kNone && (who != thread || who == kMany); };
     int64_t against = other(t.writer) ? t.writer : write && other(t.reader) ? t.reader : kNone;
     if (against != kNone) {
@@ -48,6 +50,16 @@ struct GpuRaces {
   void barrier() { touched.clear(); }
 };
 
+// Which element of the race record an access touches: the array's slot and
+// the flat index; for an array at a byte offset in its block's shared
+// memory, the region and the element's first byte.
+struct RaceKey {
+  static constexpr int kSharedRegion = 0xffffff;  // above every slot
+  int slot = 0;
+  int64_t base = 0, scale = 1;
+  uint64_t at(int64_t flat) const { return static_cast<uint64_t>(slot) << 40 ^ static_cast<uint64_t>(base + flat * scale); }
+};
+
 // Running state of one launch: every local, loop variable, scalar parameter
 // and buffer has a numbered slot, scalars and tiles apart.
 struct Frame {
@@ -58,6 +70,7 @@ struct Frame {
   Tensor best;                // ArgMin/ArgMax: the best value so far
   std::vector<bool> has_best;
   GpuRaces races;
+  Tensor shared_region;  // bytes of a block's placed shared arrays
 };
 
 using ScalarFn = std::function<Scalar(Frame&)>;
@@ -85,6 +98,8 @@ struct ReferenceKernel::Compiled {
   std::map<std::string, cir::Type> local_type;  // Decl'd locals
   std::map<std::string, DType> array_dtype;     // Allocate'd arrays
   std::set<std::string> raced_;                 // buffers whose accesses are checked for data races (GpuRaces)
+  std::map<std::string, RaceKey> placed_keys_;  // race keys of the shared arrays placed at byte offsets
+  int64_t shared_region_bytes = 0;              // the bytes those arrays span
   int gpu_block_depth_ = 0;                     // GPU block loops around the statement being translated
   DType yield_dtype = DType::F32;              // arg reductions compare values of this dtype
   std::map<std::string, int> tile_slot;
@@ -306,6 +321,10 @@ struct ReferenceKernel::Compiled {
 
   // The slot holding a buffer (input, out, shared array or local tile).
   int buffer_slot(const std::string& name) const { return tile_of(name); }
+  RaceKey race_key(const std::string& name, int slot) const {
+    auto it = placed_keys_.find(name);
+    return it != placed_keys_.end() ? it->second : RaceKey{slot};
+  }
 
   // Flat offset of an element, every index checked against its axis.
   static int64_t flat_index(const Tensor& t, const std::vector<int64_t>& idx, const std::string& name, Span span) {
@@ -331,12 +350,13 @@ struct ReferenceKernel::Compiled {
     std::string name = a.buffer;
     Span span = a.span;
     bool track = raced_.count(name) > 0;
-    return [slot, idx, name, span, track](Frame& f) {
+    RaceKey key = race_key(name, slot);
+    return [slot, idx, name, span, track, key](Frame& f) {
       const Tensor& t = f.tiles[static_cast<size_t>(slot)];
       std::vector<int64_t> at(idx.size());
       for (size_t i = 0; i < idx.size(); ++i) at[i] = idx[i](f).as_int64();
       int64_t flat = flat_index(t, at, name, span);
-      if (track) f.races.check(false, slot, flat, name, span);
+      if (track) f.races.check(false, key.at(flat), flat, name, span);
       return t.get(flat);
     };
   }
@@ -473,15 +493,34 @@ struct ReferenceKernel::Compiled {
         // schedule reading an element before writing it gives a wrong result.
         bool poisoned = ((a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0) || a->space == cir::MemorySpace::Fragment) && is_float(t);
         if (a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0) raced_.insert(a->name);
-        return [slot, dims, t, poisoned, span](Frame& f) {
+        Scalar fill = poisoned ? Scalar::of_float(std::numeric_limits<double>::quiet_NaN(), t) : Scalar::of_int(0);
+        // A placed array is a view of the bytes of the block's shared
+        // memory, which other arrays share: a schedule whose lives overlap
+        // reads what another array wrote (or NaN) or races with it.
+        int64_t offset = a->offset, reserved = cir::allocation_bytes(*a);
+        if (offset >= 0) {
+          placed_keys_[a->name] = RaceKey{RaceKey::kSharedRegion, offset, static_cast<int64_t>(dtype_size(t))};
+          shared_region_bytes = std::max(shared_region_bytes, offset + cir::shared_footprint(reserved));
+        }
+        std::string name = a->name;
+        return [slot, dims, t, poisoned, fill, offset, reserved, name, span](Frame& f) {
           Shape shape;
           for (const ScalarFn& d : dims) {
             int64_t n = d(f).as_int64();
             if (n < 0) fail(span, "array size is negative (" + std::to_string(n) + ")");
             shape.push_back(n);
           }
-          f.tiles[static_cast<size_t>(slot)] =
-              poisoned ? Tensor::full(t, shape, Scalar::of_float(std::numeric_limits<double>::quiet_NaN(), t)) : Tensor::zeros(t, shape);
+          Tensor& array = f.tiles[static_cast<size_t>(slot)];
+          if (offset < 0) {
+            array = poisoned ? Tensor::full(t, shape, fill) : Tensor::zeros(t, shape);
+            return;
+          }
+          size_t bytes = located(span, [&] { return Tensor::bytes_for(t, shape); });
+          if (static_cast<int64_t>(bytes) > reserved)
+            fail(span, "shared array '" + name + "' of shape " + shape_str(shape) + " needs " + std::to_string(bytes) + " bytes, more than the " +
+                           std::to_string(reserved) + " its schedule placed");
+          array = f.shared_region.bytes_view(static_cast<size_t>(offset), t, shape);
+          for (int64_t i = 0; i < array.numel(); ++i) array.set(i, fill);
         };
       }
       case cir::StmtKind::Check: {
@@ -556,6 +595,7 @@ struct ReferenceKernel::Compiled {
     int sa = m.step == Step::Accumulate ? buffer_slot(m.a) : -1, sb = m.step == Step::Accumulate ? buffer_slot(m.b) : -1;
     int sd = m.step == Step::Store ? buffer_slot(m.d) : -1;
     bool track_a = raced_.count(m.a) > 0, track_b = raced_.count(m.b) > 0, track_d = raced_.count(m.d) > 0;
+    RaceKey key_a = race_key(m.a, sa), key_b = race_key(m.b, sb), key_d = race_key(m.d, sd);
     Step step = m.step;
     int64_t depth = m.depth, lda = m.lda, ldb = m.ldb, row0 = m.row0, count = m.count, ldd = m.ldd;
     std::string a_name = m.a, b_name = m.b, d_name = m.d;
@@ -572,7 +612,7 @@ struct ReferenceKernel::Compiled {
         Tensor& d = f.tiles[static_cast<size_t>(sd)];
         for (int64_t r = 0; r < count; ++r)
           for (int64_t j = 0; j < cols; ++j) {
-            if (track_d) f.races.check(true, sd, r * ldd + j, d_name, span);
+            if (track_d) f.races.check(true, key_d.at(r * ldd + j), r * ldd + j, d_name, span);
             d.set(r * ldd + j, Scalar::of_float(cv[(row0 + r) * cols + j], DType::F32));
           }
         return;
@@ -580,16 +620,16 @@ struct ReferenceKernel::Compiled {
       const Tensor& a = f.tiles[static_cast<size_t>(sa)];
       const Tensor& b = f.tiles[static_cast<size_t>(sb)];
       bool tf32 = a.dtype() == DType::F32;
-      auto factor = [&](const Tensor& t, int slot, bool track, int64_t flat, const std::string& name) {
-        if (track) f.races.check(false, slot, flat, name, span);
+      auto factor = [&](const Tensor& t, const RaceKey& key, bool track, int64_t flat, const std::string& name) {
+        if (track) f.races.check(false, key.at(flat), flat, name, span);
         auto v = static_cast<float>(t.get_f64(flat));
         return tf32 ? round_to_tf32(v) : v;
       };
       std::vector<float> av(static_cast<size_t>(rows * depth)), bv(static_cast<size_t>(depth * cols));
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t p = 0; p < depth; ++p) av[static_cast<size_t>(r * depth + p)] = factor(a, sa, track_a, r * lda + p, a_name);
+        for (int64_t p = 0; p < depth; ++p) av[static_cast<size_t>(r * depth + p)] = factor(a, key_a, track_a, r * lda + p, a_name);
       for (int64_t p = 0; p < depth; ++p)
-        for (int64_t j = 0; j < cols; ++j) bv[static_cast<size_t>(p * cols + j)] = factor(b, sb, track_b, p * ldb + j, b_name);
+        for (int64_t j = 0; j < cols; ++j) bv[static_cast<size_t>(p * cols + j)] = factor(b, key_b, track_b, p * ldb + j, b_name);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < cols; ++j) {
           float s = cv[r * cols + j];
@@ -664,14 +704,15 @@ struct ReferenceKernel::Compiled {
       for (const cir::AxisSel& a : st.axes) idx.push_back(scalar(a.index));
       ScalarFn v = scalar(st.value);
       bool track = raced_.count(name) > 0;
-      return [slot, idx, v, name, span, track](Frame& f) {
+      RaceKey key = race_key(name, slot);
+      return [slot, idx, v, name, span, track, key](Frame& f) {
         Tensor& t = f.tiles[static_cast<size_t>(slot)];
         std::vector<int64_t> at(idx.size());
         for (size_t i = 0; i < idx.size(); ++i) at[i] = idx[i](f).as_int64();
         if (at.size() == static_cast<size_t>(t.rank())) {
           Scalar x = v(f);
           int64_t flat = flat_index(t, at, name, span);
-          if (track) f.races.check(true, slot, flat, name, span);
+          if (track) f.races.check(true, key.at(flat), flat, name, span);
           t.set(flat, x);
           return;
         }
@@ -764,6 +805,7 @@ Tensor ReferenceKernel::run(const std::vector<Tensor>& inputs, const std::map<st
   Frame f;
   f.scalars.resize(c.scalar_slot.size());
   f.tiles.resize(c.tile_slot.size());
+  if (c.shared_region_bytes > 0) f.shared_region = Tensor::empty(DType::U8, {c.shared_region_bytes});
   if (inputs.size() != c.input_slots.size())
     throw std::logic_error("kernel " + kernel_.name + " takes " + std::to_string(c.input_slots.size()) + " inputs");
   for (size_t i = 0; i < inputs.size(); ++i) f.tiles[static_cast<size_t>(c.input_slots[i])] = inputs[i];

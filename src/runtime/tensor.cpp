@@ -165,6 +165,17 @@ Tensor Tensor::reshaped(Shape shape) const {
   return t;
 }
 
+Tensor Tensor::bytes_view(size_t offset, DType dtype, Shape shape) const {
+  size_t bytes = bytes_for(dtype, shape);
+  if (!storage_ || offset > nbytes() || bytes > nbytes() - offset)
+    throw DataError("bytes_view: " + std::to_string(bytes) + " bytes from byte " + std::to_string(offset) + " do not fit in " + std::to_string(nbytes()));
+  Tensor t;
+  t.storage_ = std::shared_ptr<unsigned char>(storage_, storage_.get() + offset);  // shares ownership of the whole
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  return t;
+}
+
 Tensor Tensor::clone() const {
   if (!storage_) return Tensor{};
   Tensor t = *this;

@@ -69,6 +69,10 @@ class Tensor {
 
   // A tensor sharing this storage with another shape of the same numel.
   Tensor reshaped(Shape shape) const;
+  // A tensor over this one's bytes from `offset` on, of any dtype (the
+  // arrays a GPU schedule placed in one block's shared memory); a
+  // DataError where they do not fit.
+  Tensor bytes_view(size_t offset, DType dtype, Shape shape) const;
   Tensor clone() const;
   Tensor astype(DType dtype) const;
 

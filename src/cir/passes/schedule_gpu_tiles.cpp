@@ -6,6 +6,7 @@
 #include "cir/equal.hpp"
 #include "cir/passes/gpu_loops.hpp"
 #include "cir/passes/gpu_register_blocks.hpp"
+#include "cir/passes/place_shared_arrays.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
 #include "cir/verifier.hpp"
@@ -110,7 +111,7 @@ class TileScheduler {
     Kernel out = k_;
     out.body = {make_for(outer->var, outer->lo, outer->hi, outer->step, std::move(*body), LoopKind::GpuBlock, 0, outer->span)};
     verify_or_throw(out, "schedule_gpu_tiles");
-    return out;
+    return place_shared_arrays(out);
   }
 
  private:

@@ -30,7 +30,8 @@
 // over key blocks) keep running in every thread, their nests shared out in
 // turn. Barriers follow each nest that stores, precede one that overwrites
 // what code outside nests read, and end every loop body that touched shared
-// memory.
+// memory. Last, tiles whose lives a barrier separates share bytes
+// (place_shared_arrays).
 #pragma once
 
 #include <optional>

@@ -42,7 +42,10 @@ extern "C" uint64_t zyntax_rt_ipow(uint64_t base, int64_t exponent, int32_t is_s
 
 namespace {
 
+using cir::allocation_bytes;
 using cir::Expr;
+using cir::kSharedArrayAlignment;
+using cir::shared_footprint;
 
 // Local arrays up to this size live on the stack; larger ones (packed
 // panels of a matrix product) on the heap, allocated once per call.
@@ -51,25 +54,10 @@ constexpr int64_t kMaxLocalArrayBytes = int64_t{1} << 30;
 // On a GPU every thread has its own copy of a local array, and the driver
 // reserves that much for every thread the device can hold at once.
 constexpr int64_t kMaxGpuLocalArrayBytes = 64 << 10;
-// Each shared array starts at a 128-byte boundary (wmma reads pieces at
-// 32-byte ones; 128 keeps a row of a warp's accesses in one line).
-constexpr int64_t kSharedAlignment = 128;
-int64_t shared_footprint(int64_t bytes) { return (bytes + kSharedAlignment - 1) / kSharedAlignment * kSharedAlignment; }
 
 // Global memory on NVIDIA GPUs (kernel parameters point there).
 constexpr unsigned kGlobalAddressSpace = 1;
 constexpr unsigned kSharedAddressSpace = 3;
-
-// The bytes of an allocation, or -1 when not a constant.
-int64_t allocation_bytes(const cir::Allocate& a) {
-  int64_t n = static_cast<int64_t>(dtype_size(a.type.dtype));
-  if (a.capacity > 0) return __builtin_mul_overflow(n, a.capacity, &n) ? -1 : n;
-  for (const Expr& d : a.type.shape) {
-    auto c = d.as<cir::IntImm>();
-    if (!c || c->value < 0 || __builtin_mul_overflow(n, c->value, &n)) return -1;
-  }
-  return n;
-}
 
 // ---------------------------------------------------------------- support check
 
@@ -173,8 +161,12 @@ class SupportCheck {
           if (n > kMaxLocalArrayBytes) return fail("local arrays larger than 1 GiB");
           if (target_ == EmitTarget::Nvptx && n > kMaxGpuLocalArrayBytes)
             return fail("local arrays larger than 64 KiB per GPU thread");
-          if (block_shared(*s.as<cir::Allocate>()) && (shared_bytes_ += shared_footprint(n)) > kGpuMaxSharedBytes)
-            return fail("more than 227 KiB of shared memory per GPU block");
+          if (const cir::Allocate& a = *s.as<cir::Allocate>(); block_shared(a)) {
+            // A placed array where the schedule put it; else after the others.
+            int64_t end = a.offset >= 0 ? a.offset + shared_footprint(n) : shared_bytes_ + shared_footprint(n);
+            shared_bytes_ = std::max(shared_bytes_, end);
+            if (shared_bytes_ > kGpuMaxSharedBytes) return fail("more than 227 KiB of shared memory per GPU block");
+          }
           break;
         }
         case cir::StmtKind::Barrier: break;
@@ -572,7 +564,7 @@ class Emitter {
         int64_t bytes = allocation_bytes(*a);
         if (target_ == EmitTarget::Nvptx && a->space == cir::MemorySpace::Shared && gpu_block_depth_ > 0) {
           // The block's own shared memory, undefined until written.
-          buffers_[a->name] = {block_shared_array(mem_type(a->type.dtype), bytes, a->name), a->type};
+          buffers_[a->name] = {block_shared_array(mem_type(a->type.dtype), bytes, a->name, a->offset), a->type};
           return;
         }
         if (target_ == EmitTarget::Nvptx && a->space == cir::MemorySpace::Local && gpu_block_depth_ > 0 && gpu_thread_depth_ == 0) {
@@ -652,20 +644,29 @@ class Emitter {
 
   // A shared array of the block: static, or where the block's arrays need
   // more than static shared memory holds, the next piece of the dynamic
-  // shared memory the launcher provides (gpu_shared_bytes).
-  llvm::Value* block_shared_array(llvm::Type* elem, int64_t bytes, const std::string& name) {
-    if (!dynamic_shared_) {
-      if (!shared_bytes_) shared_bytes_ = gpu_shared_bytes(k_);  // once per kernel
-      if (*shared_bytes_ <= kGpuStaticSharedBytes)
-        return shared_array(elem, static_cast<uint64_t>(bytes) / module_->getDataLayout().getTypeAllocSize(elem), name);
-      auto* type = llvm::ArrayType::get(b_.getInt8Ty(), 0);
-      dynamic_shared_ = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage, nullptr, name_ + "_dynamic_shared",
-                                                 nullptr, llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
-      dynamic_shared_->setAlignment(llvm::Align(kSharedAlignment));
+  // shared memory the launcher provides (gpu_shared_bytes). A placed array
+  // (`offset` >= 0) is at its offset in one region of all the block's
+  // shared memory, which arrays with separate lives share.
+  llvm::Value* block_shared_array(llvm::Type* elem, int64_t bytes, const std::string& name, int64_t offset) {
+    if (!shared_bytes_) shared_bytes_ = gpu_shared_bytes(k_);  // once per kernel
+    bool dynamic = *shared_bytes_ > kGpuStaticSharedBytes;
+    if (!dynamic && offset < 0) return shared_array(elem, static_cast<uint64_t>(bytes) / module_->getDataLayout().getTypeAllocSize(elem), name);
+    if (!shared_region_) {
+      if (dynamic) {
+        auto* type = llvm::ArrayType::get(b_.getInt8Ty(), 0);
+        auto* g = new llvm::GlobalVariable(*module_, type, false, llvm::GlobalValue::ExternalLinkage, nullptr, name_ + "_dynamic_shared", nullptr,
+                                           llvm::GlobalValue::NotThreadLocal, kSharedAddressSpace);
+        g->setAlignment(llvm::Align(kSharedArrayAlignment));
+        shared_region_ = g;
+      } else {
+        shared_region_ = shared_array(b_.getInt8Ty(), static_cast<uint64_t>(*shared_bytes_), "shared");
+      }
     }
-    llvm::Value* at = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), dynamic_shared_, static_cast<uint64_t>(dynamic_offset_), name);
-    dynamic_offset_ += shared_footprint(bytes);
-    return at;
+    if (offset < 0) {
+      offset = next_shared_offset_;
+      next_shared_offset_ += shared_footprint(bytes);
+    }
+    return b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), shared_region_, static_cast<uint64_t>(offset), name);
   }
 
   // A static shared-memory array of the module (address space 3).
@@ -1698,9 +1699,9 @@ class Emitter {
   llvm::Value* global_thread_ = nullptr;  // GPU: this thread's index in the grid, and the grid's size
   llvm::Value* thread_count_ = nullptr;
   int gpu_block_depth_ = 0;                 // GPU block loops around the statement being emitted
-  std::optional<int64_t> shared_bytes_;             // the kernel's gpu_shared_bytes, once asked
-  llvm::GlobalVariable* dynamic_shared_ = nullptr;  // the block's dynamic shared memory, when its arrays are there
-  int64_t dynamic_offset_ = 0;                      // where the next array goes in it
+  std::optional<int64_t> shared_bytes_;   // the kernel's gpu_shared_bytes, once asked
+  llvm::Value* shared_region_ = nullptr;  // the block's shared memory, when its arrays are at offsets in one region
+  int64_t next_shared_offset_ = 0;        // where the next array not placed goes in it
   int gpu_thread_depth_ = 0;                // and GPU thread loops
   std::set<std::string> thread_private_;    // local arrays of a GPU block, one row per thread
   std::map<std::string, cir::Type> fragment_types_;                // tensor-core accumulators, as allocated

@@ -43,7 +43,7 @@ enum class EmitTarget { Cpu, Nvptx };
 std::optional<std::string> unsupported_reason(const cir::Kernel& k, EmitTarget target = EmitTarget::Cpu);
 
 // The bytes of shared arrays a GPU kernel's blocks hold (each from a
-// 128-byte boundary). Up to kGpuStaticSharedBytes they are static shared
+// 128-byte boundary, placed ones at their offsets). Up to kGpuStaticSharedBytes they are static shared
 // memory; beyond, all are in dynamic shared memory, and the kernel must be
 // launched with this many bytes of it.
 int64_t gpu_shared_bytes(const cir::Kernel& k);
