@@ -250,6 +250,11 @@ class Verifier : public IRVisitor {
     if (op->warp_rows <= 0 || op->warp_cols <= 0 || rows % (16 * op->warp_rows) || cols % (16 * op->warp_cols))
       report(what + ": " + std::to_string(rows) + "x" + std::to_string(cols) + " does not split into 16x16 pieces over " +
              std::to_string(op->warp_rows) + "x" + std::to_string(op->warp_cols) + " warps");
+    // The fragment's registers are laid out over its warps once, by its first step.
+    auto [layout, first] = fragment_warps_.emplace(op->acc, std::make_pair(op->warp_rows, op->warp_cols));
+    if (!first && layout->second != std::make_pair(op->warp_rows, op->warp_cols))
+      report(what + ": spread over " + std::to_string(op->warp_rows) + "x" + std::to_string(op->warp_cols) + " warps, but an earlier step over " +
+             std::to_string(layout->second.first) + "x" + std::to_string(layout->second.second));
     // Fragment rows start 32-byte aligned: a leading dimension keeps each row 16-byte aligned.
     auto aligned = [&](const std::string& name, int ld, DType t) {
       if (ld <= 0 || ld * static_cast<int64_t>(dtype_size(t)) % 16) report(what + ": rows of '" + name + "' " + std::to_string(ld) + " elements apart are not 16-byte aligned");
@@ -622,6 +627,7 @@ class Verifier : public IRVisitor {
   int in_gpu_thread_ = 0;
   std::vector<std::string> thread_vars_;    // the GPU thread loops' variables around the statement, innermost last
   std::set<std::string> fragments_;         // a GPU block's matrix accumulators (tile_mma)
+  std::map<std::string, std::pair<int, int>> fragment_warps_;  // ... and the warps their steps spread them over
   std::set<std::string> thread_private_;    // local arrays of a GPU block, a row per thread
   std::set<std::string> reported_;
 };

@@ -215,6 +215,10 @@ TEST(ScheduleGpuMma, TheVerifierHoldsTileMmaToItsRules) {
   EXPECT_NE(problems_of({fragment, xs, ys, cir::make_mma_accumulate("acc", 2, 2, "xs", 20, "ys", 64, 16)}).find("not 16-byte aligned"),
             std::string::npos);
   EXPECT_NE(problems_of({fragment, ds, cir::make_mma_store("ds", 64, "acc", 2, 2, 24, 16)}).find("are not 16-row pieces"), std::string::npos);
+  // Steps that spread one fragment over different warps.
+  EXPECT_NE(problems_of({fragment, cir::make_mma_zero("acc", 2, 2), cir::make_mma_zero("acc", 1, 4)})
+                .find("spread over 1x4 warps, but an earlier step over 2x2"),
+            std::string::npos);
 }
 
 }  // namespace

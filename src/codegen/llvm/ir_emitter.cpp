@@ -559,6 +559,7 @@ class Emitter {
         auto a = s.as<cir::Allocate>();
         if (a->space == cir::MemorySpace::Fragment) {
           fragment_types_[a->name] = a->type;  // its registers come with its first tile_mma
+          check_fragment_threads(a->name);
           return;
         }
         int64_t bytes = allocation_bytes(*a);
@@ -612,6 +613,25 @@ class Emitter {
     }
   }
 
+  // Where a fragment is allocated (once per block, outside the loops of
+  // its steps): the block has the threads its tile_mma steps spread it over.
+  void check_fragment_threads(const std::string& acc) {
+    struct FirstStep : cir::IRVisitor {
+      const std::string& acc;
+      const cir::TileMma* step = nullptr;
+      explicit FirstStep(const std::string& a) : acc(a) {}
+      using IRVisitor::visit;
+      void visit(const cir::TileMma* op) override {
+        if (!step && op->acc == acc) step = op;
+      }
+    } first(acc);
+    first.include(k_.body);
+    if (!first.step) return;
+    int64_t threads = 32LL * first.step->warp_rows * first.step->warp_cols;
+    check(b_.CreateICmpUGE(gpu_coordinate(cir::GpuIndexKind::BlockDim, 0), b_.getInt64(threads)), first.step->span,
+          "the GPU block has fewer threads than the tensor-core schedule's " + std::to_string(threads));
+  }
+
   // A step of a tensor-core tile product (codegen/llvm/nvptx/tile_mma). The
   // fragment's registers are one array per thread, made at the first step.
   void emit_tile_mma(const cir::TileMma& m) {
@@ -628,9 +648,6 @@ class Emitter {
       it = fragments_.emplace(m.acc, f).first;
     }
     codegen::TileMmaFragments& f = it->second;
-    int64_t threads = 32LL * m.warp_rows * m.warp_cols;
-    check(b_.CreateICmpUGE(gpu_coordinate(cir::GpuIndexKind::BlockDim, 0), b_.getInt64(threads)), m.span,
-          "the GPU block has fewer threads than the tensor-core schedule's " + std::to_string(threads));
     switch (m.step) {
       case cir::TileMma::Step::Zero: return codegen::emit_mma_zero(b_, f);
       case cir::TileMma::Step::Accumulate: {
