@@ -12,7 +12,7 @@ namespace zyntax::cir {
 Expr index_var(const std::string& name) { return Var::make(name, Type::scalar(DType::I64)); }
 Expr less_than(Expr a, Expr b) { return Binary::make(BinaryOp::Lt, std::move(a), std::move(b)); }
 Expr both(Expr a, Expr b) { return Binary::make(BinaryOp::And, std::move(a), std::move(b)); }
-Expr mod(const Expr& a, int64_t m) { return a - a / i64(m) * i64(m); }
+Expr mod(const Expr& a, int64_t m) { return m == 1 ? i64(0) : a - a / i64(m) * i64(m); }
 
 std::set<std::string> declared_in(const For& loop) {
   struct Declared : IRVisitor {

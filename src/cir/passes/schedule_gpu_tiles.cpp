@@ -205,7 +205,7 @@ class TileScheduler {
       Stmt cols = make_for(inner->var, simplify(inner->lo + index_var(col) * inner->step), inner->hi, simplify(i64(columns) * inner->step),
                            inner->body, LoopKind::Serial, 0, inner->span);
       Stmt rows_loop = make_for(f.var, simplify(f.lo + index_var(row) * f.step), f.hi, simplify(i64(rows) * f.step), {cols}, LoopKind::Serial, 0, f.span);
-      Block body = {make_let(row, index_var(t) / i64(columns), f.span), make_let(col, mod(index_var(t), columns), f.span), rows_loop};
+      Block body = {make_let(row, simplify(index_var(t) / i64(columns)), f.span), make_let(col, mod(index_var(t), columns), f.span), rows_loop};
       return make_for(t, i64(0), i64(threads_), i64(1), std::move(body), LoopKind::GpuThread, 0, f.span);
     }
     if (independent(f, c, {f.var})) return strided_thread_loop(f, f.body, fresh_(f.var + "%t"), threads_, i64(0), i64(threads_));
