@@ -104,6 +104,18 @@ TEST(ScheduleGpuTiles, TilesGoToPaddedSharedArraysAndNestsToThreads) {
   EXPECT_NE(text.find("barrier(block)"), std::string::npos) << text;
 }
 
+// Placed (place_shared_arrays), 64-row blocks' tiles fit twice in a
+// multiprocessor's 228 KiB (each block also takes 1 KiB the driver keeps);
+// laid end to end they take 147 KiB.
+TEST(ScheduleGpuTiles, FlashAttentionsTilesFitTwoBlocksAMultiprocessor) {
+  cir::Kernel k = scalarized(kernel_of(flash_attention(64)), 12, 512, 64);
+  std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, 256);
+  ASSERT_TRUE(blocks);
+  int64_t bytes = codegen::gpu_shared_bytes(*blocks);
+  EXPECT_LE(2 * (bytes + 1024), 228 << 10) << bytes;
+  EXPECT_NE(cir::print(*blocks).find(" at byte 0"), std::string::npos);
+}
+
 // Every barrier removed.
 class DropBarriers : public cir::IRMutator {
  public:
