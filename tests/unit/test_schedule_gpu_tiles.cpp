@@ -11,6 +11,7 @@
 
 #include "cir/mutator.hpp"
 #include "cir/passes/collapse_parallel_loops.hpp"
+#include "cir/passes/fuse_product_epilogues.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/schedule_gpu_tiles.hpp"
 #include "cir/passes/specialize.hpp"
@@ -47,13 +48,14 @@ std::string flash_attention(int block) {
 }
 
 // The kernel as the GPU plan has it before the schedule: sizes known, tiles
-// as local arrays with products as dot products, one parallel loop.
+// as local arrays with products as dot products (their element-wise maps
+// fused into their stores), one parallel loop.
 cir::Kernel scalarized(const cir::Kernel& generic, int64_t bh, int64_t s, int64_t d) {
   cir::Kernel k = cir::specialize(generic, {{"bh", bh}, {"s", s}, {"d", d}});
   std::string why;
   std::optional<cir::Kernel> loops = cir::scalarize_tiles(k, &why, cir::ProductOrder::DotProducts);
   EXPECT_TRUE(loops) << why;
-  return cir::collapse_parallel_loops(loops.value_or(k));
+  return cir::collapse_parallel_loops(cir::fuse_product_epilogues(loops.value_or(k)));
 }
 
 struct Shape {

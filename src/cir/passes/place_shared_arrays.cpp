@@ -89,15 +89,20 @@ class SharedLives : public IRVisitor {
 };
 
 // Each array at the lowest offset clear of the placed arrays whose lives
-// meet its own (first fit, in the order of allocation).
+// meet its own: the largest first (small arrays then fill the gaps between
+// large ones, rather than splitting the room a large one needs), in the
+// order of allocation among equals.
 std::map<std::string, int64_t> first_fit(const std::vector<SharedLives::Life>& lives) {
+  std::vector<size_t> order(lives.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return lives[x].bytes > lives[y].bytes; });
   std::map<std::string, int64_t> offsets;
-  std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of the arrays alive with this one
-  for (size_t i = 0; i < lives.size(); ++i) {
-    const SharedLives::Life& x = lives[i];
+  std::vector<std::pair<int64_t, int64_t>> taken;  // [begin, end) of the placed arrays alive with this one
+  for (size_t n = 0; n < order.size(); ++n) {
+    const SharedLives::Life& x = lives[order[n]];
     taken.clear();
-    for (size_t j = 0; j < i; ++j) {
-      const SharedLives::Life& y = lives[j];
+    for (size_t m = 0; m < n; ++m) {
+      const SharedLives::Life& y = lives[order[m]];
       if (y.last >= x.first && x.last >= y.first) taken.emplace_back(offsets.at(y.name), offsets.at(y.name) + y.bytes);
     }
     std::sort(taken.begin(), taken.end());

@@ -11,8 +11,8 @@
 // in interval 3 and one allocated in interval 4 may share bytes, since
 // every thread has read the first before any writes the second. An array
 // from outside a loop that the loop touches lives to the loop's end (each
-// iteration touches it again). Arrays are placed in order, each at the
-// lowest offset clear of every placed array whose life meets its own.
+// iteration touches it again). Arrays are placed largest first, each at
+// the lowest offset clear of every placed array whose life meets its own.
 //
 //   shared K: [64, 65]              shared K: [64, 65] at byte 0
 //   ...K read... barrier            ...K read... barrier

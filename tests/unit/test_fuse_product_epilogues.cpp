@@ -1,0 +1,79 @@
+// fuse_product_epilogues: a tile product's element-wise map computed in the
+// product's store, giving every element exactly the value the two nests
+// gave; not where the product's array is read again or the map reads other
+// elements of it. (Flash attention with its scores fused is checked
+// against the reference, scheduled for the GPU, in test_schedule_gpu_tiles.)
+#include <gtest/gtest.h>
+
+#include "cir/passes/fuse_product_epilogues.hpp"
+#include "cir/passes/scalarize_tiles.hpp"
+#include "cir/passes/specialize.hpp"
+#include "cir/printer.hpp"
+#include "interp/reference_executor.hpp"
+#include "kernel_source.hpp"
+#include "schedule_parity.hpp"
+
+namespace zyntax {
+namespace {
+
+// `body` (in a loop over h, on tiles A[h]: [n, d] and B[h]: [m, d]) as the
+// GPU plan scalarizes it.
+cir::Kernel scalarized(const std::string& body, int64_t n, int64_t m, int64_t d) {
+  cir::Kernel k = cir::specialize(testing::kernel_of("def f(A: tensor[bh, n, d, f32], B: tensor[bh, m, d, f32]) {\n"
+                                                     " return compute(A, B) {\n  @kernel fused\n  for h in 0..bh:\n" +
+                                                     body + "\n }\n}"),
+                                  {{"bh", 2}, {"n", n}, {"m", m}, {"d", d}, {"A.d0", 2}, {"A.d1", n}, {"A.d2", d}, {"B.d0", 2}, {"B.d1", m}, {"B.d2", d}});
+  std::string why;
+  std::optional<cir::Kernel> loops = cir::scalarize_tiles(k, &why, cir::ProductOrder::DotProducts);
+  EXPECT_TRUE(loops) << why;
+  return loops.value_or(k);
+}
+
+void expect_identical_results(const cir::Kernel& a, const cir::Kernel& b) {
+  Random rng(5);
+  auto [inputs, scalars] = testing::inputs_for(a, rng);
+  Tensor x = ReferenceKernel(a).run(inputs, scalars), y = ReferenceKernel(b).run(inputs, scalars);
+  ASSERT_EQ(x.shape(), y.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(x.get_f64(i), y.get_f64(i)) << "element " << i;
+}
+
+TEST(FuseProductEpilogues, AScaledProductIsStoredScaled) {
+  std::string body = "   let S = A[h] @ transpose(B[h]) / sqrt(8.0)\n   out[h] = S * 2.0";
+  for (auto [n, m] : {std::pair<int64_t, int64_t>{1, 1}, {5, 7}, {16, 3}, {1, 9}}) {
+    cir::Kernel loops = scalarized(body, n, m, 8);
+    cir::Kernel fused = cir::fuse_product_epilogues(loops);
+    std::string text = cir::print(fused);
+    // The product's temporary is gone; its dot products store S divided.
+    EXPECT_EQ(text.find("local mm%"), std::string::npos) << text;
+    EXPECT_NE(text.find("      S[mm%"), std::string::npos) << text;
+    EXPECT_NE(text.find("] = acc%"), std::string::npos) << text;
+    EXPECT_NE(text.find(" / 2.828"), std::string::npos) << text;
+    expect_identical_results(loops, fused);
+  }
+}
+
+TEST(FuseProductEpilogues, AProductReadAgainIsKept) {
+  // `let P = A @ B` copies the product into P: that copy is fused, so the
+  // dot products store P. P is then read by the map S and again after it:
+  // S stays a map of its own.
+  cir::Kernel loops = scalarized("   let P = A[h] @ transpose(B[h])\n   let S = P * 2.0\n   out[h] = S + P", 4, 6, 3);
+  cir::Kernel fused = cir::fuse_product_epilogues(loops);
+  std::string text = cir::print(fused);
+  EXPECT_EQ(text.find("local mm%"), std::string::npos) << text;
+  EXPECT_NE(text.find("local P:"), std::string::npos) << text;
+  EXPECT_NE(text.find("S[Si"), std::string::npos) << text;
+  expect_identical_results(loops, fused);
+}
+
+TEST(FuseProductEpilogues, AMapOverOtherElementsIsKept) {
+  // The map reads the product transposed: other elements than its own.
+  cir::Kernel loops = scalarized("   let P = A[h] @ transpose(A[h])\n   let T = P + transpose(P)\n   out[h] = T", 5, 2, 3);
+  cir::Kernel fused = cir::fuse_product_epilogues(loops);
+  std::string text = cir::print(fused);
+  EXPECT_NE(text.find("local P:"), std::string::npos) << text;
+  EXPECT_NE(text.find("T[Ti"), std::string::npos) << text;
+  expect_identical_results(loops, fused);
+}
+
+}  // namespace
+}  // namespace zyntax
