@@ -52,6 +52,17 @@ TEST(FuseProductEpilogues, AScaledProductIsStoredScaled) {
   }
 }
 
+TEST(FuseProductEpilogues, MapsAfterMapsFuseInTurn) {
+  // The copy into P, then S = P * 2: the dot products store S.
+  cir::Kernel loops = scalarized("   let P = A[h] @ transpose(B[h])\n   let S = P * 2.0\n   out[h] = S", 3, 5, 4);
+  cir::Kernel fused = cir::fuse_product_epilogues(loops);
+  std::string text = cir::print(fused);
+  EXPECT_EQ(text.find("local mm%"), std::string::npos) << text;
+  EXPECT_EQ(text.find("local P:"), std::string::npos) << text;
+  EXPECT_NE(text.find("      S[mm%"), std::string::npos) << text;
+  expect_identical_results(loops, fused);
+}
+
 TEST(FuseProductEpilogues, AProductReadAgainIsKept) {
   // `let P = A @ B` copies the product into P: that copy is fused, so the
   // dot products store P. P is then read by the map S and again after it:

@@ -91,8 +91,17 @@ class Fuse : public IRMutator {
 
   Block mutate(const Block& in) override {
     Block b = IRMutator::mutate(in);
-    for (size_t at = 0; at < b.size(); ++at)
-      if (std::optional<Block> fused = fuse_at(b, at)) b = std::move(*fused);
+    // From the top after each fusion, whose product may take the next map
+    // (a product copied into a let, then scaled); each removes a statement.
+    for (size_t at = 0; at < b.size();) {
+      std::optional<Block> fused = fuse_at(b, at);
+      if (!fused) {
+        ++at;
+        continue;
+      }
+      b = std::move(*fused);
+      at = 0;
+    }
     return b;
   }
 
@@ -111,22 +120,25 @@ class Fuse : public IRMutator {
       if (auto al = b[i].as<Allocate>(); al && al->name == p && al->space == MemorySpace::Local) allocation = i;
     if (!allocation) return std::nullopt;
     // Lets, checks and allocations up to the map, reading nothing of the product.
-    Substitution lets;
     size_t m = a + 1;
     for (; m < b.size(); ++m) {
       StmtKind kind = b[m]->kind;
       if (kind != StmtKind::Let && kind != StmtKind::Check && kind != StmtKind::Allocate) break;
       if (reads(b[m]).count(p)) return std::nullopt;
-      if (auto l = b[m].as<Let>()) lets[l->name] = substitute(l->value, lets);
     }
+    // The block's lets up to the map by their values, to compare extents.
+    Substitution lets;
+    for (size_t i = 0; i < m; ++i)
+      if (auto l = b[i].as<Let>()) lets[l->name] = substitute(l->value, lets);
+    Expr n0 = substitute(dots->rows->hi, lets), n1 = substitute(dots->cols->hi, lets);
     std::optional<Map> map = m < b.size() ? element_map(b[m]) : std::nullopt;
-    if (!map || map->store->buffer == p || !equal(substitute(map->rows->hi, lets), dots->rows->hi) ||
-        !equal(substitute(map->cols->hi, lets), dots->cols->hi) || reads(map->store->value).count(map->store->buffer))
+    if (!map || map->store->buffer == p || !equal(substitute(map->rows->hi, lets), n0) || !equal(substitute(map->cols->hi, lets), n1) ||
+        reads(map->store->value).count(map->store->buffer))
       return std::nullopt;
     for (size_t after = m + 1; after < b.size(); ++after)
       if (reads(b[after]).count(p)) return std::nullopt;
     // The map's value with the product's element replaced, over the product's loop variables.
-    ElementOfProduct element(p, map->rows->var, map->cols->var, dots->rows->hi, dots->cols->hi, ps.value, lets);
+    ElementOfProduct element(p, map->rows->var, map->cols->var, n0, n1, ps.value, lets);
     Expr value = element.mutate(map->store->value);
     if (!element.ok) return std::nullopt;
     value = substitute(value, {{map->rows->var, index_var(dots->rows->var)}, {map->cols->var, index_var(dots->cols->var)}});
