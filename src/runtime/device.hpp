@@ -32,16 +32,16 @@ class Device {
   virtual Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                      const std::map<std::string, Scalar>& scalars) = 0;
 
-  // Running one share of a kernel into an output in host memory that other
-  // devices fill with the other shares (several devices on one kernel, see
-  // runtime/split_launch): share `part` of `parts` of the outer parallel
-  // loop of the kernel as this device compiles it, so that every element is
-  // computed exactly as one device alone computes it. `out` starts zeroed.
   // Zeroed host memory for a tensor this device is to read: page-locked
   // where `pinned` and the device copies it over a bus (copies then run at
   // the bus's speed and beside kernels); plain memory elsewhere.
   virtual Tensor host_tensor(DType dtype, Shape shape, bool pinned) { return Tensor::zeros(dtype, std::move(shape)); }
 
+  // Running one share of a kernel into an output in host memory that other
+  // devices fill with the other shares (several devices on one kernel, see
+  // runtime/split_launch): share `part` of `parts` of the outer parallel
+  // loop of the kernel as this device compiles it, so that every element is
+  // computed exactly as one device alone computes it. `out` starts zeroed.
   enum class Share { Done, Unsupported, RunWhole };
   virtual Share run_share(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                           const std::map<std::string, Scalar>& scalars, int part, int parts, Tensor& out) {

@@ -134,7 +134,8 @@ class Place : public IRMutator {
 
 Kernel place_shared_arrays(const Kernel& k) {
   auto block = k.body.size() == 1 ? k.body[0].as<For>() : nullptr;
-  // (a block runs its next iteration in the same shared memory)
+  // A block runs its next iteration in the same shared memory: only past
+  // the barrier that ends its body.
   if (!block || block->loop_kind != LoopKind::GpuBlock || !ends_with_barrier(block->body)) return k;
   SharedLives lives;
   lives.include(block->body);

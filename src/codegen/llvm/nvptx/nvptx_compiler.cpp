@@ -18,9 +18,9 @@
 #include "cir/printer.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/nvptx/libdevice.hpp"
+#include "codegen/llvm/optimize.hpp"
 #include "codegen_fingerprint.hpp"
 #include "runtime/disk_cache.hpp"
-#include "codegen/llvm/optimize.hpp"
 
 extern "C" {
 void LLVMInitializeNVPTXTargetInfo();
