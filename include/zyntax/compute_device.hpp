@@ -94,8 +94,10 @@ class ZYNTAX_API ComputeDevice {
   void zero_buffer(Buffer& b) const;
   // Waits for every operation issued to this device.
   void sync() const;
-  // The buffer on this device: a copy, or with copy = false the same storage
-  // where this device can use host memory in place (every device today).
+  // The buffer on this device: a copy, or with copy = false a view of the
+  // same storage that the device's kernels read in place (host memory mapped
+  // into a GPU's address space while the view lives); ComputeError where the
+  // device cannot map host memory.
   Buffer to_device(const Buffer& b, bool copy = true) const;
   // A pool of `bytes` of this device's memory.
   BufferPool memory_pool(size_t bytes) const;

@@ -98,6 +98,13 @@ Buffer ComputeDevice::to_device(const Buffer& b, bool copy) const {
     Tensor c = Tensor::empty(t.dtype(), t.shape());
     std::memcpy(c.data(), t.data(), t.nbytes());
     t = c;
+  } else {
+    // A view every device of the group reads in place.
+    try {
+      for (Device* d : impl_->devices) t = d->share_host(t);
+    } catch (const std::runtime_error& e) {
+      throw ComputeError(std::string("to_device(copy=false) onto ") + impl_->description.id + ": " + e.what());
+    }
   }
   return Buffer(std::make_shared<BufferImpl>(std::move(t), impl_->description.id));
 }

@@ -34,8 +34,14 @@ Value compute_devices(const Invocation& inv) {
 Value to_device(const Invocation& inv) {
   Args a(inv, {{"tensor"}, {"device"}, {"copy", kOptional}});
   const Tensor& t = a.tensor(0);
-  const Device& d = named_device(a, 1);
-  Tensor moved = a.boolean_or(2, true) ? t.clone() : t;
+  Device& d = named_device(a, 1);
+  bool copy = a.boolean_or(2, true);
+  Tensor moved;
+  try {
+    moved = copy ? t.clone() : d.share_host(t);
+  } catch (const std::runtime_error& e) {  // the device cannot map it, or the driver failed
+    throw Error(a.span(2), std::string("to_device(copy=false): ") + e.what());
+  }
   moved.set_device(d.info().id);
   return Value::of_tensor(std::move(moved));
 }

@@ -37,6 +37,12 @@ class Device {
   // the bus's speed and beside kernels); plain memory elsewhere.
   virtual Tensor host_tensor(DType dtype, Shape shape, bool pinned) { return Tensor::zeros(dtype, std::move(shape)); }
 
+  // A view of host tensor `t` that this device's kernels read in place, no
+  // copy made: `t` itself where the device computes in host memory; host
+  // memory mapped into a GPU's address space for as long as the view lives;
+  // a DataError saying why where the device cannot reach host memory.
+  virtual Tensor share_host(const Tensor& t) { return t; }
+
   // Running one share of a kernel into an output in host memory that other
   // devices fill with the other shares (several devices on one kernel, see
   // runtime/split_launch): share `part` of `parts` of the outer parallel

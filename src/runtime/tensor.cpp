@@ -154,6 +154,18 @@ void Tensor::set(int64_t flat, const Scalar& value) {
   }
 }
 
+Tensor Tensor::kept_with(std::shared_ptr<void> keeper) const {
+  // The keeper goes first, then the storage (members die in reverse order).
+  struct Both {
+    std::shared_ptr<unsigned char> storage;
+    std::shared_ptr<void> keeper;
+  };
+  auto both = std::make_shared<Both>(Both{storage_, std::move(keeper)});
+  Tensor t = *this;
+  t.storage_ = std::shared_ptr<unsigned char>(both, storage_.get());
+  return t;
+}
+
 Tensor Tensor::reshaped(Shape shape) const {
   if (!storage_) throw DataError("reshape: null tensor");
   bool negative = false;

@@ -74,6 +74,9 @@ class Tensor {
   // DataError where they do not fit.
   Tensor bytes_view(size_t offset, DType dtype, Shape shape) const;
   Tensor clone() const;
+  // This tensor over the same bytes, whose storage also keeps `keeper`
+  // alive (a mapping of the bytes into a GPU's address space).
+  Tensor kept_with(std::shared_ptr<void> keeper) const;
   Tensor astype(DType dtype) const;
 
   // Which device holds the data ("cpu" for now; the runtime moves tensors).

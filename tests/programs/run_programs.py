@@ -572,11 +572,11 @@ def define_devices():
         r = rng_for("memory", rows, cols)
         x = randn(r, (rows, cols))
         add("memory", "%dx%d" % (rows, cols), {"x": x},
-            {"copy": x, "back": (x.astype(F64) * 0.5).astype(F32),
+            {"copy": x, "back": (x.astype(F64) * 0.5).astype(F32), "mapped": (x.astype(F64) * 2).astype(F32),
              # allocate() makes a tensor of the right shape and dtype; its
              # contents are not compared
              "buffer": np.zeros((rows, cols), F32), "pinned": np.zeros((cols, rows), F32)},
-            {"copy": EXACT, "back": ELEMENTWISE, "buffer": "shape", "pinned": "shape"},
+            {"copy": EXACT, "back": ELEMENTWISE, "mapped": ELEMENTWISE, "buffer": "shape", "pinned": "shape"},
             stdout_has=["buffer: [%d, %d] f32 cpu" % (rows, cols), "pinned: [%d, %d] f32 cpu" % (cols, rows)])
 
 

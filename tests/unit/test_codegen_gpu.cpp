@@ -2,7 +2,8 @@
 // several shapes, compiles to PTX that NVIDIA's ptxas accepts for sm_80 and
 // sm_90 (skipped where no ptxas is installed), and the devices registry
 // says why there is no GPU. With a GPU: every parity case on cuda:0 against
-// the reference executor (skipped without one). Float results compare
+// the reference executor, and views of mapped host memory read in place
+// (skipped without one). Float results compare
 // within the parity bound: libdevice's f64 functions are not glibc's.
 #include <gtest/gtest.h>
 
@@ -12,10 +13,12 @@
 #include <fstream>
 
 #include "cir/passes/specialize.hpp"
+#include "codegen/llvm/nvptx/cuda_device.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_plan.hpp"
 #include "runtime/cuda/cuda_driver.hpp"
 #include "runtime/disk_cache.hpp"
+#include "runtime/launch.hpp"
 #include "parity_cases.hpp"
 #include "ptxas.hpp"
 
@@ -167,6 +170,41 @@ TEST(CudaRuntime, RegistryReportsTheGpuOrWhyNot) {
     EXPECT_NE(r.not_available_message("cuda:0").find(why), std::string::npos);
     EXPECT_EQ(r.unavailable_reason("cpu:9"), "");
   }
+}
+
+// A view of host memory (to_device(copy=false)) is read in place by the
+// GPU's kernels: nothing is copied in, and what the host writes into the
+// memory is what the next run reads. Views of pinned memory too.
+TEST(CudaRuntime, MappedViewsAreReadInPlace) {
+  Device* gpu = DeviceRegistry::global().find("cuda:0");
+  if (!gpu) GTEST_SKIP() << DeviceRegistry::global().unavailable_reason("cuda:0");
+  CompiledCompute compiled(testing::kernel_of(
+      "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i] * 2.0 + 1.0\n }\n}\n"));
+  auto expect_doubled_plus_one = [](const Tensor& x, const Tensor& y) {
+    ASSERT_EQ(y.shape(), x.shape());
+    for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(y.get_f64(i), x.get_f64(i) * 2 + 1) << i;
+  };
+  for (int64_t n : {1, 1000, (1 << 20) + 3}) {
+    Tensor x = Tensor::empty(DType::F32, {n});
+    for (int64_t i = 0; i < n; ++i) x.set(i, Scalar::of_float(0.25 * static_cast<double>(i % 4099), DType::F32));
+    Tensor copied = compiled.launch(*gpu, {x}, {}, {});
+    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), x.nbytes());
+    expect_doubled_plus_one(x, copied);
+
+    Tensor view = gpu->share_host(x);
+    EXPECT_TRUE(view.same_storage(x));
+    expect_doubled_plus_one(x, compiled.launch(*gpu, {view}, {}, {}));
+    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u) << "n=" << n;
+    x.set(n - 1, Scalar::of_float(7.0, DType::F32));  // through the original: the view sees it
+    EXPECT_EQ(compiled.launch(*gpu, {view}, {}, {}).get_f64(n - 1), 15.0);
+  }
+  Tensor pinned = gpu->host_tensor(DType::F32, {777}, /*pinned=*/true);
+  for (int64_t i = 0; i < 777; ++i) pinned.set(i, Scalar::of_float(static_cast<double>(i) - 300, DType::F32));
+  compiled.launch(*gpu, {pinned}, {}, {});
+  EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), pinned.nbytes()) << "pinned memory is for copies";
+  Tensor pinned_view = gpu->share_host(pinned);
+  expect_doubled_plus_one(pinned, compiled.launch(*gpu, {pinned_view}, {}, {}));
+  EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u);
 }
 
 }  // namespace

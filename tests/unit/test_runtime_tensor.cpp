@@ -169,5 +169,24 @@ TEST(RuntimeTensor, Astype) {
   EXPECT_EQ(half.data_as<uint16_t>()[3], 0x7C00);  // 1e10 overflows to infinity
 }
 
+// A view kept with something (a GPU mapping of its bytes) shares the
+// storage, keeps the keeper while any copy of the view lives, and lets it
+// go before the storage.
+TEST(Tensor, KeptWithHoldsTheKeeperAsLongAsTheView) {
+  Tensor t = Tensor::full(DType::F32, {3}, Scalar::of_float(2.5, DType::F32));
+  auto keeper = std::make_shared<int>(7);
+  std::weak_ptr<int> watch = keeper;
+  Tensor view = t.kept_with(std::move(keeper));
+  EXPECT_TRUE(view.same_storage(t));
+  Tensor copy = view.reshaped({3, 1});
+  view = Tensor();
+  EXPECT_FALSE(watch.expired());
+  copy.set(1, Scalar::of_float(4.0, DType::F32));
+  EXPECT_EQ(t.get_f64(1), 4.0);
+  copy = Tensor();
+  EXPECT_TRUE(watch.expired());
+  EXPECT_EQ(t.get_f64(0), 2.5) << "the storage outlives the view";
+}
+
 }  // namespace
 }  // namespace zyntax

@@ -54,6 +54,9 @@ enum JitOption : int {
 
 constexpr unsigned kStreamNonBlocking = 0x1;
 constexpr unsigned kMemHostAllocPortable = 0x1;  // page-locked for every context
+constexpr unsigned kMemHostAllocDeviceMap = 0x2;  // and in the GPUs' address space
+constexpr unsigned kMemHostRegisterPortable = 0x1;
+constexpr unsigned kMemHostRegisterDeviceMap = 0x2;
 constexpr unsigned kEventDefault = 0x0;
 constexpr unsigned kEventDisableTiming = 0x2;
 
@@ -78,6 +81,9 @@ constexpr unsigned kEventDisableTiming = 0x2;
   X(cuMemAllocHost, "cuMemAllocHost_v2", CUresult(void**, size_t))                                            \
   X(cuMemFreeHost, "cuMemFreeHost", CUresult(void*))                                                          \
   X(cuMemHostAlloc, "cuMemHostAlloc", CUresult(void**, size_t, unsigned))                                      \
+  X(cuMemHostRegister, "cuMemHostRegister_v2", CUresult(void*, size_t, unsigned))                             \
+  X(cuMemHostUnregister, "cuMemHostUnregister", CUresult(void*))                                              \
+  X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", CUresult(CUdeviceptr*, void*, unsigned))       \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", CUresult(CUdeviceptr, const void*, size_t))                              \
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", CUresult(void*, CUdeviceptr, size_t))                                    \
   X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", CUresult(CUdeviceptr, CUdeviceptr, size_t))                              \

@@ -44,6 +44,7 @@ Gpu::Gpu(const Driver& driver, int ordinal) : driver_(driver) {
   props_.l2_bytes = attribute(kL2CacheSize);
   props_.shared_per_block_optin = attribute(kMaxSharedMemoryPerBlockOptin);
   props_.can_map_host_memory = attribute(kCanMapHostMemory) != 0;
+  props_.unified_addressing = attribute(kUnifiedAddressing) != 0;
   props_.managed_memory = attribute(kManagedMemory) != 0;
 
   d.check(d.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain" + at);
@@ -60,10 +61,28 @@ Gpu::Gpu(const Driver& driver, int ordinal) : driver_(driver) {
         return p;
       },
       [this](uint64_t p) { driver_.cuMemFree(static_cast<CUdeviceptr>(p)); });
+  // Registered for every context, and unregistered in this GPU's context on
+  // whichever thread lets go of the last view.
+  mappings_ = std::make_unique<HostMappings>(
+      [this](void* data, size_t bytes) -> uint64_t {
+        bind();
+        driver_.check(driver_.cuMemHostRegister(data, bytes, kMemHostRegisterPortable | kMemHostRegisterDeviceMap),
+                      "mapping " + format_bytes(bytes) + " of host memory for " + this->id());
+        CUdeviceptr address = 0;
+        CUresult r = driver_.cuMemHostGetDevicePointer(&address, data, 0);
+        if (r != CUDA_SUCCESS) driver_.cuMemHostUnregister(data);
+        driver_.check(r, "finding mapped host memory on " + this->id());
+        return address;
+      },
+      [&d = driver_, context = context_](void* data) {
+        d.cuCtxSetCurrent(context);
+        d.cuMemHostUnregister(data);
+      });
 }
 
 Gpu::~Gpu() {
   bind();
+  mappings_.reset();
   pool_.reset();
   if (stream_) driver_.cuStreamDestroy(stream_);
   driver_.cuDevicePrimaryCtxRelease(device_);
@@ -173,13 +192,23 @@ void DeviceBuffer::zero_on(CUstream stream) {
 std::shared_ptr<unsigned char> Gpu::allocate_pinned(size_t bytes) const {
   bind();
   void* p = nullptr;
-  CUresult r = driver_.cuMemHostAlloc(&p, std::max<size_t>(bytes, 1), kMemHostAllocPortable);
+  size_t allocated = std::max<size_t>(bytes, 1);
+  CUresult r = driver_.cuMemHostAlloc(&p, allocated, kMemHostAllocPortable | kMemHostAllocDeviceMap);
   if (r == CUDA_ERROR_OUT_OF_MEMORY)
     throw DataError("out of pinned host memory: asked for " + format_bytes(bytes) + " (" + id() + ")");
   driver_.check(r, "cuMemHostAlloc of " + format_bytes(bytes));
   std::memset(p, 0, bytes);
   const Driver* d = &driver_;
-  return std::shared_ptr<unsigned char>(static_cast<unsigned char*>(p), [d](unsigned char* q) { d->cuMemFreeHost(q); });
+  CUdeviceptr address = 0;
+  r = driver_.cuMemHostGetDevicePointer(&address, p, 0);
+  if (r != CUDA_SUCCESS) d->cuMemFreeHost(p);
+  driver_.check(r, "finding pinned host memory on " + id());
+  // Forgotten by the table before the memory is freed.
+  std::shared_ptr<void> adopted = mappings_->adopt(p, allocated, address);
+  return std::shared_ptr<unsigned char>(static_cast<unsigned char*>(p), [d, adopted](unsigned char* q) mutable {
+    adopted.reset();
+    d->cuMemFreeHost(q);
+  });
 }
 
 PinnedBuffer::PinnedBuffer(Gpu& gpu, size_t bytes) : gpu_(gpu), bytes_(bytes) {

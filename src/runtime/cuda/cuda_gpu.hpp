@@ -1,6 +1,7 @@
 // One NVIDIA GPU through the driver API: its properties, its primary
-// context, a memory pool over cuMemAlloc (size_class_pool.hpp), a stream,
-// modules loaded from PTX, launches, copies; and the RAII pieces the
+// context, a memory pool over cuMemAlloc (size_class_pool.hpp), host memory
+// mapped for its kernels (host_mappings.hpp), a stream, modules loaded from
+// PTX, launches, copies; and the RAII pieces the
 // runtime and benchmarks use (streams, events, pinned host memory, device
 // buffers). Driver errors become CudaError naming the operation; running
 // out of memory is a DataError naming the device and the sizes.
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "runtime/cuda/cuda_driver.hpp"
+#include "runtime/cuda/host_mappings.hpp"
 #include "runtime/size_class_pool.hpp"
 
 namespace zyntax::cuda {
@@ -26,7 +28,7 @@ struct GpuProperties {
   int clock_khz = 0, memory_clock_khz = 0, memory_bus_bits = 0;
   int l2_bytes = 0;
   int shared_per_block_optin = 0;
-  bool can_map_host_memory = false, managed_memory = false;
+  bool can_map_host_memory = false, unified_addressing = false, managed_memory = false;
 
   // Peak DRAM bandwidth from the memory clock and bus width (GB/s).
   double peak_bandwidth_gbs() const { return 2.0 * memory_clock_khz * 1e3 * (memory_bus_bits / 8) / 1e9; }
@@ -48,6 +50,8 @@ class Gpu {
   // Makes this GPU's context current on the calling thread.
   void bind() const;
   SizeClassPool& memory() { return *pool_; }
+  // Host memory this GPU's kernels read in place (to_device(copy=false)).
+  HostMappings& host_mappings() { return *mappings_; }
   // The stream kernels and copies of the device run on, in order.
   CUstream stream() const { return stream_; }
   void synchronize() const;
@@ -60,8 +64,9 @@ class Gpu {
   void allow_dynamic_shared(CUfunction f, unsigned bytes) const;
   void launch(CUfunction f, unsigned grid_x, unsigned block_x, unsigned shared_bytes, CUstream stream, void** params) const;
 
-  // Zeroed page-locked host memory (for every GPU of the process), freed
-  // with the last reference; a DataError naming the sizes when there is none.
+  // Zeroed page-locked host memory (for every GPU of the process, mapped
+  // into their address space and adopted by host_mappings()), freed with
+  // the last reference; a DataError naming the sizes when there is none.
   std::shared_ptr<unsigned char> allocate_pinned(size_t bytes) const;
 
  private:
@@ -71,6 +76,7 @@ class Gpu {
   CUcontext context_ = nullptr;
   CUstream stream_ = nullptr;
   std::unique_ptr<SizeClassPool> pool_;
+  std::unique_ptr<HostMappings> mappings_;
 };
 
 // Device memory from a GPU's pool, given back when destroyed.

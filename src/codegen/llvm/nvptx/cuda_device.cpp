@@ -4,6 +4,7 @@
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <optional>
 
 #include "cir/hash.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
@@ -47,7 +48,19 @@ class CudaDevice : public Device {
     return Tensor::in_storage(dtype, std::move(shape), gpu_->allocate_pinned(bytes));
   }
 
+  // Mapped memory: kernels read the host's bytes over the bus, as the
+  // device's own. Needs a GPU that maps host memory into one address space
+  // with the host's (every GPU of a 64-bit system since CUDA 4).
+  Tensor share_host(const Tensor& t) override {
+    const cuda::GpuProperties& p = gpu_->properties();
+    if (!p.can_map_host_memory || !p.unified_addressing)
+      throw DataError(info_.id + " (" + p.name + ") cannot map host memory into its address space; use copy=true");
+    if (t.nbytes() == 0) return t;
+    return t.kept_with(gpu_->host_mappings().share(const_cast<void*>(t.data()), t.nbytes()));
+  }
+
   double last_kernel_milliseconds() const { return last_kernel_ms_; }
+  size_t last_run_bytes_copied_in() const { return last_copied_in_; }
   cuda::Gpu& gpu() { return *gpu_; }
 
   Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
@@ -69,6 +82,8 @@ class CudaDevice : public Device {
     std::deque<DeviceBuffer> buffers;
     std::deque<cuda::CUdeviceptr> addresses;
     std::vector<void*> params;
+    std::vector<std::shared_ptr<void>> mapped;  // views' host memory kernels read in place
+    size_t copied_in = 0;
     // After the buffers: on the way out, an error included, the stream is
     // done with them before they go back to the pool.
     StreamLease stream(*this);
@@ -85,9 +100,18 @@ class CudaDevice : public Device {
         params.push_back(const_cast<void*>(o.scalar));
         continue;
       }
+      if (o.role == cir::ParamRole::Input && t->nbytes() > 0) {
+        if (std::optional<cuda::HostMappings::Found> m = gpu.host_mappings().find(t->data(), t->nbytes())) {
+          addresses.push_back(m->address);
+          params.push_back(&addresses.back());
+          mapped.push_back(std::move(m->hold));
+          continue;
+        }
+      }
       DeviceBuffer& b = add_buffer(t->nbytes());
       if (o.role == cir::ParamRole::Input) {
         b.upload_on(stream.get(), t->data(), t->nbytes());
+        copied_in += t->nbytes();
       } else {
         out = &b;
         if (!plan->writes_whole_output) b.zero_on(stream.get());
@@ -104,6 +128,7 @@ class CudaDevice : public Device {
       }
       DeviceBuffer& b = add_buffer(t->nbytes());
       b.upload_on(stream.get(), t->data(), t->nbytes());
+      copied_in += t->nbytes();
       reduce_buffers.push_back(&b);
     }
     int32_t status = 0;
@@ -121,6 +146,7 @@ class CudaDevice : public Device {
     // The buffers go back to the pool only once the stream is done with them.
     stream.synchronize();
     last_kernel_ms_ = cuda::Event::elapsed_ms(stream.started(), stream.finished());
+    last_copied_in_ = copied_in;
     if (status) {
       // A check failed: the reference executor reports the error with the
       // source's words and place (or, for a conservative check, computes the result).
@@ -209,6 +235,7 @@ class CudaDevice : public Device {
   codegen::NvptxArch arch_;
   DeviceInfo info_;
   std::atomic<double> last_kernel_ms_ = 0;
+  std::atomic<size_t> last_copied_in_ = 0;
   std::mutex mu_;  // loading modules
   std::mutex streams_mu_;
   std::vector<std::unique_ptr<RunStream>> idle_streams_;
@@ -222,6 +249,11 @@ std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu) { retur
 double cuda_last_kernel_milliseconds(Device& device) {
   auto* d = dynamic_cast<CudaDevice*>(&device);
   return d ? d->last_kernel_milliseconds() : -1;
+}
+
+size_t cuda_last_run_bytes_copied_in(Device& device) {
+  auto* d = dynamic_cast<CudaDevice*>(&device);
+  return d ? d->last_run_bytes_copied_in() : 0;
 }
 
 cuda::Gpu* cuda_gpu_of(Device& device) {

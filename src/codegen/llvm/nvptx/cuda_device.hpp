@@ -13,7 +13,9 @@ namespace zyntax {
 // kGpuBlockThreads threads per block over enough blocks to cover the outer
 // parallel loop (grid-stride beyond that). Each run has a stream of its own
 // (runs from several host threads overlap): inputs are copied to device
-// memory from the GPU's pool and the result copied back. Kernels the plan
+// memory from the GPU's pool, except views of mapped host memory
+// (share_host, to_device(copy=false)) which kernels read in place, and the
+// result is copied back. Kernels the plan
 // cannot compile run on the cpu device; a failed runtime check reruns on
 // the reference executor, which reports the exact error.
 std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu);
@@ -21,6 +23,9 @@ std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu);
 // For benchmarks: how long the last kernel run on a cuda device took on the
 // GPU (CUDA events around the launch, copies excluded); -1 for other devices.
 double cuda_last_kernel_milliseconds(Device& device);
+// Bytes the last run on a cuda device copied to the GPU (inputs, not views
+// of mapped host memory); 0 for other devices.
+size_t cuda_last_run_bytes_copied_in(Device& device);
 // The GPU behind a cuda device, null for other devices.
 cuda::Gpu* cuda_gpu_of(Device& device);
 
