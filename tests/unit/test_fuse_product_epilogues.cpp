@@ -5,6 +5,7 @@
 // against the reference, scheduled for the GPU, in test_schedule_gpu_tiles.)
 #include <gtest/gtest.h>
 
+#include "cir/passes/freeze_invariant_vars.hpp"
 #include "cir/passes/fuse_product_epilogues.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/specialize.hpp"
@@ -29,10 +30,11 @@ cir::Kernel scalarized(const std::string& body, int64_t n, int64_t m, int64_t d)
   return loops.value_or(k);
 }
 
-// The kernel with its maps fused, printed, once the reference has given it
-// exactly the unfused kernel's result on random inputs.
+// The kernel with its maps fused (after its tile shapes are frozen, as in
+// the GPU plan), printed, once the reference has given it exactly the
+// unfused kernel's result on random inputs.
 std::string fused_text(const std::string& body, int64_t n, int64_t m, int64_t d) {
-  cir::Kernel loops = scalarized(body, n, m, d);
+  cir::Kernel loops = cir::freeze_invariant_vars(scalarized(body, n, m, d));
   cir::Kernel fused = cir::fuse_product_epilogues(loops);
   Random rng(5);
   auto [inputs, scalars] = testing::inputs_for(loops, rng);
@@ -77,6 +79,27 @@ TEST(FuseProductEpilogues, AMapOverOtherElementsIsKept) {
   std::string text = fused_text("   let P = A[h] @ transpose(A[h])\n   let T = P + transpose(P)\n   out[h] = T", 5, 2, 3);
   EXPECT_NE(text.find("local P:"), std::string::npos) << text;
   EXPECT_NE(text.find("T[Ti"), std::string::npos) << text;
+}
+
+// `o = a * o + P V` (flash attention's output): the product stores the new
+// value into a temporary, and the copy back into o fuses too, since each
+// element of o is read only where it is written.
+TEST(FuseProductEpilogues, AnAccumulatorIsUpdatedInPlace) {
+  std::string body = "   var o = zeros(n, n)\n   for r in 0..3:\n    o = o * 0.5 + A[h] @ transpose(A[h])\n   out[h] = o";
+  for (int64_t n : {1, 4, 7}) {
+    std::string text = fused_text(body, n, 2, 3);
+    EXPECT_EQ(text.find("local onew%"), std::string::npos) << text;
+    EXPECT_NE(text.find("      o[mm%"), std::string::npos) << text;
+  }
+}
+
+TEST(FuseProductEpilogues, AnAccumulatorReadElsewhereIsNotUpdatedInPlace) {
+  // o's new value reads o transposed: written in place, an element could be
+  // read after it was overwritten, so the copy back stays.
+  std::string text = fused_text("   var o = zeros(n, n)\n   for r in 0..3:\n    o = transpose(o) * 0.5 + A[h] @ transpose(A[h])\n   out[h] = o", 5, 2, 3);
+  EXPECT_NE(text.find("local onew%"), std::string::npos) << text;
+  EXPECT_NE(text.find("      onew%"), std::string::npos) << text;
+  EXPECT_NE(text.find("o[oi%"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -10,10 +10,15 @@
 //   for i2 in 0..S%n0, j2 in 0..S%n1:
 //     S[i2, j2] = mm[i2, j2] / c
 //
-// when the map runs over the product's rows and columns, reads the
-// product only at its own element (a broadcast index `select(n == 1, 0, i)`
-// of a loop over 0..n is that element too), and nothing after it reads the
-// temporary. The statements between (the map's lets, allocation and
+// when the map runs over the product's rows and columns (extents equal by
+// the block's lets, or at every iteration of the loops around:
+// equal_everywhere), reads the product only at its own element (a
+// broadcast index `select(n == 1, 0, i)` of a loop over 0..n is that
+// element too, as are broadcasts of it), and nothing after it reads the
+// temporary. A map may store into an array the product reads (`o = a * o
+// + P V`, then its copy back into o) where the product reads only the
+// element it writes: each element is then read before it is written, by
+// the thread that writes it. The statements between (the map's lets, allocation and
 // checks) read nothing of the temporary and move before the product. On
 // the GPU that is a loop nest, a barrier and a tile of shared memory fewer
 // per product; each element gets the same value as before.

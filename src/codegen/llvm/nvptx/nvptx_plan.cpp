@@ -3,6 +3,7 @@
 #include "cir/output_coverage.hpp"
 #include "cir/pass_manager.hpp"
 #include "cir/passes/collapse_parallel_loops.hpp"
+#include "cir/passes/freeze_invariant_vars.hpp"
 #include "cir/passes/fuse_product_epilogues.hpp"
 #include "cir/passes/hoist_kept_loops.hpp"
 #include "cir/passes/product_form.hpp"
@@ -84,6 +85,7 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes) {
     constexpr auto dots = cir::ProductOrder::DotProducts;
     if (!cir::scalarize_tiles(kernel, &plan.why_not, dots)) return plan;
     passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr, dots); }});
+    passes.push_back({"freeze_invariant_vars", [](const cir::Kernel& k) { return cir::freeze_invariant_vars(k); }});
     passes.push_back({"fuse_product_epilogues", [](const cir::Kernel& k) { return cir::fuse_product_epilogues(k); }});
     scalarized = true;
   }

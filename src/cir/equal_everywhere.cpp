@@ -1,0 +1,87 @@
+#include "cir/equal_everywhere.hpp"
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "cir/equal.hpp"
+#include "cir/passes/simplify.hpp"
+#include "cir/reads.hpp"
+#include "cir/visitor.hpp"
+
+namespace zyntax::cir {
+
+namespace {
+
+std::optional<int64_t> value_at(const Expr& e, const Substitution& point) {
+  Expr v = simplify(substitute(e, point));
+  if (auto i = v.as<IntImm>()) return i->value;
+  if (auto b = v.as<BoolImm>()) return b->value ? 1 : 0;
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool equal_everywhere(const Expr& a, const Expr& b, const std::vector<const For*>& loops, const Substitution& lets,
+                      int64_t max_points) {
+  Expr x = simplify(substitute(a, lets)), y = simplify(substitute(b, lets));
+  if (equal(x, y)) return true;
+  // The loops whose variables the expressions (or the bounds of such loops) name.
+  std::set<std::string> needed = reads(x);
+  for (const std::string& n : reads(y)) needed.insert(n);
+  std::vector<const For*> used;
+  std::vector<Expr> lo, hi, step;
+  for (size_t i = loops.size(); i-- > 0;) {
+    const For* f = loops[i];
+    if (!needed.erase(f->var)) continue;
+    used.insert(used.begin(), f);
+    lo.insert(lo.begin(), simplify(substitute(f->lo, lets)));
+    hi.insert(hi.begin(), simplify(substitute(f->hi, lets)));
+    step.insert(step.begin(), simplify(substitute(f->step, lets)));
+    for (const Expr& bound : {lo.front(), hi.front(), step.front()})
+      for (const std::string& n : reads(bound)) needed.insert(n);
+  }
+  if (!needed.empty()) return false;  // names no loop binds
+
+  int64_t points = 0;
+  Substitution point;
+  std::function<bool(size_t)> every = [&](size_t depth) -> bool {
+    if (depth == used.size()) {
+      if (++points > max_points) return false;
+      std::optional<int64_t> u = value_at(x, point), v = value_at(y, point);
+      return u && v && *u == *v;
+    }
+    std::optional<int64_t> l = value_at(lo[depth], point), h = value_at(hi[depth], point), s = value_at(step[depth], point);
+    if (!l || !h || !s || *s <= 0) return false;
+    const For* f = used[depth];
+    for (int64_t i = *l; i < *h; i += *s) {
+      point[f->var] = IntImm::make(i, DType::I64, f->span);
+      if (!every(depth + 1)) return false;
+    }
+    point.erase(f->var);
+    return true;
+  };
+  return every(0);
+}
+
+Substitution resolved_lets(const Kernel& k) {
+  struct Lets : IRVisitor {
+    using IRVisitor::visit;
+    std::map<std::string, int> count;
+    std::vector<const Let*> order;
+    void visit(const Let* op) override {
+      ++count[op->name];
+      order.push_back(op);
+      IRVisitor::visit(op);
+    }
+  } lets;
+  lets.include(k.body);
+  Substitution out;
+  for (const Let* l : lets.order)
+    if (lets.count[l->name] == 1) out[l->name] = substitute(l->value, out);
+  return out;
+}
+
+}  // namespace zyntax::cir

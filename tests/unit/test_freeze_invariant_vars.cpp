@@ -1,0 +1,107 @@
+// freeze_invariant_vars and the check it stands on, equal_everywhere:
+// integer expressions compared at every iteration of the loops around them;
+// vars whose every assignment keeps their first value become lets (flash
+// attention's tile shapes), and no other var does.
+#include <gtest/gtest.h>
+
+#include "cir/equal_everywhere.hpp"
+#include "cir/passes/freeze_invariant_vars.hpp"
+#include "cir/passes/scalarize_tiles.hpp"
+#include "cir/passes/specialize.hpp"
+#include "cir/printer.hpp"
+#include "kernel_source.hpp"
+#include "schedule_parity.hpp"
+#include "test_cir_kernels.hpp"
+
+namespace zyntax::cir {
+namespace {
+
+using fixtures::var;
+
+Stmt loop(const std::string& v, int64_t lo, int64_t hi, int64_t step, Block body = {}) {
+  return make_for(v, i64(lo), i64(hi), i64(step), std::move(body));
+}
+
+TEST(EqualEverywhere, ComparesAtEveryIteration) {
+  Stmt q = loop("q", 0, 512, 64);
+  std::vector<const For*> loops = {q.as<For>()};
+  Expr a = min(var("q") + i64(64), i64(512)) - var("q"), b = min(i64(64), i64(512) - var("q"));
+  EXPECT_TRUE(equal_everywhere(a, b, loops, {}));
+  EXPECT_TRUE(equal_everywhere(a, i64(64), loops, {})) << "512 is a multiple of 64";
+  // Over 0..500 the last block has 52 rows.
+  Stmt ragged = loop("q", 0, 500, 64);
+  EXPECT_FALSE(equal_everywhere(min(var("q") + i64(64), i64(500)) - var("q"), i64(64), {ragged.as<For>()}, {}));
+  EXPECT_TRUE(equal_everywhere(min(var("q") + i64(64), i64(500)) - var("q"), min(i64(64), i64(500) - var("q")), {ragged.as<For>()}, {}));
+  // Lets are seen through; a name neither a loop nor a let is not known.
+  EXPECT_TRUE(equal_everywhere(var("rows"), b, loops, {{"rows", a}}));
+  EXPECT_FALSE(equal_everywhere(var("n"), b, loops, {}));
+}
+
+TEST(EqualEverywhere, InnerBoundsFollowOuterVariablesAndPointsAreLimited) {
+  // for i in 0..8, j in 0..i: i - j >= 1 everywhere, so max(i - j, 1) is i - j.
+  Stmt inner = make_for("j", i64(0), var("i"), i64(1), {});
+  Stmt i = loop("i", 0, 8, 1, {inner});
+  std::vector<const For*> loops = {i.as<For>(), inner.as<For>()};
+  EXPECT_TRUE(equal_everywhere(max(var("i") - var("j"), i64(1)), var("i") - var("j"), loops, {}));
+  EXPECT_FALSE(equal_everywhere(max(var("i") - var("j"), i64(2)), var("i") - var("j"), loops, {}));
+  Stmt big = loop("x", 0, 10000, 1);
+  EXPECT_TRUE(equal_everywhere(max(var("x"), i64(0)), var("x"), {big.as<For>()}, {}));
+  EXPECT_FALSE(equal_everywhere(max(var("x"), i64(0)), var("x"), {big.as<For>()}, {}, /*max_points=*/1000))
+      << "too many iterations to look at";
+}
+
+// A var that a loop doubles is left alone; one the loop sets to its own
+// value, or to an equal expression, becomes a let and its assignments go.
+TEST(FreezeInvariantVars, OnlyVarsThatKeepTheirValue) {
+  Expr q = var("q");
+  Block body = {
+      make_decl("same", Type::scalar(DType::I64), min(i64(64), i64(500) - q)),
+      make_decl("grows", Type::scalar(DType::I64), i64(1)),
+      make_decl("follows", Type::scalar(DType::I64), i64(1)),
+      loop("k", 0, 4, 1,
+           {make_assign("same", min(q + i64(64), i64(500)) - q), make_assign("grows", var("grows") * i64(2)),
+            make_assign("follows", var("grows"))}),
+      make_store("out", {fixtures::at(q)}, Cast::make(DType::F32, var("same") + var("grows") + var("follows"))),
+  };
+  Kernel k;
+  k.name = "k";
+  k.kind = KernelKind::Fused;
+  k.params = {fixtures::output("out", fixtures::tensor({i64(500)}))};
+  k.body = {make_for("q", i64(0), i64(500), i64(64), body, LoopKind::Parallel)};
+  std::string text = print(freeze_invariant_vars(k));
+  EXPECT_NE(text.find("let same: i64 = min(64, 500 - q)"), std::string::npos) << text;
+  EXPECT_EQ(text.find("same = "), std::string::npos) << text;
+  EXPECT_NE(text.find("var grows"), std::string::npos) << text;
+  EXPECT_NE(text.find("var follows"), std::string::npos) << text << "\nit is set from a var that changes";
+}
+
+// Flash attention's tile shapes stay what they were (the block's rows, the
+// head size), so every one is frozen, and the kernel computes what it did.
+TEST(FreezeInvariantVars, FlashAttentionsTileShapes) {
+  std::string src =
+      "def f(Q: tensor[s, d, f32], K: tensor[s, d, f32], V: tensor[s, d, f32]) {\n"
+      " return compute(Q, K, V) {\n  @kernel flash_attention\n"
+      "  for q0 in 0..s step 16:\n"
+      "   var m = -inf\n   var l = 0.0\n   var o = zeros(min(16, s - q0), d)\n"
+      "   for k0 in 0..s step 16:\n"
+      "    let S = Q[q0:q0 + 16] @ transpose(K[k0:k0 + 16]) / sqrt(d)\n"
+      "    let m_new = max(m, row_max(S))\n    let p = exp(S - m_new)\n"
+      "    l = exp(m - m_new) * l + row_sum(p)\n"
+      "    o = exp(m - m_new) * o + p @ V[k0:k0 + 16]\n    m = m_new\n"
+      "   out[q0:q0 + 16] = o / l\n }\n}";
+  for (int64_t s : {1, 17, 40}) {
+    Kernel original = specialize(testing::kernel_of(src), {{"s", s}, {"d", 5}});
+    std::optional<Kernel> loops = scalarize_tiles(original, nullptr, ProductOrder::DotProducts);
+    ASSERT_TRUE(loops);
+    Kernel frozen = freeze_invariant_vars(*loops);
+    std::string text = print(frozen);
+    for (const char* v : {"m%n0", "l%n0", "o%n0", "o%n1"}) {
+      EXPECT_NE(text.find(std::string("let ") + v + ": i64"), std::string::npos) << v << "\n" << text;
+      EXPECT_EQ(text.find(std::string(v) + " = "), std::string::npos) << v << "\n" << text;
+    }
+    testing::expect_same_result(original, frozen, "s=" + std::to_string(s));
+  }
+}
+
+}  // namespace
+}  // namespace zyntax::cir
