@@ -5,42 +5,19 @@
 // against the reference, scheduled for the GPU, in test_schedule_gpu_tiles.)
 #include <gtest/gtest.h>
 
-#include "cir/passes/freeze_invariant_vars.hpp"
 #include "cir/passes/fuse_product_epilogues.hpp"
-#include "cir/passes/scalarize_tiles.hpp"
-#include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
-#include "interp/reference_executor.hpp"
-#include "kernel_source.hpp"
-#include "schedule_parity.hpp"
+#include "scalarized_tiles.hpp"
 
 namespace zyntax {
 namespace {
 
-// `body` (in a loop over h, on tiles A[h]: [n, d] and B[h]: [m, d]) as the
-// GPU plan scalarizes it.
-cir::Kernel scalarized(const std::string& body, int64_t n, int64_t m, int64_t d) {
-  cir::Kernel k = cir::specialize(testing::kernel_of("def f(A: tensor[bh, n, d, f32], B: tensor[bh, m, d, f32]) {\n"
-                                                     " return compute(A, B) {\n  @kernel fused\n  for h in 0..bh:\n" +
-                                                     body + "\n }\n}"),
-                                  {{"bh", 2}, {"n", n}, {"m", m}, {"d", d}, {"A.d0", 2}, {"A.d1", n}, {"A.d2", d}, {"B.d0", 2}, {"B.d1", m}, {"B.d2", d}});
-  std::string why;
-  std::optional<cir::Kernel> loops = cir::scalarize_tiles(k, &why, cir::ProductOrder::DotProducts);
-  EXPECT_TRUE(loops) << why;
-  return loops.value_or(k);
-}
-
-// The kernel with its maps fused (after its tile shapes are frozen, as in
-// the GPU plan), printed, once the reference has given it exactly the
-// unfused kernel's result on random inputs.
+// The kernel with its maps fused, printed, once the reference has given it
+// exactly the unfused kernel's result on random inputs.
 std::string fused_text(const std::string& body, int64_t n, int64_t m, int64_t d) {
-  cir::Kernel loops = cir::freeze_invariant_vars(scalarized(body, n, m, d));
+  cir::Kernel loops = testing::scalarized_tiles(body, n, m, d);
   cir::Kernel fused = cir::fuse_product_epilogues(loops);
-  Random rng(5);
-  auto [inputs, scalars] = testing::inputs_for(loops, rng);
-  Tensor x = ReferenceKernel(loops).run(inputs, scalars), y = ReferenceKernel(fused).run(inputs, scalars);
-  EXPECT_EQ(x.shape(), y.shape());
-  for (int64_t i = 0; i < x.numel() && x.shape() == y.shape(); ++i) EXPECT_EQ(x.get_f64(i), y.get_f64(i)) << "element " << i;
+  testing::expect_identical_results(loops, fused);
   return cir::print(fused);
 }
 

@@ -13,6 +13,7 @@
 #include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/freeze_invariant_vars.hpp"
 #include "cir/passes/fuse_product_epilogues.hpp"
+#include "cir/passes/map_in_place.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/schedule_gpu_tiles.hpp"
 #include "cir/passes/specialize.hpp"
@@ -51,13 +52,13 @@ std::string flash_attention(int block) {
 // The kernel as the GPU plan has it before the schedule: sizes known, tiles
 // as local arrays with products as dot products (their shape variables
 // frozen where they never change, their element-wise maps fused into their
-// stores), one parallel loop.
+// stores, maps written over tiles nothing reads after), one parallel loop.
 cir::Kernel scalarized(const cir::Kernel& generic, int64_t bh, int64_t s, int64_t d) {
   cir::Kernel k = cir::specialize(generic, {{"bh", bh}, {"s", s}, {"d", d}});
   std::string why;
   std::optional<cir::Kernel> loops = cir::scalarize_tiles(k, &why, cir::ProductOrder::DotProducts);
   EXPECT_TRUE(loops) << why;
-  return cir::collapse_parallel_loops(cir::fuse_product_epilogues(cir::freeze_invariant_vars(loops.value_or(k))));
+  return cir::collapse_parallel_loops(cir::map_in_place(cir::fuse_product_epilogues(cir::freeze_invariant_vars(loops.value_or(k)))));
 }
 
 struct Shape {
@@ -108,16 +109,18 @@ TEST(ScheduleGpuTiles, TilesGoToPaddedSharedArraysAndNestsToThreads) {
   EXPECT_NE(text.find("barrier(block)"), std::string::npos) << text;
 }
 
-// Placed (place_shared_arrays), 64-row blocks' tiles fit twice in a
-// multiprocessor's 228 KiB (each block also takes 1 KiB the driver keeps);
-// laid end to end they take 147 KiB.
-TEST(ScheduleGpuTiles, FlashAttentionsTilesFitTwoBlocksAMultiprocessor) {
+// 64-row blocks' tiles fit three times in a multiprocessor's 228 KiB (each
+// block also takes 1 KiB the driver keeps): with o updated in place and
+// p = exp(S - m_new) written over S, at most four 64x64 tiles are alive at
+// once (o, the query block, S or p, the key or value block), and placed
+// (place_shared_arrays) they take no more than that.
+TEST(ScheduleGpuTiles, FlashAttentionsTilesFitThreeBlocksAMultiprocessor) {
   cir::Kernel k = scalarized(kernel_of(flash_attention(64)), 12, 512, 64);
   std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, 256);
   ASSERT_TRUE(blocks);
   int64_t bytes = codegen::gpu_shared_bytes(*blocks);
-  EXPECT_LE(2 * (bytes + 1024), 228 << 10) << bytes;
-
+  EXPECT_LE(3 * (bytes + 1024), 228 << 10) << bytes;
+  EXPECT_LE(bytes, 4 * 64 * 65 * 4 + 3 * 64 * 4) << "four tiles of padded rows and three columns of row statistics";
   EXPECT_NE(cir::print(*blocks).find(" at byte 0"), std::string::npos);
 }
 

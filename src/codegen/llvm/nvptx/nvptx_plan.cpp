@@ -5,6 +5,7 @@
 #include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/freeze_invariant_vars.hpp"
 #include "cir/passes/fuse_product_epilogues.hpp"
+#include "cir/passes/map_in_place.hpp"
 #include "cir/passes/hoist_kept_loops.hpp"
 #include "cir/passes/product_form.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
@@ -87,6 +88,7 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes) {
     passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr, dots); }});
     passes.push_back({"freeze_invariant_vars", [](const cir::Kernel& k) { return cir::freeze_invariant_vars(k); }});
     passes.push_back({"fuse_product_epilogues", [](const cir::Kernel& k) { return cir::fuse_product_epilogues(k); }});
+    passes.push_back({"map_in_place", [](const cir::Kernel& k) { return cir::map_in_place(k); }});
     scalarized = true;
   }
   passes.push_back({"hoist_kept_loops", [](const cir::Kernel& k) { return cir::hoist_kept_loops(k); }});
