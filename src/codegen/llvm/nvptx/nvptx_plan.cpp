@@ -9,6 +9,7 @@
 #include "cir/passes/hoist_kept_loops.hpp"
 #include "cir/passes/product_form.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
+#include "cir/passes/sink_tile_loads.hpp"
 #include "cir/passes/schedule_gpu_matmul.hpp"
 #include "cir/passes/schedule_gpu_mma.hpp"
 #include "cir/passes/schedule_gpu_reduce.hpp"
@@ -89,6 +90,7 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes) {
     passes.push_back({"freeze_invariant_vars", [](const cir::Kernel& k) { return cir::freeze_invariant_vars(k); }});
     passes.push_back({"fuse_product_epilogues", [](const cir::Kernel& k) { return cir::fuse_product_epilogues(k); }});
     passes.push_back({"map_in_place", [](const cir::Kernel& k) { return cir::map_in_place(k); }});
+    passes.push_back({"sink_tile_loads", [](const cir::Kernel& k) { return cir::sink_tile_loads(k); }});
     scalarized = true;
   }
   passes.push_back({"hoist_kept_loops", [](const cir::Kernel& k) { return cir::hoist_kept_loops(k); }});
