@@ -30,8 +30,11 @@ class Reads : public IRVisitor {
   }
 };
 
+// What a statement writes; with `bindings_only`, just the names it binds
+// (loop variables, lets, vars, allocations), not what it assigns or stores.
 class Writes : public IRVisitor {
  public:
+  explicit Writes(bool bindings_only) : bindings_only_(bindings_only) {}
   std::set<std::string> names;
   using IRVisitor::visit;
 
@@ -44,23 +47,34 @@ class Writes : public IRVisitor {
     names.insert(op->name);
     IRVisitor::visit(op);
   }
-  void visit(const Assign* op) override {
-    names.insert(op->name);
-    IRVisitor::visit(op);
-  }
-  void visit(const Store* op) override {
-    names.insert(op->buffer);
-    IRVisitor::visit(op);
-  }
   void visit(const For* op) override {
     names.insert(op->var);
     IRVisitor::visit(op);
   }
   void visit(const Allocate* op) override { names.insert(op->name); }
-  void visit(const Atomic* op) override { names.insert(op->buffer); }
-  void visit(const MatMulBlock* op) override { names.insert(op->c); }
-  void visit(const BlockReduce* op) override { names.insert(op->name); }
-  void visit(const TileMma* op) override { names.insert(op->step == TileMma::Step::Store ? op->d : op->acc); }
+  void visit(const Assign* op) override {
+    if (!bindings_only_) names.insert(op->name);
+    IRVisitor::visit(op);
+  }
+  void visit(const Store* op) override {
+    if (!bindings_only_) names.insert(op->buffer);
+    IRVisitor::visit(op);
+  }
+  void visit(const Atomic* op) override {
+    if (!bindings_only_) names.insert(op->buffer);
+  }
+  void visit(const MatMulBlock* op) override {
+    if (!bindings_only_) names.insert(op->c);
+  }
+  void visit(const BlockReduce* op) override {
+    if (!bindings_only_) names.insert(op->name);
+  }
+  void visit(const TileMma* op) override {
+    if (!bindings_only_) names.insert(op->step == TileMma::Step::Store ? op->d : op->acc);
+  }
+
+ private:
+  bool bindings_only_;
 };
 
 }  // namespace
@@ -72,7 +86,13 @@ std::set<std::string> reads(const Stmt& s) {
 }
 
 std::set<std::string> writes(const Stmt& s) {
-  Writes w;
+  Writes w(/*bindings_only=*/false);
+  w.include(s);
+  return w.names;
+}
+
+std::set<std::string> binds(const Stmt& s) {
+  Writes w(/*bindings_only=*/true);
   w.include(s);
   return w.names;
 }
@@ -81,6 +101,22 @@ std::set<std::string> reads(const Expr& e) {
   Reads r;
   r.include(e);
   return r.names;
+}
+
+std::set<std::string> mutable_names(const Kernel& k) {
+  struct Mutable : IRVisitor {
+    using IRVisitor::visit;
+    std::set<std::string> names;
+    void visit(const Decl* op) override {
+      names.insert(op->name);
+      IRVisitor::visit(op);
+    }
+    void visit(const Allocate* op) override { names.insert(op->name); }
+  } m;
+  m.include(k.body);
+  for (const Param& p : k.params)
+    if (p.role == ParamRole::Output) m.names.insert(p.name);
+  return m.names;
 }
 
 bool reads_any(const Expr& e, const std::set<std::string>& names) {

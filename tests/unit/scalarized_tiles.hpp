@@ -9,6 +9,7 @@
 #include "cir/passes/freeze_invariant_vars.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/specialize.hpp"
+#include "cir/printer.hpp"
 #include "interp/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "schedule_parity.hpp"
@@ -35,6 +36,12 @@ inline void expect_identical_results(const cir::Kernel& before, const cir::Kerne
   Tensor x = ReferenceKernel(before).run(inputs, scalars), y = ReferenceKernel(after).run(inputs, scalars);
   EXPECT_EQ(x.shape(), y.shape());
   for (int64_t i = 0; i < x.numel() && x.shape() == y.shape(); ++i) EXPECT_EQ(x.get_f64(i), y.get_f64(i)) << "element " << i;
+}
+
+// `after` printed, once the reference has given it exactly `before`'s result.
+inline std::string checked_text(const cir::Kernel& before, const cir::Kernel& after) {
+  expect_identical_results(before, after);
+  return cir::print(after);
 }
 
 }  // namespace zyntax::testing

@@ -58,10 +58,14 @@ TEST(FreezeInvariantVars, OnlyVarsThatKeepTheirValue) {
       make_decl("same", Type::scalar(DType::I64), min(i64(64), i64(500) - q)),
       make_decl("grows", Type::scalar(DType::I64), i64(1)),
       make_decl("follows", Type::scalar(DType::I64), i64(1)),
+      make_decl("acc", Type::scalar(DType::F32), fixtures::f32(1.0)),
+      make_decl("copies", Type::scalar(DType::I64), Cast::make(DType::I64, var("acc", DType::F32))),
       loop("k", 0, 4, 1,
            {make_assign("same", min(q + i64(64), i64(500)) - q), make_assign("grows", var("grows") * i64(2)),
-            make_assign("follows", var("grows"))}),
-      make_store("out", {fixtures::at(q)}, Cast::make(DType::F32, var("same") + var("grows") + var("follows"))),
+            make_assign("follows", var("grows")),
+            make_assign("acc", var("acc", DType::F32) * fixtures::f32(2.0)),
+            make_assign("copies", Cast::make(DType::I64, var("acc", DType::F32)))}),
+      make_store("out", {fixtures::at(q)}, Cast::make(DType::F32, var("same") + var("grows") + var("follows") + var("copies"))),
   };
   Kernel k;
   k.name = "k";
@@ -73,6 +77,8 @@ TEST(FreezeInvariantVars, OnlyVarsThatKeepTheirValue) {
   EXPECT_EQ(text.find("same = "), std::string::npos) << text;
   EXPECT_NE(text.find("var grows"), std::string::npos) << text;
   EXPECT_NE(text.find("var follows"), std::string::npos) << text << "\nit is set from a var that changes";
+  // Set to the same text as its init, but `acc` changed in between.
+  EXPECT_NE(text.find("var copies"), std::string::npos) << text;
 }
 
 // Flash attention's tile shapes stay what they were (the block's rows, the

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include "cir/passes/sink_tile_loads.hpp"
-#include "cir/printer.hpp"
 #include "scalarized_tiles.hpp"
 
 namespace zyntax {
@@ -16,9 +15,7 @@ namespace {
 // given it exactly the result it gave before.
 std::string sunk_text(const std::string& body, int64_t n, int64_t m, int64_t d) {
   cir::Kernel loops = testing::scalarized_tiles(body, n, m, d);
-  cir::Kernel sunk = cir::sink_tile_loads(loops);
-  testing::expect_identical_results(loops, sunk);
-  return cir::print(sunk);
+  return testing::checked_text(loops, cir::sink_tile_loads(loops));
 }
 
 TEST(SinkTileLoads, ATileIsLoadedWhereItIsFirstRead) {

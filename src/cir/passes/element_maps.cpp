@@ -2,9 +2,11 @@
 
 #include <utility>
 
-namespace zyntax::cir {
+#include "cir/equal.hpp"
+#include "cir/equal_everywhere.hpp"
+#include "cir/reads.hpp"
 
-namespace {
+namespace zyntax::cir {
 
 bool is_var(const Expr& e, const std::string& name) {
   auto v = e.as<Var>();
@@ -16,7 +18,26 @@ bool is_zero(const Expr& e) {
   return c && c->value == 0;
 }
 
-}  // namespace
+ExtentAwareMutator::ExtentAwareMutator(const Kernel& k) : kernel_lets_(resolved_lets(k)), changing_(mutable_names(k)) {}
+
+bool ExtentAwareMutator::unchanging(const Expr& e) const { return !reads_any(substitute(e, kernel_lets_), changing_); }
+
+Stmt ExtentAwareMutator::visit(const For* op) {
+  loops_.push_back(op);
+  Stmt s = IRMutator::visit(op);
+  loops_.pop_back();
+  return s;
+}
+
+SameExtent ExtentAwareMutator::same_extent(const Block& b, size_t end) const {
+  Substitution lets;
+  for (size_t i = 0; i < end && i < b.size(); ++i)
+    if (auto l = b[i].as<Let>()) lets[l->name] = substitute(l->value, lets);
+  return [this, lets](const Expr& x, const Expr& y) {
+    Expr u = substitute(x, lets), v = substitute(y, lets);
+    return equal(u, v) || equal_everywhere(u, v, loops_, kernel_lets_);
+  };
+}
 
 std::optional<ElementMap> element_map(const Stmt& s) {
   auto rows = s.as<For>();

@@ -5,10 +5,13 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "cir/ir.hpp"
 #include "cir/mutator.hpp"
+#include "cir/substitute.hpp"
 
 namespace zyntax::cir {
 
@@ -21,8 +24,35 @@ struct ElementMap {
 };
 std::optional<ElementMap> element_map(const Stmt& s);
 
+bool is_var(const Expr& e, const std::string& name);
+bool is_zero(const Expr& e);
+
 // Whether two extents are the same wherever they are seen.
 using SameExtent = std::function<bool(const Expr&, const Expr&)>;
+
+// A mutator of blocks that knows the loops around the block it is in and
+// compares extents there.
+class ExtentAwareMutator : public IRMutator {
+ public:
+  explicit ExtentAwareMutator(const Kernel& k);
+  using IRMutator::mutate;
+  using IRMutator::visit;
+  Stmt visit(const For* op) override;
+
+ protected:
+  // Extents compared by the values of the lets of `b` before `end`, and
+  // where that is not enough, at every iteration of the loops around
+  // (equal_everywhere, the kernel's lets seen through).
+  SameExtent same_extent(const Block& b, size_t end) const;
+  // Whether `e` has one value all through the block: it names no var,
+  // array or output, its lets seen through.
+  bool unchanging(const Expr& e) const;
+
+ private:
+  Substitution kernel_lets_;
+  std::set<std::string> changing_;  // mutable_names()
+  std::vector<const For*> loops_;  // around the block being rewritten, outermost first
+};
 
 // Replaces every read of `buffer` by `element` and says whether each read
 // was of the element at (row, col) of loops over 0..n0 and 0..n1: the loop

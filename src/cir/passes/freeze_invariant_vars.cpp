@@ -75,22 +75,23 @@ Kernel freeze_invariant_vars(const Kernel& k) {
   Vars v;
   v.include(k.body);
   Substitution lets = resolved_lets(k);
-  // Candidates: declared once, with an init of loop variables and lets
-  // (equal_everywhere refuses anything else, mutable locals included).
+  // Candidates: declared once, with an init of loop variables, lets and
+  // inputs. Values that name other vars or arrays are never taken as
+  // equal, not even to the same text: those may have changed in between.
+  std::set<std::string> changing = mutable_names(k);
   std::map<std::string, Expr> inits;
   for (auto& [name, c] : v.vars)
     if (c.decls == 1) inits[name] = substitute(c.init, lets);
   for (bool changed = true; changed;) {
     changed = false;
     Substitution held(inits.begin(), inits.end());  // the others hold their inits
-    std::set<std::string> names;
-    for (auto& [name, init] : inits) names.insert(name);
     for (auto it = inits.begin(); it != inits.end();) {
-      bool invariant = !reads_any(it->second, names);
-      for (const Vars::Assignment& a : v.vars[it->first].assignments) {
+      const std::vector<Vars::Assignment>& assignments = v.vars[it->first].assignments;
+      bool invariant = assignments.empty() || !reads_any(it->second, changing);
+      for (const Vars::Assignment& a : assignments) {
         if (!invariant) break;
         Expr value = substitute(substitute(a.value, lets), held);
-        invariant = equal_everywhere(value, it->second, a.loops, lets);
+        invariant = !reads_any(value, changing) && equal_everywhere(value, it->second, a.loops, lets);
       }
       if (invariant) {
         ++it;

@@ -1,12 +1,7 @@
 #include "cir/passes/fuse_product_epilogues.hpp"
 
-#include <functional>
-#include <map>
 #include <optional>
-#include <vector>
 
-#include "cir/equal.hpp"
-#include "cir/equal_everywhere.hpp"
 #include "cir/mutator.hpp"
 #include "cir/passes/element_maps.hpp"
 #include "cir/passes/gpu_register_blocks.hpp"
@@ -18,28 +13,10 @@ namespace zyntax::cir {
 
 namespace {
 
-bool is_var(const Expr& e, const std::string& name) {
-  auto v = e.as<Var>();
-  return v && v->name == name;
-}
-
-bool is_zero(const Expr& e) {
-  auto c = e.as<IntImm>();
-  return c && c->value == 0;
-}
-
-class Fuse : public IRMutator {
+class Fuse : public ExtentAwareMutator {
  public:
-  explicit Fuse(const Kernel& k) : kernel_lets_(resolved_lets(k)) {}
+  using ExtentAwareMutator::ExtentAwareMutator;
   using IRMutator::mutate;
-  using IRMutator::visit;
-
-  Stmt visit(const For* op) override {
-    loops_.push_back(op);
-    Stmt s = IRMutator::visit(op);
-    loops_.pop_back();
-    return s;
-  }
 
   Block mutate(const Block& in) override {
     Block b = IRMutator::mutate(in);
@@ -78,15 +55,7 @@ class Fuse : public IRMutator {
       if (kind != StmtKind::Let && kind != StmtKind::Check && kind != StmtKind::Allocate) break;
       if (reads(b[m]).count(p)) return std::nullopt;
     }
-    // Extents compare by the values of the block's lets up to the map, and
-    // where that is not enough, at every iteration of the loops around.
-    Substitution lets;
-    for (size_t i = 0; i < m; ++i)
-      if (auto l = b[i].as<Let>()) lets[l->name] = substitute(l->value, lets);
-    SameExtent same = [&](const Expr& x, const Expr& y) {
-      Expr u = substitute(x, lets), v = substitute(y, lets);
-      return equal(u, v) || equal_everywhere(u, v, loops_, kernel_lets_);
-    };
+    SameExtent same = same_extent(b, m);
     const Expr &n0 = dots->rows->hi, &n1 = dots->cols->hi;
     std::optional<ElementMap> map = m < b.size() ? element_map(b[m]) : std::nullopt;
     if (!map || map->store->buffer == p || !same(map->rows->hi, n0) || !same(map->cols->hi, n1) ||
@@ -122,9 +91,6 @@ class Fuse : public IRMutator {
     for (size_t i = m + 1; i < b.size(); ++i) out.push_back(b[i]);
     return out;
   }
-
-  Substitution kernel_lets_;
-  std::vector<const For*> loops_;  // around the block being fused
 };
 
 }  // namespace

@@ -1,11 +1,9 @@
 #include "cir/passes/map_in_place.hpp"
 
 #include <optional>
+#include <set>
 #include <string>
-#include <vector>
 
-#include "cir/equal.hpp"
-#include "cir/equal_everywhere.hpp"
 #include "cir/mutator.hpp"
 #include "cir/passes/element_maps.hpp"
 #include "cir/reads.hpp"
@@ -45,18 +43,10 @@ const Allocate* local_array(const Stmt& s) {
   return a && a->space == MemorySpace::Local && a->type.shape.size() == 2 ? a : nullptr;
 }
 
-class InPlace : public IRMutator {
+class InPlace : public ExtentAwareMutator {
  public:
-  explicit InPlace(const Kernel& k) : kernel_lets_(resolved_lets(k)) {}
+  using ExtentAwareMutator::ExtentAwareMutator;
   using IRMutator::mutate;
-  using IRMutator::visit;
-
-  Stmt visit(const For* op) override {
-    loops_.push_back(op);
-    Stmt s = IRMutator::visit(op);
-    loops_.pop_back();
-    return s;
-  }
 
   Block mutate(const Block& in) override {
     Block b = IRMutator::mutate(in);
@@ -71,13 +61,7 @@ class InPlace : public IRMutator {
     std::optional<ElementMap> map = element_map(b[m]);
     if (!map) return std::nullopt;
     const std::string& target = map->store->buffer;
-    Substitution lets;
-    for (size_t i = 0; i < m; ++i)
-      if (auto l = b[i].as<Let>()) lets[l->name] = substitute(l->value, lets);
-    SameExtent same = [&](const Expr& x, const Expr& y) {
-      Expr u = substitute(x, lets), v = substitute(y, lets);
-      return equal(u, v) || equal_everywhere(u, v, loops_, kernel_lets_);
-    };
+    SameExtent same = same_extent(b, m);
     std::optional<size_t> t;
     for (size_t i = 0; i < m; ++i)
       if (const Allocate* a = local_array(b[i]); a && a->name == target) t = i;
@@ -88,8 +72,10 @@ class InPlace : public IRMutator {
     std::set<std::string> read = reads(map->store->value);
     for (size_t s = 0; s < *t; ++s) {
       const Allocate* source = local_array(b[s]);
+      // (Shapes read at two allocations: equal only if nothing between can change them.)
       if (!source || !read.count(source->name) || source->type.dtype != into.type.dtype || source->capacity < into.capacity ||
-          !same(source->type.shape[0], into.type.shape[0]) || !same(source->type.shape[1], into.type.shape[1]) ||
+          !unchanging(source->type.shape[0]) || !unchanging(source->type.shape[1]) || !unchanging(into.type.shape[0]) ||
+          !unchanging(into.type.shape[1]) || !same(source->type.shape[0], into.type.shape[0]) || !same(source->type.shape[1], into.type.shape[1]) ||
           !same(map->rows->hi, source->type.shape[0]) || !same(map->cols->hi, source->type.shape[1]) ||
           !reads_only_element(map->store->value, source->name, *map, same))
         continue;
@@ -103,9 +89,6 @@ class InPlace : public IRMutator {
     }
     return std::nullopt;
   }
-
-  Substitution kernel_lets_;
-  std::vector<const For*> loops_;  // around the block
 };
 
 }  // namespace

@@ -6,33 +6,10 @@
 #include "cir/mutator.hpp"
 #include "cir/reads.hpp"
 #include "cir/verifier.hpp"
-#include "cir/visitor.hpp"
 
 namespace zyntax::cir {
 
 namespace {
-
-// The names a statement binds inside itself: loop variables, lets, vars.
-std::set<std::string> bound_in(const Stmt& s) {
-  struct Bound : IRVisitor {
-    using IRVisitor::visit;
-    std::set<std::string> names;
-    void visit(const For* op) override {
-      names.insert(op->var);
-      IRVisitor::visit(op);
-    }
-    void visit(const Let* op) override {
-      names.insert(op->name);
-      IRVisitor::visit(op);
-    }
-    void visit(const Decl* op) override {
-      names.insert(op->name);
-      IRVisitor::visit(op);
-    }
-  } bound;
-  bound.include(s);
-  return bound.names;
-}
 
 class Sink : public IRMutator {
  public:
@@ -48,7 +25,7 @@ class Sink : public IRMutator {
       if (!tile || tile->space != MemorySpace::Local || b[a + 1]->kind != StmtKind::For) continue;
       // The fill: writes the tile alone (and binds its own loop variables).
       const Stmt& fill = b[a + 1];
-      std::set<std::string> own = bound_in(fill), fill_reads = reads(b[a]);  // the tile's shape too
+      std::set<std::string> own = binds(fill), fill_reads = reads(b[a]);  // the tile's shape too
       for (const std::string& n : reads(fill))
         if (!own.count(n)) fill_reads.insert(n);
       bool only_tile = writes(fill).count(tile->name) > 0;
