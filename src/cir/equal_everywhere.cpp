@@ -1,5 +1,6 @@
 #include "cir/equal_everywhere.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -31,19 +32,22 @@ bool equal_everywhere(const Expr& a, const Expr& b, const std::vector<const For*
   // The loops whose variables the expressions (or the bounds of such loops) name.
   std::set<std::string> needed = reads(x);
   for (const std::string& n : reads(y)) needed.insert(n);
-  std::vector<const For*> used;
-  std::vector<Expr> lo, hi, step;
+  // Outermost first, with their bounds (which may name outer loops' variables).
+  struct Used {
+    const For* loop;
+    Expr lo, hi, step;
+  };
+  std::vector<Used> used;
   for (size_t i = loops.size(); i-- > 0;) {
     const For* f = loops[i];
     if (!needed.erase(f->var)) continue;
-    used.insert(used.begin(), f);
-    lo.insert(lo.begin(), simplify(substitute(f->lo, lets)));
-    hi.insert(hi.begin(), simplify(substitute(f->hi, lets)));
-    step.insert(step.begin(), simplify(substitute(f->step, lets)));
-    for (const Expr& bound : {lo.front(), hi.front(), step.front()})
+    Used u{f, simplify(substitute(f->lo, lets)), simplify(substitute(f->hi, lets)), simplify(substitute(f->step, lets))};
+    for (const Expr& bound : {u.lo, u.hi, u.step})
       for (const std::string& n : reads(bound)) needed.insert(n);
+    used.push_back(std::move(u));
   }
   if (!needed.empty()) return false;  // names no loop binds
+  std::reverse(used.begin(), used.end());
 
   int64_t points = 0;
   Substitution point;
@@ -53,9 +57,10 @@ bool equal_everywhere(const Expr& a, const Expr& b, const std::vector<const For*
       std::optional<int64_t> u = value_at(x, point), v = value_at(y, point);
       return u && v && *u == *v;
     }
-    std::optional<int64_t> l = value_at(lo[depth], point), h = value_at(hi[depth], point), s = value_at(step[depth], point);
+    const Used& u = used[depth];
+    std::optional<int64_t> l = value_at(u.lo, point), h = value_at(u.hi, point), s = value_at(u.step, point);
     if (!l || !h || !s || *s <= 0) return false;
-    const For* f = used[depth];
+    const For* f = u.loop;
     for (int64_t i = *l; i < *h; i += *s) {
       point[f->var] = IntImm::make(i, DType::I64, f->span);
       if (!every(depth + 1)) return false;

@@ -16,10 +16,12 @@
 namespace zyntax::cir {
 
 // `loops`: the loops around the expressions, outermost first; `lets`: the
-// values of the lets they may name, already resolved. False where a name
-// is neither (a mutable local, an array), a bound does not fold to a
-// constant, or the loops that matter have more than `max_points`
-// iterations together.
+// values of the lets they may name, already resolved. Expressions equal as
+// written are equal whatever they name (the caller knows those names hold
+// one value where both are evaluated); otherwise false where a name is
+// neither a loop variable nor a let (a mutable local, an array), a bound
+// does not fold to a constant, or the loops that matter have more than
+// `max_points` iterations together.
 bool equal_everywhere(const Expr& a, const Expr& b, const std::vector<const For*>& loops, const Substitution& lets,
                       int64_t max_points = 1 << 14);
 
