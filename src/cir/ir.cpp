@@ -178,6 +178,22 @@ Stmt make_mma_store(std::string d, int ldd, std::string acc, int warp_rows, int 
   m->count = count;
   return Stmt(m);
 }
+Stmt make_async_copy(std::string dst, Expr dst_index, std::string src, std::vector<Expr> src_index, int count, Expr valid, Span s) {
+  auto c = std::make_shared<AsyncCopy>(AsyncCopy::Step::Start, s);
+  c->dst = std::move(dst);
+  c->dst_index = std::move(dst_index);
+  c->src = std::move(src);
+  c->src_index = std::move(src_index);
+  c->count = count;
+  c->valid = std::move(valid);
+  return Stmt(c);
+}
+Stmt make_async_commit(Span s) { return Stmt(std::make_shared<AsyncCopy>(AsyncCopy::Step::Commit, s)); }
+Stmt make_async_wait(int pending, Span s) {
+  auto c = std::make_shared<AsyncCopy>(AsyncCopy::Step::Wait, s);
+  c->pending = pending;
+  return Stmt(c);
+}
 Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, Expr a_row_stride, Expr a_k_stride, std::string b, Expr b_offset,
                        Expr ldb, Expr kc, std::string c, std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate,
                        Span s) {

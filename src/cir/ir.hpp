@@ -242,7 +242,7 @@ struct GpuIndex : ExprNode {
 
 // ---------------------------------------------------------------- statements
 
-enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic, Check, MatMulBlock, BlockReduce, TileMma };
+enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic, Check, MatMulBlock, BlockReduce, TileMma, AsyncCopy };
 
 struct StmtNode {
   StmtKind kind;
@@ -430,6 +430,36 @@ struct TileMma : StmtNode {
   TileMma(Step st, std::string acc_, int wr, int wc, Span s) : StmtNode(kKind, s), step(st), acc(std::move(acc_)), warp_rows(wr), warp_cols(wc) {}
 };
 
+// Copies from an input into a GPU block's shared array that run while the
+// thread goes on (cp.async on NVIDIA GPUs), in steps a thread takes:
+//   Start:   dst[dst_index + i] = src[src_index with its last index + i] for
+//            i < count: a run along the input's last axis. Only the first
+//            `valid` (0..count) elements are read, and the rest are zero; an
+//            element not read need not be in bounds. count elements take 4,
+//            8 or 16 bytes, and dst_index and the run's first element are
+//            multiples of count (the bytes are aligned to their size).
+//   Commit:  the thread's copies started since its last commit form a group.
+//   Wait:    the thread waits until at most `pending` of its groups (those
+//            committed last) have not landed.
+// A copy lands at some time between its start and the wait that covers it:
+// until then nothing may read or write its elements, and other threads see
+// them after a barrier that follows the wait. Every copy has landed by the
+// end of its GPU block. Each step stands in a GPU thread loop with one
+// iteration per thread of the block (a thread's copies and groups are its own).
+struct AsyncCopy : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::AsyncCopy;
+  enum class Step : uint8_t { Start, Commit, Wait };
+  Step step;
+  std::string dst;           // Start
+  Expr dst_index;
+  std::string src;
+  std::vector<Expr> src_index;
+  int count = 0;
+  Expr valid;
+  int pending = 0;           // Wait
+  AsyncCopy(Step st, Span s) : StmtNode(kKind, s), step(st) {}
+};
+
 // Stops the kernel with an error unless `cond` holds. Passes insert checks
 // where the source's semantics has an error they cannot otherwise keep
 // (shapes that must agree, a reduction that must not be empty).
@@ -481,6 +511,9 @@ Stmt make_block_reduce(std::string name, ReduceOp op, std::string array, Expr co
 Stmt make_mma_zero(std::string acc, int warp_rows, int warp_cols, Span s = {});
 Stmt make_mma_accumulate(std::string acc, int warp_rows, int warp_cols, std::string a, int lda, std::string b, int ldb, int depth, Span s = {});
 Stmt make_mma_store(std::string d, int ldd, std::string acc, int warp_rows, int warp_cols, int row0, int count, Span s = {});
+Stmt make_async_copy(std::string dst, Expr dst_index, std::string src, std::vector<Expr> src_index, int count, Expr valid, Span s = {});
+Stmt make_async_commit(Span s = {});
+Stmt make_async_wait(int pending, Span s = {});
 Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, Expr a_row_stride, Expr a_k_stride, std::string b, Expr b_offset,
                        Expr ldb, Expr kc, std::string c, std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate,
                        Span s = {});

@@ -103,6 +103,7 @@ Stmt IRMutator::mutate(const Stmt& s) {
     case StmtKind::MatMulBlock: return visit(s.as<MatMulBlock>());
     case StmtKind::BlockReduce: return visit(s.as<BlockReduce>());
     case StmtKind::TileMma: return visit(s.as<TileMma>());
+    case StmtKind::AsyncCopy: return visit(s.as<AsyncCopy>());
   }
   return s;
 }
@@ -317,6 +318,14 @@ Stmt IRMutator::visit(const BlockReduce* op) {
 
 // Names and constants only: nothing to rewrite.
 Stmt IRMutator::visit(const TileMma* op) { return handle_of(op); }
+
+Stmt IRMutator::visit(const AsyncCopy* op) {
+  if (op->step != AsyncCopy::Step::Start) return handle_of(op);
+  Expr d = mutate(op->dst_index), v = mutate(op->valid);
+  std::vector<Expr> si = mutate_exprs(op->src_index);
+  bool changed = !d.same_as(op->dst_index) || !v.same_as(op->valid) || !same_exprs(si, op->src_index);
+  return keep_or(handle_of(op), changed, [&] { return make_async_copy(op->dst, d, op->src, si, op->count, v, op->span); });
+}
 
 Stmt IRMutator::visit(const MatMulBlock* op) {
   Expr ao = mutate(op->a_offset), ars = mutate(op->a_row_stride), aks = mutate(op->a_k_stride);

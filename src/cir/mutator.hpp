@@ -66,6 +66,7 @@ class IRMutator {
   virtual Stmt visit(const MatMulBlock* op);
   virtual Stmt visit(const BlockReduce* op);
   virtual Stmt visit(const TileMma* op);
+  virtual Stmt visit(const AsyncCopy* op);
 
  protected:
   std::vector<AxisSel> mutate_axes(const std::vector<AxisSel>& axes);

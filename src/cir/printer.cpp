@@ -222,6 +222,21 @@ std::string tile_mma_text(const TileMma& m) {
   return "";
 }
 
+// async_copy xs[i] <- x[r, k] count 8 valid v, async_commit, async_wait 1.
+std::string async_copy_text(const AsyncCopy& c) {
+  switch (c.step) {
+    case AsyncCopy::Step::Start: {
+      std::vector<AxisSel> from;
+      for (const Expr& e : c.src_index) from.push_back(AxisSel::at(e));
+      return "async_copy " + axes_text(c.dst, {AxisSel::at(c.dst_index)}) + " <- " + axes_text(c.src, from) + " count " + std::to_string(c.count) +
+             " valid " + print(c.valid);
+    }
+    case AsyncCopy::Step::Commit: return "async_commit";
+    case AsyncCopy::Step::Wait: return "async_wait " + std::to_string(c.pending);
+  }
+  return "";
+}
+
 class StmtPrinter {
  public:
   std::string out;
@@ -286,6 +301,7 @@ class StmtPrinter {
         return line(indent, "let " + op->name + " = block_reduce(" + reduce_op_name(op->op) + ", " + op->array + "[0:" + print(op->count) + "])");
       }
       case StmtKind::TileMma: return line(indent, tile_mma_text(*s.as<TileMma>()));
+      case StmtKind::AsyncCopy: return line(indent, async_copy_text(*s.as<AsyncCopy>()));
       case StmtKind::Check: return line(indent, "check " + print(s.as<Check>()->cond) + ", \"" + s.as<Check>()->message + "\"");
       case StmtKind::MatMulBlock: {
         auto op = s.as<MatMulBlock>();

@@ -28,6 +28,10 @@ class Reads : public IRVisitor {
       names.insert(op->b);
     }
   }
+  void visit(const AsyncCopy* op) override {
+    if (op->step == AsyncCopy::Step::Start) names.insert(op->src);
+    IRVisitor::visit(op);
+  }
 };
 
 // What a statement writes; with `bindings_only`, just the names it binds
@@ -71,6 +75,9 @@ class Writes : public IRVisitor {
   }
   void visit(const TileMma* op) override {
     if (!bindings_only_) names.insert(op->step == TileMma::Step::Store ? op->d : op->acc);
+  }
+  void visit(const AsyncCopy* op) override {
+    if (!bindings_only_ && op->step == AsyncCopy::Step::Start) names.insert(op->dst);
   }
 
  private:

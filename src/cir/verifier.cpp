@@ -213,7 +213,10 @@ class Verifier : public IRVisitor {
       if (op->type.rank() < 2) report("thread-private array '" + op->name + "' has no axis for the threads and one for each thread's elements");
       thread_private_.insert(op->name);
     }
-    if (op->space == MemorySpace::Shared && gpu_block_axes_ != 0) (op->offset >= 0 ? placed_ : unplaced_).push_back(op->name);
+    if (op->space == MemorySpace::Shared && gpu_block_axes_ != 0) {
+      (op->offset >= 0 ? placed_ : unplaced_).push_back(op->name);
+      block_shared_.insert(op->name);
+    }
     if (op->offset >= 0) {
       if (op->space != MemorySpace::Shared || gpu_block_axes_ == 0 || in_gpu_thread_ > 0)
         report("array '" + op->name + "' is placed at a byte offset but is not a GPU block's shared array");
@@ -283,6 +286,28 @@ class Verifier : public IRVisitor {
         report(what + ": rows " + std::to_string(op->row0) + ".." + std::to_string(op->row0 + op->count) + " are not 16-row pieces of its " + std::to_string(rows));
       if (op->ldd < cols || (op->count - 1) * op->ldd + cols > nd) report(what + ": '" + op->d + "' holds no " + std::to_string(op->count) + "x" + std::to_string(cols) + " tile with rows " + std::to_string(op->ldd) + " apart");
     }
+  }
+
+  void visit(const AsyncCopy* op) override {
+    if (in_gpu_thread_ == 0) report("asynchronous copy step outside a GPU thread loop: each thread takes its own steps");
+    if (op->step == AsyncCopy::Step::Wait && op->pending < 0) report("async_wait for " + std::to_string(op->pending) + " pending groups");
+    if (op->step != AsyncCopy::Step::Start) return;
+    std::string what = "async_copy into '" + op->dst + "'";
+    const Symbol* dst = writable_buffer(op->dst);
+    if (dst && (!block_shared_.count(op->dst) || dst->type.rank() != 1)) report(what + ": not a 1-D shared array of a GPU block");
+    const Symbol* src = lookup(op->src);
+    if (!src || src->kind != SymbolKind::Input) return report(what + ": it copies from '" + op->src + "', which is not an input");
+    if (op->src_index.size() != src->type.rank() || op->src_index.empty())
+      report(what + ": '" + op->src + "' has rank " + std::to_string(src->type.rank()) + " but " + std::to_string(op->src_index.size()) + " indices");
+    if (dst && dst->type.dtype != src->type.dtype)
+      report(what + ": it copies " + dtype_name(src->type.dtype) + " elements into a " + dtype_name(dst->type.dtype) + " array");
+    int64_t bytes = static_cast<int64_t>(op->count) * static_cast<int64_t>(dtype_size(src->type.dtype));
+    if (op->count <= 0 || (bytes != 4 && bytes != 8 && bytes != 16))
+      report(what + ": " + std::to_string(op->count) + " elements of " + dtype_name(src->type.dtype) + " are not 4, 8 or 16 bytes");
+    check_int_scalar(op->dst_index, "async_copy destination index");
+    for (const Expr& e : op->src_index) check_int_scalar(e, "async_copy source index");
+    check_int_scalar(op->valid, "async_copy valid count");
+    IRVisitor::visit(op);
   }
 
   // Arrays of a GPU block with access rules: a fragment is touched by
@@ -626,6 +651,7 @@ class Verifier : public IRVisitor {
   std::vector<std::string> placed_, unplaced_;          // a GPU block's shared arrays, with and without byte offsets
   int in_gpu_thread_ = 0;
   std::vector<std::string> thread_vars_;    // the GPU thread loops' variables around the statement, innermost last
+  std::set<std::string> block_shared_;      // a GPU block's shared arrays
   std::set<std::string> fragments_;         // a GPU block's matrix accumulators (tile_mma)
   std::map<std::string, std::pair<int, int>> fragment_warps_;  // ... and the warps their steps spread them over
   std::set<std::string> thread_private_;    // local arrays of a GPU block, a row per thread

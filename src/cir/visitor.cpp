@@ -41,6 +41,7 @@ void IRVisitor::include(const Stmt& s) {
     case StmtKind::MatMulBlock: return visit(s.as<MatMulBlock>());
     case StmtKind::BlockReduce: return visit(s.as<BlockReduce>());
     case StmtKind::TileMma: return visit(s.as<TileMma>());
+    case StmtKind::AsyncCopy: return visit(s.as<AsyncCopy>());
   }
 }
 
@@ -126,6 +127,12 @@ void IRVisitor::visit(const Atomic* op) {
 void IRVisitor::visit(const BlockReduce* op) { include(op->count); }
 
 void IRVisitor::visit(const TileMma*) {}
+
+void IRVisitor::visit(const AsyncCopy* op) {
+  include(op->dst_index);
+  for (const Expr& e : op->src_index) include(e);
+  include(op->valid);
+}
 
 void IRVisitor::visit(const MatMulBlock* op) {
   for (const Expr& e : {op->a_offset, op->a_row_stride, op->a_k_stride, op->b_offset, op->ldb, op->kc, op->ldc, op->m_valid, op->n_valid,

@@ -52,6 +52,7 @@ class IRVisitor {
   virtual void visit(const MatMulBlock* op);
   virtual void visit(const BlockReduce* op);
   virtual void visit(const TileMma* op);
+  virtual void visit(const AsyncCopy* op);
 
  protected:
   // Visits the extents of a type.

@@ -1,9 +1,11 @@
 #include "interp/reference_executor.hpp"
 
 #include <cmath>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 
@@ -34,13 +36,20 @@ struct GpuRaces {
   };
   int64_t thread = kAll;  // the thread loop iteration running now
   std::unordered_map<uint64_t, Touch> touched;
+  std::unordered_map<uint64_t, int64_t> in_flight;  // elements an asynchronous copy has yet to land in, and its thread
+
+  static std::string who(int64_t th) {
+    return th == kAll ? std::string("every thread") : th == kMany ? std::string("several threads") : "thread " + std::to_string(th);
+  }
 
   void check(bool write, uint64_t key, int64_t flat, const std::string& name, Span span) {
+    if (auto it = in_flight.find(key); it != in_flight.end())
+      fail(span, "the GPU schedule's " + who(thread) + (write ? " writes " : " reads ") + "element " + std::to_string(flat) + " of " + name +
+                     " while an asynchronous copy into it from " + who(it->second) + " has not landed (no async_wait covers it yet)");
     Touch& t = touched[key];
     auto other = [&](int64_t who) { return who != kNone && (who != thread || who == kMany); };
     int64_t against = other(t.writer) ? t.writer : write && other(t.reader) ? t.reader : kNone;
     if (against != kNone) {
-      auto who = [](int64_t th) { return th == kAll ? std::string("every thread") : th == kMany ? std::string("several threads") : "thread " + std::to_string(th); };
       fail(span, "data race in the GPU schedule: " + who(thread) + (write ? " writes " : " reads ") + "element " + std::to_string(flat) + " of " + name +
                      ", which " + who(against) + (against == t.writer ? " wrote" : " read") + " since the last barrier");
     }
@@ -48,6 +57,35 @@ struct GpuRaces {
     else t.reader = t.reader == kNone || t.reader == thread ? thread : kMany;
   }
   void barrier() { touched.clear(); }
+};
+
+// Asynchronous copies (cir::AsyncCopy) of each thread of a GPU block: the
+// elements it started copying, then its committed groups, oldest first. An
+// element lands, written by its thread, when a wait covers its group; until
+// then GpuRaces::in_flight makes any access to it an error.
+struct AsyncCopies {
+  struct Landing {
+    int slot;
+    uint64_t key;
+    int64_t flat;
+    Scalar value;
+    std::shared_ptr<const std::string> array;
+    Span span;
+  };
+  struct Thread {
+    std::vector<Landing> open;
+    std::deque<std::vector<Landing>> groups;
+  };
+  std::map<int64_t, Thread> threads;
+
+  bool all_landed() const {
+    for (const auto& [id, t] : threads) {
+      if (!t.open.empty()) return false;
+      for (const std::vector<Landing>& g : t.groups)
+        if (!g.empty()) return false;
+    }
+    return true;
+  }
 };
 
 // Which element of the race record an access touches: the array's slot and
@@ -70,6 +108,7 @@ struct Frame {
   Tensor best;                // ArgMin/ArgMax: the best value so far
   std::vector<bool> has_best;
   GpuRaces races;
+  AsyncCopies async_copies;
   Tensor shared_region;  // bytes of a block's placed shared arrays
 };
 
@@ -454,6 +493,9 @@ struct ReferenceKernel::Compiled {
             if (gpu_block) f.races.barrier();  // blocks share nothing but the output, which rows split
             if (gpu_thread) f.races.thread = (i - l) / st;
             run_block(*body, f);
+            if (gpu_block && !f.async_copies.all_landed())
+              fail(span, "a GPU block ends with asynchronous copies that no async_wait covers");
+            if (gpu_block) f.async_copies.threads.clear();
             if (h - i < st) break;  // no overflow past the end
           }
           f.races.thread = outer_thread;
@@ -562,6 +604,7 @@ struct ReferenceKernel::Compiled {
       }
       case cir::StmtKind::MatMulBlock: return matmul_block(*s.as<cir::MatMulBlock>());
       case cir::StmtKind::TileMma: return tile_mma(*s.as<cir::TileMma>());
+      case cir::StmtKind::AsyncCopy: return async_copy(*s.as<cir::AsyncCopy>());
       case cir::StmtKind::BlockReduce: {
         // In element order; a GPU's order differs only by rounding.
         const auto* r = s.as<cir::BlockReduce>();
@@ -636,6 +679,67 @@ struct ReferenceKernel::Compiled {
           for (int64_t p = 0; p < depth; ++p) s += av[static_cast<size_t>(r * depth + p)] * bv[static_cast<size_t>(p * cols + j)];  // exact products
           cv[r * cols + j] = s;
         }
+    };
+  }
+
+  // A step of a thread's asynchronous copies (AsyncCopies). A copy is
+  // checked as its thread's write both when it starts and when it lands,
+  // since on a GPU it may land at any time between.
+  StmtFn async_copy(const cir::AsyncCopy& c) {
+    using Step = cir::AsyncCopy::Step;
+    Span span = c.span;
+    if (c.step == Step::Commit)
+      return [](Frame& f) {
+        AsyncCopies::Thread& t = f.async_copies.threads[f.races.thread];
+        t.groups.push_back(std::move(t.open));
+        t.open.clear();
+      };
+    if (c.step == Step::Wait) {
+      size_t pending = static_cast<size_t>(c.pending);
+      return [pending](Frame& f) {
+        AsyncCopies::Thread& t = f.async_copies.threads[f.races.thread];
+        while (t.groups.size() > pending) {
+          for (const AsyncCopies::Landing& l : t.groups.front()) {
+            f.races.in_flight.erase(l.key);
+            f.races.check(true, l.key, l.flat, *l.array, l.span);
+            f.tiles[static_cast<size_t>(l.slot)].set(l.flat, l.value);
+          }
+          t.groups.pop_front();
+        }
+      };
+    }
+    int dst = buffer_slot(c.dst), src = buffer_slot(c.src);
+    RaceKey key = race_key(c.dst, dst);
+    ScalarFn dst_index = scalar(c.dst_index), valid = scalar(c.valid);
+    std::vector<ScalarFn> src_index;
+    for (const Expr& e : c.src_index) src_index.push_back(scalar(e));
+    int64_t count = c.count;
+    std::string dst_name = c.dst, src_name = c.src;
+    auto array = std::make_shared<const std::string>(c.dst);
+    return [=](Frame& f) {
+      Tensor& d = f.tiles[static_cast<size_t>(dst)];
+      const Tensor& from = f.tiles[static_cast<size_t>(src)];
+      int64_t at = dst_index(f).as_int64(), n = valid(f).as_int64();
+      if (at < 0 || at + count > d.numel() || at % count)
+        fail(span, "async_copy of " + std::to_string(count) + " elements into " + dst_name + " at element " + std::to_string(at) + ", which has " +
+                       std::to_string(d.numel()) + " (the run must lie inside it, at a multiple of its length)");
+      if (n < 0 || n > count) fail(span, "async_copy reads " + std::to_string(n) + " elements of a run of " + std::to_string(count));
+      int64_t first = 0;
+      if (n > 0) {
+        std::vector<int64_t> idx(src_index.size());
+        for (size_t i = 0; i < idx.size(); ++i) idx[i] = src_index[i](f).as_int64();
+        first = flat_index(from, idx, src_name, span);
+        idx.back() += n - 1;
+        flat_index(from, idx, src_name, span);  // the run's last element read is on the same axis
+        if (first % count) fail(span, "async_copy from " + src_name + " at element " + std::to_string(first) + ", not a multiple of its run of " + std::to_string(count));
+      }
+      std::vector<AsyncCopies::Landing>& open = f.async_copies.threads[f.races.thread].open;
+      for (int64_t i = 0; i < count; ++i) {
+        uint64_t k = key.at(at + i);
+        f.races.check(true, k, at + i, dst_name, span);
+        f.races.in_flight[k] = f.races.thread;
+        open.push_back({dst, k, at + i, i < n ? from.get(first + i) : Scalar::from_int(0, d.dtype()), array, span});
+      }
     };
   }
 

@@ -142,15 +142,16 @@ TEST(ScheduleGpuMma, ThePlanPutsProductsOnTensorCoresAndItsPtxAssembles) {
   testing::expect_ptx_assembles(planned, names, "mma", [](const std::string& ptx) {
     for (const char* op : {"wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16", "wmma.load.b.sync.aligned.row.m16n16k16.shared.f16",
                            "wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32", "wmma.mma.sync.aligned.row.row.m16n16k8.f32.tf32.tf32.f32",
-                           "wmma.store.d.sync.aligned.row.m16n16k16.shared.f32", "cvt.rna.tf32.f32", "bar.sync"})
+                           "wmma.store.d.sync.aligned.row.m16n16k16.shared.f32", "cvt.rna.tf32.f32", "bar.sync",
+                           "cp.async.cg.shared.global", "cp.async.ca.shared.global", "cp.async.commit_group", "cp.async.wait_group 1"})
       EXPECT_NE(ptx.find(op), std::string::npos) << op;
     EXPECT_EQ(ptx.find(".local"), std::string::npos) << "the accumulators should live in registers";
   });
 }
 
-// The scheduled bf16 kernel with one statement of its K loop removed.
-cir::Kernel without_step_statement(size_t drop) {
-  cir::Kernel s = *cir::schedule_gpu_mma(specialised(kProducts[0], 20, 20, 40));
+// The scheduled bf16 kernel of m x n x k with one statement of its K loop removed.
+cir::Kernel without_step_statement(size_t drop, int64_t m, int64_t n, int64_t k) {
+  cir::Kernel s = *cir::schedule_gpu_mma(specialised(kProducts[0], m, n, k));
   auto tile = s.body[0].as<cir::For>();
   cir::Block block = tile->body;
   for (cir::Stmt& st : block) {
@@ -164,19 +165,49 @@ cir::Kernel without_step_statement(size_t drop) {
   return s;
 }
 
-TEST(ScheduleGpuMma, TheRaceCheckerSeesAMissingBarrier) {
-  // The K loop is: load xs, load ys, barrier, mma, barrier.
-  for (size_t drop : {2u, 4u}) {
-    cir::Kernel s = without_step_statement(drop);
-    Random rng(3);
-    std::vector<Tensor> in = inputs_of(s, rng);
-    try {
-      ReferenceKernel(s).run(in, {});
-      ADD_FAILURE() << "no race found without statement " << drop << "\n" << cir::print(s);
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("data race in the GPU schedule"), std::string::npos) << e.what();
-    }
+// The error the reference executor stops the kernel with, or "".
+std::string error_of(const cir::Kernel& s) {
+  Random rng(3);
+  std::vector<Tensor> in = inputs_of(s, rng);
+  try {
+    ReferenceKernel(s).run(in, {});
+  } catch (const Error& e) {
+    return e.what();
   }
+  return "";
+}
+
+TEST(ScheduleGpuMma, TheRaceCheckerSeesAMissingBarrier) {
+  // With 21 columns no run of b's row is 4-byte aligned: the tiles are copied
+  // synchronously, and the K loop is: load xs, load ys, barrier, mma, barrier.
+  for (size_t drop : {2u, 4u}) {
+    cir::Kernel s = without_step_statement(drop, 20, 21, 40);
+    EXPECT_NE(error_of(s).find("data race in the GPU schedule"), std::string::npos) << "without statement " << drop << "\n" << cir::print(s);
+  }
+}
+
+// Rows of 8-byte-aligned runs: the tiles are copied asynchronously, three
+// depth steps in flight. The K loop starts: wait, barrier, copies of a later
+// step, mma (then the next two steps, each under its test).
+TEST(ScheduleGpuMma, AsynchronousCopiesAreWaitedForAndFencedByABarrier) {
+  cir::Kernel whole = *cir::schedule_gpu_mma(specialised(kProducts[0], 20, 20, 40));
+  EXPECT_NE(cir::print(whole).find("async_copy xs%tc"), std::string::npos) << cir::print(whole);
+  EXPECT_EQ(error_of(whole), "");
+  EXPECT_NE(error_of(without_step_statement(0, 20, 20, 40)).find("while an asynchronous copy into it from thread"), std::string::npos);
+  EXPECT_NE(error_of(without_step_statement(1, 20, 20, 40)).find("data race in the GPU schedule"), std::string::npos);
+}
+
+// Factors whose tile rows are not runs of the input: a transposed b (the
+// tile's columns run across b's rows), or rows of 3 bf16 elements (no
+// 4-byte run starts aligned).
+TEST(ScheduleGpuMma, CopiesSynchronouslyWhereRunsDoNotFit) {
+  for (auto [p, n, k] : {std::tuple<const Product*, int64_t, int64_t>{&kProducts[1], 64, 64}, {&kProducts[0], 64, 3}}) {
+    std::string text = cir::print(*cir::schedule_gpu_mma(specialised(*p, 64, n, k)));
+    EXPECT_EQ(text.find("async_copy"), std::string::npos) << p->name << "\n" << text;
+  }
+  // Runs of one f32 element (4 bytes) fit any TF32 product.
+  std::string tf32 = cir::print(*cir::schedule_gpu_mma(specialised(kProducts[3], 5, 7, 3)));
+  EXPECT_NE(tf32.find("count 1 valid"), std::string::npos) << tf32;
 }
 
 TEST(ScheduleGpuMma, TheVerifierHoldsTileMmaToItsRules) {

@@ -135,6 +135,7 @@ bool only_yields(const For& loop) {
     void visit(const Barrier*) override { ok = false; }
     void visit(const BlockReduce*) override { ok = false; }
     void visit(const MatMulBlock*) override { ok = false; }
+    void visit(const AsyncCopy*) override { ok = false; }
     void visit(const Allocate* op) override { ok = ok && op->space != MemorySpace::Shared; }
     void visit(const Assign* op) override {
       ok = ok && inside.count(op->name);

@@ -1,5 +1,9 @@
 #include "cir/passes/gpu_tile_staging.hpp"
 
+#include "cir/affine.hpp"
+#include "cir/passes/element_maps.hpp"
+#include "cir/passes/simplify.hpp"
+#include "cir/reads.hpp"
 #include "cir/substitute.hpp"
 
 namespace zyntax::cir {
@@ -23,6 +27,81 @@ Stmt stage_factor_tile(const TileStaging& st, const LoopGroup& depth, const std:
   body.push_back(make_if(both(less_than(index, i64(st.side->size())), less_than(step, i64(K))), value, zero));
   Stmt loop = make_for(n, index_var(t), i64(st.width * st.depth), i64(threads), std::move(body), LoopKind::Serial, 0, span);
   return make_for(t, i64(0), i64(threads), i64(1), {loop}, LoopKind::GpuThread, 0, span);
+}
+
+namespace {
+
+// The factor at side index `tile * width + s` and depth step `k_start + d`.
+Expr factor_at(const TileStaging& st, const LoopGroup& depth, const Expr& s, const Expr& k_start, const Expr& d) {
+  Substitution at = st.side->at(index_var(st.tile) * i64(st.width) + s);
+  for (auto& [name, value] : depth.at(k_start + d)) at[name] = value;
+  return simplify(substitute(st.factor, at));
+}
+
+}  // namespace
+
+int async_run_length(const TileStaging& st, const LoopGroup& depth, const Kernel& k, FreshNames& fresh) {
+  if (st.guard.defined()) return 0;
+  std::string s = fresh("s%run"), d = fresh("d%run"), k0 = fresh("k0%run");
+  Expr e = factor_at(st, depth, index_var(s), index_var(k0), index_var(d));
+  const Access* a = e.as<Access>();
+  const Param* p = a ? k.find_param(a->buffer) : nullptr;
+  if (!p || p->role != ParamRole::Input || p->type.dtype != st.dtype || a->axes.empty() || a->axes.size() != p->type.rank()) return 0;
+  const IntImm* last_extent = p->type.shape.back().as<IntImm>();
+  if (!last_extent) return 0;
+  const std::string& fast = st.depth_fastest ? d : s;
+  int64_t slow_stride = st.depth_fastest ? st.side_stride : st.depth_stride;
+  if ((st.depth_fastest ? st.depth_stride : st.side_stride) != 1) return 0;
+  for (size_t i = 0; i < a->axes.size(); ++i) {
+    const AxisSel& sel = a->axes[i];
+    if (sel.is_slice) return 0;
+    if (i + 1 < a->axes.size() && reads(sel.index).count(fast)) return 0;
+  }
+  // The last index: fast + (terms not reading it, each a multiple of the run).
+  Affine last = linearize(a->axes.back().index);
+  std::vector<uint64_t> multiples = {last.constant, static_cast<uint64_t>(last_extent->value), static_cast<uint64_t>(slow_stride),
+                                     static_cast<uint64_t>(st.width), static_cast<uint64_t>(st.depth)};
+  bool has_fast = false;
+  for (const auto& [text, term] : last.terms) {
+    if (is_var(term.expr, fast)) {
+      if (term.coeff != 1) return 0;
+      has_fast = true;
+      continue;
+    }
+    if (reads(term.expr).count(fast)) return 0;
+    if (!is_var(term.expr, k0)) multiples.push_back(term.coeff);  // k0 steps by whole depths
+  }
+  if (!has_fast) return 0;
+  int64_t size = static_cast<int64_t>(dtype_size(st.dtype));
+  for (int64_t bytes : {16, 8, 4}) {
+    if (bytes < size) break;
+    auto run = static_cast<uint64_t>(bytes / size);
+    bool fits = true;
+    for (uint64_t m : multiples) fits = fits && m % run == 0;
+    if (fits) return static_cast<int>(run);
+  }
+  return 0;
+}
+
+Stmt async_stage_factor_tile(const TileStaging& st, int run, const LoopGroup& depth, const Expr& k_start, int64_t K, const std::string& thread,
+                             int64_t threads, FreshNames& fresh, Span span) {
+  std::string n = fresh("n%as"), s = fresh("s%as"), d = fresh("d%as");
+  int64_t lines = st.depth_fastest ? st.depth / run : st.width / run;  // runs along the fast direction
+  Block body = {make_let(s, st.depth_fastest ? index_var(n) / i64(lines) : mod(index_var(n), lines) * i64(run)),
+                make_let(d, st.depth_fastest ? mod(index_var(n), lines) * i64(run) : index_var(n) / i64(lines))};
+  Expr index = index_var(st.tile) * i64(st.width) + index_var(s), step = k_start + index_var(d);
+  Expr factor = factor_at(st, depth, index_var(s), k_start, index_var(d));
+  const Access* a = factor.as<Access>();
+  std::vector<Expr> from;
+  for (const AxisSel& sel : a->axes) from.push_back(sel.index);
+  // Elements read: the run's part before the depth's (or the side's) end,
+  // none where the other coordinate is past its end.
+  auto part = [&](Expr left) { return min(max(std::move(left), i64(0)), i64(run)); };
+  Expr valid = st.depth_fastest ? Select::make(less_than(index, i64(st.side->size())), part(i64(K) - step), i64(0))
+                                : Select::make(less_than(step, i64(K)), part(i64(st.side->size()) - index), i64(0));
+  body.push_back(make_async_copy(st.array, simplify(index_var(s) * i64(st.side_stride) + index_var(d) * i64(st.depth_stride)), a->buffer,
+                                 std::move(from), run, simplify(valid), span));
+  return make_for(n, index_var(thread), i64(st.width * st.depth / run), i64(threads), std::move(body), LoopKind::Serial, 0, span);
 }
 
 }  // namespace zyntax::cir

@@ -72,6 +72,7 @@ class SharedLives : public IRVisitor {
   // Statements that reach arrays other than by loads and stores.
   void visit(const BlockReduce*) override { placeable = false; }
   void visit(const TileMma*) override { placeable = false; }
+  void visit(const AsyncCopy*) override { placeable = false; }  // writes land at a later wait
   void visit(const MatMulBlock*) override { placeable = false; }
   void visit(const Atomic*) override { placeable = false; }
 

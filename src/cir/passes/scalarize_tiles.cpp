@@ -251,7 +251,8 @@ class Scalarizer {
       case StmtKind::Check:
         out.push_back(make_check(scalar(s.as<Check>()->cond, out), s.as<Check>()->message, s->span));
         return;
-      case StmtKind::Barrier: case StmtKind::MatMulBlock: case StmtKind::BlockReduce: case StmtKind::TileMma: out.push_back(s); return;
+      case StmtKind::Barrier: case StmtKind::MatMulBlock: case StmtKind::BlockReduce: case StmtKind::TileMma:
+      case StmtKind::AsyncCopy: out.push_back(s); return;
       case StmtKind::Atomic: give_up("atomics");
     }
   }

@@ -11,6 +11,7 @@ namespace zyntax::cir {
 namespace {
 
 constexpr int BM = 128, BN = 128, WARP_ROWS = 2, WARP_COLS = 4, STORE_ROWS = 32, LDD = BN + 4;
+constexpr int STAGES = 3;  // depth steps in flight with asynchronous copies
 constexpr int T = kGpuMmaThreads;
 static_assert(WARP_ROWS * WARP_COLS * 32 == T, "a warp per part of the tile");
 
@@ -58,19 +59,33 @@ class Scheduler {
     std::string tile = fresh_("tile%tc"), bt = fresh_("bt%tc"), rt = fresh_("rt%tc"), ct = fresh_("ct%tc");
     std::string xs = fresh_("xs%tc"), ys = fresh_("ys%tc"), ds = fresh_("ds%tc"), acc = fresh_("acc%tc"), k0 = fresh_("k0%tc");
     Block block = m_.tile_lets(tile, mt, nt, bt, rt, ct);
-    block.push_back(make_allocate(xs, Type::tensor(f_.dtype, {i64(BM * lda_)}), MemorySpace::Shared, span()));
-    block.push_back(make_allocate(ys, Type::tensor(f_.dtype, {i64(depth_ * ldb_)}), MemorySpace::Shared, span()));
+    TileStaging x = staging(xs, f_.x, m_.rows, rt, BM, lda_, /*depth_fastest=*/true);
+    TileStaging y = staging(ys, f_.y, m_.cols, ct, BN, ldb_, /*depth_fastest=*/false);
+    int x_run = async_run_length(x, m_.depth, k_, fresh_), y_run = async_run_length(y, m_.depth, k_, fresh_);
+    bool async = x_run > 0 && y_run > 0;
+    for (int s = 0; s < (async ? STAGES : 1); ++s) {
+      for (TileStaging* st : {&x, &y}) {
+        std::string name = async ? fresh_(st->array) : st->array;
+        int64_t n = st == &x ? BM * lda_ : depth_ * ldb_;
+        block.push_back(make_allocate(name, Type::tensor(f_.dtype, {i64(n)}), MemorySpace::Shared, span()));
+        (st == &x ? x_stages_ : y_stages_).push_back(name);
+      }
+    }
     block.push_back(make_allocate(ds, Type::tensor(DType::F32, {i64(STORE_ROWS * LDD)}), MemorySpace::Shared, span()));
     block.push_back(make_allocate(acc, Type::tensor(DType::F32, {i64(BM), i64(BN)}), MemorySpace::Fragment, span()));
     block.push_back(make_mma_zero(acc, WARP_ROWS, WARP_COLS, span()));
 
-    Block step;
-    step.push_back(load(xs, f_.x, m_.rows, rt, BM, lda_, k0, K, /*depth_fastest=*/true));
-    step.push_back(load(ys, f_.y, m_.cols, ct, BN, ldb_, k0, K, /*depth_fastest=*/false));
-    step.push_back(make_barrier());
-    step.push_back(make_mma_accumulate(acc, WARP_ROWS, WARP_COLS, xs, lda_, ys, ldb_, depth_, span()));
-    step.push_back(make_barrier());
-    block.push_back(make_for(k0, i64(0), i64(K), i64(depth_), std::move(step), LoopKind::Serial, 0, span()));
+    if (async) {
+      pipelined_steps(block, x, x_run, y, y_run, acc, k0, K);
+    } else {
+      Block step;
+      step.push_back(stage_factor_tile(x, m_.depth, k0, K, T, fresh_, span()));
+      step.push_back(stage_factor_tile(y, m_.depth, k0, K, T, fresh_, span()));
+      step.push_back(make_barrier());
+      step.push_back(make_mma_accumulate(acc, WARP_ROWS, WARP_COLS, xs, lda_, ys, ldb_, depth_, span()));
+      step.push_back(make_barrier());
+      block.push_back(make_for(k0, i64(0), i64(K), i64(depth_), std::move(step), LoopKind::Serial, 0, span()));
+    }
 
     for (int q = 0; q < BM; q += STORE_ROWS) {
       block.push_back(make_mma_store(ds, LDD, acc, WARP_ROWS, WARP_COLS, q, STORE_ROWS, span()));
@@ -88,14 +103,55 @@ class Scheduler {
  private:
   Span span() const { return m_.store->span; }
 
-  // The factor's tile of this depth step, rows ld apart: xs[r * lda + kk]
+  // A factor's tile of a depth step, rows ld apart: xs[r * lda + kk]
   // (depth fastest) or ys[kk * ldb + c].
-  Stmt load(const std::string& array, const Expr& factor, const LoopGroup& side, const std::string& tile, int64_t width, int64_t ld,
-            const std::string& k0, int64_t K, bool depth_fastest) {
-    TileStaging st{.array = array, .factor = factor, .side = &side, .tile = tile, .width = width, .depth = depth_,
-                   .side_stride = depth_fastest ? ld : 1, .depth_stride = depth_fastest ? 1 : ld, .depth_fastest = depth_fastest,
-                   .dtype = f_.dtype};
-    return stage_factor_tile(st, m_.depth, k0, K, T, fresh_, span());
+  TileStaging staging(const std::string& array, const Expr& factor, const LoopGroup& side, const std::string& tile, int64_t width, int64_t ld,
+                      bool depth_fastest) const {
+    return TileStaging{.array = array, .factor = factor, .side = &side, .tile = tile, .width = width, .depth = depth_,
+                       .side_stride = depth_fastest ? ld : 1, .depth_stride = depth_fastest ? 1 : ld, .depth_fastest = depth_fastest,
+                       .dtype = f_.dtype, .guard = {}, .mask = {}};
+  }
+
+  // The depth steps with their tiles copied asynchronously, STAGES - 1
+  // steps ahead into a ring of stages (the loop unrolled by STAGES, so each
+  // step names its stage's arrays):
+  //
+  //   gpu_thread: copy step s into stage s; commit      for s < STAGES - 1
+  //   for k0 in 0..K step STAGES * depth:
+  //     for each j < STAGES (past the first, only if step j is inside K):
+  //       gpu_thread: async_wait STAGES - 2        (step j's copies have landed)
+  //       barrier                                   (everyone's, and step j - 1's products are done)
+  //       gpu_thread: copy step j + STAGES - 1 into the stage step j - 1 used; commit
+  //       mma acc += stage j
+  //
+  // A thread commits a group for every step, empty past K, so that waiting
+  // for all but the last STAGES - 2 groups always means "up to step j".
+  void pipelined_steps(Block& block, TileStaging& x, int x_run, TileStaging& y, int y_run, const std::string& acc, const std::string& k0,
+                       int64_t K) {
+    auto copies = [&](const Expr& k_start, int stage) {
+      std::string t = fresh_("t%tc");
+      x.array = x_stages_[static_cast<size_t>(stage)];
+      y.array = y_stages_[static_cast<size_t>(stage)];
+      Block in_k = {async_stage_factor_tile(x, x_run, m_.depth, k_start, K, t, T, fresh_, span()),
+                    async_stage_factor_tile(y, y_run, m_.depth, k_start, K, t, T, fresh_, span())};
+      Expr inside = simplify(less_than(k_start, i64(K)));
+      const BoolImm* always = inside.as<BoolImm>();
+      Block body = always && always->value ? std::move(in_k) : Block{make_if(inside, std::move(in_k))};
+      body.push_back(make_async_commit(span()));
+      return make_for(t, i64(0), i64(T), i64(1), std::move(body), LoopKind::GpuThread, 0, span());
+    };
+    for (int s = 0; s + 1 < STAGES; ++s) block.push_back(copies(i64(static_cast<int64_t>(s) * depth_), s));
+    Block steps;
+    for (int j = 0; j < STAGES; ++j) {
+      std::string t = fresh_("t%tc");
+      Block step = {make_for(t, i64(0), i64(T), i64(1), {make_async_wait(STAGES - 2, span())}, LoopKind::GpuThread, 0, span()), make_barrier(),
+                    copies(index_var(k0) + i64(static_cast<int64_t>(j + STAGES - 1) * depth_), (j + STAGES - 1) % STAGES),
+                    make_mma_accumulate(acc, WARP_ROWS, WARP_COLS, x_stages_[static_cast<size_t>(j)], lda_, y_stages_[static_cast<size_t>(j)], ldb_,
+                                        depth_, span())};
+      if (j == 0) steps.insert(steps.end(), step.begin(), step.end());
+      else steps.push_back(make_if(less_than(index_var(k0) + i64(static_cast<int64_t>(j) * depth_), i64(K)), std::move(step)));
+    }
+    block.push_back(make_for(k0, i64(0), i64(K), i64(static_cast<int64_t>(STAGES) * depth_), std::move(steps), LoopKind::Serial, 0, span()));
   }
 
   // gpu_thread t: for e in t..32 * 128 step T: out[..] = f(init + ds[r * LDD + c])
@@ -122,6 +178,7 @@ class Scheduler {
   Factors f_;
   FreshNames fresh_;
   int depth_ = 32, lda_ = 40, ldb_ = 136;
+  std::vector<std::string> x_stages_, y_stages_;  // the factors' arrays, one per stage
 };
 
 }  // namespace

@@ -21,6 +21,12 @@
 //       gpu_thread: out[row, col] = f(init + ds[..]) where row < M, col < N
 //       barrier
 //
+// Where both factors are inputs whose tile rows are aligned runs of their
+// last axis (gpu_tile_staging.hpp: async_run_length), the slices are copied
+// asynchronously instead, into a ring of STAGES (3) pairs of arrays, two
+// depth steps ahead of the tensor cores (see pipelined_steps): the copies
+// of step k + 2 land while step k computes, one barrier per step.
+//
 // The rows of xs and ys are padded (lda = depth + 16 bytes, ldb = 128 + 16
 // bytes) so that the warps' fragment loads spread over the shared memory
 // banks. The sums run in another order than the kernel's, so the result

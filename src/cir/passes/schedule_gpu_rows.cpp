@@ -73,6 +73,7 @@ class InnerLoopCheck : public LoopCheck {
   void visit(const Barrier*) override { ok_ = false; }
   void visit(const BlockReduce*) override { ok_ = false; }
   void visit(const MatMulBlock*) override { ok_ = false; }
+  void visit(const AsyncCopy*) override { ok_ = false; }
 };
 
 // Whether the iterations of an output loop are independent: no var from

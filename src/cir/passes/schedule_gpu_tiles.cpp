@@ -37,6 +37,7 @@ class NestContents : public IRVisitor {
   void visit(const BlockReduce*) override { scheduled = true; }
   void visit(const MatMulBlock*) override { scheduled = true; }
   void visit(const TileMma*) override { scheduled = true; }
+  void visit(const AsyncCopy*) override { scheduled = true; }
   void visit(const For* op) override {
     if (op->loop_kind != LoopKind::Serial) scheduled = true;
     IRVisitor::visit(op);

@@ -178,6 +178,15 @@ class SupportCheck {
         case cir::StmtKind::TileMma:
           if (target_ != EmitTarget::Nvptx) return fail("tensor-core tile products");
           break;
+        case cir::StmtKind::AsyncCopy: {
+          if (target_ != EmitTarget::Nvptx) return fail("asynchronous copies");
+          auto c = s.as<cir::AsyncCopy>();
+          if (c->step != cir::AsyncCopy::Step::Start) break;
+          expr(c->dst_index);
+          expr(c->valid);
+          for (const Expr& e : c->src_index) expr(e);
+          break;
+        }
         case cir::StmtKind::Atomic: fail("atomics"); break;
         case cir::StmtKind::MatMulBlock: {
           if (target_ == EmitTarget::Nvptx) return fail("CPU register blocks");
@@ -603,6 +612,7 @@ class Emitter {
         return;
       case cir::StmtKind::BlockReduce: return emit_block_reduce(*s.as<cir::BlockReduce>());
       case cir::StmtKind::TileMma: return emit_tile_mma(*s.as<cir::TileMma>());
+      case cir::StmtKind::AsyncCopy: return emit_async_copy(*s.as<cir::AsyncCopy>());
       case cir::StmtKind::Check: {
         auto c = s.as<cir::Check>();
         check(expr(c->cond), c->span, c->message);
@@ -611,6 +621,16 @@ class Emitter {
       case cir::StmtKind::Atomic: throw std::logic_error("LLVM lowering: atomics are not supported");
       case cir::StmtKind::MatMulBlock: return emit_matmul_block(*s.as<cir::MatMulBlock>());
     }
+  }
+
+  static bool has_async_copies(const cir::For& f) {
+    struct Find : cir::IRVisitor {
+      bool found = false;
+      using IRVisitor::visit;
+      void visit(const cir::AsyncCopy*) override { found = true; }
+    } find;
+    find.include(f.body);
+    return find.found;
   }
 
   // Where a fragment is allocated (once per block, outside the loops of
@@ -657,6 +677,54 @@ class Emitter {
       }
       case cir::TileMma::Step::Store: return codegen::emit_mma_store(b_, f, buffer(m.d).ptr, m.ldd, m.row0, m.count);
     }
+  }
+
+  // A step of a thread's asynchronous copies (cir::AsyncCopy) with the
+  // cp.async intrinsics: 16-byte runs bypass L1 (.cg; a tile read once per
+  // block), shorter ones go through it (.ca, the only form they have). The
+  // source size operand makes the copy read `valid` elements and zero the
+  // rest; with none read, the source address is the input's first element,
+  // so that no address outside it is formed.
+  void emit_async_copy(const cir::AsyncCopy& c) {
+    using Step = cir::AsyncCopy::Step;
+    if (c.step == Step::Commit) {
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_commit_group, {}, {});
+      return;
+    }
+    if (c.step == Step::Wait) {
+      b_.CreateIntrinsic(llvm::Intrinsic::nvvm_cp_async_wait_group, {}, {b_.getInt32(static_cast<uint32_t>(c.pending))});
+      return;
+    }
+    const Buffer& dst = buffer(c.dst);
+    const Buffer& src = buffer(c.src);
+    llvm::Type* i64 = b_.getInt64Ty();
+    int64_t size = static_cast<int64_t>(dtype_size(src.type.dtype)), bytes = c.count * size;
+    llvm::Value* count = b_.getInt64(c.count);
+    llvm::Value* at = b_.CreateSExt(expr(c.dst_index), i64);
+    llvm::Value* valid = b_.CreateSExt(expr(c.valid), i64);
+    llvm::Value* dst_size = b_.getInt64(1);
+    for (const Expr& e : dst.type.shape) dst_size = b_.CreateMul(dst_size, b_.CreateSExt(expr(e), i64));
+    llvm::Value* ok = b_.CreateAnd(b_.CreateICmpULE(valid, count),
+                                   b_.CreateAnd(b_.CreateICmpSGE(at, b_.getInt64(0)), b_.CreateICmpSLE(b_.CreateAdd(at, count), dst_size)));
+    // The run's first element and, along the last axis, its last one read.
+    llvm::Value* offset = b_.getInt64(0);
+    llvm::Value* in_bounds = b_.getTrue();
+    for (size_t a = 0; a < c.src_index.size(); ++a) {
+      llvm::Value* extent = b_.CreateSExt(expr(src.type.shape[a]), i64);
+      llvm::Value* idx = b_.CreateSExt(expr(c.src_index[a]), i64);
+      llvm::Value* last = a + 1 == c.src_index.size() ? b_.CreateSub(b_.CreateAdd(idx, valid), b_.getInt64(1)) : idx;
+      in_bounds = b_.CreateAnd(in_bounds, b_.CreateAnd(b_.CreateICmpULT(idx, extent), b_.CreateICmpULT(last, extent)));
+      offset = b_.CreateAdd(b_.CreateMul(offset, extent), idx);
+    }
+    llvm::Value* reads = b_.CreateICmpSGT(valid, b_.getInt64(0));
+    check(b_.CreateAnd(ok, b_.CreateOr(b_.CreateNot(reads), in_bounds)), c.span, "async_copy out of the bounds of " + c.src + " or " + c.dst);
+    llvm::Value* to = element_ptr(dst, at);
+    llvm::Value* from = b_.CreateSelect(reads, element_ptr(src, offset), src.ptr);
+    llvm::Value* src_bytes = b_.CreateTrunc(b_.CreateMul(b_.CreateSelect(reads, valid, b_.getInt64(0)), b_.getInt64(size)), b_.getInt32Ty());
+    llvm::Intrinsic::ID id = bytes == 16 ? llvm::Intrinsic::nvvm_cp_async_cg_shared_global_16_s
+                             : bytes == 8 ? llvm::Intrinsic::nvvm_cp_async_ca_shared_global_8_s
+                                          : llvm::Intrinsic::nvvm_cp_async_ca_shared_global_4_s;
+    b_.CreateIntrinsic(id, {}, {to, from, src_bytes});
   }
 
   // A shared array of the block: static, or where the block's arrays need
@@ -945,6 +1013,9 @@ class Emitter {
       bool block = f.loop_kind == cir::LoopKind::GpuBlock;
       first = gpu_coordinate(block ? cir::GpuIndexKind::BlockIdx : cir::GpuIndexKind::ThreadIdx, f.factor);
       stride = gpu_coordinate(block ? cir::GpuIndexKind::GridDim : cir::GpuIndexKind::BlockDim, f.factor);
+      // A thread's asynchronous copies and groups are its own: one iteration each.
+      if (!block && has_async_copies(f))
+        check(b_.CreateICmpEQ(trips, stride), f.span, "a GPU thread loop with asynchronous copies has not one iteration per thread of the block");
     } else if (outer && target_ == EmitTarget::Nvptx) {
       first = global_thread_;
       stride = thread_count_;

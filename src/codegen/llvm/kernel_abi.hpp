@@ -20,7 +20,8 @@
 // scalar by value in its dtype (f16 as half, bf16 as its 16 bits, bool as a
 // byte), each dimension of a generic kernel as i64, the reduce buffers, and
 // last a global pointer to the i32 status. So the launcher's parameter list
-// is `args` above with device pointers for the tensors. Each thread of the
+// is `args` above with device pointers for the tensors, each a multiple of
+// kGpuTensorAlignment (asynchronous copies move aligned 16-byte runs). Each thread of the
 // grid takes iterations of the outer parallel loop, grid-stride (any grid
 // size is correct); a kernel without one runs on thread 0 of block 0.
 #pragma once
@@ -37,6 +38,9 @@ using KernelFn = void (*)(void* const* args, int64_t begin, int64_t end, int32_t
 // Threads per block of GPU kernels: the entry points declare it as their
 // launch bound (`maxntid`), so the launcher must use it.
 constexpr int kGpuBlockThreads = 256;
+
+// The alignment in bytes of every tensor a GPU kernel is given.
+constexpr uint64_t kGpuTensorAlignment = 16;
 
 // Shared memory a GPU kernel may declare statically. A block whose shared
 // arrays need more gets them all in dynamic shared memory, which the

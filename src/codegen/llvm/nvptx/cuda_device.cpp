@@ -101,7 +101,9 @@ class CudaDevice : public Device {
         continue;
       }
       if (o.role == cir::ParamRole::Input && t->nbytes() > 0) {
-        if (std::optional<cuda::HostMappings::Found> m = gpu.host_mappings().find(t->data(), t->nbytes())) {
+        // Read in place where aligned as kernels expect (kernel_abi.hpp); else copied.
+        std::optional<cuda::HostMappings::Found> m = gpu.host_mappings().find(t->data(), t->nbytes());
+        if (m && m->address % codegen::kGpuTensorAlignment == 0) {
           addresses.push_back(m->address);
           params.push_back(&addresses.back());
           mapped.push_back(std::move(m->hold));
