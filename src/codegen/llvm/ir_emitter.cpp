@@ -341,7 +341,22 @@ class Emitter {
     for (llvm::Argument& a : fn_->args()) {
       a.setName(names[args.size()]);
       args.push_back(&a);
-      if (a.getType() == global) a.addAttr(llvm::Attribute::NoUndef);
+      if (a.getType() == global) {
+        a.addAttr(llvm::Attribute::NoUndef);
+        a.addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(kGpuTensorAlignment)));
+      }
+    }
+    // Inputs are only read (the loads may then take the read-only path and
+    // merge past stores); the output is its own buffer, except where a
+    // reduction accumulates into it through another parameter.
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      cir::ParamRole role = k_.params[i].role;
+      if (role == cir::ParamRole::Input) {
+        fn_->getArg(static_cast<unsigned>(i))->addAttr(llvm::Attribute::NoAlias);
+        fn_->getArg(static_cast<unsigned>(i))->addAttr(llvm::Attribute::ReadOnly);
+      } else if (role == cir::ParamRole::Output && k_.kind != cir::KernelKind::Reduce) {
+        fn_->getArg(static_cast<unsigned>(i))->addAttr(llvm::Attribute::NoAlias);
+      }
     }
     llvm::NamedMDNode* annotations = module_->getOrInsertNamedMetadata("nvvm.annotations");
     auto annotate = [&](const char* key, int value) {

@@ -5,6 +5,7 @@
 #include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/freeze_invariant_vars.hpp"
 #include "cir/passes/fuse_product_epilogues.hpp"
+#include "cir/passes/group_thread_elements.hpp"
 #include "cir/passes/hoist_kept_loops.hpp"
 #include "cir/passes/map_in_place.hpp"
 #include "cir/passes/product_form.hpp"
@@ -150,6 +151,10 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes) {
                       if (!r || unsupported_reason(*r, EmitTarget::Nvptx)) return k;
                       grid = true;
                       return *r;
+                    }});
+  // Element-wise code: each thread takes 16 bytes of consecutive elements.
+  passes.push_back({"group_thread_elements", [](const cir::Kernel& k) {
+                      return cir::group_thread_elements(k, cir::thread_element_width(k));
                     }});
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
   auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
