@@ -129,8 +129,9 @@ TEST(ScheduleGpuMma, TakesOnlyWhatTensorCoresCompute) {
 TEST(ScheduleGpuMma, ThePlanPutsProductsOnTensorCoresAndItsPtxAssembles) {
   std::vector<cir::Kernel> planned;
   std::vector<std::string> names;
+  int64_t sm90_shared = codegen::nvptx_max_shared_bytes(*codegen::parse_nvptx_arch("sm_90"));
   for (const Product& p : kProducts) {
-    codegen::GpuPlan plan = codegen::plan_gpu_kernel(specialised(p, 300, 260, 100));
+    codegen::GpuPlan plan = codegen::plan_gpu_kernel(specialised(p, 300, 260, 100), sm90_shared, 90);
     ASSERT_TRUE(plan.kernel) << p.name << ": " << plan.why_not;
     EXPECT_EQ(plan.schedule, "tensor-core matmul") << p.name;
     EXPECT_EQ(plan.block_threads, cir::kGpuMmaThreads);
@@ -175,6 +176,24 @@ std::string error_of(const cir::Kernel& s) {
     return e.what();
   }
   return "";
+}
+
+// The three stages of asynchronous copies take 72 KiB: within 48 KiB the
+// plan copies between barriers; before sm_80 (no bf16 or TF32 wmma, no
+// cp.async) it does not use tensor cores.
+TEST(ScheduleGpuMma, ThePlanFitsTheBlocksSharedMemoryAndTheArchitecture) {
+  cir::Kernel k = specialised(kProducts[0], 256, 256, 256);
+  codegen::GpuPlan big = codegen::plan_gpu_kernel(k, 163 << 10, 80);
+  ASSERT_TRUE(big.kernel) << big.why_not;
+  EXPECT_EQ(big.shared_bytes, 72 << 10);
+  EXPECT_NE(cir::print(*big.kernel).find("async_copy"), std::string::npos);
+  codegen::GpuPlan small = codegen::plan_gpu_kernel(k, 48 << 10, 80);
+  ASSERT_TRUE(small.kernel) << small.why_not;
+  EXPECT_EQ(small.schedule, "tensor-core matmul");
+  EXPECT_LE(small.shared_bytes, 48 << 10);
+  EXPECT_EQ(cir::print(*small.kernel).find("async_copy"), std::string::npos);
+  codegen::GpuPlan turing = codegen::plan_gpu_kernel(k, 64 << 10, 75);
+  EXPECT_NE(turing.schedule, "tensor-core matmul");
 }
 
 TEST(ScheduleGpuMma, TheRaceCheckerSeesAMissingBarrier) {

@@ -205,7 +205,7 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
   std::set<std::string> used;
   for (auto& [name, k] : named) {
     if (!o.kernel.empty() && name != o.kernel && k.name != o.kernel) continue;
-    codegen::GpuPlan plan = codegen::plan_gpu_kernel(k, max_shared);
+    codegen::GpuPlan plan = codegen::plan_gpu_kernel(k, max_shared, arch->capability);
     if (!plan.kernel) {
       std::string reason = !k.dims.empty() && plan.why_not.find("once every size") != std::string::npos
                                ? "give every size with --dim, or use --sizes-from-run, to compile its tiles"

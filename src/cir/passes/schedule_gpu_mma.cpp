@@ -46,7 +46,7 @@ std::optional<Factors> tensor_core_factors(const ProductForm& m, bool tf32, std:
 
 class Scheduler {
  public:
-  Scheduler(const Kernel& k, const ProductForm& m, Factors f) : k_(k), m_(m), f_(std::move(f)), fresh_(k) {
+  Scheduler(const Kernel& k, const ProductForm& m, Factors f, bool async_copies) : k_(k), m_(m), f_(std::move(f)), fresh_(k), async_copies_(async_copies) {
     depth_ = f_.dtype == DType::F32 ? 16 : 32;
     int pad = 16 / static_cast<int>(dtype_size(f_.dtype));  // 16 bytes
     lda_ = depth_ + pad;
@@ -62,7 +62,7 @@ class Scheduler {
     TileStaging x = staging(xs, f_.x, m_.rows, rt, BM, lda_, /*depth_fastest=*/true);
     TileStaging y = staging(ys, f_.y, m_.cols, ct, BN, ldb_, /*depth_fastest=*/false);
     int x_run = async_run_length(x, m_.depth, k_, fresh_), y_run = async_run_length(y, m_.depth, k_, fresh_);
-    bool async = x_run > 0 && y_run > 0;
+    bool async = async_copies_ && x_run > 0 && y_run > 0;
     for (int s = 0; s < (async ? STAGES : 1); ++s) {
       for (TileStaging* st : {&x, &y}) {
         std::string name = async ? fresh_(st->array) : st->array;
@@ -177,13 +177,14 @@ class Scheduler {
   const ProductForm& m_;
   Factors f_;
   FreshNames fresh_;
+  bool async_copies_ = true;
   int depth_ = 32, lda_ = 40, ldb_ = 136;
   std::vector<std::string> x_stages_, y_stages_;  // the factors' arrays, one per stage
 };
 
 }  // namespace
 
-std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not) {
+std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not, bool async_copies) {
   std::optional<ProductForm> m = match_product(k);
   if (!m) {
     if (why_not) *why_not = "not a matrix product";
@@ -195,7 +196,7 @@ std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not) {
   }
   std::optional<Factors> f = tensor_core_factors(*m, k.hints.tf32, why_not);
   if (!f) return std::nullopt;
-  return Scheduler(k, *m, *f).run();
+  return Scheduler(k, *m, *f, async_copies).run();
 }
 
 }  // namespace zyntax::cir

@@ -42,6 +42,8 @@ namespace zyntax::cir {
 
 constexpr int kGpuMmaThreads = 256;
 
-std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not = nullptr);
+// `async_copies` false: the slices are copied between barriers even where
+// they could be copied asynchronously (which takes more shared memory).
+std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not = nullptr, bool async_copies = true);
 
 }  // namespace zyntax::cir

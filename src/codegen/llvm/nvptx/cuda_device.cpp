@@ -208,7 +208,7 @@ class CudaDevice : public Device {
 
   std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
     auto plan = std::make_shared<Plan>();
-    codegen::GpuPlan p = codegen::plan_gpu_kernel(kernel, gpu_->properties().shared_per_block_optin);
+    codegen::GpuPlan p = codegen::plan_gpu_kernel(kernel, gpu_->properties().shared_per_block_optin, arch_.capability);
     if (!p.kernel) {
       plan->why_not = p.why_not;
       return plan;

@@ -73,7 +73,7 @@ int row_threads(std::optional<int64_t> longest) {
 
 }  // namespace
 
-GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes) {
+GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes, int capability) {
   GpuPlan plan;
   plan.writes_whole_output = cir::writes_whole_output(kernel);
   std::vector<cir::Pass> passes;
@@ -96,13 +96,18 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes) {
   }
   passes.push_back({"hoist_kept_loops", [](const cir::Kernel& k) { return cir::hoist_kept_loops(k); }});
   // Matrix products on tensor cores where their factors allow (f16, bf16,
-  // TF32 by permission), of any size.
+  // TF32 by permission), of any size: with asynchronous copies where the
+  // block may hold their stages, else with copies between barriers.
   bool tensor_cores = false;
   passes.push_back({"schedule_gpu_mma", [&](const cir::Kernel& k) {
-                      std::optional<cir::Kernel> tiles = cir::schedule_gpu_mma(k);
-                      if (!tiles || unsupported_reason(*tiles, EmitTarget::Nvptx)) return k;
-                      tensor_cores = true;
-                      return *tiles;
+                      if (capability < 80) return k;
+                      for (bool async : {true, false}) {
+                        std::optional<cir::Kernel> tiles = cir::schedule_gpu_mma(k, nullptr, async);
+                        if (!tiles || unsupported_reason(*tiles, EmitTarget::Nvptx) || gpu_shared_bytes(*tiles) > max_shared_bytes) continue;
+                        tensor_cores = true;
+                        return *tiles;
+                      }
+                      return k;
                     }});
   // Other f32 matrix products of at least a quarter tile through shared memory.
   bool tiled = false;

@@ -32,7 +32,9 @@ struct GpuPlan {
 
 // `max_shared_bytes`: the shared memory a block may have on the device
 // (nvptx_max_shared_bytes); a schedule needing more is not chosen.
-GpuPlan plan_gpu_kernel(const cir::Kernel& k, int64_t max_shared_bytes = kGpuStaticSharedBytes);
+// `capability`: the architecture's (80 for sm_80); tensor-core products
+// (bf16 and TF32 wmma, asynchronous copies) need 80 or more.
+GpuPlan plan_gpu_kernel(const cir::Kernel& k, int64_t max_shared_bytes = kGpuStaticSharedBytes, int capability = 80);
 
 // Blocks to launch a planned kernel with: one per iteration of its block
 // loop or enough for one iteration of its parallel loop per thread, at most
