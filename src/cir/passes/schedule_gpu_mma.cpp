@@ -63,14 +63,15 @@ class Scheduler {
     TileStaging y = staging(ys, f_.y, m_.cols, ct, BN, ldb_, /*depth_fastest=*/false);
     int x_run = async_run_length(x, m_.depth, k_, fresh_), y_run = async_run_length(y, m_.depth, k_, fresh_);
     bool async = async_copies_ && x_run > 0 && y_run > 0;
-    for (int s = 0; s < (async ? STAGES : 1); ++s) {
-      for (TileStaging* st : {&x, &y}) {
-        std::string name = async ? fresh_(st->array) : st->array;
-        int64_t n = st == &x ? BM * lda_ : depth_ * ldb_;
-        block.push_back(make_allocate(name, Type::tensor(f_.dtype, {i64(n)}), MemorySpace::Shared, span()));
-        (st == &x ? x_stages_ : y_stages_).push_back(name);
+    // A factor's array for each stage (one when the copies are synchronous).
+    auto stage_arrays = [&](const std::string& base, int64_t elements, std::vector<std::string>& names) {
+      for (int s = 0; s < (async ? STAGES : 1); ++s) {
+        names.push_back(async ? fresh_(base) : base);
+        block.push_back(make_allocate(names.back(), Type::tensor(f_.dtype, {i64(elements)}), MemorySpace::Shared, span()));
       }
-    }
+    };
+    stage_arrays(xs, BM * lda_, x_stages_);
+    stage_arrays(ys, depth_ * ldb_, y_stages_);
     block.push_back(make_allocate(ds, Type::tensor(DType::F32, {i64(STORE_ROWS * LDD)}), MemorySpace::Shared, span()));
     block.push_back(make_allocate(acc, Type::tensor(DType::F32, {i64(BM), i64(BN)}), MemorySpace::Fragment, span()));
     block.push_back(make_mma_zero(acc, WARP_ROWS, WARP_COLS, span()));
@@ -126,14 +127,15 @@ class Scheduler {
   //
   // A thread commits a group for every step, empty past K, so that waiting
   // for all but the last STAGES - 2 groups always means "up to step j".
-  void pipelined_steps(Block& block, TileStaging& x, int x_run, TileStaging& y, int y_run, const std::string& acc, const std::string& k0,
-                       int64_t K) {
+  void pipelined_steps(Block& block, const TileStaging& x, int x_run, const TileStaging& y, int y_run, const std::string& acc,
+                       const std::string& k0, int64_t K) {
     auto copies = [&](const Expr& k_start, int stage) {
       std::string t = fresh_("t%tc");
-      x.array = x_stages_[static_cast<size_t>(stage)];
-      y.array = y_stages_[static_cast<size_t>(stage)];
-      Block in_k = {async_stage_factor_tile(x, x_run, m_.depth, k_start, K, t, T, fresh_, span()),
-                    async_stage_factor_tile(y, y_run, m_.depth, k_start, K, t, T, fresh_, span())};
+      TileStaging xt = x, yt = y;
+      xt.array = x_stages_[static_cast<size_t>(stage)];
+      yt.array = y_stages_[static_cast<size_t>(stage)];
+      Block in_k = {async_stage_factor_tile(xt, x_run, m_.depth, k_start, K, t, T, fresh_, span()),
+                    async_stage_factor_tile(yt, y_run, m_.depth, k_start, K, t, T, fresh_, span())};
       Expr inside = simplify(less_than(k_start, i64(K)));
       const BoolImm* always = inside.as<BoolImm>();
       Block body = always && always->value ? std::move(in_k) : Block{make_if(inside, std::move(in_k))};
