@@ -152,6 +152,9 @@ int64_t allocation_bytes(const Allocate& a) {
 int64_t shared_footprint(int64_t bytes) { return (bytes + kSharedArrayAlignment - 1) / kSharedArrayAlignment * kSharedArrayAlignment; }
 
 Stmt make_barrier(FenceScope scope, Span s) { return Stmt(std::make_shared<Barrier>(scope, s)); }
+Stmt make_atomic(AtomicOp op, std::string buffer, std::vector<Expr> index, Expr value, FenceScope scope, Span s) {
+  return Stmt(std::make_shared<Atomic>(op, std::move(buffer), std::move(index), std::move(value), scope, s));
+}
 Stmt make_block_reduce(std::string name, ReduceOp op, std::string array, Expr count, Span s) {
   return Stmt(std::make_shared<BlockReduce>(std::move(name), op, std::move(array), std::move(count), s));
 }

@@ -506,6 +506,7 @@ Stmt make_store(std::string buffer, std::vector<AxisSel> axes, Expr value, Span 
 Stmt make_yield(Expr value, Expr index, std::vector<Expr> out_index, Span s = {});
 Stmt make_allocate(std::string name, Type type, MemorySpace space, Span s = {}, int64_t capacity = 0, int64_t offset = -1);
 Stmt make_barrier(FenceScope scope = FenceScope::Block, Span s = {});
+Stmt make_atomic(AtomicOp op, std::string buffer, std::vector<Expr> index, Expr value, FenceScope scope = FenceScope::Device, Span s = {});
 Stmt make_check(Expr cond, std::string message, Span s = {});
 Stmt make_block_reduce(std::string name, ReduceOp op, std::string array, Expr count, Span s = {});
 Stmt make_mma_zero(std::string acc, int warp_rows, int warp_cols, Span s = {});

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "cir/reads.hpp"
+
 namespace zyntax::cir {
 
 namespace {
@@ -41,6 +43,9 @@ bool covers(const Block& b, const Param& out, std::vector<std::string>& vars) {
 
 bool writes_whole_output(const Kernel& k) {
   if (k.kind == KernelKind::Reduce) return false;  // written through accumulators
+  // `out[i] += x[i]` reads what it writes: the output must start zeroed.
+  for (const Stmt& s : k.body)
+    if (reads(s).count(k.output().name)) return false;
   std::vector<std::string> vars;
   return covers(k.body, k.output(), vars);
 }

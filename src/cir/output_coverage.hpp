@@ -6,7 +6,9 @@
 // whose body holds at its top level such a loop over the second axis, and so
 // on; the innermost holds, at its top level (not under an `if`), a store to
 // the output at exactly those loop variables. Element-wise kernels, matrix
-// products and row kernels (softmax, layer norm) are of this form.
+// products and row kernels (softmax, layer norm) are of this form. A kernel
+// that reads its output anywhere (`out[i] += x[i]`, atomic updates) needs
+// it zeroed whatever it writes.
 #pragma once
 
 #include "cir/ir.hpp"

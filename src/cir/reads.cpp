@@ -32,6 +32,10 @@ class Reads : public IRVisitor {
     if (op->step == AsyncCopy::Step::Start) names.insert(op->src);
     IRVisitor::visit(op);
   }
+  void visit(const Atomic* op) override {  // read, modified, written
+    names.insert(op->buffer);
+    IRVisitor::visit(op);
+  }
 };
 
 // What a statement writes; with `bindings_only`, just the names it binds

@@ -1,6 +1,7 @@
 #include "lower/kernel_lowering.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
@@ -267,6 +268,16 @@ class Lowering {
     t.dtype = inf ? resolved(*inf) : DType::F32;
     if (inf) t.shape = inf->shape;
     return t;
+  }
+
+  // A read of `out` (`out[k] += x[i]`): before any store has typed it, a
+  // weak integer, which takes the type of what it meets, so that the read
+  // does not decide the type the stores give; a weak type stays weak.
+  Value out_read(std::vector<cir::AxisSel> axes, Span span) const {
+    const Inferred* inf = previous(&node_);
+    cir::Type t = out_type();
+    if (!inf) t.dtype = DType::I64;
+    return {cir::make_access("out", t, std::move(axes), span), !inf || inf->weak};
   }
 
   // ------------------------------------------------------------ types
@@ -604,7 +615,7 @@ class Lowering {
         std::vector<cir::AxisSel> axes = lower_items(idx, -1);
         if (axes.size() != idx.items.size()) return;
         Value current;
-        if (a.op != ast::AssignOp::Set) current = read_buffer("out", out_type(), axes, target.span);
+        if (a.op != ast::AssignOp::Set) current = out_read(axes, target.span);
         store_out(axes, combine(current), a.span, out);
         return;
       }
@@ -639,10 +650,7 @@ class Lowering {
     error_if_final(target.span, "kernels can write to 'out', shared arrays and local variables only");
   }
 
-  Value read_out_whole(Span span) {
-    cir::Type t = out_type();
-    return {cir::make_access("out", t, {}, span), false};
-  }
+  Value read_out_whole(Span span) { return out_read({}, span); }
 
   Value read_buffer(const std::string& name, const cir::Type& type, const std::vector<cir::AxisSel>& axes, Span span) {
     return {cir::make_access(name, type, axes, span), false};
@@ -1200,7 +1208,10 @@ class Lowering {
       if (v.ok()) error_if_final(idx.base->span, "'" + base + "' cannot be indexed");
       return {};
     }
-    if (idx.items.size() > type.rank()) {
+    // out's type here is what is stored into it (its element, or a tile);
+    // its axes come from the stores, checked when they are known.
+    bool element_of_out = buffer == "out" && type.is_scalar();
+    if (idx.items.size() > type.rank() && !element_of_out) {
       if (final_)
         diags_->error(idx.span, "'" + base + "' has " + axes_text(type.rank()) + " but is indexed with " +
                                     std::to_string(idx.items.size()));
@@ -1208,6 +1219,7 @@ class Lowering {
     }
     std::vector<cir::AxisSel> axes = lower_items(idx, input);
     if (axes.size() != idx.items.size()) return {};
+    if (element_of_out) return out_read(std::move(axes), idx.span);
     return {cir::make_access(buffer, type, std::move(axes), idx.span), false};
   }
 
@@ -1453,6 +1465,7 @@ class Lowering {
       std::optional<std::vector<Expr>> shape = infer_output_shape(k.body, diags);
       if (!shape) return k;
       out.type.shape = *shape;
+      drop_shape_only_fill(k.body);
     }
     k.params.push_back(out);
     k.hints.workgroup = annotations_.workgroup;
@@ -1481,6 +1494,24 @@ class Lowering {
                                return out;
                              }},
                             {"simplify", [](const cir::Kernel& in) { return cir::simplify(in); }}});
+  }
+
+  // `out = zeros(M, N)` before anything else touches out only gives its
+  // shape (for updates at indices read from data, `out[ids[i], j] += ...`):
+  // outputs start zeroed. Without it the body is one loop nest, which
+  // devices share out.
+  static void drop_shape_only_fill(cir::Block& body) {
+    for (auto it = body.begin(); it != body.end(); ++it) {
+      auto st = it->as<cir::Store>();
+      if (st && st->buffer == "out" && st->axes.empty()) {
+        auto fill = st->value.as<cir::Fill>();
+        auto f = fill ? fill->value.as<cir::FloatImm>() : nullptr;
+        auto i = fill ? fill->value.as<cir::IntImm>() : nullptr;
+        if ((f && f->value == 0.0 && !std::signbit(f->value)) || (i && i->value == 0)) body.erase(it);
+        return;
+      }
+      if (cir::reads(*it).count("out") || cir::writes(*it).count("out")) return;
+    }
   }
 
   // The @shared(...) size: host sizes and the kernel's dimensions only.

@@ -26,7 +26,18 @@ class ShapeInference {
     walk(body);
     if (failed_) return std::nullopt;
     if (!shape_) return std::vector<Expr>{};  // the caller reports a kernel that never writes
-    return shape_;
+    std::vector<Expr> shape;
+    for (size_t k = 0; k < shape_->size(); ++k) {
+      if (!(*shape_)[k].defined()) {
+        const Unsized& u = unsized_.at(k);
+        diags_.error(u.span, "cannot tell the size of axis " + std::to_string(k) + " of 'out' from `" + u.index + "`")
+            .with_hint("index out with loop variables over ranges (`out[i, j]` for `i in 0..M, j in 0..N`), or give out "
+                       "its shape first (`out = zeros(M, N)`, or `out = t` to start from a tensor)");
+        return std::nullopt;
+      }
+      shape.push_back((*shape_)[k]);
+    }
+    return shape;
   }
 
  private:
@@ -62,11 +73,12 @@ class ShapeInference {
         extent = slice_extent(a);
       }
       if (!extent) {
-        diags_.error(st.span, "cannot tell the size of axis " + std::to_string(k) + " of 'out' from `" +
-                                  (a.is_slice ? (a.hi.defined() ? cir::print(a.hi) : std::string("an open slice")) : cir::print(a.index)) + "`")
-            .with_hint("index out with loop variables over ranges (`out[i, j]` for `i in 0..M, j in 0..N`)");
-        failed_ = true;
-        return;
+        // A data-dependent index (`out[ids[i], j] += ...`): another store
+        // must give this axis its size; the index is checked when it runs.
+        std::string text = a.is_slice ? (a.hi.defined() ? cir::print(a.hi) : std::string("an open slice")) : cir::print(a.index);
+        unsized_.emplace(k, Unsized{st.span, text});
+        shape.push_back(Expr());
+        continue;
       }
       shape.push_back(cir::simplify(*extent));
     }
@@ -98,8 +110,14 @@ class ShapeInference {
       failed_ = true;
       return;
     }
-    for (size_t k = 0; k < shape.size(); ++k)
-      if (!cir::equal((*shape_)[k], shape[k])) (*shape_)[k] = cir::simplify(cir::max((*shape_)[k], shape[k]));
+    for (size_t k = 0; k < shape.size(); ++k) {
+      Expr& have = (*shape_)[k];
+      if (!shape[k].defined()) continue;
+      if (!have.defined())
+        have = shape[k];
+      else if (!cir::equal(have, shape[k]))
+        have = cir::simplify(cir::max(have, shape[k]));
+    }
   }
 
   // `q:q + s` with `q in 0..n step s` tiles the whole range, clamped at n.
@@ -202,7 +220,12 @@ class ShapeInference {
   std::map<std::string, Loop> loops_;
   std::map<std::string, Expr> lets_;
   std::set<std::string> mutables_;
-  std::optional<std::vector<Expr>> shape_;
+  std::optional<std::vector<Expr>> shape_;  // undefined where only data-dependent indices wrote
+  struct Unsized {
+    Span span;
+    std::string index;
+  };
+  std::map<size_t, Unsized> unsized_;  // the first such index per axis
   Span first_;
   bool failed_ = false;
 };

@@ -20,7 +20,7 @@ class SplitCandidates : public cir::IRVisitor {
   explicit SplitCandidates(std::string out) : out_(std::move(out)) {}
   std::vector<const cir::For*> loops;
   std::vector<const cir::Store*> stores;
-  bool yields = false;
+  bool yields = false, atomics = false;
   using IRVisitor::visit;
 
  protected:
@@ -36,6 +36,10 @@ class SplitCandidates : public cir::IRVisitor {
   }
   void visit(const cir::Yield* op) override {
     yields = true;
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Atomic* op) override {
+    atomics = true;  // updates anywhere in the output: not owned by a range
     IRVisitor::visit(op);
   }
 
@@ -97,7 +101,7 @@ std::optional<SplitPlan> plan_split(const cir::Kernel& k, SplitMode mode) {
   if (rank == 0) return std::nullopt;
   SplitCandidates c(out.name);
   for (const cir::Stmt& s : k.body) c.include(s);
-  if (c.yields || c.loops.empty()) return std::nullopt;
+  if (c.yields || c.atomics || c.loops.empty()) return std::nullopt;
   int axis = mode == SplitMode::Data ? 0 : rank - 1;
   // Data: the outermost parallel loop only; model: any parallel loop over the last axis.
   std::vector<const cir::For*> loops = c.loops;

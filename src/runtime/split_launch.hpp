@@ -10,7 +10,8 @@
 // - other devices (the reference executor; GPUs) run the CIR kernel
 //   restricted to their range of the split loop, into outputs of their own,
 //   and the slices each owns are gathered.
-// A kernel that neither way can share (a reduction; an output not indexed
+// A kernel that neither way can share (a reduction; atomic updates, on
+// devices with outputs of their own; an output not indexed
 // by the split loop directly) runs whole on the first device.
 #pragma once
 

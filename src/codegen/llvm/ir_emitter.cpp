@@ -66,6 +66,7 @@ class SupportCheck {
   explicit SupportCheck(EmitTarget target) : target_(target) {}
 
   std::optional<std::string> run(const cir::Kernel& k) {
+    for (const cir::Param& p : k.params) dtypes_[p.name] = p.type.dtype;
     block(k.body);
     return reason_;
   }
@@ -152,6 +153,7 @@ class SupportCheck {
           for (const Expr& e : s.as<cir::Yield>()->out_index) expr(e);
           break;
         case cir::StmtKind::Allocate: {
+          dtypes_[s.as<cir::Allocate>()->name] = s.as<cir::Allocate>()->type.dtype;
           if (s.as<cir::Allocate>()->space == cir::MemorySpace::Fragment) {
             if (target_ != EmitTarget::Nvptx) return fail("tensor-core fragments");
             break;  // registers spread over the block's warps, not memory
@@ -187,7 +189,15 @@ class SupportCheck {
           for (const Expr& e : c->src_index) expr(e);
           break;
         }
-        case cir::StmtKind::Atomic: fail("atomics"); break;
+        case cir::StmtKind::Atomic: {
+          auto a = s.as<cir::Atomic>();
+          auto it = dtypes_.find(a->buffer);
+          if (target_ == EmitTarget::Nvptx && a->scope == cir::FenceScope::System && it != dtypes_.end() && dtype_size(it->second) < 4)
+            return fail("system-scope atomics on elements of fewer than 4 bytes");
+          for (const Expr& e : a->index) expr(e);
+          expr(a->value);
+          break;
+        }
         case cir::StmtKind::MatMulBlock: {
           if (target_ == EmitTarget::Nvptx) return fail("CPU register blocks");
           auto m = s.as<cir::MatMulBlock>();
@@ -211,6 +221,7 @@ class SupportCheck {
   EmitTarget target_;
   int gpu_block_depth_ = 0;
   int64_t shared_bytes_ = 0;
+  std::map<std::string, DType> dtypes_;  // of the kernel's buffers and arrays
   std::optional<std::string> reason_;
 };
 
@@ -633,7 +644,7 @@ class Emitter {
         check(expr(c->cond), c->span, c->message);
         return;
       }
-      case cir::StmtKind::Atomic: throw std::logic_error("LLVM lowering: atomics are not supported");
+      case cir::StmtKind::Atomic: return emit_atomic(*s.as<cir::Atomic>());
       case cir::StmtKind::MatMulBlock: return emit_matmul_block(*s.as<cir::MatMulBlock>());
     }
   }
@@ -1288,7 +1299,7 @@ class Emitter {
   // until no other thread changed them in between, so every op keeps the
   // semantics of its non-atomic form (NaN-propagating min/max included).
   template <class Update>
-  void atomic_update(DType t, llvm::Value* ptr, Update update) {
+  void atomic_update(DType t, llvm::Value* ptr, Update update, cir::FenceScope scope = cir::FenceScope::Device) {
     llvm::Type* mem = mem_type(t);
     llvm::Type* bits = b_.getIntNTy(static_cast<unsigned>(mem->getPrimitiveSizeInBits()));
     auto as_bits = [&](llvm::Value* v) { return v->getType() == bits ? v : b_.CreateBitCast(v, bits); };
@@ -1302,11 +1313,111 @@ class Emitter {
     llvm::PHINode* seen = b_.CreatePHI(bits, 2, "seen");
     seen->addIncoming(first, pre);
     llvm::Value* next = as_bits(to_memory(t, update(from_memory(t, from_bits(seen)))));
-    llvm::Value* pair = b_.CreateAtomicCmpXchg(ptr, seen, next, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic,
-                                               llvm::AtomicOrdering::Monotonic);
-    seen->addIncoming(b_.CreateExtractValue(pair, 0), b_.GetInsertBlock());
-    b_.CreateCondBr(b_.CreateExtractValue(pair, 1), done, retry);
+    llvm::Value *old, *swapped;
+    if (std::optional<llvm::Intrinsic::ID> id = gpu_scoped_atomic(llvm::AtomicRMWInst::BAD_BINOP, bits, scope)) {
+      // A block- or system-scope swap: the 32/64-bit scoped instruction.
+      old = b_.CreateIntrinsic(*id, {bits, generic_ptr(ptr)->getType()}, {generic_ptr(ptr), seen, next});
+      swapped = b_.CreateICmpEQ(old, seen);
+    } else {
+      llvm::Value* pair = b_.CreateAtomicCmpXchg(ptr, seen, next, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic,
+                                                 llvm::AtomicOrdering::Monotonic);
+      old = b_.CreateExtractValue(pair, 0);
+      swapped = b_.CreateExtractValue(pair, 1);
+    }
+    seen->addIncoming(old, b_.GetInsertBlock());
+    b_.CreateCondBr(swapped, done, retry);
     b_.SetInsertPoint(done);
+  }
+
+  // An atomic update of one element (cir::Atomic). Integer sums, min, max
+  // and exchanges, and f32/f64 sums, are the target's read-modify-write
+  // instructions; the rest (float min/max propagating NaN, f16/bf16 sums,
+  // and/or) a compare-and-swap loop with the op's ordinary semantics. On a
+  // GPU the scope picks the instruction's: the block (atom.cta), the device
+  // (plain atom) or the system (atom.sys, for memory the host also sees).
+  void emit_atomic(const cir::Atomic& a) {
+    const Buffer& buf = buffer(a.buffer);
+    DType t = buf.type.dtype;
+    std::vector<cir::AxisSel> axes;
+    for (const Expr& e : a.index) axes.push_back(cir::AxisSel::at(e));
+    llvm::Value* x = expr(a.value);
+    llvm::Value* ptr = element_ptr(buf, element_offset(buf, axes, a.span, a.buffer, true));
+    using RMW = llvm::AtomicRMWInst::BinOp;
+    std::optional<RMW> native;
+    bool int_like = is_int(t);
+    switch (a.op) {
+      case cir::AtomicOp::Add:
+        if (int_like) native = RMW::Add;
+        else if (t == DType::F32 || t == DType::F64) native = RMW::FAdd;
+        break;
+      case cir::AtomicOp::Min:
+      case cir::AtomicOp::Max:
+        if (int_like) {
+          bool s = is_signed_int(t), min = a.op == cir::AtomicOp::Min;
+          native = min ? (s ? RMW::Min : RMW::UMin) : (s ? RMW::Max : RMW::UMax);
+        }
+        break;
+      case cir::AtomicOp::Exchange:
+        if (int_like || t == DType::F32 || t == DType::F64) native = RMW::Xchg;
+        break;
+      case cir::AtomicOp::And:
+      case cir::AtomicOp::Or: break;  // logical, as everywhere: through the swap loop
+    }
+    if (native) {
+      llvm::Value* v = to_memory(t, x);
+      if (std::optional<llvm::Intrinsic::ID> id = gpu_scoped_atomic(*native, v->getType(), a.scope)) {
+        b_.CreateIntrinsic(*id, {v->getType(), generic_ptr(ptr)->getType()}, {generic_ptr(ptr), v});
+        return;
+      }
+      // A plain GPU atomic has the device's scope, enough for a block's too;
+      // on a CPU every atomic is the system's.
+      if (target_ != EmitTarget::Nvptx || a.scope != cir::FenceScope::System) {
+        b_.CreateAtomicRMW(*native, ptr, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
+        return;
+      }
+    }
+    auto combine = [&](llvm::Value* cur) -> llvm::Value* {
+      switch (a.op) {
+        case cir::AtomicOp::Add: return arith(BinaryOp::Add, t, cur, x, a.span);
+        case cir::AtomicOp::Min: return arith(BinaryOp::Min, t, cur, x, a.span);
+        case cir::AtomicOp::Max: return arith(BinaryOp::Max, t, cur, x, a.span);
+        case cir::AtomicOp::Exchange: return x;
+        case cir::AtomicOp::And:
+        case cir::AtomicOp::Or: {
+          llvm::Value* r = a.op == cir::AtomicOp::And ? b_.CreateAnd(truthy(cur, t), truthy(x, t)) : b_.CreateOr(truthy(cur, t), truthy(x, t));
+          return convert(r, DType::Bool, t);
+        }
+      }
+      return x;
+    };
+    atomic_update(t, ptr, combine, a.scope);
+  }
+
+  // The NVVM intrinsic of a block- or system-scope atomic (BAD_BINOP: the
+  // compare-and-swap), where the scope is not the device's and the GPU has
+  // one for this op and type; nothing otherwise (then the plain atomic).
+  std::optional<llvm::Intrinsic::ID> gpu_scoped_atomic(llvm::AtomicRMWInst::BinOp op, llvm::Type* type, cir::FenceScope scope) {
+    if (target_ != EmitTarget::Nvptx || scope == cir::FenceScope::Device) return std::nullopt;
+    bool cta = scope == cir::FenceScope::Block;
+    unsigned bits = type->getPrimitiveSizeInBits();
+    bool word = type->isIntegerTy() && (bits == 32 || bits == 64);
+    bool fword = type->isFloatTy() || type->isDoubleTy();
+    using RMW = llvm::AtomicRMWInst::BinOp;
+    namespace I = llvm::Intrinsic;
+    switch (op) {
+      case RMW::BAD_BINOP: if (word) return cta ? I::nvvm_atomic_cas_gen_i_cta : I::nvvm_atomic_cas_gen_i_sys; break;
+      case RMW::Add: if (word) return cta ? I::nvvm_atomic_add_gen_i_cta : I::nvvm_atomic_add_gen_i_sys; break;
+      case RMW::FAdd: if (fword) return cta ? I::nvvm_atomic_add_gen_f_cta : I::nvvm_atomic_add_gen_f_sys; break;
+      case RMW::Min: if (word) return cta ? I::nvvm_atomic_min_gen_i_cta : I::nvvm_atomic_min_gen_i_sys; break;
+      case RMW::Max: if (word) return cta ? I::nvvm_atomic_max_gen_i_cta : I::nvvm_atomic_max_gen_i_sys; break;
+      case RMW::Xchg: if (word) return cta ? I::nvvm_atomic_exch_gen_i_cta : I::nvvm_atomic_exch_gen_i_sys; break;
+      default: break;
+    }
+    return std::nullopt;
+  }
+
+  llvm::Value* generic_ptr(llvm::Value* p) {
+    return p->getType()->getPointerAddressSpace() == 0 ? p : b_.CreateAddrSpaceCast(p, llvm::PointerType::getUnqual(ctx_));
   }
 
   llvm::Value* truthy(llvm::Value* v, DType t) {
