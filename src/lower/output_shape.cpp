@@ -32,7 +32,7 @@ class ShapeInference {
         const Unsized& u = unsized_.at(k);
         diags_.error(u.span, "cannot tell the size of axis " + std::to_string(k) + " of 'out' from `" + u.index + "`")
             .with_hint("index out with loop variables over ranges (`out[i, j]` for `i in 0..M, j in 0..N`), or give out "
-                       "its shape first (`out = zeros(M, N)`, or `out = t` to start from a tensor)");
+                       "its shape first: `out = zeros(M, N)`");
         return std::nullopt;
       }
       shape.push_back((*shape_)[k]);

@@ -392,6 +392,31 @@ def define_host():
             {"embedded": table[ids]}, EXACT)
 
 
+def ref_scatter(table, grad, ids, values, bins=10):
+    table_grad = np.zeros(table.shape, F64)
+    np.add.at(table_grad, ids, grad.astype(F64))
+    b = np.minimum((values * F32(bins)).astype(np.int64), bins - 1)
+    counts = np.bincount(b, minlength=bins).astype(np.int64)
+    bin_max = np.zeros(bins, F32)
+    np.maximum.at(bin_max, b, values)
+    return {"table_grad": table_grad.astype(F32), "counts": counts, "bin_max": bin_max}
+
+
+def define_scatter():
+    # Few rows and many ids: iterations meet at the same elements. The sums
+    # run in any order, so they agree with float64 to rounding.
+    for vocab, dim, n, m in [(1, 1, 1, 1), (7, 5, 100, 33), (3, 17, 1000, 1000), (50, 64, 3000, 20000)]:
+        r = rng_for("scatter", vocab, dim, n, m)
+        table = randn(r, (vocab, dim))
+        grad = randn(r, (n, dim))
+        ids = r.integers(0, vocab, n).astype(np.int64)
+        values = r.random(m).astype(F32)
+        add("scatter", "vocab%d dim%d n%d m%d" % (vocab, dim, n, m),
+            {"table": table, "grad": grad, "ids": ids, "values": values},
+            ref_scatter(table, grad, ids, values),
+            {"table_grad": (1e-5, 1e-5), "counts": EXACT, "bin_max": EXACT})
+
+
 def define_matrix():
     for M, K, N in [(1, 1, 1), (3, 5, 7), (17, 1, 9), (1, 31, 1), (16, 16, 16), (33, 60, 17), (60, 60, 60)]:
         r = rng_for("matmul", M, K, N)
@@ -844,6 +869,7 @@ def define_all():
     define_math()
     define_host()
     define_matrix()
+    define_scatter()
     define_conv()
     define_attention()
     define_fused()

@@ -1,8 +1,8 @@
 // The parity cases every backend runs against the reference executor: one
 // kernel of each kind (element-wise, math, f16/bf16, integers, saturating
 // casts, broadcasts, reductions, argmin/argmax, matmul, softmax, layernorm,
-// shared arrays, guards, tile kernels, attention, flash attention, runtime
-// errors), each on random inputs of six shape variants (odd sizes, 1,
+// shared arrays, guards, tile kernels, attention, flash attention, scatter
+// updates, runtime errors), each on random inputs of six shape variants (odd sizes, 1,
 // non-square; NaN and -inf in one).
 #pragma once
 
@@ -125,6 +125,20 @@ inline const Case kParityCases[] = {
               "    m = m_new\n    l = l_new\n   out[bb, hh, q0:q0 + 4] = o / l\n }\n}",
      {4, 4, 4}, DType::F32, true},
     {"argmax_tile", "def f(x: tensor[r, c, DT]) {\n return compute(x) {\n @kernel fused\n for i in 0..r:\n  out[i] = reduce(argmax, x[i])\n }\n}", {2}},
+    // Updates at indices read from data: atomic where iterations run at once.
+    // Sums of whole numbers, so that any order gives the same result.
+    {"scatter_add", "def f(x: tensor[r, c, DT]) {\n return compute(x) {\n @kernel fused\n out = zeros(4, c)\n for i in 0..r, j in 0..c:\n"
+                    "  let b = i64(abs(x[i, 0]) * 3.0) % 4\n  out[b, j] += floor(x[i, j] * 8.0)\n }\n}", {2}},
+    {"scatter_max", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel fused\n out = zeros(4)\n for i in 0..n:\n"
+                    "  let b = i64(abs(x[i]) * 3.0) % 4\n  out[b] = max(out[b], x[i])\n }\n}", {1}},
+    {"scatter_min_bf16", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel fused\n out = zeros(3)\n for i in 0..n:\n"
+                         "  out[i64(abs(x[i]) * 2.0) % 3] = min(out[i64(abs(x[i]) * 2.0) % 3], x[i])\n }\n}", {1}, DType::BF16},
+    {"histogram_int", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel fused\n out = DT(zeros(5))\n for i in 0..n:\n"
+                      "  out[i64(abs(x[i])) % 5] -= x[i] * 3\n }\n}", {1}, DType::I32},
+    {"scatter_max_int", "def f(x: tensor[r, c, DT]) {\n return compute(x) {\n @kernel fused\n out = DT(zeros(3, c))\n for i in 0..r, j in 0..c:\n"
+                        "  let b = i64(abs(x[i, j])) % 3\n  out[b, j] = max(out[b, j], x[i, j] * 5 - 2)\n }\n}", {2}, DType::I64},
+    {"scatter_out_of_range", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel fused\n out = zeros(2)\n for i in 0..n:\n"
+                             "  out[i64(x[i] * 3.0)] += 1.0\n }\n}", {1}},
     {"out_of_bounds", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i + 1]\n }\n}", {1}},
     {"division_by_zero", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = 10 / (x[i] - x[i])\n }\n}",
      {1}, DType::I64},
