@@ -184,6 +184,27 @@ inline Tensor random(const Shape& s, uint64_t seed, DType dtype = DType::F32) {
   return rand_normal(rng, dtype, s);
 }
 
+// The gradient of an embedding lookup: each token's gradient row added into
+// the table row its id names (PyTorch's index_add_), many tokens meeting at
+// one row, so the updates are atomic.
+inline const char* kEmbeddingGrad = R"(
+def f(g: tensor[n, dim, f32], ids: tensor[n, i64], vocab: int) {
+    return compute(g, ids) {
+        @kernel fused
+        out = zeros(vocab, dim)
+        for i in 0..n, j in 0..dim:
+            out[ids[i], j] += g[i, j]
+    }
+})";
+
+// `n` ids drawn uniformly from [0, vocab).
+inline Tensor random_ids(int64_t n, int64_t vocab, uint64_t seed) {
+  Random rng(seed);
+  Tensor ids = Tensor::zeros(DType::I64, {n});
+  for (int64_t i = 0; i < n; ++i) ids.data_as<int64_t>()[i] = static_cast<int64_t>(rng.next_u64() % static_cast<uint64_t>(vocab));
+  return ids;
+}
+
 // A custom fused chain (scale, shift, GELU, gate), against the same chain
 // of eager operations in PyTorch.
 inline const char* kFusedChain = R"(

@@ -112,6 +112,8 @@ def torch_anchors(threads):
         scale = 1.0 / (d ** 0.5)
         r["attention/%d/%d/%d" % (bh, s, d)] = best_time(
             lambda: torch.softmax(q @ k.transpose(1, 2) * scale, dim=-1) @ v) * 1e3
+    eg, ids = torch.randn(4096, 768, generator=g), torch.randint(0, 30522, (4096,), generator=g)
+    r["embedding_grad"] = best_time(lambda: torch.zeros(30522, 768).index_add_(0, ids, eg)) * 1e3
     for b, c, hw, oc in CONV_SHAPES:
         x, w, bias = torch.randn(b, c, hw, hw, generator=g), torch.randn(oc, c, 3, 3, generator=g), torch.randn(oc, generator=g)
         r["conv2d/%d/%d/%d/%d" % (b, c, hw, oc)] = best_time(lambda: F.conv2d(x, w, bias, padding=1)) * 1e3
@@ -143,6 +145,14 @@ def numpy_anchors():
         return (x - mu) / np.sqrt(var + 1e-5) * w + b
 
     r["layernorm/4096/1024"] = best_time(layernorm) * 1e3
+    g, ids = rng.standard_normal((4096, 768), dtype=np.float32), rng.integers(0, 30522, 4096)
+
+    def embedding_grad():
+        t = np.zeros((30522, 768), np.float32)
+        np.add.at(t, ids, g)
+        return t
+
+    r["embedding_grad"] = best_time(embedding_grad) * 1e3
     big = rng.standard_normal(1 << 24, dtype=np.float32)
     r["gelu"] = best_time(lambda: big * 0.5 * (1.0 + np.tanh(0.7978845608 * (big + 0.044715 * big ** 3)))) * 1e3
     return r
@@ -237,7 +247,9 @@ def main():
             ("softmax", "BM_zyntax_softmax/1024/4096", "softmax/1024/4096", "1024×4096"),
             ("layernorm", "BM_zyntax_layernorm/4096/1024", "layernorm/4096/1024", "4096×1024"),
             ("attention (flash, ZynML)", "BM_zyntax_attention/12/128/64", "attention/12/128/64", "12 heads × 128 × 64"),
-            ("attention (flash, ZynML)", "BM_zyntax_attention/4/512/64", "attention/4/512/64", "4 heads × 512 × 64")]:
+            ("attention (flash, ZynML)", "BM_zyntax_attention/4/512/64", "attention/4/512/64", "4 heads × 512 × 64"),
+            ("embedding gradient (scatter-add, atomic)", "BM_zyntax_embedding_grad", "embedding_grad",
+             "4096×768 → 30522 rows")]:
         zt, gb = z(name), counter(name, "GBps")
         pct = "%.0f%%" % (100 * gb / mem) if gb and mem else "—"
         lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (

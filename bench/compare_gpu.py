@@ -85,6 +85,9 @@ def torch_anchors():
         eager = lambda: torch.softmax(q @ k.transpose(-1, -2) / 8.0, dim=-1) @ v
         r["torch_attention_eager_%dx%d_ms" % (bh, sq)] = timed(eager, 5)
         r["torch_sdpa_%dx%d_ms" % (bh, sq)] = timed(lambda: F.scaled_dot_product_attention(q, k, v), 5)
+    eg, ids = torch.randn(4096, 768, device=dev), torch.randint(0, 30522, (4096,), device=dev)
+    table = torch.zeros(30522, 768, device=dev)
+    r["torch_index_add_ms"] = timed(lambda: table.index_add_(0, ids, eg))
     fx, fy = torch.randn(n, device=dev), torch.randn(n, device=dev)
 
     def chain(x, y):
@@ -133,6 +136,10 @@ def table(z, t, device):
         rows.append(("attention %d heads×seq %d, d 64" % (bh, sq), fmt(zt) + " ms",
                      "eager %s ms, SDPA %s ms" % (fmt(e), fmt(f)),
                      "≥ 1.5× eager: %s; ≥ 1.0× SDPA: %s" % (fmt(ratio(e, zt)), fmt(ratio(f, zt)))))
+    ze = z.get("zyntax_embedding_grad_ms")
+    rows.append(("embedding gradient, 4096×768 into 30522 rows", fmt(ze) + " ms",
+                 "index_add_ %s ms" % fmt(t.get("torch_index_add_ms")),
+                 "≥ 1.0×: %s" % fmt(ratio(t.get("torch_index_add_ms"), ze))))
     zf = z.get("zyntax_fused_chain_ms")
     rows.append(("fused chain, 2^26 elements", fmt(zf) + " ms",
                  "eager %s ms, torch.compile (Triton) %s ms" % (fmt(t.get("torch_fused_chain_eager_ms")),

@@ -143,6 +143,15 @@ void BM_zyntax_attention(benchmark::State& state) {
   state.counters["GFLOPS"] = benchmark::Counter(4.0 * bh * s * s * d / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Scatter-add of BERT-base's embedding gradient: 4096 tokens of 768 into
+// 30522 rows (zeroing the table included, as in PyTorch's dense backward).
+void BM_zyntax_embedding_grad(benchmark::State& state) {
+  std::vector<Tensor> in = {random({4096, 768}, 18), random_ids(4096, 30522, 19)};
+  auto go = [&] { return kernel(kEmbeddingGrad).launch(cpu(), in, {{"vocab", 30522}}, {}); };
+  go();
+  for (auto _ : state) benchmark::DoNotOptimize(go().data());
+}
+
 // ------------------------------------------------------------ convolution
 
 void BM_zyntax_conv2d(benchmark::State& state) {
@@ -203,6 +212,7 @@ BENCHMARK(BM_zyntax_gelu_in_cache)->Unit(benchmark::kMillisecond)->UseRealTime()
 BENCHMARK(BM_zyntax_softmax)->Args({4096, 1024})->Args({1024, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_layernorm)->Args({4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_attention)->Args({12, 128, 64})->Args({4, 512, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_embedding_grad)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_conv2d)->Args({1, 64, 56, 64})->Args({8, 128, 28, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_depthwise)->Args({1, 256, 56})->Args({8, 128, 28})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_launch_tiny)->Unit(benchmark::kMicrosecond)->UseRealTime();

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -101,12 +102,13 @@ void runtime_costs(cuda::Gpu& gpu) {
 }
 
 // Median GPU time of a zyntax kernel (events around the kernel), after a warm-up.
-double kernel_ms(Device& dev, const char* source, const std::vector<Tensor>& in, int reps) {
+double kernel_ms(Device& dev, const char* source, const std::vector<Tensor>& in, int reps,
+                 const std::map<std::string, int64_t>& host_dims = {}) {
   CompiledCompute& k = kernel(source);
-  k.launch(dev, in, {}, {});
+  k.launch(dev, in, host_dims, {});
   std::vector<double> ms;
   for (int i = 0; i < reps; ++i) {
-    k.launch(dev, in, {}, {});
+    k.launch(dev, in, host_dims, {});
     ms.push_back(cuda_last_kernel_milliseconds(dev));
   }
   return median(ms);
@@ -132,6 +134,9 @@ void kernels(Device& dev) {
   // LayerNorm of BERT-base activations: 8 x 512 tokens of 768.
   double ln = kernel_ms(dev, kLayerNorm, {random({4096, 768}, 7), random({768}, 8), random({768}, 9)}, 10);
   report("zyntax_layernorm_4096x768_ms", ln, "ms");
+  // Embedding gradient of BERT-base: 8 x 512 tokens of 768 into 30522 rows.
+  double eg = kernel_ms(dev, kEmbeddingGrad, {random({4096, 768}, 13), random_ids(4096, 30522, 14)}, 10, {{"vocab", 30522}});
+  report("zyntax_embedding_grad_ms", eg, "ms", "4096x768 into 30522 rows");
   // Attention: BERT-base (batch 8, 12 heads, seq 128, d 64) and seq 4096 (12 heads).
   for (auto [bh, s] : std::vector<std::pair<int64_t, int64_t>>{{96, 128}, {12, 4096}}) {
     std::vector<Tensor> in = {random({bh, s, 64}, 10), random({bh, s, 64}, 11), random({bh, s, 64}, 12)};

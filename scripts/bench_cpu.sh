@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds the CPU benchmarks (installing OpenBLAS, oneDNN and PyTorch from
-# Debian if missing) and writes docs/performance.md from one side-by-side run.
+# Debian if missing; oneDNN's CMake package also asks for OpenCL) and writes
+# docs/performance.md from one side-by-side run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 missing=()
-for p in libopenblas-dev libdnnl-dev python3-torch; do
+for p in libopenblas-dev libdnnl-dev ocl-icd-opencl-dev python3-torch; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -88,7 +88,7 @@ std::optional<cir::Stmt> atomic_form(const cir::Store& st) {
 // every store to it and every read of it (so an iteration reads only what
 // it writes), yields go to their own output element, and nothing declared
 // outside is assigned inside. Failing that, they may still update `out`
-// atomically (`with_atomics`): every access to it is an update
+// atomically (Verdict::WithAtomics): every access to it is an update
 // `out[I] = out[I] op e` whose index changes with the iteration (a
 // scatter: `out[ids[i], j] += x[i, j]`, a histogram).
 class IndependenceCheck {
@@ -109,9 +109,11 @@ class IndependenceCheck {
     for (const cir::Stmt& s : b) stmt(s);
   }
 
-  void exprs(const cir::Stmt& s) {
+  // Records the reads of `out` in an expression or a statement without blocks.
+  template <class Node>
+  void note_reads(const Node& n) {
     OutReads r;
-    r.include(s);
+    r.include(n);
     reads_.insert(reads_.end(), r.found.begin(), r.found.end());
   }
 
@@ -119,20 +121,14 @@ class IndependenceCheck {
     if (!ok_) return;
     if (auto f = s.as<cir::For>()) {
       declared_.insert(f->var);
-      for (const Expr& e : {f->lo, f->hi, f->step}) {
-        OutReads r;
-        r.include(e);
-        reads_.insert(reads_.end(), r.found.begin(), r.found.end());
-      }
+      for (const Expr& e : {f->lo, f->hi, f->step}) note_reads(e);
       block(f->body);
     } else if (auto i = s.as<cir::If>()) {
-      OutReads r;
-      r.include(i->cond);
-      reads_.insert(reads_.end(), r.found.begin(), r.found.end());
+      note_reads(i->cond);
       block(i->then_body);
       block(i->else_body);
     } else if (auto st = s.as<cir::Store>()) {
-      exprs(s);
+      note_reads(s);
       if (st->buffer == "out") {
         stores_.push_back(st);
         iteration_dependent_.push_back(index_changes(st->axes));
@@ -140,13 +136,13 @@ class IndependenceCheck {
         ok_ = false;
       }
     } else if (auto a = s.as<cir::Atomic>()) {
-      exprs(s);
+      note_reads(s);
       if (a->buffer == "out") atomics_ = true;
       else if (!declared_.count(a->buffer)) ok_ = false;
     } else if (s.as<cir::MatMulBlock>()) {
       ok_ = false;
     } else {
-      exprs(s);
+      note_reads(s);
       if (auto l = s.as<cir::Let>()) {
         declared_.insert(l->name);
       } else if (auto d = s.as<cir::Decl>()) {

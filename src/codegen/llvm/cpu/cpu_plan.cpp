@@ -6,6 +6,7 @@
 #include "cir/passes/partition_guarded_loops.hpp"
 #include "cir/passes/reuse_row_values.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
+#include "cir/passes/serialize_atomic_loops.hpp"
 #include "cir/passes/schedule_matmul.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
@@ -24,6 +25,8 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads) {
     if (!cir::scalarize_tiles(kernel, &plan.why_not)) return plan;
     passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr); }});
   }
+  if (threads < kCpuAtomicThreads)
+    passes.push_back({"serialize_atomic_loops", [](const cir::Kernel& k) { return cir::serialize_atomic_loops(k); }});
   cir::MatMulSchedule mm = cir::cpu_matmul_schedule(CpuJit::instance().target().vector_bits, threads);
   passes.push_back({"schedule_matmul", [mm](const cir::Kernel& k) {
                       std::optional<cir::Kernel> s = cir::schedule_matmul(k, mm);

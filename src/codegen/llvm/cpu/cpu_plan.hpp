@@ -1,7 +1,8 @@
 // The CIR passes that make a kernel what the CPU backend compiles: tile
 // values rewritten to loops, matrix products packed and register-blocked,
 // row values computed once (reuse_row_values), other reductions inside
-// parallel loops interchanged so they vectorise.
+// parallel loops interchanged so they vectorise, and atomic updates run in
+// order on one core unless many share them (serialize_atomic_loops).
 // Shared by the cpu device and `zyntax compile`, so what the command shows
 // is what runs.
 #pragma once
@@ -18,6 +19,11 @@ struct CpuPlan {
   std::string why_not;                // and why
   bool writes_whole_output = false;   // the output needs no zero-filling
 };
+
+// From this many threads a loop of atomic updates runs on all of them; with
+// fewer, in order on one (one core's vector adds beat compare-and-swap
+// loops on a few).
+constexpr int kCpuAtomicThreads = 16;
 
 // `threads`: how many threads will share the kernel's outer parallel loop.
 CpuPlan plan_cpu_kernel(const cir::Kernel& k, int threads);
