@@ -248,7 +248,7 @@ def main():
             ("layernorm", "BM_zyntax_layernorm/4096/1024", "layernorm/4096/1024", "4096×1024"),
             ("attention (flash, ZynML)", "BM_zyntax_attention/12/128/64", "attention/12/128/64", "12 heads × 128 × 64"),
             ("attention (flash, ZynML)", "BM_zyntax_attention/4/512/64", "attention/4/512/64", "4 heads × 512 × 64"),
-            ("embedding gradient (scatter-add, atomic)", "BM_zyntax_embedding_grad", "embedding_grad",
+            ("embedding gradient (scatter-add)", "BM_zyntax_embedding_grad", "embedding_grad",
              "4096×768 → 30522 rows")]:
         zt, gb = z(name), counter(name, "GBps")
         pct = "%.0f%%" % (100 * gb / mem) if gb and mem else "—"

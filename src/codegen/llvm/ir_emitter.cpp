@@ -1316,7 +1316,8 @@ class Emitter {
     llvm::Value *old, *swapped;
     if (std::optional<llvm::Intrinsic::ID> id = gpu_scoped_atomic(llvm::AtomicRMWInst::BAD_BINOP, bits, scope)) {
       // A block- or system-scope swap: the 32/64-bit scoped instruction.
-      old = b_.CreateIntrinsic(*id, {bits, generic_ptr(ptr)->getType()}, {generic_ptr(ptr), seen, next});
+      llvm::Value* p = generic_ptr(ptr);
+      old = b_.CreateIntrinsic(*id, {bits, p->getType()}, {p, seen, next});
       swapped = b_.CreateICmpEQ(old, seen);
     } else {
       llvm::Value* pair = b_.CreateAtomicCmpXchg(ptr, seen, next, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic,
@@ -1366,7 +1367,8 @@ class Emitter {
     if (native) {
       llvm::Value* v = to_memory(t, x);
       if (std::optional<llvm::Intrinsic::ID> id = gpu_scoped_atomic(*native, v->getType(), a.scope)) {
-        b_.CreateIntrinsic(*id, {v->getType(), generic_ptr(ptr)->getType()}, {generic_ptr(ptr), v});
+        llvm::Value* p = generic_ptr(ptr);
+        b_.CreateIntrinsic(*id, {v->getType(), p->getType()}, {p, v});
         return;
       }
       // A plain GPU atomic has the device's scope, enough for a block's too;
