@@ -631,6 +631,13 @@ class Scalarizer {
       // read transposed stays: the GPU schedule pads its rows.)
       a = staged(a, out, m.span);
       b = staged(b, out, m.span);
+    } else if (b.as<Transpose>()) {
+      // Rows of products run along b's rows: a transposed b (attention's
+      // Q K^T) is copied into an array the right way round first, so that
+      // they are contiguous.
+      std::string name = fresh("stage");
+      materialize(b, name, /*is_mutable=*/false, out, m.span);
+      b = Var::make(name, Type::tensor(b->type.dtype, tiles_.at(name).extents));
     }
     std::vector<Expr> ae = extents(a, out, m.span), be = extents(b, out, m.span);
     bool a_vec = ae.size() == 1, b_vec = be.size() == 1;

@@ -24,7 +24,9 @@
 namespace zyntax::cir {
 
 // How a matrix product's elements are computed. RowsOfProducts: row by row
-// in i-k-j order, the j loop over contiguous memory (a CPU vectorizes it).
+// in i-k-j order, the j loop over contiguous memory (a CPU vectorizes it;
+// a transposed right factor, attention's K^T, is copied the right way
+// round first).
 // DotProducts: each element its own dot product, i-j-k with a scalar
 // accumulator, so the (i, j) iterations are independent (the threads of a
 // GPU block share them out), f32 and f64 terms added as fused
