@@ -1286,8 +1286,7 @@ class Emitter {
     llvm::Value* x = convert(v, vt, at);
     auto combine = [&](llvm::Value* acc) {
       if (std::optional<BinaryOp> b = reduce_binary_op(op)) return arith(*b, at, acc, x, y.span);
-      llvm::Value* r = op == ReduceOp::And ? b_.CreateAnd(truthy(acc, at), truthy(x, at)) : b_.CreateOr(truthy(acc, at), truthy(x, at));
-      return convert(r, DType::Bool, at);
+      return logical(op == ReduceOp::And, acc, x, at);
     };
     if (target_ == EmitTarget::Nvptx && gpu_block_depth_ > 0) return atomic_update(at, acc_ptr, combine);
     llvm::Value* acc = from_memory(at, b_.CreateLoad(mem_type(at), acc_ptr));
@@ -1385,10 +1384,7 @@ class Emitter {
         case cir::AtomicOp::Max: return arith(BinaryOp::Max, t, cur, x, a.span);
         case cir::AtomicOp::Exchange: return x;
         case cir::AtomicOp::And:
-        case cir::AtomicOp::Or: {
-          llvm::Value* r = a.op == cir::AtomicOp::And ? b_.CreateAnd(truthy(cur, t), truthy(x, t)) : b_.CreateOr(truthy(cur, t), truthy(x, t));
-          return convert(r, DType::Bool, t);
-        }
+        case cir::AtomicOp::Or: return logical(a.op == cir::AtomicOp::And, cur, x, t);
       }
       return x;
     };
@@ -1420,6 +1416,12 @@ class Emitter {
 
   llvm::Value* generic_ptr(llvm::Value* p) {
     return p->getType()->getPointerAddressSpace() == 0 ? p : b_.CreateAddrSpaceCast(p, llvm::PointerType::getUnqual(ctx_));
+  }
+
+  // `a and b` / `a or b` of two values of dtype t, as a value of t (0 or 1).
+  llvm::Value* logical(bool is_and, llvm::Value* a, llvm::Value* b, DType t) {
+    llvm::Value* r = is_and ? b_.CreateAnd(truthy(a, t), truthy(b, t)) : b_.CreateOr(truthy(a, t), truthy(b, t));
+    return convert(r, DType::Bool, t);
   }
 
   llvm::Value* truthy(llvm::Value* v, DType t) {
