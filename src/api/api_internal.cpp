@@ -86,10 +86,28 @@ void check_size(const char* op, const char* arg, const Buffer& b, const std::vec
                      names + " = " + shape_text(shape) + " needs " + std::to_string(want));
 }
 
-void write_into(Buffer& b, const void* data, size_t bytes) {
+void write_into(Buffer& b, const Tensor& result, size_t offset) {
   Tensor& t = b.impl()->tensor;
-  if (static_cast<size_t>(t.nbytes()) != bytes) throw std::logic_error("in-place result of the wrong size");
-  std::memcpy(t.data(), data, bytes);
+  size_t bytes = t.nbytes();
+  if (offset > result.nbytes() || result.nbytes() - offset < bytes) throw std::logic_error("in-place result of the wrong size");
+  if (std::shared_ptr<const DeviceMirror> m = result.mirror()) {
+    std::shared_ptr<const DeviceMirror> mine = offset == 0 && bytes == result.nbytes() ? m : m->part(offset, bytes);
+    if (mine && t.set_mirror(std::move(mine), /*host_current=*/false)) return;
+  }
+  std::memcpy(t.data(), static_cast<const unsigned char*>(result.data()) + offset, bytes);
+}
+
+Tensor f32_part(const Tensor& result, size_t first, size_t count) {
+  Tensor part = Tensor::for_overwrite(DType::F32, {static_cast<int64_t>(count)});
+  if (std::shared_ptr<const DeviceMirror> m = result.mirror()) {
+    if (std::shared_ptr<const DeviceMirror> mine = m->part(first * sizeof(float), count * sizeof(float))) {
+      part.set_mirror(std::move(mine), /*host_current=*/false);
+      part.set_device(result.device());
+      return part;
+    }
+  }
+  std::memcpy(part.data(), static_cast<const float*>(result.data()) + first, count * sizeof(float));
+  return part;
 }
 
 void check_ids(const char* op, const char* arg, const Buffer& b) {

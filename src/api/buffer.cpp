@@ -1,4 +1,6 @@
 // Buffer: a handle to a flat runtime tensor on a device.
+#include <utility>
+
 #include "api/api_internal.hpp"
 #include "zyntax/zyntax.hpp"
 
@@ -21,7 +23,7 @@ std::string Buffer::device() const { return impl_ ? impl_->device : ""; }
 std::vector<float> Buffer::to_vector() const {
   if (!impl_) return {};
   Tensor f = impl_->tensor.dtype() == DType::F32 ? impl_->tensor : impl_->tensor.astype(DType::F32);
-  const float* p = static_cast<const float*>(f.data());
+  const float* p = static_cast<const float*>(std::as_const(f).data());  // a read: a GPU's copy stays
   return std::vector<float>(p, p + f.numel());
 }
 
@@ -29,7 +31,7 @@ std::vector<uint32_t> Buffer::to_vector_u32() const {
   if (!impl_) return {};
   if (impl_->tensor.dtype() != DType::U32)
     throw ShapeError(std::string("to_vector_u32: the buffer holds ") + element_type_name(element_type()) + ", not u32");
-  const uint32_t* p = static_cast<const uint32_t*>(impl_->tensor.data());
+  const uint32_t* p = static_cast<const uint32_t*>(std::as_const(impl_->tensor).data());
   return std::vector<uint32_t>(p, p + impl_->tensor.numel());
 }
 

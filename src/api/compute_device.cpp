@@ -11,6 +11,17 @@ namespace zyntax {
 using api::tensor_of;
 using api::wrap;
 
+namespace {
+
+// A buffer's new data placed on the device: copied into a GPU's own memory
+// at once, where its kernels read it; a group's (and a CPU's) stay on the host.
+Tensor placed(const DeviceImpl& dev, Tensor t) {
+  if (dev.devices.size() == 1 && dev.device->info().type == "gpu") return dev.device->copy_in(t);
+  return t;
+}
+
+}  // namespace
+
 // ------------------------------------------------------------ devices
 
 std::vector<DeviceDescription> compute_devices() {
@@ -54,20 +65,21 @@ Buffer ComputeDevice::upload(const std::vector<float>& data) const { return uplo
 Buffer ComputeDevice::upload(const float* data, size_t n) const {
   Tensor t = Tensor::empty(DType::F32, {static_cast<int64_t>(n)});
   if (n) std::memcpy(t.data(), data, n * sizeof(float));
-  return wrap(*impl_, std::move(t));
+  return wrap(*impl_, placed(*impl_, std::move(t)));
 }
 
 Buffer ComputeDevice::upload_u32(const std::vector<uint32_t>& data) const {
   Tensor t = Tensor::empty(DType::U32, {static_cast<int64_t>(data.size())});
   if (!data.empty()) std::memcpy(t.data(), data.data(), data.size() * sizeof(uint32_t));
-  return wrap(*impl_, std::move(t));
+  return wrap(*impl_, placed(*impl_, std::move(t)));
 }
 
 Buffer ComputeDevice::upload_as(const std::vector<float>& data, ElementType storage) const {
   if (storage == ElementType::U32) throw ShapeError("upload_as: u32 is not a float storage format (use upload_u32)");
-  Buffer f = upload(data);
-  if (storage == ElementType::F32) return f;
-  return wrap(*impl_, f.impl()->tensor.astype(api::dtype_of(storage)));
+  if (storage == ElementType::F32) return upload(data);
+  Tensor f = Tensor::empty(DType::F32, {static_cast<int64_t>(data.size())});
+  if (!data.empty()) std::memcpy(f.data(), data.data(), data.size() * sizeof(float));
+  return wrap(*impl_, placed(*impl_, f.astype(api::dtype_of(storage))));
 }
 
 Buffer ComputeDevice::alloc(size_t n) const { return wrap(*impl_, Tensor::zeros(DType::F32, {static_cast<int64_t>(n)})); }
@@ -81,7 +93,7 @@ Buffer ComputeDevice::copy_buffer(const Buffer& src) const {
   const Tensor& t = tensor_of(*impl_, src, "copy_buffer", "src");
   Tensor copy = Tensor::empty(t.dtype(), t.shape());
   std::memcpy(copy.data(), t.data(), t.nbytes());
-  return wrap(*impl_, std::move(copy));
+  return wrap(*impl_, placed(*impl_, std::move(copy)));
 }
 
 void ComputeDevice::zero_buffer(Buffer& b) const {
@@ -95,9 +107,7 @@ Buffer ComputeDevice::to_device(const Buffer& b, bool copy) const {
   if (!b.impl()) throw ShapeError("to_device: the buffer is empty");
   Tensor t = b.impl()->tensor;
   if (copy) {
-    Tensor c = Tensor::empty(t.dtype(), t.shape());
-    std::memcpy(c.data(), t.data(), t.nbytes());
-    t = c;
+    t = impl_->devices.size() == 1 ? impl_->device->copy_in(t) : t.clone();
   } else {
     // A view every device of the group reads in place.
     try {

@@ -70,9 +70,7 @@ std::vector<Buffer> ComputeDevice::elementwise_multi(const std::vector<Buffer>& 
   if (outputs.size() == 1) return {wrap(*impl_, std::move(result))};
   std::vector<Buffer> out;
   for (size_t o = 0; o < outputs.size(); ++o) {
-    Tensor row = Tensor::empty(DType::F32, {static_cast<int64_t>(numel)});
-    std::memcpy(row.data(), static_cast<const float*>(result.data()) + o * numel, numel * sizeof(float));
-    out.push_back(wrap(*impl_, std::move(row)));
+    out.push_back(wrap(*impl_, api::f32_part(result, o * numel, numel)));
   }
   return out;
 }

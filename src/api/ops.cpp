@@ -53,7 +53,7 @@ void ComputeDevice::matmul_accumulate(Buffer& c, const Buffer& a, const Buffer& 
   const char* op = "matmul_accumulate";
   Tensor r = run_op(*impl_, "matmul_acc", {shaped(*impl_, a, op, "a", {m, k}, "[m, k]"), shaped(*impl_, b, op, "b", {k, n}, "[k, n]"),
                                             shaped(*impl_, c, op, "c", {m, n}, "[m, n]")});
-  api::write_into(c, r.data(), r.nbytes());
+  api::write_into(c, r);
 }
 
 Buffer ComputeDevice::transpose_2d(const Buffer& x, size_t rows, size_t cols) const {
@@ -70,7 +70,7 @@ Buffer ComputeDevice::bias_add(const Buffer& matrix, const Buffer& bias, size_t 
 void ComputeDevice::add_assign(Buffer& dst, const Buffer& src) const {
   size_t n = dst.size();
   Tensor r = run_op(*impl_, "add", {shaped(*impl_, dst, "add_assign", "dst", {n}, "[n]"), shaped(*impl_, src, "add_assign", "src", {n}, "[n] (dst's size)")});
-  api::write_into(dst, r.data(), r.nbytes());
+  api::write_into(dst, r);
 }
 
 Buffer ComputeDevice::softmax(const Buffer& x, size_t n_rows, size_t row_len) const {
@@ -245,10 +245,9 @@ void ComputeDevice::adamw_step(Buffer& param, const Buffer& grad, Buffer& m, Buf
                                      {"bc1", f32(static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), t)))},
                                      {"bc2", f32(static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), t)))}};
   Tensor r = run_op(*impl_, op, in, {}, s);
-  const float* rows = static_cast<const float*>(r.data());
-  api::write_into(param, rows, n * sizeof(float));
-  api::write_into(m, rows + n, n * sizeof(float));
-  api::write_into(v, rows + 2 * n, n * sizeof(float));
+  api::write_into(param, r);
+  api::write_into(m, r, n * sizeof(float));
+  api::write_into(v, r, 2 * n * sizeof(float));
 }
 
 }  // namespace zyntax

@@ -38,7 +38,7 @@ Value to_device(const Invocation& inv) {
   bool copy = a.boolean_or(2, true);
   Tensor moved;
   try {
-    moved = copy ? t.clone() : d.share_host(t);
+    moved = copy ? d.copy_in(t) : d.share_host(t);
   } catch (const std::runtime_error& e) {  // the device cannot map it, or the driver failed
     throw Error(a.span(2), std::string("to_device(copy=false): ") + e.what());
   }

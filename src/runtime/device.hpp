@@ -43,6 +43,16 @@ class Device {
   // a DataError saying why where the device cannot reach host memory.
   virtual Tensor share_host(const Tensor& t) { return t; }
 
+  // A copy of `t` placed on this device (to_device with copy=true): in its
+  // own memory where it has some (a GPU's, where the device's kernels then
+  // read it without copying it in, and the host reads it back when it
+  // first needs it); a host copy elsewhere.
+  virtual Tensor copy_in(const Tensor& t) {
+    Tensor c = t.clone();
+    c.set_device(info().id);
+    return c;
+  }
+
   // Running one share of a kernel into an output in host memory that other
   // devices fill with the other shares (several devices on one kernel, see
   // runtime/split_launch): share `part` of `parts` of the outer parallel

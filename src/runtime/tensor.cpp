@@ -93,6 +93,7 @@ Tensor Tensor::in_storage(DType dtype, Shape shape, std::shared_ptr<unsigned cha
   t.storage_ = std::move(storage);
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
+  t.residence_ = std::make_shared<Residence>(t.storage_.get(), t.nbytes());
   return t;
 }
 
@@ -102,7 +103,8 @@ Tensor Tensor::full(DType dtype, Shape shape, const Scalar& value) {
   if (n == 0) return t;
   t.set(0, value);
   size_t size = dtype_size(dtype);
-  for (int64_t i = 1; i < n; ++i) std::memcpy(t.raw() + i * size, t.raw(), size);
+  unsigned char* p = t.raw();
+  for (int64_t i = 1; i < n; ++i) std::memcpy(p + i * size, p, size);
   return t;
 }
 
@@ -185,14 +187,15 @@ Tensor Tensor::bytes_view(size_t offset, DType dtype, Shape shape) const {
   t.storage_ = std::shared_ptr<unsigned char>(storage_, storage_.get() + offset);  // shares ownership of the whole
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
+  t.residence_ = residence_;  // the view's bytes are the whole's
   return t;
 }
 
 Tensor Tensor::clone() const {
   if (!storage_) return Tensor{};
-  Tensor t = *this;
-  t.storage_ = allocate(nbytes());
-  if (nbytes()) std::memcpy(t.storage_.get(), storage_.get(), nbytes());
+  Tensor t = in_storage(dtype_, shape_, allocate(nbytes()));
+  t.device_ = device_;
+  if (nbytes()) std::memcpy(t.storage_.get(), data(), nbytes());
   return t;
 }
 
@@ -204,6 +207,45 @@ Tensor Tensor::astype(DType dtype) const {
   int64_t n = numel();
   for (int64_t i = 0; i < n; ++i) t.set(i, get(i));
   return t;
+}
+
+std::shared_ptr<const DeviceMirror> Tensor::mirror() const {
+  if (!residence_ || !residence_->covers(storage_.get(), nbytes())) return nullptr;
+  return residence_->mirror();
+}
+
+bool Tensor::set_mirror(std::shared_ptr<const DeviceMirror> m, bool host_current) const {
+  if (!residence_ || !residence_->covers(storage_.get(), nbytes())) return false;
+  residence_->set(std::move(m), host_current);
+  return true;
+}
+
+std::shared_ptr<const DeviceMirror> Tensor::Residence::mirror() {
+  if (state_.load(std::memory_order_acquire) == kHostOnly) return nullptr;
+  std::lock_guard<std::mutex> lock(mu_);
+  return mirror_;
+}
+
+void Tensor::Residence::set(std::shared_ptr<const DeviceMirror> m, bool host_current) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // The host's bytes become current before the only copy of them goes.
+  if ((host_current || !m) && state_.load(std::memory_order_relaxed) == kDeviceOnly) mirror_->download(host_, bytes_);
+  mirror_ = std::move(m);
+  state_.store(!mirror_ ? kHostOnly : host_current ? kBoth : kDeviceOnly, std::memory_order_release);
+}
+
+// Under the lock, so that concurrent readers copy the bytes once and none
+// reads them half-copied.
+void Tensor::Residence::fetch(bool drop_mirror) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state_.load(std::memory_order_relaxed) == kDeviceOnly) {
+    mirror_->download(host_, bytes_);
+    state_.store(kBoth, std::memory_order_release);
+  }
+  if (drop_mirror) {
+    mirror_.reset();
+    state_.store(kHostOnly, std::memory_order_release);
+  }
 }
 
 }  // namespace zyntax

@@ -2,8 +2,10 @@
 // reference executor and the tests all hold data in this one type.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,6 +28,22 @@ std::vector<int64_t> shape_strides(const Shape& s);
 class DataError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// A copy of a tensor's bytes in a device's own memory (a GPU's), which the
+// device's kernels read without copying them in again. A mirror never
+// changes once made: kernels write new tensors, and a host write to the
+// tensor drops its mirror instead of updating it.
+class DeviceMirror {
+ public:
+  virtual ~DeviceMirror() = default;
+  // The device holding the bytes ("cuda:0").
+  virtual const std::string& device() const = 0;
+  // Copies the bytes into host memory, waiting for the copy.
+  virtual void download(void* host, size_t bytes) const = 0;
+  // A new mirror on the same device holding bytes [offset, offset + bytes)
+  // of this one (copied there), or null where the device cannot.
+  virtual std::shared_ptr<const DeviceMirror> part(size_t offset, size_t bytes) const { return nullptr; }
 };
 
 class Tensor {
@@ -55,8 +73,18 @@ class Tensor {
   int64_t numel() const { return shape_numel(shape_); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
 
-  void* data() { return storage_.get(); }
-  const void* data() const { return storage_.get(); }
+  // The host's bytes. Reading them first fills them from the device where
+  // a device holds the only current copy (a kernel's output on a GPU);
+  // the non-const form, through which the host may write, also drops the
+  // device's copy.
+  void* data() {
+    if (residence_) residence_->for_host_write();
+    return storage_.get();
+  }
+  const void* data() const {
+    if (residence_) residence_->for_host_read();
+    return storage_.get();
+  }
   template <class T>
   T* data_as() { return static_cast<T*>(data()); }
   template <class T>
@@ -79,8 +107,16 @@ class Tensor {
   Tensor kept_with(std::shared_ptr<void> keeper) const;
   Tensor astype(DType dtype) const;
 
-  // Which device holds the data ("cpu" for now; the runtime moves tensors).
+  // Which device the tensor is placed on ("cpu", "cuda:0").
   const std::string& device() const { return device_; }
+  // A device's copy of the whole tensor where one is current, else null.
+  std::shared_ptr<const DeviceMirror> mirror() const;
+  // Records `m` as a device's copy of these bytes, for every handle of the
+  // storage. `host_current`: whether the host's bytes are the same (an
+  // upload), or are to be filled from the device when the host first reads
+  // them (a kernel's output). A later host write drops the mirror. False,
+  // and nothing recorded, for a view of part of a storage (bytes_view).
+  bool set_mirror(std::shared_ptr<const DeviceMirror> m, bool host_current) const;
   void set_device(std::string d) { device_ = std::move(d); }
   // True when both refer to the same storage.
   bool same_storage(const Tensor& o) const { return storage_ == o.storage_; }
@@ -92,8 +128,36 @@ class Tensor {
   DType dtype_ = DType::F32;
   Shape shape_;
   std::string device_ = "cpu";
-  unsigned char* raw() { return storage_.get(); }
-  const unsigned char* raw() const { return storage_.get(); }
+
+  // Where the storage's current bytes are, shared by every handle and view
+  // of one storage: the host's alone, the host's and a device's mirror, or
+  // the mirror's alone (the host's to be filled on first access).
+  class Residence {
+   public:
+    Residence(unsigned char* host, size_t bytes) : host_(host), bytes_(bytes) {}
+    void for_host_read() {
+      if (state_.load(std::memory_order_acquire) == kDeviceOnly) fetch(false);
+    }
+    void for_host_write() {
+      if (state_.load(std::memory_order_acquire) != kHostOnly) fetch(true);
+    }
+    bool covers(const unsigned char* host, size_t bytes) const { return host == host_ && bytes == bytes_; }
+    std::shared_ptr<const DeviceMirror> mirror();
+    void set(std::shared_ptr<const DeviceMirror> m, bool host_current);
+
+   private:
+    enum : int { kHostOnly, kBoth, kDeviceOnly };
+    void fetch(bool drop_mirror);
+    unsigned char* const host_;
+    const size_t bytes_;
+    std::atomic<int> state_{kHostOnly};
+    std::mutex mu_;
+    std::shared_ptr<const DeviceMirror> mirror_;  // under mu_
+  };
+  std::shared_ptr<Residence> residence_;
+
+  unsigned char* raw() { return static_cast<unsigned char*>(data()); }
+  const unsigned char* raw() const { return static_cast<const unsigned char*>(data()); }
   static std::shared_ptr<unsigned char> allocate(size_t bytes);
   static Tensor make(DType dtype, Shape shape, bool recycled);
 };

@@ -207,5 +207,59 @@ TEST(CudaRuntime, MappedViewsAreReadInPlace) {
   EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u);
 }
 
+// A kernel's output stays in the GPU's memory: the next kernel reads it
+// without a copy in, and the host gets it back when it first reads it. A
+// tensor placed on the GPU (copy_in, to_device) is copied in once; a host
+// write drops the GPU's copy, and the next run copies the new bytes in and
+// keeps them. A reduction's result comes back at once.
+TEST(CudaRuntime, TensorsStayOnTheGpuBetweenKernels) {
+  DeviceRegistry& registry = DeviceRegistry::global();
+  Device* gpu = registry.find("cuda:0");
+  if (!gpu) GTEST_SKIP() << registry.unavailable_reason("cuda:0");
+  CompiledCompute affine(testing::kernel_of(
+      "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i] * 2.0 + 1.0\n }\n}\n"));
+  CompiledCompute sum(testing::kernel_of("def s(x: tensor[n, f32]) {\n return compute(x) {\n @kernel reduce(+)\n for i in 0..n:\n  yield x[i]\n }\n}"));
+  for (int64_t n : {1, 1000, (1 << 20) + 3}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    Tensor x = Tensor::empty(DType::F32, {n});
+    for (int64_t i = 0; i < n; ++i) x.set(i, Scalar::of_float(0.25 * static_cast<double>(i % 4099), DType::F32));
+    Tensor y = affine.launch(*gpu, {x}, {}, {});
+    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), x.nbytes());
+    EXPECT_NE(y.mirror(), nullptr);
+    EXPECT_EQ(y.device(), "cuda:0");
+    Tensor z = affine.launch(*gpu, {y}, {}, {});
+    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u) << "the output was read where it was";
+    Tensor s = sum.launch(*gpu, {z}, {}, {});
+    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u);
+    EXPECT_EQ(s.mirror(), nullptr) << "a reduction's result is finished on the host";
+    double expect_sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double v = x.get_f64(i);
+      ASSERT_EQ(y.get_f64(i), v * 2 + 1) << i;
+      ASSERT_EQ(z.get_f64(i), (v * 2 + 1) * 2 + 1) << i;
+      expect_sum += (v * 2 + 1) * 2 + 1;
+    }
+    EXPECT_NEAR(s.get_f64(0), expect_sum, 1e-6 * std::abs(expect_sum) + 1e-3);
+    EXPECT_NE(z.mirror(), nullptr) << "reading keeps the GPU's copy";
+    // Another device reads the GPU's output through the host.
+    Tensor on_cpu = affine.launch(*registry.find("cpu"), {y}, {}, {});
+    EXPECT_EQ(on_cpu.get_f64(n - 1), z.get_f64(n - 1));
+
+    Tensor g = gpu->copy_in(x);
+    EXPECT_EQ(g.device(), "cuda:0");
+    EXPECT_NE(g.mirror(), nullptr);
+    EXPECT_EQ(affine.launch(*gpu, {g}, {}, {}).get_f64(n - 1), y.get_f64(n - 1));
+    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u);
+    g.set(n - 1, Scalar::of_float(7.0, DType::F32));
+    EXPECT_EQ(g.mirror(), nullptr) << "a host write drops the GPU's copy";
+    EXPECT_EQ(g.get_f64(0), x.get_f64(0)) << "the rest came back before the write";
+    EXPECT_EQ(affine.launch(*gpu, {g}, {}, {}).get_f64(n - 1), 15.0);
+    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), g.nbytes());
+    EXPECT_NE(g.mirror(), nullptr) << "the copy in is kept for a tensor placed on the GPU";
+    EXPECT_EQ(affine.launch(*gpu, {g}, {}, {}).get_f64(0), y.get_f64(0));
+    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u);
+  }
+}
+
 }  // namespace
 }  // namespace zyntax

@@ -169,6 +169,17 @@ void DeviceBuffer::download(void* host, size_t bytes, bool wait) const {
 
 void DeviceBuffer::zero() { zero_on(gpu_->stream()); }
 
+void DeviceBuffer::copy_from(const DeviceBuffer& src, size_t offset, size_t bytes) {
+  if (bytes == 0) return;
+  if (offset > src.bytes_ || bytes > src.bytes_ - offset || bytes > bytes_)
+    throw std::logic_error("DeviceBuffer::copy_from: " + std::to_string(bytes) + " bytes from byte " + std::to_string(offset) +
+                           " do not fit");
+  const Driver& d = gpu_->driver();
+  gpu_->bind();
+  d.check(d.cuMemcpyDtoDAsync(address_, src.address_ + offset, bytes, gpu_->stream()), "copying " + format_bytes(bytes) + " on " + gpu_->id());
+  gpu_->synchronize();
+}
+
 void DeviceBuffer::upload_on(CUstream stream, const void* host, size_t bytes) {
   if (bytes == 0) return;
   const Driver& d = gpu_->driver();

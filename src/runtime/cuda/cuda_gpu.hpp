@@ -94,6 +94,10 @@ class DeviceBuffer {
   void upload(const void* host, size_t bytes, bool wait = true);
   void download(void* host, size_t bytes, bool wait = true) const;
   void zero();
+  // Copies bytes [offset, offset + bytes) of `src` (on the same GPU) to the
+  // start of this buffer, waiting for the copy.
+  void copy_from(const DeviceBuffer& src, size_t offset, size_t bytes);
+  Gpu& gpu() const { return *gpu_; }
   // The same on `stream`, in its order, the host not waiting.
   void upload_on(CUstream stream, const void* host, size_t bytes);
   void download_on(CUstream stream, void* host, size_t bytes) const;

@@ -12,6 +12,7 @@
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_plan.hpp"
 #include "interp/reference_executor.hpp"
+#include "runtime/cuda/gpu_mirror.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
 
@@ -59,6 +60,16 @@ class CudaDevice : public Device {
     return t.kept_with(gpu_->host_mappings().share(const_cast<void*>(t.data()), t.nbytes()));
   }
 
+  // Uploaded at once; the host's copy is made only if the host reads it.
+  Tensor copy_in(const Tensor& t) override {
+    DeviceBuffer b(*gpu_, std::max<size_t>(t.nbytes(), 1));
+    b.upload(t.data(), t.nbytes(), /*wait=*/true);
+    Tensor c = Tensor::for_overwrite(t.dtype(), t.shape());
+    c.set_mirror(std::make_shared<cuda::GpuMirror>(info_.id, std::move(b)), /*host_current=*/false);
+    c.set_device(info_.id);
+    return c;
+  }
+
   double last_kernel_milliseconds() const { return last_kernel_ms_; }
   size_t last_run_bytes_copied_in() const { return last_copied_in_; }
   cuda::Gpu& gpu() { return *gpu_; }
@@ -83,6 +94,10 @@ class CudaDevice : public Device {
     std::deque<cuda::CUdeviceptr> addresses;
     std::vector<void*> params;
     std::vector<std::shared_ptr<void>> mapped;  // views' host memory kernels read in place
+    std::vector<std::shared_ptr<const cuda::GpuMirror>> mirrors;  // inputs already here
+    // Inputs placed on this GPU but not (or no longer) held here: their
+    // uploads become their mirrors, for the next kernel to read.
+    std::vector<std::pair<const Tensor*, DeviceBuffer*>> to_keep;
     size_t copied_in = 0;
     // After the buffers: on the way out, an error included, the stream is
     // done with them before they go back to the pool.
@@ -101,6 +116,12 @@ class CudaDevice : public Device {
         continue;
       }
       if (o.role == cir::ParamRole::Input && t->nbytes() > 0) {
+        if (std::shared_ptr<const cuda::GpuMirror> m = cuda::gpu_mirror_of(*t, info_.id)) {
+          addresses.push_back(m->address());
+          params.push_back(&addresses.back());
+          mirrors.push_back(std::move(m));
+          continue;
+        }
         // Read in place where aligned as kernels expect (kernel_abi.hpp); else copied.
         std::optional<cuda::HostMappings::Found> m = gpu.host_mappings().find(t->data(), t->nbytes());
         if (m && m->address % codegen::kGpuTensorAlignment == 0) {
@@ -114,6 +135,7 @@ class CudaDevice : public Device {
       if (o.role == cir::ParamRole::Input) {
         b.upload_on(stream.get(), t->data(), t->nbytes());
         copied_in += t->nbytes();
+        if (t->device() == info_.id) to_keep.emplace_back(t, &b);
       } else {
         out = &b;
         if (!plan->writes_whole_output) b.zero_on(stream.get());
@@ -142,19 +164,30 @@ class CudaDevice : public Device {
     gpu.launch(plan->function, plan->blocks, plan->threads, plan->dynamic_shared, stream.get(), params.data());
     stream.finished().record(stream.get());
     status_buffer.download_on(stream.get(), &status, sizeof status);
-    out->download_on(stream.get(), ops.out.data(), ops.out.nbytes());
-    for (size_t i = 0; i < reduce.size(); ++i)
-      if (reduce[i]->data() != ops.out.data()) reduce_buffers[i]->download_on(stream.get(), reduce[i]->data(), reduce[i]->nbytes());
+    // A reduction's result is finished on the host (finish_operands); any
+    // other output stays here, and the host copies it back when it reads it.
+    bool keep_output = !ops.reduce;
+    if (!keep_output) {
+      out->download_on(stream.get(), ops.out.data(), ops.out.nbytes());
+      for (size_t i = 0; i < reduce.size(); ++i)
+        if (reduce[i]->data() != ops.out.data()) reduce_buffers[i]->download_on(stream.get(), reduce[i]->data(), reduce[i]->nbytes());
+    }
     // The buffers go back to the pool only once the stream is done with them.
     stream.synchronize();
     last_kernel_ms_ = cuda::Event::elapsed_ms(stream.started(), stream.finished());
     last_copied_in_ = copied_in;
+    for (auto& [t, b] : to_keep) t->set_mirror(std::make_shared<cuda::GpuMirror>(info_.id, std::move(*b)), /*host_current=*/true);
     if (status) {
       // A check failed: the reference executor reports the error with the
       // source's words and place (or, for a conservative check, computes the result).
       return ReferenceKernel(kernel).run(inputs, scalars);
     }
-    return codegen::finish_operands(kernel, ops);
+    Tensor result = codegen::finish_operands(kernel, ops);
+    if (keep_output) {
+      result.set_mirror(std::make_shared<cuda::GpuMirror>(info_.id, std::move(*out)), /*host_current=*/false);
+      result.set_device(info_.id);
+    }
+    return result;
   }
 
  private:

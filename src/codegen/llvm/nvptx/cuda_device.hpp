@@ -12,10 +12,14 @@ namespace zyntax {
 // kernel (a module cache keyed by the kernel's hash), launched with
 // kGpuBlockThreads threads per block over enough blocks to cover the outer
 // parallel loop (grid-stride beyond that). Each run has a stream of its own
-// (runs from several host threads overlap): inputs are copied to device
-// memory from the GPU's pool, except views of mapped host memory
-// (share_host, to_device(copy=false)) which kernels read in place, and the
-// result is copied back. Kernels the plan
+// (runs from several host threads overlap). Inputs the GPU already holds
+// (Tensor::mirror: an earlier kernel's output, a tensor placed here with
+// copy_in) are read where they are; views of mapped host memory
+// (share_host, to_device(copy=false)) are read in place; other inputs are
+// copied to device memory from the GPU's pool, and kept there for the next
+// kernel when the tensor is placed on this GPU. The result stays in the
+// GPU's memory as the output tensor's mirror, copied back when the host
+// first reads it (a reduction's result comes back at once). Kernels the plan
 // cannot compile run on the cpu device; a failed runtime check reruns on
 // the reference executor, which reports the exact error.
 std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu);
