@@ -8,6 +8,7 @@
 #include "cir/mutator.hpp"
 #include "cir/verifier.hpp"
 #include "cir/visitor.hpp"
+#include "runtime/split_scatter.hpp"
 
 namespace zyntax {
 
@@ -168,12 +169,51 @@ Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devic
     return devices[0]->run(s->kernel, s->hash, inputs, scalars);
   }
   size_t parts = std::min<size_t>(devices.size(), static_cast<size_t>(plan->trips));
-  std::vector<std::future<Tensor>> runs;
   std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (size_t d = 0; d < parts; ++d)
+    ranges.emplace_back(plan->trips * static_cast<int64_t>(d) / static_cast<int64_t>(parts),
+                        plan->trips * static_cast<int64_t>(d + 1) / static_cast<int64_t>(parts));
+  // Each part owns the indices from its first iteration's to the next
+  // part's (the last to the end of the axis): what a stepped loop skips is
+  // zero in every output alike.
+  int64_t axis_extent = s->kernel.output().type.shape[static_cast<size_t>(plan->axis)].as<cir::IntImm>()->value;
+  auto owned_end = [&](size_t d) { return d + 1 < parts ? plan->lo + ranges[d + 1].first * plan->step : axis_extent; };
+
+  // Each device given only the slabs of the tensors its part reads and writes.
+  std::vector<ScatteredShare> scattered;
+  for (size_t d = 0; d < parts; ++d)
+    if (std::optional<ScatteredShare> sc = scatter_share(s->kernel, *plan, ranges[d].first, ranges[d].second, owned_end(d)))
+      scattered.push_back(std::move(*sc));
+  if (scattered.size() == parts) {
+    std::vector<std::future<Tensor>> runs;
+    for (size_t d = 0; d < parts; ++d) {
+      runs.push_back(std::async(std::launch::async, [&, d] {
+        const ScatteredShare& share = scattered[d];
+        std::vector<Tensor> slabs;
+        for (size_t i = 0; i < inputs.size(); ++i) slabs.push_back(take_slab(inputs[i], share.inputs[i]));
+        return devices[d]->run(share.kernel, cir::hash_kernel(share.kernel), slabs, scalars);
+      }));
+    }
+    std::vector<Tensor> outs;
+    for (auto& r : runs) outs.push_back(r.get());  // rethrows the first device's error
+    const cir::Param& outp = s->kernel.output();
+    Shape shape;
+    for (const cir::Expr& e : outp.type.shape) shape.push_back(e.as<cir::IntImm>()->value);
+    Tensor result = Tensor::zeros(outp.type.dtype, shape);
+    for (size_t d = 0; d < parts; ++d) put_slab(outs[d], result, scattered[d].out);
+    if (how) {
+      std::string sliced;
+      for (size_t i = 0; i < inputs.size(); ++i)
+        if (!scattered[0].inputs[i].whole()) sliced += std::string(sliced.empty() ? "" : ", ") + s->kernel.params[i].name;
+      *how = "split " + std::to_string(parts) + " ways along " + plan->var + ", each device given its slabs of " +
+             (sliced.empty() ? "" : sliced + " and ") + "the output";
+    }
+    return result;
+  }
+
+  std::vector<std::future<Tensor>> runs;
   for (size_t d = 0; d < parts; ++d) {
-    int64_t first = plan->trips * static_cast<int64_t>(d) / static_cast<int64_t>(parts);
-    int64_t end = plan->trips * static_cast<int64_t>(d + 1) / static_cast<int64_t>(parts);
-    ranges.emplace_back(first, end);
+    auto [first, end] = ranges[d];
     auto part = std::make_shared<cir::Kernel>(restrict_split_loop(s->kernel, *plan, first, end));
     Device* device = devices[d];
     runs.push_back(std::async(std::launch::async, [part, device, &inputs, &scalars] {
@@ -183,14 +223,7 @@ Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devic
   std::vector<Tensor> outs;
   for (auto& r : runs) outs.push_back(r.get());  // rethrows the first device's error
   Tensor result = outs[0];
-  // Each part owns the indices from its first iteration's to the next
-  // part's (the last to the end of the axis): what a stepped loop skips is
-  // zero in every output alike.
-  for (size_t d = 1; d < parts; ++d) {
-    int64_t lo = plan->lo + ranges[d].first * plan->step;
-    int64_t hi = d + 1 < parts ? plan->lo + ranges[d + 1].first * plan->step : result.shape()[plan->axis];
-    copy_slab(outs[d], result, plan->axis, lo, hi);
-  }
+  for (size_t d = 1; d < parts; ++d) copy_slab(outs[d], result, plan->axis, plan->lo + ranges[d].first * plan->step, owned_end(d));
   if (how) *how = "split " + std::to_string(parts) + " ways along " + plan->var;
   return result;
 }

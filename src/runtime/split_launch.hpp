@@ -8,8 +8,9 @@
 //   output, as their own threads do: every element is computed as one device
 //   alone computes it, whatever the schedule's blocking;
 // - other devices (the reference executor; GPUs) run the CIR kernel
-//   restricted to their range of the split loop, into outputs of their own,
-//   and the slices each owns are gathered.
+//   restricted to their range of the split loop, given only the slabs of
+//   the inputs that range reads at the loop's index and writing only its
+//   slab of the output (split_scatter.hpp); the slabs are gathered.
 // A kernel that neither way can share (a reduction; atomic updates, on
 // devices with outputs of their own; an output not indexed
 // by the split loop directly) runs whole on the first device.

@@ -5,10 +5,13 @@
 // a transposed store) run whole; an error in one part is the launch's
 // error. The cpu device shares its compiled kernel's parallel loop ("shared
 // N ways"); the reference executor runs the kernel restricted to each
-// device's range of the split loop ("split N ways along v").
+// device's range of the split loop ("split N ways along v"), given only
+// the slabs of the tensors that range reads and writes.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <tuple>
 
 #include "kernel_source.hpp"
@@ -116,6 +119,80 @@ TEST(SplitLaunch, AnErrorInOnePartIsTheLaunchsError) {
     split_ref = e.what();
   }
   EXPECT_EQ(split_ref, single);
+}
+
+// A device that runs kernels on the reference executor and records the
+// shapes of the tensors each run was given: what a device with memory of
+// its own is sent.
+class RecordingDevice : public Device {
+ public:
+  RecordingDevice() : inner_(*DeviceRegistry::global().find("cpu:reference")) {}
+  const DeviceInfo& info() const override { return inner_.info(); }
+  Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+             const std::map<std::string, Scalar>& scalars) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::vector<Shape> shapes;
+      for (const Tensor& t : inputs) shapes.push_back(t.shape());
+      received.push_back(shapes);
+    }
+    return inner_.run(kernel, key, inputs, scalars);
+  }
+  std::vector<std::vector<Shape>> received;
+
+ private:
+  Device& inner_;
+  std::mutex mu_;
+};
+
+// Devices with outputs of their own are sent only the slabs of the inputs
+// their part reads at the split loop's index (rows of A for a data split,
+// columns of B for a model split), and send back only the output's slab;
+// an input read elsewhere along the axis goes whole. Same bits as one device.
+TEST(SplitLaunch, DevicesWithMemoryOfTheirOwnGetOnlyTheirSlabs) {
+  std::vector<Tensor> ab = {random_tensor({10, 6}, 3), random_tensor({6, 7}, 4)};
+  expect_same_as_single(kMatmul, SplitMode::Data, ab, "cpu:reference", 3, "each device given its slabs of A and the output");
+  expect_same_as_single(kMatmul, SplitMode::Model, ab, "cpu:reference", 3, "each device given its slabs of B and the output");
+  expect_same_as_single(kSoftmax, SplitMode::Data, {random_tensor({7, 33}, 2)}, "cpu:reference", 2, "slabs of x and the output");
+  const char* stencil =
+      "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n - 1:\n  out[i] = x[i] + x[i + 1]\n }\n}";
+  expect_same_as_single(stencil, SplitMode::Data, {random_tensor({50}, 5)}, "cpu:reference", 3, "given its slabs of the output");
+
+  CompiledCompute matmul(kernel_of(kMatmul));
+  RecordingDevice rec;
+  std::vector<Device*> three(3, &rec);
+  Tensor single = matmul.launch(*DeviceRegistry::global().find("cpu:reference"), ab, {}, {});
+  Tensor split = launch_split(matmul, three, SplitMode::Data, ab, {}, {});
+  EXPECT_EQ(std::memcmp(split.data(), single.data(), single.nbytes()), 0);
+  std::multiset<Shape> a_rows, b_shapes;
+  for (const auto& shapes : rec.received) {
+    a_rows.insert(shapes.at(0));
+    b_shapes.insert(shapes.at(1));
+  }
+  EXPECT_EQ(a_rows, (std::multiset<Shape>{{3, 6}, {3, 6}, {4, 6}}));
+  EXPECT_EQ(b_shapes, (std::multiset<Shape>{{6, 7}, {6, 7}, {6, 7}}));
+  rec.received.clear();
+  split = launch_split(matmul, three, SplitMode::Model, ab, {}, {});
+  EXPECT_EQ(std::memcmp(split.data(), single.data(), single.nbytes()), 0);
+  std::multiset<Shape> b_cols;
+  for (const auto& shapes : rec.received) {
+    EXPECT_EQ(shapes.at(0), (Shape{10, 6}));
+    b_cols.insert(shapes.at(1));
+  }
+  EXPECT_EQ(b_cols, (std::multiset<Shape>{{6, 2}, {6, 2}, {6, 3}}));
+
+  // A stepped loop: each part is sent the rows from its first iteration to its last.
+  const char* stepped =
+      "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..n step 3:\n  out[i] = x[i] + 1.0\n }\n}";
+  CompiledCompute step3(kernel_of(stepped));
+  rec.received.clear();
+  std::vector<Tensor> x = {random_tensor({20}, 6)};
+  split = launch_split(step3, {&rec, &rec}, SplitMode::Data, x, {}, {});
+  Tensor whole = step3.launch(*DeviceRegistry::global().find("cpu:reference"), x, {}, {});
+  EXPECT_EQ(std::memcmp(split.data(), whole.data(), whole.nbytes()), 0);
+  std::multiset<Shape> x_rows;
+  for (const auto& shapes : rec.received) x_rows.insert(shapes.at(0));
+  EXPECT_EQ(x_rows, (std::multiset<Shape>{{10}, {7}})) << "rows 0 to 6 for iterations 0, 3, 6; rows 9 to 18 for 9, 12, 15, 18";
 }
 
 }  // namespace
