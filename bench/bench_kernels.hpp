@@ -55,6 +55,16 @@ def f(A: tensor[M, K, bf16], B: tensor[K, N, bf16]) {
     }
 })";
 
+// The erf form through the builtin, as PyTorch's default F.gelu.
+inline const char* kGeluErf = R"(
+def f(x: tensor[n, f32]) {
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = gelu(x[i])
+    }
+})";
+
 inline const char* kGelu = R"(
 def f(x: tensor[n, f32]) {
     return compute(x) {

@@ -106,6 +106,7 @@ def torch_anchors(threads):
     r["layernorm/4096/1024"] = best_time(lambda: F.layer_norm(x, (1024,), w, b, 1e-5)) * 1e3
     big = torch.randn(1 << 24, generator=g)
     r["gelu"] = best_time(lambda: F.gelu(big, approximate="tanh")) * 1e3
+    r["gelu_erf"] = best_time(lambda: F.gelu(big)) * 1e3
     r["copy"] = best_time(lambda: big.clone()) * 1e3
     for bh, s, d in [(12, 128, 64), (4, 512, 64)]:
         q, k, v = (torch.randn(bh, s, d, generator=g) for _ in range(3))
@@ -225,7 +226,8 @@ def main():
               "Bandwidth counts bytes read + written. Measured copy bandwidth (memcpy, on all cores): **%s GB/s**." % fmt(mem), "",
               "| kernel | zyntax ms | zyntax GB/s | % of memcpy bandwidth | PyTorch ms | vs PyTorch | NumPy ms | target |",
               "|---|---|---|---|---|---|---|---|"]
-    for label, name, key in [("copy", "BM_zyntax_copy", "copy"), ("GELU (tanh form)", "BM_zyntax_gelu", "gelu")]:
+    for label, name, key in [("copy", "BM_zyntax_copy", "copy"), ("GELU (tanh form)", "BM_zyntax_gelu", "gelu"),
+                             ("GELU (erf form, `gelu`)", "BM_zyntax_gelu_erf", "gelu_erf")]:
         zt, gb = z(name), counter(name, "GBps")
         pct = "%.0f%%" % (100 * gb / mem) if gb and mem else "—"
         met = ""

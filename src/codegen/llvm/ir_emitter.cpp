@@ -9,6 +9,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <limits>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -1792,6 +1793,35 @@ class Emitter {
     return b_.CreateSelect(b_.CreateFCmpOLT(ax, f32c(0.625)), small, big);  // a NaN x takes `big`, NaN
   }
 
+  // erf of an f64 `d` to within 2e-8 (so erf of an f32 rounds to within
+  // 1 ulp): d P(d^2) / Q(d^2), a rational fitted to erf on [0, 3.92], beyond
+  // which erf rounds to ±1 in f32. Vector f64 arithmetic, no libm call.
+  llvm::Value* erf_rational(llvm::Value* d) {
+    llvm::Type* f64t = b_.getDoubleTy();
+    auto c = [&](double v) { return llvm::ConstantFP::get(f64t, v); };
+    // Clamped keeping NaN, as clamp_keeping_nan in f64.
+    llvm::Value* lo = b_.CreateSelect(b_.CreateFCmpOLT(d, c(-3.92)), c(-3.92), d);
+    llvm::Value* x = b_.CreateSelect(b_.CreateFCmpOGT(lo, c(3.92)), c(3.92), lo);
+    llvm::Value* s = b_.CreateFMul(x, x);
+    auto horner = [&](std::initializer_list<double> coefficients) {  // highest degree first
+      llvm::Value* r = nullptr;
+      for (double k : coefficients) r = r ? madd(r, s, c(k)) : c(k);
+      return r;
+    };
+    llvm::Value* p = horner({2.0428020050672346e-06, 0.0002857252011551452, 0.00380419366925265, 0.05286758831280999,
+                             0.19130654475081452, 1.1283791670955126});
+    llvm::Value* q = horner({3.806039534569143e-05, 0.0011718445442006392, 0.015046480707136246, 0.11448093915405412,
+                             0.5028736534848581, 1.0});
+    return b_.CreateFDiv(b_.CreateFMul(x, p), q);
+  }
+
+  // The gelus' value `g` of an f32 `x`, but NaN at x = -inf, where the
+  // formula the reference computes is -inf * 0.
+  llvm::Value* nan_at_minus_inf(llvm::Value* x, llvm::Value* g) {
+    llvm::Value* minus_inf = b_.CreateFCmpOEQ(x, f32c(-std::numeric_limits<double>::infinity()));
+    return b_.CreateSelect(minus_inf, f32c(std::numeric_limits<double>::quiet_NaN()), g);
+  }
+
   llvm::Value* math(const cir::Math& m) {
     DType t = m.type.dtype;
     std::vector<llvm::Value*> args;
@@ -1805,6 +1835,20 @@ class Emitter {
         case MathFn::Sigmoid:
           return round_to(t, b_.CreateFDiv(f32c(1.0), b_.CreateFAdd(f32c(1.0), fast_exp(b_.CreateFNeg(x)))));
         case MathFn::Silu: return round_to(t, b_.CreateFDiv(x, b_.CreateFAdd(f32c(1.0), fast_exp(b_.CreateFNeg(x)))));
+        case MathFn::Erf: return round_to(t, b_.CreateFPTrunc(erf_rational(b_.CreateFPExt(x, b_.getDoubleTy())), x->getType()));
+        case MathFn::Gelu: {  // 0.5 x (1 + erf(x / sqrt(2))), in f64 as the reference, erf inline
+          llvm::Value* d = b_.CreateFPExt(x, b_.getDoubleTy());
+          llvm::Value* e = erf_rational(b_.CreateFMul(d, llvm::ConstantFP::get(d->getType(), 0.70710678118654752440)));
+          llvm::Value* g = b_.CreateFMul(b_.CreateFMul(llvm::ConstantFP::get(d->getType(), 0.5), d),
+                                         b_.CreateFAdd(llvm::ConstantFP::get(d->getType(), 1.0), e));
+          return round_to(t, nan_at_minus_inf(x, b_.CreateFPTrunc(g, x->getType())));
+        }
+        case MathFn::GeluTanh: {
+          // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)): no cancellation where
+          // tanh(u) nears -1.
+          llvm::Value* u2 = b_.CreateFMul(f32c(2.0 * 0.79788456080286535588), madd(b_.CreateFMul(f32c(0.044715), b_.CreateFMul(x, x)), x, x));
+          return round_to(t, nan_at_minus_inf(x, b_.CreateFDiv(x, b_.CreateFAdd(f32c(1.0), fast_exp(b_.CreateFNeg(u2))))));
+        }
         default: break;
       }
     }
