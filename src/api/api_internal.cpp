@@ -97,19 +97,6 @@ void write_into(Buffer& b, const Tensor& result, size_t offset) {
   std::memcpy(t.data(), static_cast<const unsigned char*>(result.data()) + offset, bytes);
 }
 
-Tensor f32_part(const Tensor& result, size_t first, size_t count) {
-  Tensor part = Tensor::for_overwrite(DType::F32, {static_cast<int64_t>(count)});
-  if (std::shared_ptr<const DeviceMirror> m = result.mirror()) {
-    if (std::shared_ptr<const DeviceMirror> mine = m->part(first * sizeof(float), count * sizeof(float))) {
-      part.set_mirror(std::move(mine), /*host_current=*/false);
-      part.set_device(result.device());
-      return part;
-    }
-  }
-  std::memcpy(part.data(), static_cast<const float*>(result.data()) + first, count * sizeof(float));
-  return part;
-}
-
 void check_ids(const char* op, const char* arg, const Buffer& b) {
   if (b.element_type() != ElementType::U32)
     throw ShapeError(std::string(op) + ": argument " + arg + " must hold u32 token ids, not " +

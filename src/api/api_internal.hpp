@@ -54,10 +54,6 @@ void check_ids(const char* op, const char* arg, const Buffer& b);
 // it sees the change. A result a GPU holds becomes the buffer's bytes there
 // (a device copy), the host's filled when the host reads them.
 void write_into(Buffer& b, const Tensor& result, size_t offset = 0);
-// Elements [first, first + count) of a flat f32 `result` as a tensor of
-// their own: on the GPU holding the result where it holds it, else copied
-// on the host.
-Tensor f32_part(const Tensor& result, size_t first, size_t count);
 
 // Runs a stdlib op on the device: its kernel, the inputs (reshaped views of
 // flat buffers), host integers and scalars by name. Kernel errors become

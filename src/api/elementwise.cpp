@@ -70,7 +70,7 @@ std::vector<Buffer> ComputeDevice::elementwise_multi(const std::vector<Buffer>& 
   if (outputs.size() == 1) return {wrap(*impl_, std::move(result))};
   std::vector<Buffer> out;
   for (size_t o = 0; o < outputs.size(); ++o) {
-    out.push_back(wrap(*impl_, api::f32_part(result, o * numel, numel)));
+    out.push_back(wrap(*impl_, result.bytes_copy(o * numel * sizeof(float), DType::F32, {static_cast<int64_t>(numel)})));
   }
   return out;
 }

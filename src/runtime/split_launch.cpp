@@ -1,12 +1,9 @@
 #include "runtime/split_launch.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <future>
 
 #include "cir/hash.hpp"
-#include "cir/mutator.hpp"
-#include "cir/verifier.hpp"
 #include "cir/visitor.hpp"
 #include "runtime/split_scatter.hpp"
 
@@ -60,37 +57,11 @@ bool stores_index(const std::vector<const cir::Store*>& stores, const std::strin
   return true;
 }
 
-class RestrictLoop : public cir::IRMutator {
- public:
-  RestrictLoop(const SplitPlan& p, int64_t first, int64_t end) : p_(p), first_(first), end_(end) {}
-  using IRMutator::visit;
-
- protected:
-  cir::Stmt visit(const cir::For* op) override {
-    if (op->var != p_.var) return IRMutator::visit(op);
-    int64_t lo = p_.lo + first_ * p_.step, hi = p_.lo + end_ * p_.step;
-    hi = std::min(hi, op->hi.as<cir::IntImm>()->value);
-    return cir::make_for(op->var, cir::i64(lo), cir::i64(hi), op->step, mutate(op->body), op->loop_kind, op->factor, op->span);
-  }
-
- private:
-  const SplitPlan& p_;
-  int64_t first_, end_;
-};
-
-// Copies the part of `from` whose index along `axis` lies in [lo, hi) into `to`.
-void copy_slab(const Tensor& from, Tensor& to, int axis, int64_t lo, int64_t hi) {
-  const Shape& s = to.shape();
-  int64_t outer = 1, inner = static_cast<int64_t>(dtype_size(to.dtype()));
-  for (int a = 0; a < axis; ++a) outer *= s[a];
-  for (size_t a = axis + 1; a < s.size(); ++a) inner *= s[a];
-  int64_t extent = s[axis];
-  const char* src = static_cast<const char*>(from.data());
-  char* dst = static_cast<char*>(to.data());
-  for (int64_t o = 0; o < outer; ++o) {
-    int64_t at = (o * extent + lo) * inner;
-    std::memcpy(dst + at, src + at, static_cast<size_t>((hi - lo) * inner));
-  }
+// The specialised kernel's output shape.
+Shape output_shape(const cir::Kernel& k) {
+  Shape shape;
+  for (const cir::Expr& d : k.output().type.shape) shape.push_back(d.as<cir::IntImm>()->value);
+  return shape;
 }
 
 }  // namespace
@@ -124,13 +95,6 @@ std::optional<SplitPlan> plan_split(const cir::Kernel& k, SplitMode mode) {
   return std::nullopt;
 }
 
-cir::Kernel restrict_split_loop(const cir::Kernel& k, const SplitPlan& p, int64_t first, int64_t end) {
-  cir::Kernel out = k;
-  out.body = RestrictLoop(p, first, end).mutate(k.body);
-  cir::verify_or_throw(out, "restrict_split_loop");
-  return out;
-}
-
 Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devices, SplitMode mode,
                     const std::vector<Tensor>& inputs, const std::map<std::string, int64_t>& host_dims,
                     const std::map<std::string, Scalar>& scalars, std::string* how) {
@@ -140,10 +104,7 @@ Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devic
   // it (the ranges of its outer parallel loop, as their own threads do), so
   // each element is computed exactly as on one device.
   if (devices.size() > 1 && s->kernel.kind != cir::KernelKind::Reduce) {
-    const cir::Param& outp = s->kernel.output();
-    Shape shape;
-    for (const cir::Expr& d : outp.type.shape) shape.push_back(d.as<cir::IntImm>()->value);
-    Tensor out = Tensor::zeros(outp.type.dtype, shape);
+    Tensor out = Tensor::zeros(s->kernel.output().type.dtype, output_shape(s->kernel));
     int parts = static_cast<int>(devices.size());
     std::vector<std::future<Device::Share>> shares;
     for (int d = 0; d < parts; ++d)
@@ -176,7 +137,7 @@ Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devic
   // Each part owns the indices from its first iteration's to the next
   // part's (the last to the end of the axis): what a stepped loop skips is
   // zero in every output alike.
-  int64_t axis_extent = s->kernel.output().type.shape[static_cast<size_t>(plan->axis)].as<cir::IntImm>()->value;
+  int64_t axis_extent = output_shape(s->kernel)[static_cast<size_t>(plan->axis)];
   auto owned_end = [&](size_t d) { return d + 1 < parts ? plan->lo + ranges[d + 1].first * plan->step : axis_extent; };
 
   // Each device given only the slabs of the tensors its part reads and writes.
@@ -184,47 +145,30 @@ Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devic
   for (size_t d = 0; d < parts; ++d)
     if (std::optional<ScatteredShare> sc = scatter_share(s->kernel, *plan, ranges[d].first, ranges[d].second, owned_end(d)))
       scattered.push_back(std::move(*sc));
-  if (scattered.size() == parts) {
-    std::vector<std::future<Tensor>> runs;
-    for (size_t d = 0; d < parts; ++d) {
-      runs.push_back(std::async(std::launch::async, [&, d] {
-        const ScatteredShare& share = scattered[d];
-        std::vector<Tensor> slabs;
-        for (size_t i = 0; i < inputs.size(); ++i) slabs.push_back(take_slab(inputs[i], share.inputs[i]));
-        return devices[d]->run(share.kernel, cir::hash_kernel(share.kernel), slabs, scalars);
-      }));
-    }
-    std::vector<Tensor> outs;
-    for (auto& r : runs) outs.push_back(r.get());  // rethrows the first device's error
-    const cir::Param& outp = s->kernel.output();
-    Shape shape;
-    for (const cir::Expr& e : outp.type.shape) shape.push_back(e.as<cir::IntImm>()->value);
-    Tensor result = Tensor::zeros(outp.type.dtype, shape);
-    for (size_t d = 0; d < parts; ++d) put_slab(outs[d], result, scattered[d].out);
-    if (how) {
-      std::string sliced;
-      for (size_t i = 0; i < inputs.size(); ++i)
-        if (!scattered[0].inputs[i].whole()) sliced += std::string(sliced.empty() ? "" : ", ") + s->kernel.params[i].name;
-      *how = "split " + std::to_string(parts) + " ways along " + plan->var + ", each device given its slabs of " +
-             (sliced.empty() ? "" : sliced + " and ") + "the output";
-    }
-    return result;
+  if (scattered.size() < parts) {
+    if (how) *how = "ran whole on " + devices[0]->info().id + " (the kernel reads its output other than at " + plan->var + ")";
+    return devices[0]->run(s->kernel, s->hash, inputs, scalars);
   }
-
   std::vector<std::future<Tensor>> runs;
   for (size_t d = 0; d < parts; ++d) {
-    auto [first, end] = ranges[d];
-    auto part = std::make_shared<cir::Kernel>(restrict_split_loop(s->kernel, *plan, first, end));
-    Device* device = devices[d];
-    runs.push_back(std::async(std::launch::async, [part, device, &inputs, &scalars] {
-      return device->run(*part, cir::hash_kernel(*part), inputs, scalars);
+    runs.push_back(std::async(std::launch::async, [&, d] {
+      const ScatteredShare& share = scattered[d];
+      std::vector<Tensor> slabs;
+      for (size_t i = 0; i < inputs.size(); ++i) slabs.push_back(take_slab(inputs[i], share.inputs[i]));
+      return devices[d]->run(share.kernel, cir::hash_kernel(share.kernel), slabs, scalars);
     }));
   }
   std::vector<Tensor> outs;
   for (auto& r : runs) outs.push_back(r.get());  // rethrows the first device's error
-  Tensor result = outs[0];
-  for (size_t d = 1; d < parts; ++d) copy_slab(outs[d], result, plan->axis, plan->lo + ranges[d].first * plan->step, owned_end(d));
-  if (how) *how = "split " + std::to_string(parts) + " ways along " + plan->var;
+  Tensor result = Tensor::zeros(s->kernel.output().type.dtype, output_shape(s->kernel));
+  for (size_t d = 0; d < parts; ++d) put_slab(outs[d], result, scattered[d].out);
+  if (how) {
+    std::string sliced;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!scattered[0].inputs[i].whole()) sliced += std::string(sliced.empty() ? "" : ", ") + s->kernel.params[i].name;
+    *how = "split " + std::to_string(parts) + " ways along " + plan->var + ", each device given its slabs of " +
+           (sliced.empty() ? "" : sliced + " and ") + "the output";
+  }
   return result;
 }
 

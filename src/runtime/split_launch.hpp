@@ -12,8 +12,8 @@
 //   the inputs that range reads at the loop's index and writing only its
 //   slab of the output (split_scatter.hpp); the slabs are gathered.
 // A kernel that neither way can share (a reduction; atomic updates, on
-// devices with outputs of their own; an output not indexed
-// by the split loop directly) runs whole on the first device.
+// devices with outputs of their own; an output not indexed by the split
+// loop directly, or read elsewhere) runs whole on the first device.
 #pragma once
 
 #include <cstdint>
@@ -38,9 +38,6 @@ struct SplitPlan {
 
 // How a specialised kernel splits, or nothing when it cannot.
 std::optional<SplitPlan> plan_split(const cir::Kernel& k, SplitMode mode);
-
-// The kernel running only iterations [first, end) of the split loop.
-cir::Kernel restrict_split_loop(const cir::Kernel& k, const SplitPlan& p, int64_t first, int64_t end);
 
 // Runs the launch split over `devices` (concurrently); `how`, if given, says
 // how it ran ("split 2 ways along i" or why it did not).

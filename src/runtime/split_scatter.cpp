@@ -180,15 +180,9 @@ Shape slab_shape(Shape whole, const Slab& s) {
 Tensor take_slab(const Tensor& t, const Slab& s) {
   if (s.whole()) return t;
   SlabLayout l = layout(t.shape(), t.dtype(), s);
+  if (l.outer == 1) return t.bytes_copy(static_cast<size_t>(l.start), t.dtype(), slab_shape(t.shape(), s));  // one run of bytes
   Tensor part = Tensor::for_overwrite(t.dtype(), slab_shape(t.shape(), s));
   part.set_device(t.device());
-  if (l.outer == 1 && l.run > 0) {
-    if (std::shared_ptr<const DeviceMirror> m = t.mirror())
-      if (std::shared_ptr<const DeviceMirror> mine = m->part(static_cast<size_t>(l.start), static_cast<size_t>(l.run))) {
-        part.set_mirror(std::move(mine), /*host_current=*/false);
-        return part;
-      }
-  }
   const auto* from = static_cast<const unsigned char*>(t.data());
   auto* to = static_cast<unsigned char*>(part.data());
   for (int64_t o = 0; o < l.outer; ++o) std::memcpy(to + o * l.run, from + o * l.stride + l.start, static_cast<size_t>(l.run));

@@ -32,7 +32,8 @@ struct ScatteredShare {
 
 // The share running iterations [first, end) of `p`'s loop and owning the
 // output's indices [first index, owned_end) along its split axis; nothing
-// where the kernel reads its output other than at the loop's index.
+// where the kernel reads its output other than at the loop's index (the
+// launch then runs whole).
 std::optional<ScatteredShare> scatter_share(const cir::Kernel& k, const SplitPlan& p, int64_t first, int64_t end,
                                             int64_t owned_end);
 

@@ -191,6 +191,20 @@ Tensor Tensor::bytes_view(size_t offset, DType dtype, Shape shape) const {
   return t;
 }
 
+Tensor Tensor::bytes_copy(size_t offset, DType dtype, Shape shape) const {
+  Tensor view = bytes_view(offset, dtype, shape);  // checks that they fit
+  Tensor copy = for_overwrite(dtype, std::move(shape));
+  copy.device_ = device_;
+  size_t bytes = copy.nbytes();
+  if (std::shared_ptr<const DeviceMirror> m = mirror())
+    if (std::shared_ptr<const DeviceMirror> part = m->part(offset, bytes)) {
+      copy.set_mirror(std::move(part), /*host_current=*/false);
+      return copy;
+    }
+  if (bytes) std::memcpy(copy.storage_.get(), view.data(), bytes);
+  return copy;
+}
+
 Tensor Tensor::clone() const {
   if (!storage_) return Tensor{};
   Tensor t = in_storage(dtype_, shape_, allocate(nbytes()));

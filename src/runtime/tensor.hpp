@@ -101,6 +101,9 @@ class Tensor {
   // arrays a GPU schedule placed in one block's shared memory); a
   // DataError where they do not fit.
   Tensor bytes_view(size_t offset, DType dtype, Shape shape) const;
+  // A new tensor holding a copy of those bytes: made on the device holding
+  // this tensor's bytes where one does (DeviceMirror::part), else on the host.
+  Tensor bytes_copy(size_t offset, DType dtype, Shape shape) const;
   Tensor clone() const;
   // This tensor over the same bytes, whose storage also keeps `keeper`
   // alive (a mapping of the bytes into a GPU's address space).

@@ -142,6 +142,14 @@ TEST(TensorResidence, ReplacingTheOnlyCopyBringsItBackFirst) {
   EXPECT_EQ(w.get_f64(0), 5.0);
   EXPECT_EQ(w.get_f64(2), 7.0);
   EXPECT_EQ(m->downloads, 0);
+  // bytes_copy makes the part on the device, or on the host without a mirror.
+  Tensor on_device = v.bytes_copy(4 * 6, DType::F32, {2});
+  EXPECT_NE(on_device.mirror(), nullptr);
+  EXPECT_EQ(on_device.get_f64(1), 7.0);
+  EXPECT_EQ(m->downloads, 0);
+  Tensor on_host = v.reshaped({8}).clone().bytes_copy(4 * 6, DType::F32, {2});
+  EXPECT_EQ(on_host.mirror(), nullptr);
+  EXPECT_EQ(on_host.get_f64(0), 6.0);
 }
 
 // Readers on many threads at once: one copy back, every reader sees all of it.
