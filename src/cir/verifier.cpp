@@ -35,7 +35,6 @@ const char* kind_text(SymbolKind k) {
 std::string quoted(const Expr& e) { return "`" + print(e) + "`"; }
 
 bool is_int_scalar(const Expr& e) { return e.defined() && is_int(e->type.dtype) && e->type.is_scalar(); }
-bool is_arg_reduce(ReduceOp op) { return op == ReduceOp::ArgMin || op == ReduceOp::ArgMax; }
 
 // The first line of a statement without its opening brace, to say where a
 // problem is.

@@ -32,6 +32,7 @@ enum class MathFn : uint8_t {
 inline constexpr MathFn kLastMathFn = MathFn::Fma;
 
 enum class ReduceOp : uint8_t { Sum, Product, Min, Max, And, Or, ArgMin, ArgMax };
+inline bool is_arg_reduce(ReduceOp op) { return op == ReduceOp::ArgMin || op == ReduceOp::ArgMax; }
 
 const char* binary_op_symbol(BinaryOp op);  // "+", "==", "and", "min", ...
 const char* unary_op_symbol(UnaryOp op);

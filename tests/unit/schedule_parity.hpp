@@ -61,4 +61,29 @@ inline void expect_same_result(const cir::Kernel& original, const cir::Kernel& s
   }
 }
 
+// For argmax/argmin: the same indices, exactly, on inputs full of ties
+// (values drawn from {0, 1, 2}) and, where `nans` and floats, a NaN at a
+// few places (the first NaN must win) or none.
+inline void expect_same_arg_result(const cir::Kernel& original, const cir::Kernel& scheduled, const std::string& what, bool nans,
+                                   uint64_t seed = 7) {
+  Random rng(seed);
+  std::vector<Tensor> inputs;
+  for (const cir::Param& p : original.params) {
+    if (p.role != cir::ParamRole::Input) continue;
+    Shape shape;
+    for (const cir::Expr& e : p.type.shape) shape.push_back(e.as<cir::IntImm>()->value);
+    Tensor t = rand_uniform(rng, DType::F64, shape, 0, 3).astype(DType::I64).astype(p.type.dtype);
+    if (nans && is_float(p.type.dtype) && t.numel() > 2) {
+      t.set(t.numel() * 2 / 3, Scalar::of_float(NAN, p.type.dtype));
+      t.set(t.numel() / 3, Scalar::of_float(-NAN, p.type.dtype));
+    }
+    inputs.push_back(t);
+  }
+  Tensor want = ReferenceKernel(original).run(inputs, {});
+  Tensor got = ReferenceKernel(scheduled).run(inputs, {});
+  ASSERT_EQ(want.shape(), got.shape()) << what;
+  for (int64_t i = 0; i < want.numel(); ++i)
+    ASSERT_EQ(got.get(i).as_int64(), want.get(i).as_int64()) << what << " element " << i << "\n" << cir::print(scheduled);
+}
+
 }  // namespace zyntax::testing

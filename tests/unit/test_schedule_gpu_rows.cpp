@@ -1,10 +1,10 @@
 // schedule_gpu_rows: one GPU block per row. The scheduled kernel runs on the
 // reference executor (GPU loops as serial loops, shared arrays starting as
 // NaN) and must give the original kernel's result up to the reassociation
-// of its folds, for the op library's row kernels and hand-written ones, at
-// odd sizes and block sizes; where the form does not hold the kernel is left
-// alone; the GPU rules of the verifier; the PTX of the scheduled op library
-// passes ptxas.
+// of its folds (argmax and argmin: exactly, ties and NaNs included), for the
+// op library's row kernels and hand-written ones, at odd sizes and block
+// sizes; where the form does not hold the kernel is left alone; the GPU rules
+// of the verifier; the PTX of the scheduled op library passes ptxas.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -141,6 +141,50 @@ TEST(ScheduleGpuRows, ReduceKernelRowsYieldOnceAfterTheBlockReduction) {
     EXPECT_NE(text.find("gpu_thread.x for once%t in 0..1 {\n      yield[h, i] yield%p%all"), std::string::npos) << text;
     expect_same_result(k, *s, std::string("reduce(") + op + ")");
   }
+}
+
+std::string arg_rows(const std::string& op, const std::string& dtype) {
+  return "def f(m: tensor[r, c, " + dtype + "]) {\n return compute(m) {\n @kernel reduce(" + op +
+         ", axis=1)\n for i in 0..r, j in 0..c:\n  yield (m[i, j], j)\n }\n}";
+}
+
+// A row's argmax or argmin over the block's threads: the first extreme of
+// each row, ties and NaNs included, at rows shorter and longer than a block.
+TEST(ScheduleGpuRows, ArgReductionsGiveEachRowsFirstExtreme) {
+  for (const char* op : {"argmax", "argmin"}) {
+    for (const char* dtype : {"f32", "bf16", "i64"}) {
+      cir::Kernel generic = kernel_of(arg_rows(op, dtype));
+      for (auto [rows, n] : {std::pair<int64_t, int64_t>{3, 37}, {1, 300}, {5, 1}, {2, 64}, {4, 65}, {2, 1500}}) {
+        cir::Kernel k = cir::collapse_parallel_loops(cir::specialize(generic, {{"r", rows}, {"c", n}}));
+        for (int threads : {32, 256}) {
+          std::string why;
+          std::optional<cir::Kernel> s = cir::schedule_gpu_rows(k, threads, &why);
+          ASSERT_TRUE(s) << why << "\n" << cir::print(k);
+          std::string what = std::string(op) + " " + dtype + " " + std::to_string(rows) + "x" + std::to_string(n) + ", " + std::to_string(threads);
+          for (bool nans : {false, true}) testing::expect_same_arg_result(k, *s, what, nans, 11 + n);
+        }
+      }
+    }
+  }
+}
+
+TEST(ScheduleGpuRows, ArgReductionRowsCompileToPtx) {
+  std::vector<cir::Kernel> planned;
+  std::vector<std::string> names;
+  for (const char* op : {"argmax", "argmin"}) {
+    for (const char* dtype : {"f32", "f16", "i32", "f64"}) {
+      codegen::GpuPlan plan = codegen::plan_gpu_kernel(cir::specialize(kernel_of(arg_rows(op, dtype)), {{"r", 8}, {"c", 50257}}));
+      ASSERT_TRUE(plan.kernel) << plan.why_not;
+      EXPECT_EQ(plan.schedule, "rows") << op << " " << dtype;
+      EXPECT_EQ(codegen::gpu_launch_blocks(plan, 1000), 8u);
+      planned.push_back(*plan.kernel);
+      names.push_back(std::string(op) + "_" + dtype);
+    }
+  }
+  testing::expect_ptx_assembles(planned, names, "arg_rows", [](const std::string& ptx) {
+    EXPECT_NE(ptx.find("shfl.sync.bfly"), std::string::npos);
+    EXPECT_NE(ptx.find("bar.sync"), std::string::npos);
+  });
 }
 
 TEST(ScheduleGpuRows, LeavesOtherFormsAlone) {

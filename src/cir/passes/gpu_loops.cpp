@@ -1,5 +1,7 @@
 #include "cir/passes/gpu_loops.hpp"
 
+#include <limits>
+
 #include "cir/affine.hpp"
 #include "cir/mutator.hpp"
 #include "cir/passes/simplify.hpp"
@@ -97,6 +99,100 @@ BlockFold block_fold(const For& f, Block body, const std::vector<Partial>& parti
   return out;
 }
 
+std::optional<Block> arg_block_fold(const For& f, ReduceOp op, const std::vector<Expr>& target, int64_t threads, FreshNames& fresh) {
+  std::vector<const Yield*> yields = yields_in(f.body);
+  if (yields.empty() || (op != ReduceOp::ArgMax && op != ReduceOp::ArgMin)) return std::nullopt;
+  DType vt = yields[0]->value->type.dtype;
+  for (const Yield* y : yields)
+    if (!y->index.defined() || y->value->type.dtype != vt) return std::nullopt;
+  if (!is_float(vt) && !is_int(vt)) return std::nullopt;
+  DType wt = vt == DType::F16 || vt == DType::BF16 ? DType::F32 : vt;
+  Type w = Type::scalar(wt), i = Type::scalar(DType::I64);
+  BinaryOp pick = op == ReduceOp::ArgMax ? BinaryOp::Max : BinaryOp::Min;
+  const Expr none = i64(std::numeric_limits<int64_t>::max());  // no iteration yet
+  auto is_nan = [](const Expr& e) { return Binary::make(BinaryOp::Ne, e, e); };
+  std::string best = fresh("arg%best"), place = fresh("arg%place"), index = fresh("arg%index");
+  Expr best_v = Var::make(best, w), place_v = Var::make(place, i);
+
+  // Each yield becomes: take the value when it is this thread's first or
+  // strictly better (a NaN best stays; a NaN value takes over).
+  struct Update : IRMutator {
+    Update(FreshNames& fresh, const For& f, Type w, Expr best_v, Expr place_v, std::string index, BinaryOp pick, Expr none)
+        : fresh_(fresh), f_(f), w_(std::move(w)), best_v_(std::move(best_v)), place_v_(std::move(place_v)), index_(std::move(index)), pick_(pick), none_(std::move(none)) {}
+    using IRMutator::mutate;
+    Block mutate(const Block& b) override {
+      Block out;
+      for (const Stmt& s : b) {
+        auto y = s.as<Yield>();
+        if (!y) {
+          if (Stmt r = IRMutator::mutate(s); r.defined()) out.push_back(r);
+          continue;
+        }
+        std::string x = fresh_("arg%x");
+        out.push_back(make_let(x, y->value->type.dtype == w_.dtype ? y->value : Cast::make(w_.dtype, y->value, y->span), y->span));
+        Expr xv = Var::make(x, w_);
+        Expr better = Binary::make(pick_ == BinaryOp::Max ? BinaryOp::Gt : BinaryOp::Lt, xv, best_v_);
+        if (is_float(w_.dtype))
+          better = both(Unary::make(UnaryOp::Not, Binary::make(BinaryOp::Ne, best_v_, best_v_)),
+                        Binary::make(BinaryOp::Or, Binary::make(BinaryOp::Ne, xv, xv), better));
+        Expr first = Binary::make(BinaryOp::Eq, place_v_, none_);
+        Expr index = y->index->type.dtype == DType::I64 ? y->index : Cast::make(DType::I64, y->index, y->span);
+        out.push_back(make_if(Binary::make(BinaryOp::Or, first, better),
+                              {make_assign(best_v_.as<Var>()->name, xv, y->span), make_assign(place_v_.as<Var>()->name, index_var(f_.var), y->span),
+                               make_assign(index_, index, y->span)},
+                              {}, y->span));
+      }
+      return out;
+    }
+    FreshNames& fresh_;
+    const For& f_;
+    Type w_;
+    Expr best_v_, place_v_;
+    std::string index_;
+    BinaryOp pick_;
+    Expr none_;
+  } update(fresh, f, w, best_v, place_v, index, pick, none);
+  Block body = update.mutate(f.body);
+
+  std::string best_part = fresh("arg%best_part"), place_part = fresh("arg%place_part"), index_part = fresh("arg%index_part"),
+              key_part = fresh("arg%key_part");
+  std::string t = fresh(f.var + "%t"), t2 = fresh(f.var + "%t"), once = fresh("once%t");
+  Type slots_w = Type::tensor(wt, {i64(threads)}), slots_i = Type::tensor(DType::I64, {i64(threads)});
+  Block out = {make_allocate(best_part, slots_w, MemorySpace::Shared, f.span), make_allocate(place_part, slots_i, MemorySpace::Shared, f.span),
+               make_allocate(index_part, slots_i, MemorySpace::Shared, f.span), make_allocate(key_part, slots_i, MemorySpace::Shared, f.span)};
+  auto slot = [](const std::string& array, const Type& type, const std::string& thread) {
+    return make_access(array, type, {AxisSel::at(index_var(thread))});
+  };
+
+  // Pass 1: each thread's first best, its place and index.
+  Block mine = {make_decl(best, w, fold_identity(pick, wt), f.span), make_decl(place, i, none, f.span), make_decl(index, i, i64(0), f.span)};
+  mine.push_back(strided_thread_loop(f, std::move(body), t, threads, i64(0), i64(threads)).as<For>()->body[0]);
+  mine.push_back(make_store(best_part, {AxisSel::at(index_var(t))}, best_v, f.span));
+  mine.push_back(make_store(place_part, {AxisSel::at(index_var(t))}, place_v, f.span));
+  mine.push_back(make_store(index_part, {AxisSel::at(index_var(t))}, Var::make(index, i), f.span));
+  out.push_back(make_for(t, i64(0), i64(threads), i64(1), std::move(mine), LoopKind::GpuThread, 0, f.span));
+
+  // Pass 2: the best value; the earliest place holding it.
+  std::string top = fresh("arg%top"), first = fresh("arg%first");
+  out.push_back(make_block_reduce(top, reduce_op_of(pick), best_part, i64(threads), f.span));
+  Expr top_v = Var::make(top, w), b = slot(best_part, slots_w, t2), p = slot(place_part, slots_i, t2);
+  Expr holds = Binary::make(BinaryOp::Eq, b, top_v);
+  if (is_float(wt)) holds = Binary::make(BinaryOp::Or, holds, both(is_nan(b), is_nan(top_v)));
+  Expr key = Select::make(both(Binary::make(BinaryOp::Ne, p, none), holds), p, none);
+  out.push_back(make_for(t2, i64(0), i64(threads), i64(1), {make_store(key_part, {AxisSel::at(index_var(t2))}, key, f.span)},
+                         LoopKind::GpuThread, 0, f.span));
+  out.push_back(make_block_reduce(first, ReduceOp::Min, key_part, i64(threads), f.span));
+
+  // The thread that met the earliest place holds its index.
+  Expr first_v = index_var(first);
+  Expr owner = simplify(mod((first_v - f.lo) / f.step, threads));
+  Expr value = wt == vt ? top_v : Cast::make(vt, top_v);
+  Stmt yield = make_yield(value, make_access(index_part, slots_i, {AxisSel::at(owner)}), target, f.span);
+  Stmt if_any = make_if(Binary::make(BinaryOp::Ne, first_v, none), {yield}, {}, f.span);
+  out.push_back(make_for(once, i64(0), i64(1), i64(1), {if_any}, LoopKind::GpuThread, 0, f.span));
+  return out;
+}
+
 std::vector<const Yield*> yields_in(const Block& b) {
   struct Yields : IRVisitor {
     std::vector<const Yield*> found;
@@ -107,13 +203,13 @@ std::vector<const Yield*> yields_in(const Block& b) {
   return y.found;
 }
 
-std::optional<std::vector<Expr>> single_yield_target(const For& loop) {
+std::optional<std::vector<Expr>> single_yield_target(const For& loop, bool indexed) {
   std::vector<const Yield*> yields = yields_in(loop.body);
   if (yields.empty()) return std::nullopt;
   std::set<std::string> inside = declared_in(loop);
   std::string first;
   for (const Yield* op : yields) {
-    if (op->index.defined()) return std::nullopt;
+    if (op->index.defined() != indexed) return std::nullopt;
     std::string text;
     for (const Expr& e : op->out_index) {
       if (reads_any(e, inside)) return std::nullopt;

@@ -67,13 +67,25 @@ struct BlockFold {
 BlockFold block_fold(const For& f, Block body, const std::vector<Partial>& partials, const std::vector<std::string>& totals,
                      const std::string& thread_var, int64_t threads, const Expr& first, const Expr& stride);
 
+// A reduce(argmax | argmin) loop folded by the threads of one block, thread
+// t taking iterations t, t + threads, ...: each keeps the first best value
+// it meets (NaN first, as the reference), where in the loop it met it (the
+// loop variable) and the yielded index, in shared arrays; the block takes
+// the best value (block_reduce max | min), then the earliest place holding
+// it (block_reduce min), and its first thread yields that value with its
+// index to `target`, once (nothing when the loop ran no iteration). f16 and
+// bf16 values are compared in f32, which orders them alike. Nothing when the
+// yields carry no index or yield what is not a number.
+std::optional<Block> arg_block_fold(const For& f, ReduceOp op, const std::vector<Expr>& target, int64_t threads, FreshNames& fresh);
+
 // The yields in a block, at any depth.
 std::vector<const Yield*> yields_in(const Block& b);
 
 // The output element every yield of a reduce kernel's loop goes to, when
 // it is one (the same indices, reading nothing the loop declares) and the
-// yields carry no index (not an arg reduction).
-std::optional<std::vector<Expr>> single_yield_target(const For& loop);
+// yields carry no index (not an arg reduction), or, with `indexed`, all
+// carry one.
+std::optional<std::vector<Expr>> single_yield_target(const For& loop, bool indexed = false);
 
 // Whether a reduce kernel's loop does nothing but yield: no stores, no
 // statements of GPU schedules, assignments only to its own vars.

@@ -14,17 +14,27 @@ std::optional<Kernel> schedule_gpu_reduce(const Kernel& k, int64_t blocks, int t
   };
   if (k.kind != KernelKind::Reduce) return fail("not a reduce kernel");
   std::optional<BinaryOp> op = reduce_binary_op(k.reduce_op);
-  if (!op)
-    return fail(std::string("a reduce(") + reduce_op_name(k.reduce_op) + ") kernel: block reductions fold with + * min max");
+  bool arg = is_arg_reduce(k.reduce_op);
+  if (!op && !arg)
+    return fail(std::string("a reduce(") + reduce_op_name(k.reduce_op) + ") kernel: block reductions fold with + * min max argmin argmax");
+  if (arg && blocks != 1) return fail("an arg reduction folds in one block");
   auto loop = k.body.size() == 1 ? k.body[0].as<For>() : nullptr;
   if (!loop || loop->loop_kind != LoopKind::Serial) return fail("the kernel is not one serial loop");
   FreshNames fresh(k);
   Stmt merged = merge_loop_nest(k.body[0], LoopKind::Serial);
   const For& f = *merged.as<For>();
-  std::optional<std::vector<Expr>> target = single_yield_target(f);
+  std::optional<std::vector<Expr>> target = single_yield_target(f, arg);
   if (!target) return fail("the loop does not yield to one output element");
   if (!only_yields(f)) return fail("the loop does more than yield");
   if (!is_i64_scalar(f.lo) || !is_i64_scalar(f.hi) || !is_i64_scalar(f.step)) return fail("the loop's bounds are not i64");
+  if (arg) {
+    std::optional<Block> fold = arg_block_fold(f, k.reduce_op, *target, threads, fresh);
+    if (!fold) return fail("the loop yields what is not a number");
+    Kernel out = k;
+    out.body = {make_for(fresh("block%b"), i64(0), i64(1), i64(1), std::move(*fold), LoopKind::GpuBlock, 0, f.span)};
+    verify_or_throw(out, "schedule_gpu_reduce");
+    return out;
+  }
 
   DType acc = reduce_accumulator_dtype(k.reduce_op, k.output().type.dtype);
   std::string block = fresh("block%b");

@@ -19,6 +19,10 @@
 // yields meet in the accumulator (atomically on a GPU). A nest of loops
 // whose inner bounds do not depend on the outer variables is first merged
 // into one loop over all its iterations.
+//
+// argmax and argmin take one block (`blocks` must be 1): its threads fold
+// their iterations and meet as in gpu_loops.hpp's arg_block_fold, since
+// blocks cannot combine (value, index) pairs with one atomic.
 #pragma once
 
 #include <optional>

@@ -260,8 +260,8 @@ class RowScheduler {
       if (why_not) *why_not = std::move(why);
       return std::nullopt;
     };
-    if (k_.kind == KernelKind::Reduce && !reduce_binary_op(k_.reduce_op))
-      return fail(std::string("a reduce(") + reduce_op_name(k_.reduce_op) + ") kernel: block reductions fold with + * min max");
+    if (k_.kind == KernelKind::Reduce && !reduce_binary_op(k_.reduce_op) && !is_arg_reduce(k_.reduce_op))
+      return fail(std::string("a reduce(") + reduce_op_name(k_.reduce_op) + ") kernel: block reductions fold with + * min max argmin argmax");
     auto outer = k_.body.size() == 1 ? k_.body[0].as<For>() : nullptr;
     if (!outer || outer->loop_kind != LoopKind::Parallel) return fail("the kernel is not one parallel loop");
     std::optional<Block> body = row(outer->body);
@@ -375,8 +375,16 @@ class RowScheduler {
   // folded through a partial in the accumulator's dtype, the block's total
   // yielded once.
   bool yield_loop(const For& f, Block& out) {
-    std::optional<std::vector<Expr>> target = single_yield_target(f);
+    bool arg = is_arg_reduce(k_.reduce_op);
+    std::optional<std::vector<Expr>> target = single_yield_target(f, arg);
     if (!target || !only_yields(f)) return false;
+    if (arg) {
+      std::optional<Block> fold = arg_block_fold(f, k_.reduce_op, *target, threads_, fresh);
+      if (!fold) return false;
+      for (const Stmt& s : *fold) emit(out, s);
+      out_written_ = out_read_ = false;  // the block reductions' barriers order what came before
+      return true;
+    }
     BinaryOp op = *reduce_binary_op(k_.reduce_op);
     DType acc = reduce_accumulator_dtype(k_.reduce_op, k_.output().type.dtype);
     Partial p{fresh("yield%p"), fresh("yield%part"), op, acc};

@@ -145,13 +145,14 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes, int
                       return *rows;
                     }});
   // A whole-tensor reduction over the grid: enough blocks for 8 iterations
-  // per thread, at most kGridReduceBlocks.
+  // per thread, at most kGridReduceBlocks (argmax and argmin: one block).
   bool grid = false;
   passes.push_back({"schedule_gpu_reduce", [&](const cir::Kernel& k) {
                       if (row_block || tiled || tensor_cores || tile_blocks) return k;
                       std::optional<int64_t> trips = loop_trips(k);
                       int64_t per_block = int64_t{kGpuBlockThreads} * 8;
                       int64_t blocks = trips ? std::clamp<int64_t>((*trips + per_block - 1) / per_block, 1, kGridReduceBlocks) : kGridReduceBlocks;
+                      if (is_arg_reduce(k.reduce_op)) blocks = 1;
                       std::optional<cir::Kernel> r = cir::schedule_gpu_reduce(k, blocks, kGpuBlockThreads);
                       if (!r || unsupported_reason(*r, EmitTarget::Nvptx)) return k;
                       grid = true;
