@@ -37,33 +37,46 @@ Tensor run(const char* source, const std::vector<Tensor>& inputs) { return kerne
 
 // ------------------------------------------------------------ matmul
 
+// A product of (m x k) and (k x n): square ones, and short, wide ones as a
+// convolution's im2col product or a small batch of tokens gives.
+struct GemmShape {
+  int64_t m, k, n;
+  explicit GemmShape(const benchmark::State& state) : m(state.range(0)), k(state.range(1)), n(state.range(2)) {}
+  double gflop() const { return 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n) / 1e9; }
+};
+
+void gflops_counter(benchmark::State& state, const GemmShape& g) {
+  state.counters["GFLOPS"] = benchmark::Counter(g.gflop(), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void BM_zyntax_sgemm(benchmark::State& state) {
-  int64_t n = state.range(0);
-  std::vector<Tensor> in = {random({n, n}, 1), random({n, n}, 2)};
+  GemmShape g(state);
+  std::vector<Tensor> in = {random({g.m, g.k}, 1), random({g.k, g.n}, 2)};
   run(kMatmul, in);  // compile outside the timing
   for (auto _ : state) benchmark::DoNotOptimize(run(kMatmul, in).data());
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  gflops_counter(state, g);
 }
 
 void BM_openblas_sgemm(benchmark::State& state) {
-  int n = static_cast<int>(state.range(0));
-  Tensor a = random({n, n}, 1), b = random({n, n}, 2), c = Tensor::zeros(DType::F32, {n, n});
+  GemmShape g(state);
+  int m = static_cast<int>(g.m), k = static_cast<int>(g.k), n = static_cast<int>(g.n);
+  Tensor a = random({g.m, g.k}, 1), b = random({g.k, g.n}, 2), c = Tensor::zeros(DType::F32, {g.m, g.n});
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data_as<float>(), n, b.data_as<float>(), n,
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data_as<float>(), k, b.data_as<float>(), n,
                 0.0f, c.data_as<float>(), n);
     benchmark::DoNotOptimize(c.data());
   }
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  gflops_counter(state, g);
 }
 
 void BM_onednn_sgemm(benchmark::State& state) {
-  int64_t n = state.range(0);
-  Tensor a = random({n, n}, 1), b = random({n, n}, 2), c = Tensor::zeros(DType::F32, {n, n});
+  GemmShape g(state);
+  Tensor a = random({g.m, g.k}, 1), b = random({g.k, g.n}, 2), c = Tensor::zeros(DType::F32, {g.m, g.n});
   for (auto _ : state) {
-    dnnl_sgemm('N', 'N', n, n, n, 1.0f, a.data_as<float>(), n, b.data_as<float>(), n, 0.0f, c.data_as<float>(), n);
+    dnnl_sgemm('N', 'N', g.m, g.n, g.k, 1.0f, a.data_as<float>(), g.k, b.data_as<float>(), g.n, 0.0f, c.data_as<float>(), g.n);
     benchmark::DoNotOptimize(c.data());
   }
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * n * n * n / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  gflops_counter(state, g);
 }
 
 // ------------------------------------------------------------ memory-bound
@@ -209,9 +222,15 @@ void BM_compile_cold_and_warm(benchmark::State& state) {
   state.counters["warm_ms"] = warm / static_cast<double>(runs);
 }
 
-BENCHMARK(BM_zyntax_sgemm)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_openblas_sgemm)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_onednn_sgemm)->Arg(256)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->UseRealTime();
+// The shapes bench/compare_cpu.py reports (GEMM_SHAPES there).
+void gemm_shapes(benchmark::internal::Benchmark* b) {
+  for (int64_t n : {256, 512, 1024, 2048, 4096}) b->Args({n, n, n});
+  b->Args({128, 1152, 6272})->Args({64, 576, 3136});
+}
+
+BENCHMARK(BM_zyntax_sgemm)->Apply(gemm_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_openblas_sgemm)->Apply(gemm_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_onednn_sgemm)->Apply(gemm_shapes)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_memcpy_bandwidth)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_copy)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_gelu)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -81,8 +81,11 @@ struct Size {
 
 // Odd sizes, K of 1, K over several packed panels, tall, wide and square.
 // {24, 37, 53}: whole 8-row blocks with an odd K and N, so a row-major A is
-// read in place when two or more threads split the columns.
-const Size kSizes[] = {{17, 33, 65}, {127, 1, 200}, {64, 64, 64}, {5, 300, 7}, {100, 600, 37}, {300, 37, 29}, {13, 700, 70}, {24, 37, 53}};
+// read in place when two or more threads split the columns. {64, 64, 64} and
+// {40, 1100, 96}: whole column panels and rows in one block of A, so a
+// row-major B is read in place (the second over three depth blocks).
+const Size kSizes[] = {{17, 33, 65}, {127, 1, 200}, {64, 64, 64}, {5, 300, 7}, {100, 600, 37}, {300, 37, 29}, {13, 700, 70}, {24, 37, 53},
+                       {40, 1100, 96}};
 
 struct Problem {
   std::vector<Tensor> inputs;
@@ -117,7 +120,7 @@ TEST_P(ScheduleMatmul, ScheduledKernelMatchesTheOriginalOnTheReference) {
   cir::Kernel generic = kernel_of(f.source);
   cir::Kernel bound_generic = kernel_of(f.bound_source);
   Random rng(7);
-  for (Size s : {kSizes[0], kSizes[2], kSizes[3], kSizes[6], kSizes[7]}) {
+  for (Size s : {kSizes[0], kSizes[2], kSizes[3], kSizes[6], kSizes[7], kSizes[8]}) {
     for (int threads : {1, 2, 3}) {
       Problem p = problem(f, s, 3, rng);
       cir::Kernel k = cir::specialize(generic, p.dims);
@@ -188,6 +191,28 @@ TEST(ScheduleMatmulApplies, ReadsRowMajorAInPlaceWhenTheTasksSplitColumns) {
   EXPECT_NE(scheduled(kPlain, 250, 256, 256).find("<- ap%mm["), std::string::npos);
   EXPECT_NE(scheduled(kPlain, 256, 2048, 256).find("<- ap%mm["), std::string::npos);
   EXPECT_NE(scheduled(kTransposedA, 256, 256, 256).find("<- ap%mm["), std::string::npos);
+}
+
+// A row-major B of whole column panels is read in place where each task's
+// rows are one block of A (every B panel then meets all of its rows while in
+// cache); otherwise, or transposed, or with a ragged N, it is packed. A
+// short, wide product splits its columns between the tasks, each packing
+// only its part of B (and all of a small A), not its rows (each packing all
+// of B).
+TEST(ScheduleMatmulApplies, ReadsRowMajorBInPlaceWhenRowsAreOneBlock) {
+  cir::MatMulSchedule s = cir::cpu_matmul_schedule(512, 2);
+  auto scheduled = [&](const char* src, int64_t m, int64_t k, int64_t n) {
+    std::optional<cir::Kernel> out = cir::schedule_matmul(cir::specialize(kernel_of(src), {{"M", m}, {"K", k}, {"N", n}}), s);
+    EXPECT_TRUE(out.has_value());
+    return out ? cir::print(*out) : std::string();
+  };
+  std::string wide = scheduled(kPlain, 128, 1152, 6272);
+  EXPECT_EQ(wide.find("bp%mm"), std::string::npos) << wide;
+  EXPECT_NE(wide.find(". B[jc%mm + jp%mm * 32 + pc%mm * 6272] ldb 6272"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("let j0%mm: i64 = gn%mm * 196 / 2 * 32"), std::string::npos) << wide;  // the columns split in two
+  EXPECT_NE(scheduled(kPlain, 128, 1152, 6270).find("bp%mm"), std::string::npos);        // a ragged last panel
+  EXPECT_NE(scheduled(kPlain, 1024, 1024, 1024).find("bp%mm"), std::string::npos);       // rows over several blocks
+  EXPECT_NE(scheduled(kTransposedB, 128, 1152, 6272).find("bp%mm"), std::string::npos);
 }
 
 TEST(ScheduleMatmulApplies, NotToOtherReductions) {

@@ -21,19 +21,21 @@ Expr var(const std::string& name) { return Var::make(name, Type::scalar(DType::I
 Expr cmp(BinaryOp op, Expr a, Expr b) { return Binary::make(op, std::move(a), std::move(b)); }
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Where the micro-kernel can read X in place: X = A[.., i.., k..], an f32
-// input whose reduction loops step through adjacent elements in order and
-// whose row loops step by one common row stride (the BLAS kernels read an
-// operand they do not pack the same way).
-struct InPlaceA {
+// Where the micro-kernel can read a factor in place: an f32 input indexed
+// by the factor's two loop groups alone, whose `inner` group steps through
+// adjacent elements in order and whose `outer` group steps by one common
+// stride. A = X[.., i.., k..] has the reduction inner and the rows outer;
+// B = Y[.., k.., j..] the columns inner and the reduction outer (the BLAS
+// kernels read an operand they do not pack the same way).
+struct InPlace {
   std::string buffer;
-  Expr base;             // A's flat index at row 0, reduction step 0
-  int64_t row_stride = 0;
+  Expr base;               // the flat index at the groups' first elements
+  int64_t outer_stride = 0;
 };
 
-std::optional<InPlaceA> find_in_place_a(const Kernel& kernel, const ProductForm& m) {
-  if (m.guard.defined() && m.guard_on_x) return std::nullopt;
-  auto access = m.x.as<Access>();
+std::optional<InPlace> find_in_place(const Kernel& kernel, const Expr& factor, bool guarded, const LoopGroup& inner, const LoopGroup& outer) {
+  if (guarded) return std::nullopt;
+  auto access = factor.as<Access>();
   if (!access) return std::nullopt;
   const Param* param = kernel.find_param(access->buffer);
   if (!param || param->role != ParamRole::Input || param->type.dtype != DType::F32 || access->axes.size() != param->type.rank()) return std::nullopt;
@@ -45,8 +47,8 @@ std::optional<InPlaceA> find_in_place_a(const Kernel& kernel, const ProductForm&
     strides[d] = stride;
     stride *= *extent;
   }
-  std::set<std::string> grouped = m.rows.names();
-  for (const std::string& k : m.depth.names()) grouped.insert(k);
+  std::set<std::string> grouped = outer.names();
+  for (const std::string& k : inner.names()) grouped.insert(k);
   std::map<std::string, int64_t> coeff;
   Expr flat = i64(0);
   for (size_t d = 0; d < access->axes.size(); ++d) {
@@ -62,21 +64,22 @@ std::optional<InPlaceA> find_in_place_a(const Kernel& kernel, const ProductForm&
     flat = flat + a.index * i64(strides[d]);
   }
   auto c = [&](const std::string& v) { return coeff.count(v) ? coeff.at(v) : 0; };
-  for (size_t t = 0; t < m.depth.loops.size(); ++t)
-    if (c(m.depth.loops[t].var) != m.depth.weight(t)) return std::nullopt;
-  int64_t rs = c(m.rows.loops.back().var);
-  if (rs == 0) return std::nullopt;
-  for (size_t t = 0; t < m.rows.loops.size(); ++t)
-    if (c(m.rows.loops[t].var) != rs * m.rows.weight(t)) return std::nullopt;
+  for (size_t t = 0; t < inner.loops.size(); ++t)
+    if (c(inner.loops[t].var) != inner.weight(t)) return std::nullopt;
+  int64_t os = c(outer.loops.back().var);
+  if (os == 0) return std::nullopt;
+  for (size_t t = 0; t < outer.loops.size(); ++t)
+    if (c(outer.loops[t].var) != os * outer.weight(t)) return std::nullopt;
   Substitution origin;
-  for (const LoopGroup::Loop& l : m.rows.loops) origin[l.var] = i64(l.lo);
-  for (const LoopGroup::Loop& l : m.depth.loops) origin[l.var] = i64(l.lo);
-  return InPlaceA{access->buffer, simplify(substitute(flat, origin)), rs};
+  for (const LoopGroup::Loop& l : outer.loops) origin[l.var] = i64(l.lo);
+  for (const LoopGroup::Loop& l : inner.loops) origin[l.var] = i64(l.lo);
+  return InPlace{access->buffer, simplify(substitute(flat, origin)), os};
 }
 
 class Builder {
  public:
-  Builder(const ProductForm& m, std::optional<InPlaceA> a, const MatMulSchedule& s) : m_(m), a_(std::move(a)), s_(s) {}
+  Builder(const ProductForm& m, std::optional<InPlace> a, std::optional<InPlace> b, const MatMulSchedule& s)
+      : m_(m), a_(std::move(a)), b_(std::move(b)), s_(s) {}
 
   Block build(const std::string& out) {
     const int64_t M = m_.rows.size(), N = m_.cols.size(), K = m_.depth.size();
@@ -94,17 +97,34 @@ class Builder {
     int64_t gm = 1, gn = 1;
     // Too few products for the threads: the tasks split each product. With A
     // read in place (whole row blocks only) they split the columns, so each
-    // packs only its own part of B and nothing of A; otherwise they split the
-    // rows, and each packs all of B and its rows of A. Rows of A more than
-    // 4 KiB apart fall into the same few L1 sets, so such an A is packed.
+    // packs only its own part of B and nothing of A; otherwise into a grid of
+    // row and column groups, the one that packs least per task (a task packs
+    // its columns of B once and its rows of A once per NC block of them: a
+    // short, wide product splits its columns, a square one both ways on many
+    // threads). Rows of A more than 4 KiB apart fall into the same few L1
+    // sets, so such an A is packed.
     bool split = batch % T != 0 && batch < 4 * T;
-    if (a_ && !(split && M % MR == 0 && a_->row_stride * 4 <= 4096 && PN >= ceil_div(T, batch))) a_.reset();
+    if (a_ && !(split && M % MR == 0 && a_->outer_stride * 4 <= 4096 && PN >= ceil_div(T, batch))) a_.reset();
     if (a_) {
       gn = ceil_div(T, batch);
     } else if (split) {
-      gm = std::min(PM, ceil_div(T, batch));
-      if (batch * gm < T) gn = std::min(PN, ceil_div(T, batch * gm));
+      int64_t need = ceil_div(T, batch);
+      auto packed = [&](int64_t rows, int64_t cols) {
+        int64_t m = ceil_div(PM, rows) * MR, n = ceil_div(PN, cols) * NR;
+        return K * n + m * K * ceil_div(n, NC);
+      };
+      int64_t best = -1;
+      for (int64_t r = 1; r <= std::min(PM, need); ++r) {
+        int64_t c = std::min(PN, ceil_div(need, r));
+        if (r * c < need && r < std::min(PM, need)) continue;  // too few tasks while more row groups remain
+        int64_t cost = packed(r, c);
+        if (best < 0 || cost < best) best = cost, gm = r, gn = c;
+      }
     }
+    // B read in place where its panels are whole and each task's rows are
+    // one block of A: then each element of B is fetched once and used by
+    // every row panel while in cache, and packing it would only copy it.
+    if (b_ && !(N % NR == 0 && ceil_div(PM, gm) * MR <= MC)) b_.reset();
     Expr t = var("t%mm");
     Block task;
     task.push_back(make_let("bt%mm", t / i64(gm * gn)));
@@ -123,7 +143,7 @@ class Builder {
     task.push_back(make_let("j0%mm", (h * i64(PN) / i64(gn)) * i64(NR)));
     task.push_back(make_let("j1%mm", min(((h + i64(1)) * i64(PN) / i64(gn)) * i64(NR), i64(N))));
     if (!a_) task.push_back(make_allocate("ap%mm", Type::tensor(DType::F32, {i64(MC * KC)}), MemorySpace::Local));
-    task.push_back(make_allocate("bp%mm", Type::tensor(DType::F32, {i64(NC * KC)}), MemorySpace::Local));
+    if (!b_) task.push_back(make_allocate("bp%mm", Type::tensor(DType::F32, {i64(NC * KC)}), MemorySpace::Local));
 
     // One NC-wide column block of the task.
     Block column;
@@ -131,7 +151,7 @@ class Builder {
     Block depth;
     depth.push_back(make_let("kcv%mm", min(i64(KC), i64(K) - var("pc%mm"))));
     // B's panels are two vectors wide: its runs are copied a vector at a time.
-    pack(depth, "bp%mm", m_.y, !m_.guard_on_x, m_.cols, NR, KC, "jc%mm", "jn%mm", "jb%mm", static_cast<int>(NR / 2));
+    if (!b_) pack(depth, "bp%mm", m_.y, !m_.guard_on_x, m_.cols, NR, KC, "jc%mm", "jn%mm", "jb%mm", static_cast<int>(NR / 2));
     Block rows;
     rows.push_back(make_let("mn%mm", min(i64(MC), var("i1%mm") - var("ic%mm"))));
     if (!a_) pack(rows, "ap%mm", m_.x, m_.guard_on_x, m_.rows, MR, KC, "ic%mm", "mn%mm", "ib%mm", 0);
@@ -145,10 +165,14 @@ class Builder {
     }
     // A in place: rows row_stride apart, k steps adjacent; packed: the reverse, MR apart.
     std::string a_name = a_ ? a_->buffer : std::string("ap%mm");
-    Expr a_offset = a_ ? a_->base + row0 * i64(a_->row_stride) + var("pc%mm") : var("ip%mm") * i64(KC * MR);
-    Expr a_rs = a_ ? i64(a_->row_stride) : i64(1), a_ks = a_ ? i64(1) : i64(MR);
+    Expr a_offset = a_ ? a_->base + row0 * i64(a_->outer_stride) + var("pc%mm") : var("ip%mm") * i64(KC * MR);
+    Expr a_rs = a_ ? i64(a_->outer_stride) : i64(1), a_ks = a_ ? i64(1) : i64(MR);
+    // B in place: k steps ldb apart, columns adjacent; packed: NR-wide panels.
+    std::string b_name = b_ ? b_->buffer : std::string("bp%mm");
+    Expr b_offset = b_ ? b_->base + var("pc%mm") * i64(b_->outer_stride) + col0 : var("jp%mm") * i64(KC * NR);
+    Expr ldb = b_ ? i64(b_->outer_stride) : i64(NR);
     block_row.push_back(make_matmul_block(
-        static_cast<int>(MR), static_cast<int>(NR), a_name, a_offset, a_rs, a_ks, "bp%mm", var("jp%mm") * i64(KC * NR), i64(NR),
+        static_cast<int>(MR), static_cast<int>(NR), a_name, a_offset, a_rs, a_ks, b_name, b_offset, ldb,
         var("kcv%mm"), out, at, i64(N), min(i64(MR), var("mn%mm") - var("ip%mm") * i64(MR)),
         min(i64(NR), var("jn%mm") - var("jp%mm") * i64(NR)), cmp(BinaryOp::Gt, var("pc%mm"), i64(0)), m_.store->span));
     Block panels = {make_for("ip%mm", i64(0), (var("mn%mm") + i64(MR - 1)) / i64(MR), i64(1), block_row)};
@@ -354,7 +378,7 @@ class Builder {
   }
 
   const ProductForm& m_;
-  std::optional<InPlaceA> a_;
+  std::optional<InPlace> a_, b_;
   const MatMulSchedule& s_;
   int counter_ = 0;
 };
@@ -366,7 +390,7 @@ MatMulSchedule cpu_matmul_schedule(int vector_bits, int threads) {
   s.threads = threads;
   if (vector_bits >= 512) {
     s.mr = 8, s.nr = 32;   // 16 zmm accumulators, 2 for B (measured ahead of 12x32, 10x32, 4x64)
-    s.kc = 512;
+    s.kc = 640;            // K = 1152 in two blocks of 576, not three of 384 (measured 5-10% ahead); K = 1024 in two of 512
   } else if (vector_bits >= 256) {
     s.mr = 6, s.nr = 16;   // 12 ymm accumulators, 2 for B, 1 broadcast
     s.mc = 120;
@@ -384,7 +408,9 @@ std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s) 
   if (M < 4 || N < 4 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(m->depth.size()) < s.min_flops)
     return std::nullopt;
   Kernel out = k;
-  out.body = Builder(*m, find_in_place_a(k, *m), s).build(k.output().name);
+  std::optional<InPlace> a = find_in_place(k, m->x, m->guard.defined() && m->guard_on_x, m->depth, m->rows);
+  std::optional<InPlace> b = find_in_place(k, m->y, m->guard.defined() && !m->guard_on_x, m->cols, m->depth);
+  out.body = Builder(*m, std::move(a), std::move(b), s).build(k.output().name);
   out = simplify(out);
   verify_or_throw(out, "schedule_matmul");
   return out;
