@@ -178,7 +178,7 @@ TEST(ScheduleMatmulApplies, NotToProductsTooSmallToGain) {
 
 // With fewer products than threads, a row-major A of whole row blocks is read
 // in place and the tasks split the columns (each packs only its part of B);
-// a transposed A, a ragged M or a long row stride keep packing A.
+// a transposed A, a ragged M or rows a multiple of 4 KiB apart keep packing A.
 TEST(ScheduleMatmulApplies, ReadsRowMajorAInPlaceWhenTheTasksSplitColumns) {
   cir::MatMulSchedule s = cir::cpu_matmul_schedule(512, 2);
   auto scheduled = [&](const char* src, int64_t m, int64_t k, int64_t n) {
@@ -191,6 +191,16 @@ TEST(ScheduleMatmulApplies, ReadsRowMajorAInPlaceWhenTheTasksSplitColumns) {
   EXPECT_NE(scheduled(kPlain, 250, 256, 256).find("<- ap%mm["), std::string::npos);
   EXPECT_NE(scheduled(kPlain, 256, 2048, 256).find("<- ap%mm["), std::string::npos);
   EXPECT_NE(scheduled(kTransposedA, 256, 256, 256).find("<- ap%mm["), std::string::npos);
+  // A product per task (a batch of them, or one thread), its columns one
+  // block of B: A is used once per depth block, so it is read in place, rows
+  // 4608 bytes apart included; with more columns it is packed and reused.
+  auto batched = [&](int64_t n, int threads) {
+    return cir::print(*cir::schedule_matmul(
+        cir::specialize(kernel_of(kBatched), {{"G", 4}, {"M", 128}, {"K", 1152}, {"N", n}}), cir::cpu_matmul_schedule(512, threads)));
+  };
+  EXPECT_NE(batched(784, 2).find("<- A["), std::string::npos);
+  EXPECT_NE(batched(784, 1).find("<- A["), std::string::npos);
+  EXPECT_NE(batched(1100, 2).find("<- ap%mm["), std::string::npos);
 }
 
 // A row-major B of whole column panels is read in place where each task's

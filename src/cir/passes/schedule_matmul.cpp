@@ -101,11 +101,15 @@ class Builder {
     // row and column groups, the one that packs least per task (a task packs
     // its columns of B once and its rows of A once per NC block of them: a
     // short, wide product splits its columns, a square one both ways on many
-    // threads). Rows of A more than 4 KiB apart fall into the same few L1
-    // sets, so such an A is packed.
+    // threads). With a product per task, A is read in place when the task's
+    // columns are one block of B (each packed A would be used once). Rows of
+    // A a multiple of 4 KiB apart fall into the same few L1 sets, so such an
+    // A is packed.
     bool split = batch % T != 0 && batch < 4 * T;
-    if (a_ && !(split && M % MR == 0 && a_->outer_stride * 4 <= 4096 && PN >= ceil_div(T, batch))) a_.reset();
-    if (a_) {
+    bool a_fits = a_ && M % MR == 0 && (a_->outer_stride * 4 <= 4096 || (a_->outer_stride * 4) % 4096 != 0);
+    bool one_column_block = N <= NC;
+    if (a_ && !(a_fits && ((split && PN >= ceil_div(T, batch)) || (!split && one_column_block)))) a_.reset();
+    if (a_ && split) {
       gn = ceil_div(T, batch);
     } else if (split) {
       int64_t need = ceil_div(T, batch);

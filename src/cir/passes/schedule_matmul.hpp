@@ -17,8 +17,9 @@
 // X and Y may be any expressions (transposed or batched operands, casts from
 // f16), since packing evaluates them; only the inner product runs in the
 // micro-kernel. A row-major f32 input is read in place instead of packed
-// where that only copies it: A when the tasks split the columns of one
-// product into whole row blocks, B when a task's rows are one block of A.
+// where that only copies it: A in whole row blocks when the tasks split the
+// columns of one product or a task's columns are one block of B, B when a
+// task's rows are one block of A.
 // The sums are multiply-adds in k order, like the reference's,
 // fused where the target has FMA, so results agree within rounding. A guarded
 // product is exact as long as the other factor is finite; each task checks
