@@ -82,7 +82,7 @@ Expr make_dot(Expr a, Expr b, Span s) {
 
 Expr make_reduce(ReduceOp op, Expr value, std::optional<int> axis, bool keepdims, Span s) {
   Type t;
-  t.dtype = (op == ReduceOp::ArgMin || op == ReduceOp::ArgMax) ? DType::I64 : value->type.dtype;
+  t.dtype = is_arg_reduce(op) ? DType::I64 : value->type.dtype;
   const auto& shape = value->type.shape;
   for (size_t i = 0; i < shape.size(); ++i) {
     bool reduced = !axis || static_cast<int>(i) == *axis;

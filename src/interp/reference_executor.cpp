@@ -860,7 +860,7 @@ struct ReferenceKernel::Compiled {
         flat = flat * n + i;
       }
       Scalar x = v(f);
-      if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin) {
+      if (is_arg_reduce(op)) {
         size_t u = static_cast<size_t>(flat);
         if (!f.has_best[u] || arg_better(op, f.best.get(flat), x)) {
           f.has_best[u] = true;
@@ -931,7 +931,7 @@ Tensor ReferenceKernel::run(const std::vector<Tensor>& inputs, const std::map<st
   f.tiles[static_cast<size_t>(c.out_slot)] = out;
   if (reduce) {
     ReduceOp op = kernel_.reduce_op;
-    bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+    bool arg = is_arg_reduce(op);
     DType acc_type = reduce_accumulator_dtype(op, outp.type.dtype);
     f.acc = arg ? out : Tensor::full(acc_type, shape, reduce_identity(op, acc_type));
     if (arg) {
@@ -942,7 +942,7 @@ Tensor ReferenceKernel::run(const std::vector<Tensor>& inputs, const std::map<st
   Compiled::run_block(c.body, f);
   if (reduce) {
     ReduceOp op = kernel_.reduce_op;
-    if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin) {
+    if (is_arg_reduce(op)) {
       for (size_t i = 0; i < f.has_best.size(); ++i)
         if (!f.has_best[i]) fail(kernel_.span, std::string(reduce_op_name(op)) + " of an empty range has no index");
     } else {

@@ -741,7 +741,7 @@ class Lowering {
             .with_hint("declare the kernel with `@kernel reduce(+)` (or another operator), or write `out[...] = ...`");
       return;
     }
-    bool arg = annotations_.reduce_op == ReduceOp::ArgMax || annotations_.reduce_op == ReduceOp::ArgMin;
+    bool arg = is_arg_reduce(annotations_.reduce_op);
     const ast::Expr* value_expr = y.value.get();
     const ast::Expr* index_expr = nullptr;
     if (y.value->kind == ast::ExprKind::Tuple) {
@@ -1459,7 +1459,7 @@ class Lowering {
       if (yield_loops_ && annotations_.reduce_axis)
         for (size_t i = 0; i < yield_loops_->size(); ++i)
           if (static_cast<int>(i) != *annotations_.reduce_axis) out.type.shape.push_back(trip_count(*(*yield_loops_)[i]));
-      if (annotations_.reduce_op == ReduceOp::ArgMax || annotations_.reduce_op == ReduceOp::ArgMin)
+      if (is_arg_reduce(annotations_.reduce_op))
         out.type.dtype = DType::I64;
     } else {
       std::optional<std::vector<Expr>> shape = infer_output_shape(k.body, diags);

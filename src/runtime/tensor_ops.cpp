@@ -12,11 +12,11 @@ namespace {
 std::string quoted(const char* symbol) { return std::string("'") + symbol + "'"; }
 
 bool needs_nonempty(ReduceOp op) {
-  return op == ReduceOp::Min || op == ReduceOp::Max || op == ReduceOp::ArgMin || op == ReduceOp::ArgMax;
+  return op == ReduceOp::Min || op == ReduceOp::Max || is_arg_reduce(op);
 }
 
 DType reduce_result_dtype(ReduceOp op, DType in) {
-  if (op == ReduceOp::ArgMin || op == ReduceOp::ArgMax) return DType::I64;
+  if (is_arg_reduce(op)) return DType::I64;
   if (op == ReduceOp::And || op == ReduceOp::Or) return DType::Bool;
   return in;
 }
@@ -24,7 +24,7 @@ DType reduce_result_dtype(ReduceOp op, DType in) {
 // Reduces the `n` elements of `a` at base, base + stride, ... into one value.
 Scalar reduce_line(ReduceOp op, const Tensor& a, int64_t base, int64_t n, int64_t stride) {
   DType t = a.dtype();
-  if (op == ReduceOp::ArgMin || op == ReduceOp::ArgMax) {
+  if (is_arg_reduce(op)) {
     Scalar best = a.get(base);
     int64_t best_index = 0;
     for (int64_t k = 1; k < n; ++k) {

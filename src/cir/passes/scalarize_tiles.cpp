@@ -716,7 +716,7 @@ class Scalarizer {
 
   Accumulator start(ReduceOp op, DType in, Block& out, Span span) {
     Accumulator a{op, in, in, fresh("acc"), "", ""};
-    bool arg = op == ReduceOp::ArgMax || op == ReduceOp::ArgMin;
+    bool arg = is_arg_reduce(op);
     if (arg) {
       a.acc_type = DType::I64;
       a.best = fresh("best");
@@ -735,7 +735,7 @@ class Scalarizer {
   void absorb(const Accumulator& a, const Expr& v, const Expr& flat_index, Block& body, Span span) {
     Type at = Type::scalar(a.acc_type);
     Expr acc = Var::make(a.acc, at);
-    if (a.op == ReduceOp::ArgMax || a.op == ReduceOp::ArgMin) {
+    if (is_arg_reduce(a.op)) {
       Type bt = Type::scalar(a.in);
       Expr best = Var::make(a.best, bt), has = Var::make(a.has, Type::scalar(DType::Bool));
       BinaryOp cmp = a.op == ReduceOp::ArgMax ? BinaryOp::Gt : BinaryOp::Lt;

@@ -1252,7 +1252,7 @@ class Emitter {
     llvm::Value* v = expr(y.value);
     DType vt = y.value->type.dtype;
     ReduceOp op = k_.reduce_op;
-    if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin) {
+    if (is_arg_reduce(op)) {
       llvm::Value* index = b_.CreateSExt(expr(y.index), b_.getInt64Ty());
       llvm::Value* has_ptr = element_ptr(has_, offset);
       llvm::Value* best_ptr = element_ptr(best_, offset);
@@ -1983,10 +1983,14 @@ class Emitter {
 
 std::optional<std::string> unsupported_reason(const cir::Kernel& k, EmitTarget target) { return SupportCheck(target).run(k); }
 
-int64_t gpu_shared_bytes(const cir::Kernel& k) {
+int64_t gpu_shared_bytes(const cir::Kernel& k) { return gpu_support(k).shared_bytes; }
+
+GpuSupport gpu_support(const cir::Kernel& k) {
   SupportCheck c(EmitTarget::Nvptx);
-  c.run(k);
-  return c.shared_bytes();
+  GpuSupport s;
+  s.why_not = c.run(k);
+  s.shared_bytes = c.shared_bytes();
+  return s;
 }
 
 EmittedKernel emit_kernel(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& function_name, EmitTarget target) {

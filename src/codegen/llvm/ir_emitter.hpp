@@ -48,6 +48,14 @@ std::optional<std::string> unsupported_reason(const cir::Kernel& k, EmitTarget t
 // launched with this many bytes of it.
 int64_t gpu_shared_bytes(const cir::Kernel& k);
 
+// Both at once, for a GPU schedule that must also fit a block's shared memory.
+struct GpuSupport {
+  std::optional<std::string> why_not;  // unsupported_reason(k, EmitTarget::Nvptx)
+  int64_t shared_bytes = 0;            // gpu_shared_bytes(k)
+  bool fits(int64_t max_shared_bytes) const { return !why_not && shared_bytes <= max_shared_bytes; }
+};
+GpuSupport gpu_support(const cir::Kernel& k);
+
 // Lowers a kernel that unsupported_reason() accepts. For the GPU, the module
 // declares the f64 math functions of libdevice (`__nv_sin`, ...), which the
 // NVPTX compiler links in.

@@ -25,7 +25,7 @@ ReduceBuffers reduce_buffers(const cir::Kernel& k) {
   ReduceBuffers r;
   DType out = k.output().type.dtype;
   r.acc_dtype = reduce_accumulator_dtype(k.reduce_op, out);
-  r.arg = k.reduce_op == ReduceOp::ArgMax || k.reduce_op == ReduceOp::ArgMin;
+  r.arg = is_arg_reduce(k.reduce_op);
   if (r.arg) {
     r.acc_dtype = DType::I64;
     r.best_dtype = yielded_dtype(k.body).value_or(DType::F32);

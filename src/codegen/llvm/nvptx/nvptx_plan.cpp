@@ -103,7 +103,7 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes, int
                       if (capability < 80) return k;
                       for (bool async : {true, false}) {
                         std::optional<cir::Kernel> tiles = cir::schedule_gpu_mma(k, nullptr, async);
-                        if (!tiles || unsupported_reason(*tiles, EmitTarget::Nvptx) || gpu_shared_bytes(*tiles) > max_shared_bytes) continue;
+                        if (!tiles || !gpu_support(*tiles).fits(max_shared_bytes)) continue;
                         tensor_cores = true;
                         return *tiles;
                       }
@@ -128,7 +128,7 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes, int
   passes.push_back({"schedule_gpu_tiles", [&](const cir::Kernel& k) {
                       if (!scalarized) return k;
                       std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, kGpuBlockThreads);
-                      if (!blocks || unsupported_reason(*blocks, EmitTarget::Nvptx) || gpu_shared_bytes(*blocks) > max_shared_bytes) return k;
+                      if (!blocks || !gpu_support(*blocks).fits(max_shared_bytes)) return k;
                       tile_blocks = true;
                       return *blocks;
                     }});
@@ -175,11 +175,12 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes, int
   if (row_block) plan.block_threads = row_block;
   if (tiled) plan.block_threads = cir::kGpuMatmulThreads;
   if (tensor_cores) plan.block_threads = cir::kGpuMmaThreads;
-  if (auto why = unsupported_reason(k, EmitTarget::Nvptx)) {
-    plan.why_not = *why;
+  GpuSupport support = gpu_support(k);
+  if (support.why_not) {
+    plan.why_not = *support.why_not;
     return plan;
   }
-  plan.shared_bytes = gpu_shared_bytes(k);
+  plan.shared_bytes = support.shared_bytes;
   plan.kernel = std::move(k);
   return plan;
 }
