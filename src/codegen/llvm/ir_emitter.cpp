@@ -1704,9 +1704,8 @@ class Emitter {
   // exp and tanh dominate element-wise and softmax kernels. In f32 they are
   // computed inline (Cephes' range reduction and polynomials), so loops
   // vectorise instead of calling libm per element in f64; they are within
-  // 2 ulp of the correctly rounded result the reference gives. Every step is
-  // an FMA, an integer op or a compare: no divides, which would bound the
-  // loop's throughput on the one port that divides.
+  // 2 ulp of the correctly rounded result the reference gives. Every step of
+  // exp is an FMA, an integer op or a compare; tanh ends in one divide.
 
   llvm::Value* f32c(double v) { return llvm::ConstantFP::get(b_.getFloatTy(), v); }
   llvm::Value* i32c(int32_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
@@ -1759,38 +1758,30 @@ class Emitter {
     return b_.CreateFMul(b_.CreateFMul(p, pow2(n1)), pow2(n2));  // NaN stays NaN through p
   }
 
-  // 1 / d for d far from 0 and inf (NaN passes through): a reciprocal
-  // estimate refined by one Newton step where the target has one (rcpps,
-  // rcp14ps), else a divide. Only used where the quotient's last-bit error is
-  // damped afterwards.
-  llvm::Value* reciprocal(llvm::Value* d) {
-    llvm::IRBuilderBase::FastMathFlagGuard keep(b_);
-    llvm::FastMathFlags fmf;
-    fmf.setAllowReciprocal();
-    fmf.setAllowContract();
-    fmf.setNoInfs();
-    b_.setFastMathFlags(fmf);
-    return b_.CreateFDiv(f32c(1.0), d);
+  // expm1(r) for |r| <= ln2/2 (and a little beyond): r + r^2 (1/2 + r P(r)),
+  // P fitted to within 2e-8 of expm1's relative value; no cancellation near 0.
+  llvm::Value* expm1_reduced(llvm::Value* r) {
+    llvm::Value* q = f32c(1.3941927457213378e-3);
+    for (double c : {8.367779467143038e-3, 4.1666390952678996e-2, 1.6666534423138976e-1, 0.5}) q = madd(q, r, f32c(c));
+    return madd(q, b_.CreateFMul(r, r), r);
   }
 
+  // tanh |x| = e / (e + 2) with e = expm1(2|x|), the sign of x copied back:
+  // one formula over the whole range (no cancellation near 0, where e is
+  // about 2|x|). Beyond |x| = 9.1 tanh rounds to 1, so 2|x| stays where exp
+  // needs no range handling and 2^n is one shift of the rounding constant's
+  // bits; e = 2^n expm1(r) + (2^n - 1). A true divide: a reciprocal estimate
+  // would add an ulp, and the loop has enough other work to hide it. NaN
+  // flows through.
   llvm::Value* fast_tanh(llvm::Value* x) {
     llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-    // Small |x|: an odd polynomial.
-    llvm::Value* z = b_.CreateFMul(x, x);
-    llvm::Value* p = f32c(-5.70498872745e-3);
-    for (double c : {2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1})
-      p = madd(p, z, f32c(c));
-    llvm::Value* small = madd(b_.CreateFMul(p, z), x, x);
-    // Otherwise 1 - 2 / (exp(2|x|) + 1), with the sign of x. Beyond |x| = 9.1
-    // tanh rounds to 1, so 2|x| stays where exp needs no range handling and 2^n
-    // is one shift of the rounding constant's bits. NaN flows through.
     llvm::Value* y = b_.CreateFMul(b_.CreateSelect(b_.CreateFCmpOGT(ax, f32c(9.1)), f32c(9.1), ax), f32c(2.0));
     llvm::Value* f = madd(y, f32c(1.44269504088896341), f32c(kRoundMagic + 127.0));
     llvm::Value* n = b_.CreateFSub(f, f32c(kRoundMagic + 127.0));
-    llvm::Value* e = b_.CreateFMul(exp_reduced(reduce_ln2(y, n)), as_float(b_.CreateShl(as_int(f), 23)));
-    llvm::Value* big = madd(f32c(-2.0), reciprocal(b_.CreateFAdd(e, f32c(1.0))), f32c(1.0));
-    big = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, big, x);
-    return b_.CreateSelect(b_.CreateFCmpOLT(ax, f32c(0.625)), small, big);  // a NaN x takes `big`, NaN
+    llvm::Value* scale = as_float(b_.CreateShl(as_int(f), 23));  // 2^n
+    llvm::Value* e = madd(scale, expm1_reduced(reduce_ln2(y, n)), b_.CreateFSub(scale, f32c(1.0)));
+    llvm::Value* t = b_.CreateFDiv(e, b_.CreateFAdd(e, f32c(2.0)));
+    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, t, x);
   }
 
   // erf of an f64 `d` to within 2e-8 (so erf of an f32 rounds to within
