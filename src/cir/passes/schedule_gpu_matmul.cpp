@@ -10,15 +10,24 @@ namespace zyntax::cir {
 
 namespace {
 
-constexpr int64_t BM = 64, BN = 64, BK = 16, TM = 4, TN = 4, TY = BM / TM, TX = BN / TN;
 constexpr int64_t T = kGpuMatmulThreads;
-static_assert(TY * TX == T, "a thread per 4x4 block of the tile");
+
+// A block's tile of the output (bm x bn), the depth of a step (bk), and the
+// block of it each thread owns (tm x tn): 16 x 16 threads either way.
+struct Tiles {
+  int64_t bm, bn, bk, tm, tn;
+};
+constexpr Tiles kLarge{128, 128, 8, 8, 8};  // 64 accumulators and 16 shared loads per 64 FMAs
+constexpr Tiles kSmall{64, 64, 16, 4, 4};   // products under 128 rows or columns
+static_assert((kLarge.bm / kLarge.tm) * (kLarge.bn / kLarge.tn) == T && (kSmall.bm / kSmall.tm) * (kSmall.bn / kSmall.tn) == T,
+              "a thread per block of the tile");
 
 Expr f32(double v) { return FloatImm::make(v, DType::F32); }
 
 class Scheduler {
  public:
-  Scheduler(const Kernel& k, const ProductForm& m) : k_(k), m_(m), fresh_(k) {}
+  Scheduler(const Kernel& k, const ProductForm& m, const Tiles& tiles)
+      : k_(k), m_(m), fresh_(k), BM(tiles.bm), BN(tiles.bn), BK(tiles.bk), TM(tiles.tm), TN(tiles.tn), TY(BM / TM), TX(BN / TN) {}
 
   Kernel run() {
     int64_t M = m_.rows.size(), N = m_.cols.size(), K = m_.depth.size();
@@ -66,7 +75,7 @@ class Scheduler {
  private:
   Span span() const { return m_.store->span; }
 
-  // gpu_thread t: for e in 0..16: (row, col) of the thread's element e; if
+  // gpu_thread t: for e in 0..TM*TN: (row, col) of the thread's element e; if
   // inside the output, `body` at that element's loop values.
   template <class Body>
   Stmt per_element(const std::string& rt, const std::string& ct, int64_t M, int64_t N, Body body) {
@@ -93,32 +102,42 @@ class Scheduler {
     return stage_factor_tile(st, m_.depth, k0, K, T, fresh_, span());
   }
 
-  // gpu_thread t: for kk below min(16, K - k0): for a, b: acc[t, a*4 + b] += xs[..] * ys[..]
+  // gpu_thread t: for kk below min(BK, K - k0): for a, b: acc[t, a*TN + b] = fma(xs[..], ys[..], acc[t, a*TN + b])
   // (where the guard held, with one).
   Stmt products(const std::string& xs, const std::string& ys, const std::string& gs, const std::string& acc, const std::string& k0,
                 int64_t K) {
-    std::string t = fresh_("t%mm"), kk = fresh_("kk%mm"), a = fresh_("a%mm"), b = fresh_("b%mm");
+    std::string t = fresh_("t%mm");
     Type xs_type = Type::tensor(DType::F32, {i64(BK * BM)}), ys_type = Type::tensor(DType::F32, {i64(BK * BN)});
     Type acc_type = Type::tensor(DType::F32, {i64(T), i64(TM * TN)});
-    std::vector<AxisSel> cell = {AxisSel::at(index_var(t)), AxisSel::at(index_var(a) * i64(TN) + index_var(b))};
-    Expr x = make_access(xs, xs_type, {AxisSel::at(index_var(kk) * i64(BM) + index_var(t) / i64(TX) + index_var(a) * i64(TY))});
-    Expr y = make_access(ys, ys_type, {AxisSel::at(index_var(kk) * i64(BN) + mod(index_var(t), TX) + index_var(b) * i64(TX))});
-    Expr sum = Binary::make(BinaryOp::Add, make_access(acc, acc_type, cell), Binary::make(BinaryOp::Mul, x, y));
-    if (!gs.empty()) {
-      const Access& guarded = *(m_.guard_on_x ? x : y).as<Access>();
-      Expr added = make_access(gs, Type::tensor(DType::Bool, {i64(BK * (m_.guard_on_x ? BM : BN))}), guarded.axes);
-      sum = Select::make(added, sum, make_access(acc, acc_type, cell));
-    }
-    Stmt update = make_store(acc, cell, sum, span());
-    Stmt over_b = make_for(b, i64(0), i64(TN), i64(1), {update}, LoopKind::Unrolled, TN, span());
-    Stmt over_a = make_for(a, i64(0), i64(TM), i64(1), {over_b}, LoopKind::Unrolled, TM, span());
-    Stmt over_k = make_for(kk, i64(0), min(i64(BK), i64(K) - index_var(k0)), i64(1), {over_a}, LoopKind::Serial, 0, span());
+    // for kk below `depth`: for a, b: the update (loops named afresh each time).
+    auto steps = [&](const Expr& depth, LoopKind kind) {
+      std::string kk = fresh_("kk%mm"), a = fresh_("a%mm"), b = fresh_("b%mm");
+      std::vector<AxisSel> cell = {AxisSel::at(index_var(t)), AxisSel::at(index_var(a) * i64(TN) + index_var(b))};
+      Expr x = make_access(xs, xs_type, {AxisSel::at(index_var(kk) * i64(BM) + index_var(t) / i64(TX) + index_var(a) * i64(TY))});
+      Expr y = make_access(ys, ys_type, {AxisSel::at(index_var(kk) * i64(BN) + mod(index_var(t), TX) + index_var(b) * i64(TX))});
+      Expr sum = Math::make(MathFn::Fma, {x, y, make_access(acc, acc_type, cell)});
+      if (!gs.empty()) {
+        const Access& guarded = *(m_.guard_on_x ? x : y).as<Access>();
+        Expr added = make_access(gs, Type::tensor(DType::Bool, {i64(BK * (m_.guard_on_x ? BM : BN))}), guarded.axes);
+        sum = Select::make(added, sum, make_access(acc, acc_type, cell));
+      }
+      Stmt update = make_store(acc, cell, sum, span());
+      Stmt over_b = make_for(b, i64(0), i64(TN), i64(1), {update}, LoopKind::Unrolled, static_cast<int>(TN), span());
+      Stmt over_a = make_for(a, i64(0), i64(TM), i64(1), {over_b}, LoopKind::Unrolled, static_cast<int>(TM), span());
+      return make_for(kk, i64(0), depth, i64(1), {over_a}, kind, kind == LoopKind::Unrolled ? static_cast<int>(BK) : 0, span());
+    };
+    // A whole step unrolled (its shared reads at constant offsets); the last
+    // step of a ragged depth as a loop.
+    Stmt over_k = K % BK == 0 ? steps(i64(BK), LoopKind::Unrolled)
+                              : make_if(less_than(index_var(k0) + i64(BK), i64(K + 1)), {steps(i64(BK), LoopKind::Unrolled)},
+                                        {steps(i64(K) - index_var(k0), LoopKind::Serial)}, span());
     return make_for(t, i64(0), i64(T), i64(1), {over_k}, LoopKind::GpuThread, 0, span());
   }
 
   const Kernel& k_;
   const ProductForm& m_;
   FreshNames fresh_;
+  const int64_t BM, BN, BK, TM, TN, TY, TX;
 };
 
 }  // namespace
@@ -132,7 +151,8 @@ std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not)
   if (!m) return fail("not a matrix product");
   if (m->sum->type.dtype != DType::F32 || m->x->type.dtype != DType::F32 || m->y->type.dtype != DType::F32)
     return fail("a product not in f32");
-  return Scheduler(k, *m).run();
+  bool large = m->rows.size() >= kLarge.bm && m->cols.size() >= kLarge.bn;
+  return Scheduler(k, *m, large ? kLarge : kSmall).run();
 }
 
 }  // namespace zyntax::cir
