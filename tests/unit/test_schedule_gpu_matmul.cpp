@@ -74,8 +74,11 @@ TEST(ScheduleGpuMatmul, WithinRoundingOfTheReferencesProductAtOddSizes) {
   for (const Product& p : kProducts) {
     cir::Kernel generic = kernel_of(p.source);
     bool conv = std::string(p.name) == "conv2d_padded";
-    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {5, 7, 3}, {64, 64, 16}, {65, 63, 17}, {130, 70, 40},
-                           {129, 131, 11}}) {
+    // {64, 64, 16}, {64, 68, 36} and {132, 136, 20}: rows of 16-byte runs, so
+    // plain and batched products copy asynchronously (the last two with a
+    // short last depth step).
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {5, 7, 3}, {64, 64, 16}, {65, 63, 17},
+                           {129, 131, 11}, {64, 68, 36}, {132, 136, 20}}) {
       if (conv) n = std::min<int64_t>(n, 12);  // n x n positions: 144 at most, so both tile shapes
       std::map<std::string, int64_t> dims = {{"m", m}, {"n", n}, {"k", k}, {"h", 2}, {"kh", 3}, {"kw", 3}};
       std::map<std::string, int64_t> used;
@@ -96,15 +99,27 @@ TEST(ScheduleGpuMatmul, WithinRoundingOfTheReferencesProductAtOddSizes) {
   }
 }
 
-// Both tile shapes, and the fused multiply-add that makes each step.
-TEST(ScheduleGpuMatmul, LargeProductsTakeLargerTilesAndEveryStepIsOneFma) {
+// Both tile shapes, the fused multiply-add that makes each step, and the
+// factors' tiles copied asynchronously three stages deep where both are
+// inputs read along their last axis (X's rows 12 floats apart in shared
+// memory, depth contiguous); a transposed B or a guarded factor is copied
+// between barriers instead.
+TEST(ScheduleGpuMatmul, LargeProductsTakeLargerTilesAndCopiesRunAhead) {
   cir::Kernel generic = kernel_of(kProducts[0].source);
   std::string large = cir::print(*cir::schedule_gpu_matmul(cir::specialize(generic, {{"m", 128}, {"n", 300}, {"k", 20}})));
   std::string small = cir::print(*cir::schedule_gpu_matmul(cir::specialize(generic, {{"m", 127}, {"n", 300}, {"k", 20}})));
   EXPECT_NE(large.find("local acc%mm: tensor[256, 64, f32]"), std::string::npos) << large;
-  EXPECT_NE(large.find("shared xs%mm: tensor[1024, f32]"), std::string::npos) << large;
+  EXPECT_NE(large.find("shared xs%mm4: tensor[1536, f32]"), std::string::npos) << large;  // the third stage's X: 128 rows of 8 + 4
+  EXPECT_NE(large.find("async_copy xs%mm2[d%as + s%as * 12] <- a[rt%mm * 128 + s%as, d%as] count 4"), std::string::npos) << large;
+  EXPECT_NE(large.find("async_wait 1"), std::string::npos) << large;
+  EXPECT_NE(large.find("= fma(xs%mm2[(t%mm6 / 16 + a%mm2 * 16) * 12 + kk%mm2]"), std::string::npos) << large;
   EXPECT_NE(small.find("local acc%mm: tensor[256, 16, f32]"), std::string::npos) << small;
-  EXPECT_NE(large.find("= fma(xs%mm["), std::string::npos) << large;
+  std::string transposed = cir::print(*cir::schedule_gpu_matmul(cir::specialize(kernel_of(kProducts[2].source), {{"m", 128}, {"n", 300}, {"k", 20}})));
+  EXPECT_EQ(transposed.find("async_copy"), std::string::npos) << transposed;
+  EXPECT_NE(transposed.find("shared xs%mm: tensor[1536, f32]"), std::string::npos) << transposed;
+  std::string conv = cir::print(*cir::schedule_gpu_matmul(
+      cir::specialize(kernel_of(kProducts[4].source), {{"m", 130}, {"n", 12}, {"k", 3}, {"kh", 3}, {"kw", 3}})));
+  EXPECT_EQ(conv.find("async_copy"), std::string::npos) << conv;
 }
 
 // A term the guard skips is skipped, whatever the other factor holds: an

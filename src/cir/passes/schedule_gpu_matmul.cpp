@@ -11,6 +11,7 @@ namespace zyntax::cir {
 namespace {
 
 constexpr int64_t T = kGpuMatmulThreads;
+constexpr int kStages = 3;  // depth steps in flight with asynchronous copies
 
 // A block's tile of the output (bm x bn), the depth of a step (bk), and the
 // block of it each thread owns (tm x tn): 16 x 16 threads either way.
@@ -35,14 +36,22 @@ class Scheduler {
     std::string tile = fresh_("tile%mm"), bt = fresh_("bt%mm"), rt = fresh_("rt%mm"), ct = fresh_("ct%mm");
     std::string xs = fresh_("xs%mm"), ys = fresh_("ys%mm"), acc = fresh_("acc%mm"), k0 = fresh_("k0%mm");
     Block block = m_.tile_lets(tile, mt, nt, bt, rt, ct);
-    block.push_back(make_allocate(xs, Type::tensor(DType::F32, {i64(BK * BM)}), MemorySpace::Shared, span()));
-    block.push_back(make_allocate(ys, Type::tensor(DType::F32, {i64(BK * BN)}), MemorySpace::Shared, span()));
-    block.push_back(make_allocate(acc, Type::tensor(DType::F32, {i64(T), i64(TM * TN)}), MemorySpace::Local, span()));
     // A guarded product (a padded convolution) keeps, beside its guarded
     // factor, whether each term is added at all.
     std::string gs = m_.guard.defined() ? fresh_("gs%mm") : "";
+    x_ = staging(xs, m_.x, m_.rows, rt, BM, LDX, 1, /*depth_fastest=*/true, m_.guard_on_x ? gs : "");
+    y_ = staging(ys, m_.y, m_.cols, ct, BN, 1, BN, /*depth_fastest=*/false, m_.guard_on_x ? "" : gs);
+    int x_run = async_run_length(x_, m_.depth, k_, fresh_), y_run = async_run_length(y_, m_.depth, k_, fresh_);
+    bool async = x_run > 0 && y_run > 0;
+    for (int s = 0; s < (async ? kStages : 1); ++s) {
+      x_stages_.push_back(async ? fresh_(xs) : xs);
+      y_stages_.push_back(async ? fresh_(ys) : ys);
+      block.push_back(make_allocate(x_stages_.back(), Type::tensor(DType::F32, {i64(BM * LDX)}), MemorySpace::Shared, span()));
+      block.push_back(make_allocate(y_stages_.back(), Type::tensor(DType::F32, {i64(BK * BN)}), MemorySpace::Shared, span()));
+    }
+    block.push_back(make_allocate(acc, Type::tensor(DType::F32, {i64(T), i64(TM * TN)}), MemorySpace::Local, span()));
     if (m_.guard.defined())
-      block.push_back(make_allocate(gs, Type::tensor(DType::Bool, {i64(BK * (m_.guard_on_x ? BM : BN))}), MemorySpace::Shared, span()));
+      block.push_back(make_allocate(gs, Type::tensor(DType::Bool, {i64(m_.guard_on_x ? BM * LDX : BK * BN)}), MemorySpace::Shared, span()));
 
     // The accumulators start where the sum does.
     block.push_back(per_element(rt, ct, M, N, [&](const std::string& t, const Expr& e, const Substitution& at) {
@@ -50,13 +59,17 @@ class Scheduler {
       return Block{make_store(acc, {AxisSel::at(index_var(t)), AxisSel::at(e)}, init, span())};
     }));
 
-    Block step;
-    step.push_back(load(xs, m_.x, m_.rows, rt, BM, k0, K, /*depth_fastest=*/true, m_.guard_on_x ? gs : ""));
-    step.push_back(load(ys, m_.y, m_.cols, ct, BN, k0, K, /*depth_fastest=*/false, m_.guard_on_x ? "" : gs));
-    step.push_back(make_barrier());
-    step.push_back(products(xs, ys, gs, acc, k0, K));
-    step.push_back(make_barrier());
-    block.push_back(make_for(k0, i64(0), i64(K), i64(BK), std::move(step), LoopKind::Serial, 0, span()));
+    if (async) {
+      pipelined_steps(block, x_run, y_run, gs, acc, k0, K);
+    } else {
+      Block step;
+      step.push_back(stage_factor_tile(x_, m_.depth, k0, K, T, fresh_, span()));
+      step.push_back(stage_factor_tile(y_, m_.depth, k0, K, T, fresh_, span()));
+      step.push_back(make_barrier());
+      step.push_back(products(xs, ys, gs, acc, index_var(k0), K));
+      step.push_back(make_barrier());
+      block.push_back(make_for(k0, i64(0), i64(K), i64(BK), std::move(step), LoopKind::Serial, 0, span()));
+    }
 
     // out[..] = f(sum) with the sum the accumulator.
     block.push_back(per_element(rt, ct, M, N, [&](const std::string& t, const Expr& e, Substitution at) {
@@ -89,36 +102,76 @@ class Scheduler {
     return make_for(t, i64(0), i64(T), i64(1), {elements}, LoopKind::GpuThread, 0, span());
   }
 
-  // The factor's tile of this depth step into array[d * width + s] (and
-  // the guard into `mask` for the guarded factor).
-  Stmt load(const std::string& array, const Expr& factor, const LoopGroup& side, const std::string& tile, int64_t width,
-            const std::string& k0, int64_t K, bool depth_fastest, const std::string& mask) {
-    TileStaging st{.array = array, .factor = factor, .side = &side, .tile = tile, .width = width, .depth = BK, .side_stride = 1,
-                   .depth_stride = width, .depth_fastest = depth_fastest};
+  // A factor's tile of a depth step: element (side s, depth d) at
+  // array[s * side_stride + d * depth_stride] (and the guard in `mask`, laid
+  // out alike, for the guarded factor).
+  TileStaging staging(const std::string& array, const Expr& factor, const LoopGroup& side, const std::string& tile, int64_t width,
+                      int64_t side_stride, int64_t depth_stride, bool depth_fastest, const std::string& mask) const {
+    TileStaging st{.array = array, .factor = factor, .side = &side, .tile = tile, .width = width, .depth = BK, .side_stride = side_stride,
+                   .depth_stride = depth_stride, .depth_fastest = depth_fastest};
     if (!mask.empty()) {
       st.guard = m_.guard;
       st.mask = mask;
     }
-    return stage_factor_tile(st, m_.depth, k0, K, T, fresh_, span());
+    return st;
+  }
+
+  // The depth steps with both factors' tiles copied asynchronously, two
+  // steps ahead into a ring of three stages (the loop unrolled by three, so
+  // that each step names its stage's arrays), as schedule_gpu_mma does:
+  //
+  //   gpu_thread: copy step s into stage s; commit      for s < 2
+  //   for k0 in 0..K step 3 * BK:
+  //     for each j < 3 (past the first, only if step j is inside K):
+  //       gpu_thread: async_wait 1                  (step j's copies have landed)
+  //       barrier                                   (everyone's, and step j - 1's products are done)
+  //       gpu_thread: copy step j + 2 into the stage step j - 1 used; commit
+  //       products of stage j
+  void pipelined_steps(Block& block, int x_run, int y_run, const std::string& gs, const std::string& acc, const std::string& k0, int64_t K) {
+    auto copies = [&](const Expr& k_start, int stage) {
+      std::string t = fresh_("t%mm");
+      TileStaging xt = x_, yt = y_;
+      xt.array = x_stages_[static_cast<size_t>(stage)];
+      yt.array = y_stages_[static_cast<size_t>(stage)];
+      Block in_k = {async_stage_factor_tile(xt, x_run, m_.depth, k_start, K, t, T, fresh_, span()),
+                    async_stage_factor_tile(yt, y_run, m_.depth, k_start, K, t, T, fresh_, span())};
+      Expr inside = simplify(less_than(k_start, i64(K)));
+      const BoolImm* always = inside.as<BoolImm>();
+      Block body = always && always->value ? std::move(in_k) : Block{make_if(inside, std::move(in_k))};
+      body.push_back(make_async_commit(span()));
+      return make_for(t, i64(0), i64(T), i64(1), std::move(body), LoopKind::GpuThread, 0, span());
+    };
+    for (int s = 0; s + 1 < kStages; ++s) block.push_back(copies(i64(static_cast<int64_t>(s) * BK), s));
+    Block steps;
+    for (int j = 0; j < kStages; ++j) {
+      std::string t = fresh_("t%mm");
+      Expr k_start = index_var(k0) + i64(static_cast<int64_t>(j) * BK);
+      Block step = {make_for(t, i64(0), i64(T), i64(1), {make_async_wait(kStages - 2, span())}, LoopKind::GpuThread, 0, span()), make_barrier(),
+                    copies(index_var(k0) + i64(static_cast<int64_t>(j + kStages - 1) * BK), (j + kStages - 1) % kStages),
+                    products(x_stages_[static_cast<size_t>(j)], y_stages_[static_cast<size_t>(j)], gs, acc, k_start, K)};
+      if (j == 0) steps.insert(steps.end(), step.begin(), step.end());
+      else steps.push_back(make_if(less_than(k_start, i64(K)), std::move(step)));
+    }
+    block.push_back(make_for(k0, i64(0), i64(K), i64(static_cast<int64_t>(kStages) * BK), std::move(steps), LoopKind::Serial, 0, span()));
   }
 
   // gpu_thread t: for kk below min(BK, K - k0): for a, b: acc[t, a*TN + b] = fma(xs[..], ys[..], acc[t, a*TN + b])
   // (where the guard held, with one).
-  Stmt products(const std::string& xs, const std::string& ys, const std::string& gs, const std::string& acc, const std::string& k0,
+  Stmt products(const std::string& xs, const std::string& ys, const std::string& gs, const std::string& acc, const Expr& k_start,
                 int64_t K) {
     std::string t = fresh_("t%mm");
-    Type xs_type = Type::tensor(DType::F32, {i64(BK * BM)}), ys_type = Type::tensor(DType::F32, {i64(BK * BN)});
+    Type xs_type = Type::tensor(DType::F32, {i64(BM * LDX)}), ys_type = Type::tensor(DType::F32, {i64(BK * BN)});
     Type acc_type = Type::tensor(DType::F32, {i64(T), i64(TM * TN)});
     // for kk below `depth`: for a, b: the update (loops named afresh each time).
     auto steps = [&](const Expr& depth, LoopKind kind) {
       std::string kk = fresh_("kk%mm"), a = fresh_("a%mm"), b = fresh_("b%mm");
       std::vector<AxisSel> cell = {AxisSel::at(index_var(t)), AxisSel::at(index_var(a) * i64(TN) + index_var(b))};
-      Expr x = make_access(xs, xs_type, {AxisSel::at(index_var(kk) * i64(BM) + index_var(t) / i64(TX) + index_var(a) * i64(TY))});
+      Expr x = make_access(xs, xs_type, {AxisSel::at((index_var(t) / i64(TX) + index_var(a) * i64(TY)) * i64(LDX) + index_var(kk))});
       Expr y = make_access(ys, ys_type, {AxisSel::at(index_var(kk) * i64(BN) + mod(index_var(t), TX) + index_var(b) * i64(TX))});
       Expr sum = Math::make(MathFn::Fma, {x, y, make_access(acc, acc_type, cell)});
       if (!gs.empty()) {
         const Access& guarded = *(m_.guard_on_x ? x : y).as<Access>();
-        Expr added = make_access(gs, Type::tensor(DType::Bool, {i64(BK * (m_.guard_on_x ? BM : BN))}), guarded.axes);
+        Expr added = make_access(gs, Type::tensor(DType::Bool, {i64(m_.guard_on_x ? BM * LDX : BK * BN)}), guarded.axes);
         sum = Select::make(added, sum, make_access(acc, acc_type, cell));
       }
       Stmt update = make_store(acc, cell, sum, span());
@@ -126,11 +179,15 @@ class Scheduler {
       Stmt over_a = make_for(a, i64(0), i64(TM), i64(1), {over_b}, LoopKind::Unrolled, static_cast<int>(TM), span());
       return make_for(kk, i64(0), depth, i64(1), {over_a}, kind, kind == LoopKind::Unrolled ? static_cast<int>(BK) : 0, span());
     };
-    // A whole step unrolled (its shared reads at constant offsets); the last
-    // step of a ragged depth as a loop.
-    Stmt over_k = K % BK == 0 ? steps(i64(BK), LoopKind::Unrolled)
-                              : make_if(less_than(index_var(k0) + i64(BK), i64(K + 1)), {steps(i64(BK), LoopKind::Unrolled)},
-                                        {steps(i64(K) - index_var(k0), LoopKind::Serial)}, span());
+    // A whole step unrolled (its shared reads at constant offsets) where the
+    // copies are synchronous; with three stages in flight, unrolled steps
+    // would have their reads hoisted into twice the registers (255 rather
+    // than 128 a thread on sm_90: one block a multiprocessor, not two). The
+    // last step of a ragged depth is a loop.
+    LoopKind whole = x_stages_.size() == 1 ? LoopKind::Unrolled : LoopKind::Serial;
+    Stmt over_k = K % BK == 0 ? steps(i64(BK), whole)
+                              : make_if(less_than(k_start + i64(BK), i64(K + 1)), {steps(i64(BK), whole)},
+                                        {steps(i64(K) - k_start, LoopKind::Serial)}, span());
     return make_for(t, i64(0), i64(T), i64(1), {over_k}, LoopKind::GpuThread, 0, span());
   }
 
@@ -138,6 +195,9 @@ class Scheduler {
   const ProductForm& m_;
   FreshNames fresh_;
   const int64_t BM, BN, BK, TM, TN, TY, TX;
+  const int64_t LDX = BK + 4;  // X's rows in shared memory, depth contiguous, 16 bytes of padding
+  TileStaging x_, y_;
+  std::vector<std::string> x_stages_, y_stages_;  // the factors' arrays, one per stage
 };
 
 }  // namespace

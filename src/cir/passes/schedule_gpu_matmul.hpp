@@ -7,16 +7,21 @@
 // columns or more, else 64x64, 16 deep, 4x4 per thread:
 //
 //   gpu_block for tile:                         a batch element, a row tile, a column tile
-//     shared xs[BK * BM], ys[BK * BN]
+//     shared xs[BM * (BK + 4)], ys[BK * BN]      (X's rows depth-contiguous, padded 16 bytes)
 //     local acc[256, TM * TN]
 //     gpu_thread: acc[t, ..] = init (0, or the sum's start)
 //     for k0 in 0..K step BK:
-//       gpu_thread: xs[kk * BM + r] = X at (row r, depth k0 + kk)   (0 past the edges)
+//       gpu_thread: xs[r * (BK + 4) + kk] = X at (row r, depth k0 + kk)   (0 past the edges)
 //       gpu_thread: ys[kk * BN + c] = Y at (column c, depth k0 + kk)
 //       barrier
-//       gpu_thread: for kk: for a, b: acc[t, a*TN + b] = fma(xs[kk*BM + ty + 16a], ys[kk*BN + tx + 16b], acc[t, a*TN + b])
+//       gpu_thread: for kk: for a, b: acc[t, a*TN + b] = fma(xs[(ty + 16a) * (BK + 4) + kk], ys[kk*BN + tx + 16b], acc[t, a*TN + b])
 //       barrier
 //     gpu_thread: out[row, col] = f(acc[t, a*TN + b]) where row < M, col < N
+//
+// Where both factors are inputs read along their last axis the way their
+// tiles are laid out (row-major A and B), the tiles are copied
+// asynchronously instead (cir::AsyncCopy), two depth steps ahead into a ring
+// of three stages, one barrier a step, as schedule_gpu_mma does.
 //
 // A guarded product (a padded convolution: rows = output channels, columns
 // = output positions, depth = input channel and kernel offsets) stages, next
