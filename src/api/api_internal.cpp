@@ -94,7 +94,7 @@ void write_into(Buffer& b, const Tensor& result, size_t offset) {
     std::shared_ptr<const DeviceMirror> mine = offset == 0 && bytes == result.nbytes() ? m : m->part(offset, bytes);
     if (mine && t.set_mirror(std::move(mine), /*host_current=*/false)) return;
   }
-  std::memcpy(t.data(), static_cast<const unsigned char*>(result.data()) + offset, bytes);
+  std::memcpy(t.data_for_overwrite(), static_cast<const unsigned char*>(result.data()) + offset, bytes);
 }
 
 void check_ids(const char* op, const char* arg, const Buffer& b) {

@@ -98,7 +98,7 @@ Buffer ComputeDevice::copy_buffer(const Buffer& src) const {
 
 void ComputeDevice::zero_buffer(Buffer& b) const {
   const Tensor& t = tensor_of(*impl_, b, "zero_buffer", "buffer");
-  std::memset(b.impl()->tensor.data(), 0, t.nbytes());
+  std::memset(b.impl()->tensor.data_for_overwrite(), 0, t.nbytes());  // a GPU's copy is not fetched only to be zeroed
 }
 
 void ComputeDevice::sync() const {}  // every operation has completed when it returns

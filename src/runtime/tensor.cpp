@@ -248,6 +248,12 @@ void Tensor::Residence::set(std::shared_ptr<const DeviceMirror> m, bool host_cur
   state_.store(!mirror_ ? kHostOnly : host_current ? kBoth : kDeviceOnly, std::memory_order_release);
 }
 
+void Tensor::Residence::discard() {
+  std::lock_guard<std::mutex> lock(mu_);
+  mirror_.reset();
+  state_.store(kHostOnly, std::memory_order_release);
+}
+
 // Under the lock, so that concurrent readers copy the bytes once and none
 // reads them half-copied.
 void Tensor::Residence::fetch(bool drop_mirror) {

@@ -85,6 +85,14 @@ class Tensor {
     if (residence_) residence_->for_host_read();
     return storage_.get();
   }
+  // The host's bytes for a write of every one of them (a fill): a device's
+  // copy is dropped without being copied back first, unless this is a view
+  // of part of a storage, whose other bytes must stay current.
+  void* data_for_overwrite() {
+    if (residence_ && residence_->covers(storage_.get(), nbytes())) residence_->discard();
+    else if (residence_) residence_->for_host_write();
+    return storage_.get();
+  }
   template <class T>
   T* data_as() { return static_cast<T*>(data()); }
   template <class T>
@@ -145,6 +153,7 @@ class Tensor {
       if (state_.load(std::memory_order_acquire) != kHostOnly) fetch(true);
     }
     bool covers(const unsigned char* host, size_t bytes) const { return host == host_ && bytes == bytes_; }
+    void discard();  // the mirror goes, its bytes not copied back
     std::shared_ptr<const DeviceMirror> mirror();
     void set(std::shared_ptr<const DeviceMirror> m, bool host_current);
 

@@ -85,6 +85,27 @@ TEST(TensorResidence, AHostWriteDropsTheDeviceCopy) {
   EXPECT_EQ(other.mirror(), nullptr);
 }
 
+// A fill of every byte drops the device's copy without fetching it; a fill
+// of a view of part of the storage fetches the rest first.
+TEST(TensorResidence, AnOverwriteOfEveryByteFetchesNothing) {
+  std::shared_ptr<CountingMirror> m;
+  Tensor t = device_output(6, 1.0f, &m);
+  Tensor other = t.reshaped({2, 3});
+  std::memset(other.data_for_overwrite(), 0, other.nbytes());
+  EXPECT_EQ(m->downloads, 0);
+  EXPECT_EQ(t.mirror(), nullptr);
+  EXPECT_EQ(t.get_f64(5), 0.0);
+
+  std::shared_ptr<CountingMirror> m2;
+  Tensor u = device_output(6, 1.0f, &m2);
+  Tensor part = u.bytes_view(8, DType::F32, {2});
+  std::memset(part.data_for_overwrite(), 0, part.nbytes());
+  EXPECT_EQ(m2->downloads, 1);
+  EXPECT_EQ(u.get_f64(1), 1.0);
+  EXPECT_EQ(u.get_f64(2), 0.0);
+  EXPECT_EQ(u.get_f64(4), 4.0);
+}
+
 TEST(TensorResidence, HandlesAndViewsShareIt) {
   std::shared_ptr<CountingMirror> m;
   Tensor t = device_output(12, 0.5f, &m);
