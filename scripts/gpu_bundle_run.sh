@@ -32,7 +32,7 @@ unit_tests() {  # unit_tests FILTER LOG
 }
 if [ "$what" = test ] || [ "$what" = all ]; then
   : > "$out/unit.txt"
-  unit_tests 'Kernels/GpuParity.*:CudaRuntime.*:NvptxArch.*:NvptxCompiler.*:SizeClassPool.*' "$out/unit.txt" || status=1
+  unit_tests 'Kernels/GpuParity.*:GpuSchedules.*:CudaRuntime.*:NvptxArch.*:NvptxCompiler.*:SizeClassPool.*' "$out/unit.txt" || status=1
   tail -n 25 "$out/unit.txt"
   python3 tests/programs/run_programs.py --zyntax bin/zyntax --device cuda:0 -j 8 > "$out/programs.txt" 2>&1 || status=1
   tail -n 25 "$out/programs.txt"

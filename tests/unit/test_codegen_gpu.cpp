@@ -2,8 +2,9 @@
 // several shapes, compiles to PTX that NVIDIA's ptxas accepts for sm_80 and
 // sm_90 (skipped where no ptxas is installed), and the devices registry
 // says why there is no GPU. With a GPU: every parity case on cuda:0 against
-// the reference executor, and views of mapped host memory read in place
-// (skipped without one). Float results compare
+// the reference executor, the schedules at sizes the parity cases do not
+// reach (128x128 product tiles, rows of a vocabulary), views of mapped host
+// memory read in place and outputs kept on the GPU (skipped without one). Float results compare
 // within the parity bound: libdevice's f64 functions are not glibc's.
 #include <gtest/gtest.h>
 
@@ -258,6 +259,82 @@ TEST(CudaRuntime, TensorsStayOnTheGpuBetweenKernels) {
     EXPECT_NE(g.mirror(), nullptr) << "the copy in is kept for a tensor placed on the GPU";
     EXPECT_EQ(affine.launch(*gpu, {g}, {}, {}).get_f64(0), y.get_f64(0));
     EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u);
+  }
+}
+
+// The GPU schedules at the sizes where they differ from the parity cases'
+// (which stay under 128): products in 128x128 tiles, with their copies
+// asynchronous (row-major factors) or not (a transposed B, a ragged depth),
+// on tensor cores (bf16) and on CUDA cores; argmax and argmin over rows of a
+// vocabulary and over a whole tensor, with ties and NaNs.
+std::vector<Tensor> random_inputs(const std::vector<std::pair<Shape, DType>>& shapes, uint64_t seed, bool ties) {
+  Random rng(seed);
+  std::vector<Tensor> out;
+  for (const auto& [shape, dtype] : shapes)
+    out.push_back(ties ? rand_uniform(rng, DType::F64, shape, 0, 3).astype(DType::I64).astype(dtype) : rand_normal(rng, dtype, shape));
+  return out;
+}
+
+std::vector<Tensor> magnitudes(const std::vector<Tensor>& in) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : in) {
+    Tensor a = t.astype(DType::F32);
+    for (int64_t i = 0; i < a.numel(); ++i) a.set(i, Scalar::of_float(std::fabs(a.get(i).f), DType::F32));
+    out.push_back(a.astype(t.dtype()));
+  }
+  return out;
+}
+
+TEST(GpuSchedules, LargeProductsMatchTheReference) {
+  Device* gpu = DeviceRegistry::global().find("cuda:0");
+  if (!gpu) GTEST_SKIP() << DeviceRegistry::global().unavailable_reason("cuda:0");
+  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  const char* plain = "def f(a: tensor[m, k, DT], b: tensor[k, n, DT]) {\n return compute(a, b) {\n @kernel matmul\n"
+                      " for i in 0..m, j in 0..n:\n  var s: f32 = 0.0\n  for p in 0..k:\n   s += f32(a[i, p]) * f32(b[p, j])\n  out[i, j] = s\n }\n}";
+  const char* transposed = "def f(a: tensor[m, k, DT], b: tensor[n, k, DT]) {\n return compute(a, b) {\n @kernel matmul\n"
+                           " for i in 0..m, j in 0..n:\n  var s: f32 = 0.0\n  for p in 0..k:\n   s += f32(a[i, p]) * f32(b[j, p])\n  out[i, j] = s\n }\n}";
+  struct Run {
+    const char* source;
+    DType dtype;
+    int64_t m, k, n;
+    bool b_transposed;
+  };
+  for (const Run& r : {Run{plain, DType::F32, 300, 260, 200, false}, Run{transposed, DType::F32, 300, 258, 200, true},
+                       Run{plain, DType::F32, 100, 64, 96, false}, Run{plain, DType::BF16, 300, 264, 200, false}}) {
+    std::string src = r.source;
+    for (size_t at; (at = src.find("DT")) != std::string::npos;) src.replace(at, 2, dtype_name(r.dtype));
+    CompiledCompute c(testing::kernel_of(src));
+    Shape b_shape = r.b_transposed ? Shape{r.n, r.k} : Shape{r.k, r.n};
+    std::vector<Tensor> in = random_inputs({{{r.m, r.k}, r.dtype}, {b_shape, r.dtype}}, 5, false);
+    Tensor want = c.launch(*ref, in, {}, {}), got = c.launch(*gpu, in, {}, {});
+    Tensor bound = c.launch(*ref, magnitudes(in), {}, {});
+    ASSERT_EQ(want.shape(), got.shape());
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(got.get_f64(i), want.get_f64(i), 1e-4 * bound.get_f64(i) + 1e-6) << src << "\nelement " << i;
+  }
+}
+
+TEST(GpuSchedules, ArgReductionsOfLongRowsAndWholeTensorsMatchTheReference) {
+  Device* gpu = DeviceRegistry::global().find("cuda:0");
+  if (!gpu) GTEST_SKIP() << DeviceRegistry::global().unavailable_reason("cuda:0");
+  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  for (const char* op : {"argmax", "argmin"}) {
+    CompiledCompute rows(testing::kernel_of(std::string("def f(m: tensor[r, c, f32]) {\n return compute(m) {\n @kernel reduce(") + op +
+                                            ", axis=1)\n for i in 0..r, j in 0..c:\n  yield (m[i, j], j)\n }\n}"));
+    CompiledCompute whole(testing::kernel_of(std::string("def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel reduce(") + op +
+                                             ")\n for i in 0..n:\n  yield (x[i], i)\n }\n}"));
+    for (bool nans : {false, true}) {
+      std::vector<Tensor> m = random_inputs({{{8, 50257}, DType::F32}}, 3, true);
+      std::vector<Tensor> x = random_inputs({{{1000003}, DType::F32}}, 4, true);
+      if (nans) {
+        m[0].set(3 * 50257 + 40000, Scalar::of_float(NAN, DType::F32));
+        m[0].set(3 * 50257 + 30000, Scalar::of_float(-NAN, DType::F32));
+        x[0].set(700001, Scalar::of_float(NAN, DType::F32));
+      }
+      Tensor want = rows.launch(*ref, m, {}, {}), got = rows.launch(*gpu, m, {}, {});
+      for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(got.get(i).as_int64(), want.get(i).as_int64()) << op << " row " << i;
+      EXPECT_EQ(whole.launch(*gpu, x, {}, {}).get(0).as_int64(), whole.launch(*ref, x, {}, {}).get(0).as_int64()) << op;
+    }
   }
 }
 
