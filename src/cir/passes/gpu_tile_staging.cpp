@@ -104,4 +104,43 @@ Stmt async_stage_factor_tile(const TileStaging& st, int run, const LoopGroup& de
   return make_for(n, index_var(thread), i64(st.width * st.depth / run), i64(threads), std::move(body), LoopKind::Serial, 0, span);
 }
 
+namespace {
+
+// gpu_thread t: the asynchronous copies of both tiles of the depth step at
+// `k_start` into stage `stage` (none past K), then the commit of their group.
+Stmt async_copy_step(const AsyncPipeline& p, int stage, const LoopGroup& depth, const Expr& k_start, int64_t K, FreshNames& fresh, Span span) {
+  std::string t = fresh(p.thread_base);
+  TileStaging x = p.x, y = p.y;
+  x.array = p.x_stages[static_cast<size_t>(stage)];
+  y.array = p.y_stages[static_cast<size_t>(stage)];
+  Block in_k = {async_stage_factor_tile(x, p.x_run, depth, k_start, K, t, p.threads, fresh, span),
+                async_stage_factor_tile(y, p.y_run, depth, k_start, K, t, p.threads, fresh, span)};
+  Expr inside = simplify(less_than(k_start, i64(K)));
+  const BoolImm* always = inside.as<BoolImm>();
+  Block body = always && always->value ? std::move(in_k) : Block{make_if(inside, std::move(in_k))};
+  body.push_back(make_async_commit(span));
+  return make_for(t, i64(0), i64(p.threads), i64(1), std::move(body), LoopKind::GpuThread, 0, span);
+}
+
+}  // namespace
+
+Block pipelined_steps(const AsyncPipeline& p, const LoopGroup& depth, const std::string& k0, int64_t K, FreshNames& fresh, Span span,
+                      const std::function<Stmt(int stage, const Expr& k_start)>& compute) {
+  const int stages = static_cast<int>(p.x_stages.size());
+  Block out;
+  for (int s = 0; s + 1 < stages; ++s) out.push_back(async_copy_step(p, s, depth, i64(s * p.step), K, fresh, span));
+  Block steps;
+  for (int j = 0; j < stages; ++j) {
+    std::string t = fresh(p.thread_base);
+    Expr k_start = index_var(k0) + i64(j * p.step);
+    Block step = {make_for(t, i64(0), i64(p.threads), i64(1), {make_async_wait(stages - 2, span)}, LoopKind::GpuThread, 0, span), make_barrier(),
+                  async_copy_step(p, (j + stages - 1) % stages, depth, index_var(k0) + i64((j + stages - 1) * p.step), K, fresh, span),
+                  compute(j, k_start)};
+    if (j == 0) steps.insert(steps.end(), step.begin(), step.end());
+    else steps.push_back(make_if(less_than(k_start, i64(K)), std::move(step)));
+  }
+  out.push_back(make_for(k0, i64(0), i64(K), i64(stages * p.step), std::move(steps), LoopKind::Serial, 0, span));
+  return out;
+}
+
 }  // namespace zyntax::cir

@@ -8,7 +8,9 @@
 // computes on an earlier tile.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "cir/ir.hpp"
 #include "cir/passes/gpu_loops.hpp"
@@ -54,5 +56,30 @@ int async_run_length(const TileStaging& st, const LoopGroup& depth, const Kernel
 // `thread` over `threads`, before the commit of its group.
 Stmt async_stage_factor_tile(const TileStaging& st, int run, const LoopGroup& depth, const Expr& k_start, int64_t K, const std::string& thread,
                              int64_t threads, FreshNames& fresh, Span span);
+
+// A product's depth steps with both factors' tiles copied asynchronously,
+// stages - 1 steps ahead into a ring of `stages` arrays each (the loop
+// unrolled by `stages`, so that each step names its stage's arrays):
+//
+//   gpu_thread: copy step s into stage s; commit      for s < stages - 1
+//   for k0 in 0..K step stages * step:
+//     for each j < stages (past the first, only if step j is inside K):
+//       gpu_thread: async_wait stages - 2        (step j's copies have landed)
+//       barrier                                   (everyone's, and step j - 1's products are done)
+//       gpu_thread: copy step j + stages - 1 into the stage step j - 1 used; commit
+//       compute(j, k0 + j * step)                 (the products of stage j's tiles)
+//
+// A thread commits a group for every step, empty past K, so that waiting
+// for all but the last stages - 2 groups always means "up to step j".
+struct AsyncPipeline {
+  TileStaging x, y;                              // array names aside, as staged
+  int x_run = 0, y_run = 0;                      // async_run_length of each
+  std::vector<std::string> x_stages, y_stages;   // their arrays, one per stage
+  int64_t step = 0;                              // the depth of a step
+  int64_t threads = 0;
+  std::string thread_base;                       // names of the thread loops
+};
+Block pipelined_steps(const AsyncPipeline& p, const LoopGroup& depth, const std::string& k0, int64_t K, FreshNames& fresh, Span span,
+                      const std::function<Stmt(int stage, const Expr& k_start)>& compute);
 
 }  // namespace zyntax::cir

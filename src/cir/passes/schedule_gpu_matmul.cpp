@@ -60,7 +60,12 @@ class Scheduler {
     }));
 
     if (async) {
-      pipelined_steps(block, x_run, y_run, gs, acc, k0, K);
+      // Two steps ahead into three stages (gpu_tile_staging's pipelined_steps).
+      AsyncPipeline p{x_, y_, x_run, y_run, x_stages_, y_stages_, BK, T, "t%mm"};
+      Block steps = pipelined_steps(p, m_.depth, k0, K, fresh_, span(), [&](int stage, const Expr& k_start) {
+        return products(x_stages_[static_cast<size_t>(stage)], y_stages_[static_cast<size_t>(stage)], gs, acc, k_start, K);
+      });
+      block.insert(block.end(), steps.begin(), steps.end());
     } else {
       Block step;
       step.push_back(stage_factor_tile(x_, m_.depth, k0, K, T, fresh_, span()));
@@ -108,51 +113,12 @@ class Scheduler {
   TileStaging staging(const std::string& array, const Expr& factor, const LoopGroup& side, const std::string& tile, int64_t width,
                       int64_t side_stride, int64_t depth_stride, bool depth_fastest, const std::string& mask) const {
     TileStaging st{.array = array, .factor = factor, .side = &side, .tile = tile, .width = width, .depth = BK, .side_stride = side_stride,
-                   .depth_stride = depth_stride, .depth_fastest = depth_fastest};
+                   .depth_stride = depth_stride, .depth_fastest = depth_fastest, .dtype = DType::F32, .guard = {}, .mask = {}};
     if (!mask.empty()) {
       st.guard = m_.guard;
       st.mask = mask;
     }
     return st;
-  }
-
-  // The depth steps with both factors' tiles copied asynchronously, two
-  // steps ahead into a ring of three stages (the loop unrolled by three, so
-  // that each step names its stage's arrays), as schedule_gpu_mma does:
-  //
-  //   gpu_thread: copy step s into stage s; commit      for s < 2
-  //   for k0 in 0..K step 3 * BK:
-  //     for each j < 3 (past the first, only if step j is inside K):
-  //       gpu_thread: async_wait 1                  (step j's copies have landed)
-  //       barrier                                   (everyone's, and step j - 1's products are done)
-  //       gpu_thread: copy step j + 2 into the stage step j - 1 used; commit
-  //       products of stage j
-  void pipelined_steps(Block& block, int x_run, int y_run, const std::string& gs, const std::string& acc, const std::string& k0, int64_t K) {
-    auto copies = [&](const Expr& k_start, int stage) {
-      std::string t = fresh_("t%mm");
-      TileStaging xt = x_, yt = y_;
-      xt.array = x_stages_[static_cast<size_t>(stage)];
-      yt.array = y_stages_[static_cast<size_t>(stage)];
-      Block in_k = {async_stage_factor_tile(xt, x_run, m_.depth, k_start, K, t, T, fresh_, span()),
-                    async_stage_factor_tile(yt, y_run, m_.depth, k_start, K, t, T, fresh_, span())};
-      Expr inside = simplify(less_than(k_start, i64(K)));
-      const BoolImm* always = inside.as<BoolImm>();
-      Block body = always && always->value ? std::move(in_k) : Block{make_if(inside, std::move(in_k))};
-      body.push_back(make_async_commit(span()));
-      return make_for(t, i64(0), i64(T), i64(1), std::move(body), LoopKind::GpuThread, 0, span());
-    };
-    for (int s = 0; s + 1 < kStages; ++s) block.push_back(copies(i64(static_cast<int64_t>(s) * BK), s));
-    Block steps;
-    for (int j = 0; j < kStages; ++j) {
-      std::string t = fresh_("t%mm");
-      Expr k_start = index_var(k0) + i64(static_cast<int64_t>(j) * BK);
-      Block step = {make_for(t, i64(0), i64(T), i64(1), {make_async_wait(kStages - 2, span())}, LoopKind::GpuThread, 0, span()), make_barrier(),
-                    copies(index_var(k0) + i64(static_cast<int64_t>(j + kStages - 1) * BK), (j + kStages - 1) % kStages),
-                    products(x_stages_[static_cast<size_t>(j)], y_stages_[static_cast<size_t>(j)], gs, acc, k_start, K)};
-      if (j == 0) steps.insert(steps.end(), step.begin(), step.end());
-      else steps.push_back(make_if(less_than(k_start, i64(K)), std::move(step)));
-    }
-    block.push_back(make_for(k0, i64(0), i64(K), i64(static_cast<int64_t>(kStages) * BK), std::move(steps), LoopKind::Serial, 0, span()));
   }
 
   // gpu_thread t: for kk below min(BK, K - k0): for a, b: acc[t, a*TN + b] = fma(xs[..], ys[..], acc[t, a*TN + b])

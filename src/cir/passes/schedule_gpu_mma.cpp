@@ -77,7 +77,13 @@ class Scheduler {
     block.push_back(make_mma_zero(acc, WARP_ROWS, WARP_COLS, span()));
 
     if (async) {
-      pipelined_steps(block, x, x_run, y, y_run, acc, k0, K);
+      // STAGES - 1 steps ahead (gpu_tile_staging's pipelined_steps).
+      AsyncPipeline p{x, y, x_run, y_run, x_stages_, y_stages_, depth_, T, "t%tc"};
+      Block steps = pipelined_steps(p, m_.depth, k0, K, fresh_, span(), [&](int stage, const Expr&) {
+        return make_mma_accumulate(acc, WARP_ROWS, WARP_COLS, x_stages_[static_cast<size_t>(stage)], lda_, y_stages_[static_cast<size_t>(stage)],
+                                   ldb_, depth_, span());
+      });
+      block.insert(block.end(), steps.begin(), steps.end());
     } else {
       Block step;
       step.push_back(stage_factor_tile(x, m_.depth, k0, K, T, fresh_, span()));
@@ -111,49 +117,6 @@ class Scheduler {
     return TileStaging{.array = array, .factor = factor, .side = &side, .tile = tile, .width = width, .depth = depth_,
                        .side_stride = depth_fastest ? ld : 1, .depth_stride = depth_fastest ? 1 : ld, .depth_fastest = depth_fastest,
                        .dtype = f_.dtype, .guard = {}, .mask = {}};
-  }
-
-  // The depth steps with their tiles copied asynchronously, STAGES - 1
-  // steps ahead into a ring of stages (the loop unrolled by STAGES, so each
-  // step names its stage's arrays):
-  //
-  //   gpu_thread: copy step s into stage s; commit      for s < STAGES - 1
-  //   for k0 in 0..K step STAGES * depth:
-  //     for each j < STAGES (past the first, only if step j is inside K):
-  //       gpu_thread: async_wait STAGES - 2        (step j's copies have landed)
-  //       barrier                                   (everyone's, and step j - 1's products are done)
-  //       gpu_thread: copy step j + STAGES - 1 into the stage step j - 1 used; commit
-  //       mma acc += stage j
-  //
-  // A thread commits a group for every step, empty past K, so that waiting
-  // for all but the last STAGES - 2 groups always means "up to step j".
-  void pipelined_steps(Block& block, const TileStaging& x, int x_run, const TileStaging& y, int y_run, const std::string& acc,
-                       const std::string& k0, int64_t K) {
-    auto copies = [&](const Expr& k_start, int stage) {
-      std::string t = fresh_("t%tc");
-      TileStaging xt = x, yt = y;
-      xt.array = x_stages_[static_cast<size_t>(stage)];
-      yt.array = y_stages_[static_cast<size_t>(stage)];
-      Block in_k = {async_stage_factor_tile(xt, x_run, m_.depth, k_start, K, t, T, fresh_, span()),
-                    async_stage_factor_tile(yt, y_run, m_.depth, k_start, K, t, T, fresh_, span())};
-      Expr inside = simplify(less_than(k_start, i64(K)));
-      const BoolImm* always = inside.as<BoolImm>();
-      Block body = always && always->value ? std::move(in_k) : Block{make_if(inside, std::move(in_k))};
-      body.push_back(make_async_commit(span()));
-      return make_for(t, i64(0), i64(T), i64(1), std::move(body), LoopKind::GpuThread, 0, span());
-    };
-    for (int s = 0; s + 1 < STAGES; ++s) block.push_back(copies(i64(static_cast<int64_t>(s) * depth_), s));
-    Block steps;
-    for (int j = 0; j < STAGES; ++j) {
-      std::string t = fresh_("t%tc");
-      Block step = {make_for(t, i64(0), i64(T), i64(1), {make_async_wait(STAGES - 2, span())}, LoopKind::GpuThread, 0, span()), make_barrier(),
-                    copies(index_var(k0) + i64(static_cast<int64_t>(j + STAGES - 1) * depth_), (j + STAGES - 1) % STAGES),
-                    make_mma_accumulate(acc, WARP_ROWS, WARP_COLS, x_stages_[static_cast<size_t>(j)], lda_, y_stages_[static_cast<size_t>(j)], ldb_,
-                                        depth_, span())};
-      if (j == 0) steps.insert(steps.end(), step.begin(), step.end());
-      else steps.push_back(make_if(less_than(index_var(k0) + i64(static_cast<int64_t>(j) * depth_), i64(K)), std::move(step)));
-    }
-    block.push_back(make_for(k0, i64(0), i64(K), i64(static_cast<int64_t>(STAGES) * depth_), std::move(steps), LoopKind::Serial, 0, span()));
   }
 
   // gpu_thread t: for e in t..32 * 128 step T: out[..] = f(init + ds[r * LDD + c])
