@@ -395,6 +395,7 @@ MatMulSchedule cpu_matmul_schedule(int vector_bits, int threads) {
   if (vector_bits >= 512) {
     s.mr = 8, s.nr = 32;   // 16 zmm accumulators, 2 for B (measured ahead of 12x32, 10x32, 4x64)
     s.kc = 640;            // K = 1152 in two blocks of 576, not three of 384 (measured 5-10% ahead); K = 1024 in two of 512
+    s.mc = 256;            // a 256-row block is one block of A (240 left 16 rows for a second pass over B: 10% slower)
   } else if (vector_bits >= 256) {
     s.mr = 6, s.nr = 16;   // 12 ymm accumulators, 2 for B, 1 broadcast
     s.mc = 120;
