@@ -101,7 +101,7 @@ BlockFold block_fold(const For& f, Block body, const std::vector<Partial>& parti
 
 std::optional<Block> arg_block_fold(const For& f, ReduceOp op, const std::vector<Expr>& target, int64_t threads, FreshNames& fresh) {
   std::vector<const Yield*> yields = yields_in(f.body);
-  if (yields.empty() || (op != ReduceOp::ArgMax && op != ReduceOp::ArgMin)) return std::nullopt;
+  if (yields.empty() || !is_arg_reduce(op)) return std::nullopt;
   DType vt = yields[0]->value->type.dtype;
   for (const Yield* y : yields)
     if (!y->index.defined() || y->value->type.dtype != vt) return std::nullopt;
@@ -110,7 +110,7 @@ std::optional<Block> arg_block_fold(const For& f, ReduceOp op, const std::vector
   Type w = Type::scalar(wt), i = Type::scalar(DType::I64);
   BinaryOp pick = op == ReduceOp::ArgMax ? BinaryOp::Max : BinaryOp::Min;
   const Expr none = i64(std::numeric_limits<int64_t>::max());  // no iteration yet
-  auto is_nan = [](const Expr& e) { return Binary::make(BinaryOp::Ne, e, e); };
+  static const auto is_nan = [](const Expr& e) { return Binary::make(BinaryOp::Ne, e, e); };
   std::string best = fresh("arg%best"), place = fresh("arg%place"), index = fresh("arg%index");
   Expr best_v = Var::make(best, w), place_v = Var::make(place, i);
 
@@ -133,8 +133,7 @@ std::optional<Block> arg_block_fold(const For& f, ReduceOp op, const std::vector
         Expr xv = Var::make(x, w_);
         Expr better = Binary::make(pick_ == BinaryOp::Max ? BinaryOp::Gt : BinaryOp::Lt, xv, best_v_);
         if (is_float(w_.dtype))
-          better = both(Unary::make(UnaryOp::Not, Binary::make(BinaryOp::Ne, best_v_, best_v_)),
-                        Binary::make(BinaryOp::Or, Binary::make(BinaryOp::Ne, xv, xv), better));
+          better = both(Unary::make(UnaryOp::Not, is_nan(best_v_)), Binary::make(BinaryOp::Or, is_nan(xv), better));
         Expr first = Binary::make(BinaryOp::Eq, place_v_, none_);
         Expr index = y->index->type.dtype == DType::I64 ? y->index : Cast::make(DType::I64, y->index, y->span);
         out.push_back(make_if(Binary::make(BinaryOp::Or, first, better),

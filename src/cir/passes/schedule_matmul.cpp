@@ -103,8 +103,8 @@ class Builder {
     // short, wide product splits its columns, a square one both ways on many
     // threads). With a product per task, A is read in place when the task's
     // columns are one block of B (each packed A would be used once). Rows of
-    // A a multiple of 4 KiB apart fall into the same few L1 sets, so such an
-    // A is packed.
+    // A two or more whole 4 KiB pages apart fall into the same few L1 sets,
+    // so such an A is packed.
     bool split = batch % T != 0 && batch < 4 * T;
     bool a_fits = a_ && M % MR == 0 && (a_->outer_stride * 4 <= 4096 || (a_->outer_stride * 4) % 4096 != 0);
     bool one_column_block = N <= NC;
