@@ -91,7 +91,7 @@ def ms(b):
 # The products of bench/cpu_bench.cpp (m, k, n): square, then short and wide
 # (the im2col products of the two convolutions below, as plain matrices).
 GEMM_SHAPES = [(n, n, n) for n in (256, 512, 1024, 2048, 4096)] + [(128, 1152, 6272), (64, 576, 3136)]
-CONV_SHAPES = [(1, 64, 56, 64), (8, 128, 28, 128)]
+CONV_SHAPES = [(1, 64, 56, 64), (8, 128, 28, 128), (1, 256, 14, 256), (1, 512, 7, 512)]
 DEPTHWISE_SHAPES = [(1, 256, 56), (8, 128, 28)]
 
 

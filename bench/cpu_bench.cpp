@@ -240,7 +240,7 @@ BENCHMARK(BM_zyntax_softmax)->Args({4096, 1024})->Args({1024, 4096})->Unit(bench
 BENCHMARK(BM_zyntax_layernorm)->Args({4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_attention)->Args({12, 128, 64})->Args({4, 512, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_embedding_grad)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_zyntax_conv2d)->Args({1, 64, 56, 64})->Args({8, 128, 28, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_conv2d)->Args({1, 64, 56, 64})->Args({8, 128, 28, 128})->Args({1, 256, 14, 256})->Args({1, 512, 7, 512})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_depthwise)->Args({1, 256, 56})->Args({8, 128, 28})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_launch_tiny)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_compile_cold_and_warm)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -199,11 +199,14 @@ Stmt make_async_wait(int pending, Span s) {
 }
 Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, Expr a_row_stride, Expr a_k_stride, std::string b, Expr b_offset,
                        Expr ldb, Expr kc, std::string c, std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate,
-                       Span s) {
-  return Stmt(std::make_shared<MatMulBlock>(rows, cols, std::move(a), std::move(a_offset), std::move(a_row_stride), std::move(a_k_stride),
-                                            std::move(b), std::move(b_offset),
-                                            std::move(ldb), std::move(kc), std::move(c), std::move(c_index), std::move(ldc), std::move(m_valid),
-                                            std::move(n_valid), std::move(accumulate), s));
+                       Span s, RowTable b_rows) {
+  auto m = std::make_shared<MatMulBlock>(rows, cols, std::move(a), std::move(a_offset), std::move(a_row_stride), std::move(a_k_stride),
+                                         std::move(b), std::move(b_offset), std::move(ldb), std::move(kc), std::move(c), std::move(c_index),
+                                         std::move(ldc), std::move(m_valid), std::move(n_valid), std::move(accumulate), s);
+  m->b_rows = std::move(b_rows.table);
+  m->b_rows_at = std::move(b_rows.at);
+  m->b_rows_max = b_rows.max;
+  return Stmt(m);
 }
 
 const char* loop_kind_name(LoopKind k) {

@@ -476,7 +476,10 @@ struct Check : StmtNode {
 //   (packed k-major when the strides are 1 and rows, or a row-major operand
 //   read in place with strides lda and 1),
 //   B is kc x cols with rows `ldb` apart: b[b_offset + p * ldb + c] (packed
-//   k-major when ldb = cols, or a row-major operand read in place),
+//   k-major when ldb = cols, or a row-major operand read in place), or, when
+//   `b_rows` names an i64 array, with row p at b[b_offset + b_rows[b_rows_at + p] + c]
+//   (a convolution's input read in place: each reduction step a window
+//   offset into the padded image); every such entry lies in [0, b_rows_max],
 //   C starts at c[c_index...] and its rows are `ldc` elements apart.
 // Rows from m_valid and columns from n_valid are computed but not stored, so
 // packed panels are padded to whole blocks. With `accumulate` false C is
@@ -489,11 +492,22 @@ struct MatMulBlock : StmtNode {
   Expr a_offset, a_row_stride, a_k_stride, b_offset, ldb, kc;
   std::vector<Expr> c_index;
   Expr ldc, m_valid, n_valid, accumulate;
+  std::string b_rows;  // empty: B's rows are ldb apart
+  Expr b_rows_at;
+  int64_t b_rows_max = 0;
   MatMulBlock(int r, int co, std::string a_, Expr ao, Expr ars, Expr aks, std::string b_, Expr bo, Expr lb, Expr k, std::string c_,
               std::vector<Expr> ci, Expr ld, Expr mv, Expr nv, Expr acc, Span s)
       : StmtNode(kKind, s), rows(r), cols(co), a(std::move(a_)), b(std::move(b_)), c(std::move(c_)), a_offset(std::move(ao)),
         a_row_stride(std::move(ars)), a_k_stride(std::move(aks)), b_offset(std::move(bo)), ldb(std::move(lb)), kc(std::move(k)),
         c_index(std::move(ci)), ldc(std::move(ld)), m_valid(std::move(mv)), n_valid(std::move(nv)), accumulate(std::move(acc)) {}
+};
+
+// Where a matmul_block finds the rows of B when they are not evenly spaced:
+// row p at b_offset + table[at + p], each entry in [0, max].
+struct RowTable {
+  std::string table;
+  Expr at;
+  int64_t max = 0;
 };
 
 // Statement constructors.
@@ -517,7 +531,7 @@ Stmt make_async_commit(Span s = {});
 Stmt make_async_wait(int pending, Span s = {});
 Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, Expr a_row_stride, Expr a_k_stride, std::string b, Expr b_offset,
                        Expr ldb, Expr kc, std::string c, std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate,
-                       Span s = {});
+                       Span s = {}, RowTable b_rows = {});
 
 // ---------------------------------------------------------------- kernels
 

@@ -331,12 +331,14 @@ Stmt IRMutator::visit(const MatMulBlock* op) {
   Expr ao = mutate(op->a_offset), ars = mutate(op->a_row_stride), aks = mutate(op->a_k_stride);
   Expr bo = mutate(op->b_offset), ldb = mutate(op->ldb), kc = mutate(op->kc), ldc = mutate(op->ldc);
   Expr mv = mutate(op->m_valid), nv = mutate(op->n_valid), acc = mutate(op->accumulate);
+  Expr rows_at = op->b_rows_at.defined() ? mutate(op->b_rows_at) : Expr();
   std::vector<Expr> ci = mutate_exprs(op->c_index);
   bool changed = !ao.same_as(op->a_offset) || !ars.same_as(op->a_row_stride) || !aks.same_as(op->a_k_stride) || !bo.same_as(op->b_offset) || !ldb.same_as(op->ldb) || !kc.same_as(op->kc) || !ldc.same_as(op->ldc) ||
                  !mv.same_as(op->m_valid) || !nv.same_as(op->n_valid) || !acc.same_as(op->accumulate) ||
-                 !same_exprs(ci, op->c_index);
+                 !rows_at.same_as(op->b_rows_at) || !same_exprs(ci, op->c_index);
   return keep_or(handle_of(op), changed, [&] {
-    return make_matmul_block(op->rows, op->cols, op->a, ao, ars, aks, op->b, bo, ldb, kc, op->c, ci, ldc, mv, nv, acc, op->span);
+    return make_matmul_block(op->rows, op->cols, op->a, ao, ars, aks, op->b, bo, ldb, kc, op->c, ci, ldc, mv, nv, acc, op->span,
+                             RowTable{op->b_rows, rows_at, op->b_rows_max});
   });
 }
 

@@ -311,8 +311,11 @@ class StmtPrinter {
                                 axes_text(op->c, at) + " ldc " + print(op->ldc) + " valid (" + print(op->m_valid) + ", " +
                                 print(op->n_valid) + ") accumulate " + print(op->accumulate) + " <- " + op->a + "[" +
                                 print(op->a_offset) + "] strides (" + print(op->a_row_stride) + ", " + print(op->a_k_stride) +
-                                ") . " + op->b + "[" + print(op->b_offset) + "] ldb " +
-                                print(op->ldb) + " over " + print(op->kc));
+                                ") . " + op->b + "[" + print(op->b_offset) + "] " +
+                                (op->b_rows.empty() ? "ldb " + print(op->ldb)
+                                                    : "rows " + op->b_rows + "[" + print(op->b_rows_at) + "..] <= " +
+                                                          std::to_string(op->b_rows_max)) +
+                                " over " + print(op->kc));
       }
       case StmtKind::Atomic: {
         auto op = s.as<Atomic>();

@@ -32,6 +32,11 @@ class Reads : public IRVisitor {
     if (op->step == AsyncCopy::Step::Start) names.insert(op->src);
     IRVisitor::visit(op);
   }
+  void visit(const MatMulBlock* op) override {  // C too: blocks after the first add to it
+    names.insert({op->a, op->b, op->c});
+    if (!op->b_rows.empty()) names.insert(op->b_rows);
+    IRVisitor::visit(op);
+  }
   void visit(const Atomic* op) override {  // read, modified, written
     names.insert(op->buffer);
     IRVisitor::visit(op);

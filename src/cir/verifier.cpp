@@ -360,6 +360,17 @@ class Verifier : public IRVisitor {
     }
     check_condition(op->accumulate, "matmul_block accumulate");
     include(op->accumulate);
+    if (!op->b_rows.empty()) {
+      const Symbol* t = readable_buffer(op->b_rows);
+      if (t && t->type.dtype != DType::I64) report("matmul_block row table '" + op->b_rows + "' is not i64");
+      if (!op->b_rows_at.defined()) {
+        report("matmul_block row table '" + op->b_rows + "' has no start");
+      } else {
+        check_int_scalar(op->b_rows_at, "matmul_block row table start");
+        include(op->b_rows_at);
+      }
+      if (op->b_rows_max < 0) report("matmul_block row table '" + op->b_rows + "' has a negative bound");
+    }
   }
 
   // ---------------------------------------------------------------- expressions

@@ -138,6 +138,7 @@ void IRVisitor::visit(const MatMulBlock* op) {
   for (const Expr& e : {op->a_offset, op->a_row_stride, op->a_k_stride, op->b_offset, op->ldb, op->kc, op->ldc, op->m_valid, op->n_valid,
                         op->accumulate})
     include(e);
+  if (op->b_rows_at.defined()) include(op->b_rows_at);
   for (const Expr& e : op->c_index) include(e);
 }
 

@@ -755,6 +755,12 @@ struct ReferenceKernel::Compiled {
     int64_t rows = m.rows, cols = m.cols;
     std::string name = m.c;
     Span span = m.span;
+    // A table of row offsets: each row is checked against the table's bound
+    // and the bound against B, as the native code checks only the bound.
+    bool table = !m.b_rows.empty();
+    int st = table ? buffer_slot(m.b_rows) : -1;
+    ScalarFn rows_at = table ? scalar(m.b_rows_at) : ScalarFn();
+    int64_t rows_max = m.b_rows_max;
     return [=](Frame& f) {
       const Tensor& a = f.tiles[static_cast<size_t>(sa)];
       const Tensor& b = f.tiles[static_cast<size_t>(sb)];
@@ -766,7 +772,21 @@ struct ReferenceKernel::Compiled {
       int64_t mr = mv(f).as_int64(), nr = nv(f).as_int64();
       int64_t rs = ars(f).as_int64(), ks = aks(f).as_int64();
       bool add = acc(f).truthy();
-      if (k < 0 || a0 < 0 || b0 < 0 || rs < 0 || ks < 0 || (k > 0 && a0 + (rows - 1) * rs + (k - 1) * ks >= a.numel()) || lb < cols || (k > 0 && b0 + (k - 1) * lb + cols > b.numel()) || mr > rows || nr > cols ||
+      std::vector<int64_t> b_row(static_cast<size_t>(std::max<int64_t>(k, 0)));
+      bool rows_ok = true;
+      if (table) {
+        const Tensor& t = f.tiles[static_cast<size_t>(st)];
+        int64_t t0 = rows_at(f).as_int64();
+        rows_ok = t0 >= 0 && t0 + k <= t.numel() && b0 + rows_max + cols <= b.numel();
+        for (int64_t p = 0; rows_ok && p < k; ++p) {
+          b_row[static_cast<size_t>(p)] = t.data_as<int64_t>()[t0 + p];
+          rows_ok = b_row[static_cast<size_t>(p)] >= 0 && b_row[static_cast<size_t>(p)] <= rows_max;
+        }
+      } else {
+        rows_ok = lb >= cols && (k == 0 || b0 + (k - 1) * lb + cols <= b.numel());
+        for (int64_t p = 0; p < k; ++p) b_row[static_cast<size_t>(p)] = p * lb;
+      }
+      if (k < 0 || a0 < 0 || b0 < 0 || rs < 0 || ks < 0 || (k > 0 && a0 + (rows - 1) * rs + (k - 1) * ks >= a.numel()) || !rows_ok || mr > rows || nr > cols ||
           (mr > 0 && nr > 0 && base + (mr - 1) * ld + nr > c.numel()))
         fail(span, "matmul_block out of the bounds of its buffers");
       const float* pa = a.data_as<float>();
@@ -775,7 +795,7 @@ struct ReferenceKernel::Compiled {
       for (int64_t r = 0; r < mr; ++r)
         for (int64_t j = 0; j < nr; ++j) {
           float sum = 0.0f;
-          for (int64_t p = 0; p < k; ++p) sum = std::fma(pa[a0 + r * rs + p * ks], pb[b0 + p * lb + j], sum);
+          for (int64_t p = 0; p < k; ++p) sum = std::fma(pa[a0 + r * rs + p * ks], pb[b0 + b_row[static_cast<size_t>(p)] + j], sum);
           float& out = pc[base + r * ld + j];
           out = add ? out + sum : sum;
         }

@@ -1,6 +1,7 @@
 // Convolutions run as matrix products (schedule_matmul over an im2col view:
 // rows = output channels or pixels, columns = pixels or output channels,
-// reduction = input channel x kernel window), checked on many shapes:
+// reduction = input channel x kernel window; at stride 1 in NCHW, the input
+// read in place from a padded copy as a sliding window), checked on many shapes:
 //   - the scheduled CIR on the reference executor against the original;
 //   - the cpu device against the reference executor, with NaN inputs and
 //     infinite weights next to the zero padding (where the original skips
@@ -37,27 +38,30 @@ struct Conv {
   Layout layout = Layout::NCHW;
   int stride = 1, padding = 1;
   bool bias = true, relu = false;
+  int dilation = 1;
 };
 
 std::string name(const Conv& c) {
   return std::string(c.layout == Layout::NCHW ? "nchw" : "nhwc") + " stride=" + std::to_string(c.stride) +
-         " padding=" + std::to_string(c.padding) + (c.bias ? " bias" : "") + (c.relu ? " relu" : "");
+         " padding=" + std::to_string(c.padding) + (c.bias ? " bias" : "") + (c.relu ? " relu" : "") +
+         (c.dilation > 1 ? " dilation=" + std::to_string(c.dilation) : "");
 }
 
 // The convolution in ZynML. NCHW: x[b, ic, h, w], weights [oc, ic, kh, kw];
 // NHWC: x[b, h, w, ic], weights [kh, kw, ic, oc].
 std::string source(const Conv& c) {
-  std::string s = std::to_string(c.stride), p = std::to_string(c.padding);
+  std::string s = std::to_string(c.stride), p = std::to_string(c.padding), d = std::to_string(c.dilation);
   bool nchw = c.layout == Layout::NCHW;
   std::string src = nchw ? "def f(x: tensor[b, ic, h, w, f32], wt: tensor[oc, ic, kh, kw, f32], bias: tensor[oc, f32]) {\n"
                          : "def f(x: tensor[b, h, w, ic, f32], wt: tensor[kh, kw, ic, oc, f32], bias: tensor[oc, f32]) {\n";
-  src += " let oh = (h + 2 * " + p + " - kh) / " + s + " + 1\n let ow = (w + 2 * " + p + " - kw) / " + s + " + 1\n";
+  src += " let oh = (h + 2 * " + p + " - " + d + " * (kh - 1) - 1) / " + s + " + 1\n let ow = (w + 2 * " + p + " - " + d +
+         " * (kw - 1) - 1) / " + s + " + 1\n";
   src += " return compute(x, wt, bias) {\n  @kernel conv2d\n";
   src += nchw ? "  for n in 0..b, o in 0..oc:\n   for y in 0..oh, z in 0..ow:\n"
               : "  for n in 0..b, y in 0..oh:\n   for z in 0..ow, o in 0..oc:\n";
   src += std::string("    var sum = ") + (c.bias ? "bias[o]" : "0.0") + "\n";
   src += nchw ? "    for c in 0..ic:\n     for dy in 0..kh, dz in 0..kw:\n" : "    for dy in 0..kh, dz in 0..kw:\n     for c in 0..ic:\n";
-  src += "      let iy = y * " + s + " + dy - " + p + "\n      let iz = z * " + s + " + dz - " + p + "\n";
+  src += "      let iy = y * " + s + " + dy * " + d + " - " + p + "\n      let iz = z * " + s + " + dz * " + d + " - " + p + "\n";
   src += "      if iy >= 0 and iy < h and iz >= 0 and iz < w:\n";
   src += nchw ? "       sum += x[n, c, iy, iz] * wt[o, c, dy, dz]\n" : "       sum += x[n, iy, iz, c] * wt[dy, dz, c, o]\n";
   src += nchw ? "    out[n, o, y, z] = " : "    out[n, y, z, o] = ";
@@ -84,7 +88,8 @@ struct Problem {
 
 Problem problem(const Conv& c, const Shape4& s, Random& rng) {
   Problem p;
-  int64_t oh = (s.h + 2 * c.padding - s.kh) / c.stride + 1, ow = (s.w + 2 * c.padding - s.kw) / c.stride + 1;
+  int64_t oh = (s.h + 2 * c.padding - c.dilation * (s.kh - 1) - 1) / c.stride + 1;
+  int64_t ow = (s.w + 2 * c.padding - c.dilation * (s.kw - 1) - 1) / c.stride + 1;
   p.dims = {{"b", s.batch}, {"ic", s.in_c}, {"h", s.h}, {"w", s.w}, {"oc", s.out_c}, {"kh", s.kh}, {"kw", s.kw}};
   p.host_dims = {{"oh", oh}, {"ow", ow}};
   bool nchw = c.layout == Layout::NCHW;
@@ -108,22 +113,30 @@ std::string shape_text(const Shape4& s) {
 const Conv kConvs[] = {
     {Layout::NCHW, 1, 1, true, false}, {Layout::NCHW, 2, 1, true, false}, {Layout::NCHW, 1, 0, false, true},
     {Layout::NCHW, 1, 2, false, false}, {Layout::NHWC, 1, 1, true, true},  {Layout::NHWC, 2, 2, false, false},
+    {Layout::NCHW, 1, 2, true, false, 2},
 };
 
 class ScheduleConv : public ::testing::TestWithParam<Conv> {};
 
-// The pass alone, for a few thread counts (they change how tasks split the work).
+// The pass alone, for a few thread counts (they change how tasks split the
+// work), with the input packed and, where it is a sliding window, read in
+// place whatever the share of real pixels.
 TEST_P(ScheduleConv, ScheduledKernelMatchesTheOriginalOnTheReference) {
   const Conv& c = GetParam();
   cir::Kernel generic = kernel_of(source(c));
   Random rng(3);
   for (const Shape4& s : {kShapes[0], kShapes[1], kShapes[3], kShapes[5], kShapes[6]}) {
-    for (int threads : {1, 3}) {
+    for (auto [threads, window_use] : {std::pair{1, 0.0}, std::pair{3, 0.0}, std::pair{1, 2.0}, std::pair{3, 2.0}}) {
       Problem p = problem(c, s, rng);
-      std::string what = name(c) + " " + shape_text(s) + " threads=" + std::to_string(threads);
+      std::string what = name(c) + " " + shape_text(s) + " threads=" + std::to_string(threads) +
+                         (window_use > 1 ? " packed" : " window");
       cir::Kernel k = cir::specialize(generic, all_dims(p));
-      std::optional<cir::Kernel> scheduled = cir::schedule_matmul(k, cir::cpu_matmul_schedule(512, threads));
+      cir::MatMulSchedule schedule = cir::cpu_matmul_schedule(512, threads);
+      schedule.min_window_use = window_use;
+      std::optional<cir::Kernel> scheduled = cir::schedule_matmul(k, schedule);
       ASSERT_TRUE(scheduled.has_value()) << what;
+      bool window = cir::print(*scheduled).find("rows ko%mm") != std::string::npos;
+      EXPECT_EQ(window, window_use < 1 && c.stride == 1 && c.dilation == 1 && c.layout == Layout::NCHW) << what;
       Tensor want = ReferenceKernel(k).run(p.inputs, {});
       Tensor got = ReferenceKernel(*scheduled).run(p.inputs, {});
       Tensor scale = ReferenceKernel(k).run(absolute(p.inputs), {});
@@ -177,6 +190,33 @@ TEST(ScheduleConvApplies, AsAnIm2colProductWithWeightsInPlace) {
   EXPECT_NE(text.find("<- wt["), std::string::npos) << text;
   EXPECT_EQ(text.find("ap%mm"), std::string::npos) << text;
   EXPECT_NE(text.find("fin%mm"), std::string::npos) << text;
+}
+
+// At stride 1 the input is a sliding window: no B is packed, the padded
+// image is filled once per task and the micro-kernel reads it through the
+// window's offsets. A stride or dilation of 2 is no window.
+TEST(ScheduleConvApplies, AtStrideOneAsASlidingWindowOverThePaddedInput) {
+  for (int threads : {1, 2}) {
+    Random rng(1);
+    Problem p = problem(Conv{}, {1, 64, 56, 56, 64, 3, 3}, rng);
+    std::optional<cir::Kernel> out =
+        cir::schedule_matmul(cir::specialize(kernel_of(source(Conv{})), all_dims(p)), cir::cpu_matmul_schedule(512, threads));
+    ASSERT_TRUE(out.has_value());
+    std::string text = cir::print(*out);
+    // 58 x 58 padded pixels per channel; the offset of the last tap, channel
+    // 63 at window (2, 2), is 63 * 3364 + 2 * 58 + 2.
+    EXPECT_NE(text.find("rows ko%mm[pc%mm..] <= " + std::to_string(63 * 3364 + 2 * 58 + 2)), std::string::npos) << text;
+    EXPECT_EQ(text.find("bp%mm"), std::string::npos) << text;
+    EXPECT_NE(text.find("<- wt["), std::string::npos) << text;
+  }
+  Conv strided;
+  strided.stride = 2;
+  Random rng(1);
+  Problem p = problem(strided, {1, 64, 56, 56, 64, 3, 3}, rng);
+  std::optional<cir::Kernel> out =
+      cir::schedule_matmul(cir::specialize(kernel_of(source(strided)), all_dims(p)), cir::cpu_matmul_schedule(512, 2));
+  ASSERT_TRUE(out.has_value());
+  EXPECT_EQ(cir::print(*out).find("rows ko%mm"), std::string::npos);
 }
 
 // Without a guard there is nothing to check; a depthwise convolution (each

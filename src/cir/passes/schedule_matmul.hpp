@@ -19,7 +19,12 @@
 // micro-kernel. A row-major f32 input is read in place instead of packed
 // where that only copies it: A in whole row blocks when the tasks split the
 // columns of one product or a task's columns are one block of B, B when a
-// task's rows are one block of A.
+// task's rows are one block of A. A convolution whose input is a sliding
+// window (sliding_window.hpp: stride 1) packs no B at all: each task copies
+// the part of the zero-padded input image it reads, once, and the
+// micro-kernel reads B's rows from it through a table of window offsets
+// (an implicit GEMM), into a block of sums from which the epilogue stores
+// the real pixels.
 // The sums are multiply-adds in k order, like the reference's,
 // fused where the target has FMA, so results agree within rounding. A guarded
 // product is exact as long as the other factor is finite; each task checks
@@ -38,6 +43,7 @@ struct MatMulSchedule {
   int64_t mc = 240, nc = 1024;      // rows of A and columns of B packed at once
   int threads = 1;                  // tasks are made for at least this many threads
   int64_t min_flops = 8192;         // smaller products keep their loops
+  double min_window_use = 0.75;     // a convolution's input is read in place where this share of its virtual pixels is real
 };
 
 // The blocking for a CPU with vectors of `vector_bits` (512, 256 or 128).

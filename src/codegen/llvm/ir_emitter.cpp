@@ -965,9 +965,21 @@ class Emitter {
     llvm::Value* a_last = b_.CreateAdd(a_off, b_.CreateAdd(b_.CreateMul(b_.getInt64(m.rows - 1), a_rs),
                                                            b_.CreateMul(b_.CreateSub(kc, b_.getInt64(1)), a_ks)));
     ok = b_.CreateAnd(ok, b_.CreateOr(b_.CreateICmpEQ(kc, b_.getInt64(0)), b_.CreateICmpSLT(a_last, numel(a))));
-    llvm::Value* b_end = b_.CreateAdd(b_off, b_.CreateAdd(b_.CreateMul(b_.CreateSub(kc, b_.getInt64(1)), ldb), b_.getInt64(m.cols)));
-    ok = b_.CreateAnd(ok, b_.CreateICmpSGE(ldb, b_.getInt64(m.cols)));
-    ok = b_.CreateAnd(ok, b_.CreateOr(b_.CreateICmpEQ(kc, b_.getInt64(0)), b_.CreateICmpSLE(b_end, numel(bb))));
+    llvm::Value* rows = nullptr;
+    if (m.b_rows.empty()) {
+      llvm::Value* b_end = b_.CreateAdd(b_off, b_.CreateAdd(b_.CreateMul(b_.CreateSub(kc, b_.getInt64(1)), ldb), b_.getInt64(m.cols)));
+      ok = b_.CreateAnd(ok, b_.CreateICmpSGE(ldb, b_.getInt64(m.cols)));
+      ok = b_.CreateAnd(ok, b_.CreateOr(b_.CreateICmpEQ(kc, b_.getInt64(0)), b_.CreateICmpSLE(b_end, numel(bb))));
+    } else {
+      // The table's entries are the pass's window offsets, within its bound:
+      // the bound and the table's range are checked, not every entry.
+      const Buffer& table = buffer(m.b_rows);
+      llvm::Value* at = value(m.b_rows_at);
+      llvm::Value* b_end = b_.CreateAdd(b_off, b_.getInt64(m.b_rows_max + m.cols));
+      ok = b_.CreateAnd(ok, b_.CreateOr(b_.CreateICmpEQ(kc, b_.getInt64(0)), b_.CreateICmpSLE(b_end, numel(bb))));
+      ok = b_.CreateAnd(ok, b_.CreateAnd(b_.CreateICmpSGE(at, b_.getInt64(0)), b_.CreateICmpSLE(b_.CreateAdd(at, kc), numel(table))));
+      rows = b_.CreateGEP(i64, table.ptr, at);
+    }
     ok = b_.CreateAnd(ok, b_.CreateAnd(b_.CreateICmpSLE(mv, b_.getInt64(m.rows)), b_.CreateICmpSLE(nv, b_.getInt64(m.cols))));
     llvm::Value* last = b_.CreateAdd(c_off, b_.CreateAdd(b_.CreateMul(b_.CreateSub(mv, b_.getInt64(1)), ldc), nv));
     llvm::Value* empty = b_.CreateOr(b_.CreateICmpSLE(mv, b_.getInt64(0)), b_.CreateICmpSLE(nv, b_.getInt64(0)));
@@ -983,6 +995,7 @@ class Emitter {
     args.c = b_.CreateGEP(f32, c.ptr, c_off);
     args.kc = kc;
     args.ldb = ldb;
+    args.b_rows = rows;
     args.ldc = ldc;
     args.m_valid = mv;
     args.n_valid = nv;

@@ -66,7 +66,9 @@ void emit_matmul_block(llvm::IRBuilder<>& b, const MatMulBlockArgs& m) {
   b.CreateCondBr(b.CreateICmpSLT(p, m.kc), body, done);
 
   b.SetInsertPoint(body);
-  llvm::Value* brow = b.CreateGEP(f32, m.b, b.CreateMul(p, m.ldb));
+  llvm::Value* b_step = m.b_rows ? static_cast<llvm::Value*>(b.CreateAlignedLoad(b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), m.b_rows, p), llvm::Align(8)))
+                                 : b.CreateMul(p, m.ldb);
+  llvm::Value* brow = b.CreateGEP(f32, m.b, b_step);
   llvm::Value* bv = b.CreateAlignedLoad(vec, brow, llvm::Align(4), "mmb.b");
   llvm::Value* acol = b.CreateGEP(f32, m.a, b.CreateMul(p, m.a_k_stride));
   std::vector<llvm::Value*> next(acc.size());

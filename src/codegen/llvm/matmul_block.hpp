@@ -20,6 +20,7 @@ struct MatMulBlockArgs {
   llvm::Value* c = nullptr;   // float*: C's top-left element
   llvm::Value* kc = nullptr;  // i64
   llvm::Value* ldb = nullptr;       // i64: elements between rows of B
+  llvm::Value* b_rows = nullptr;    // i64*: row p of B at b + b_rows[p] instead (ldb unused), or null
   llvm::Value* ldc = nullptr;       // i64: elements between rows of C
   llvm::Value* m_valid = nullptr;   // i64: rows of C written
   llvm::Value* n_valid = nullptr;   // i64: columns of C written

@@ -1,0 +1,102 @@
+#include "cir/passes/sliding_window.hpp"
+
+#include "cir/passes/simplify.hpp"
+#include "cir/reads.hpp"
+
+namespace zyntax::cir {
+
+namespace {
+
+Expr var(const std::string& name) { return Var::make(name, Type::scalar(DType::I64)); }
+
+// Whether `e` reads o and k only through o + k: with o replaced by o - k, k is gone.
+bool slides_with(const Expr& e, const Substitution& shift, const std::set<std::string>& partners) {
+  return !e.defined() || !reads_any(simplify(substitute(e, shift)), partners);
+}
+
+}  // namespace
+
+int64_t SlidingWindow::plane() const {
+  int64_t p = 1;
+  for (int64_t e : extent) p *= e;
+  return p;
+}
+
+int64_t SlidingWindow::stride(size_t t) const {
+  int64_t s = 1;
+  for (size_t u = t + 1; u < extent.size(); ++u) s *= extent[u];
+  return s;
+}
+
+int64_t SlidingWindow::columns(const ProductForm& m) const { return m.cols.loops[0].extent * stride(0); }
+
+double SlidingWindow::useful(const ProductForm& m) const {
+  return static_cast<double>(m.cols.size()) / static_cast<double>(columns(m));
+}
+
+LoopGroup SlidingWindow::virtual_pixels(const ProductForm& m) const {
+  LoopGroup g = image(m);
+  g.loops[0].extent = m.cols.loops[0].extent;
+  return g;
+}
+
+LoopGroup SlidingWindow::image(const ProductForm& m) const {
+  LoopGroup g;
+  for (size_t t = 0; t < extent.size(); ++t) g.loops.push_back({m.cols.loops[t].var, 0, extent[t]});
+  return g;
+}
+
+LoopGroup SlidingWindow::channel_group(const ProductForm& m) const {
+  LoopGroup g;
+  for (size_t c : channels) g.loops.push_back(m.depth.loops[c]);
+  return g;
+}
+
+Expr SlidingWindow::offset(const ProductForm& m) const {
+  LoopGroup ch = channel_group(m);
+  Expr off = i64(0);
+  for (size_t u = 0; u < ch.loops.size(); ++u)
+    off = off + (var(ch.loops[u].var) - i64(ch.loops[u].lo)) * i64(ch.weight(u) * plane());
+  for (size_t t = 0; t < partner.size(); ++t) {
+    const LoopGroup::Loop& k = m.depth.loops[partner[t]];
+    off = off + (var(k.var) - i64(k.lo)) * i64(stride(t));
+  }
+  return simplify(off);
+}
+
+int64_t SlidingWindow::max_offset(const ProductForm& m) const {
+  int64_t off = (channel_group(m).size() - 1) * plane();
+  for (size_t t = 0; t < partner.size(); ++t) off += (m.depth.loops[partner[t]].extent - 1) * stride(t);
+  return off;
+}
+
+std::optional<SlidingWindow> find_sliding_window(const ProductForm& m) {
+  if (m.guard.defined() && m.guard_on_x) return std::nullopt;
+  SlidingWindow w;
+  std::vector<bool> taken(m.depth.loops.size(), false);
+  Substitution shift;
+  std::set<std::string> partners;
+  for (const LoopGroup::Loop& o : m.cols.loops) {
+    std::optional<size_t> found;
+    for (size_t d = 0; d < m.depth.loops.size() && !found; ++d) {
+      const std::string& k = m.depth.loops[d].var;
+      if (taken[d] || !reads_any(m.y, {o.var}) || !reads_any(m.y, {k})) continue;
+      Substitution one = {{o.var, var(o.var) - var(k)}};
+      if (slides_with(m.y, one, {k}) && slides_with(m.guard, one, {k})) found = d;
+    }
+    if (!found) return std::nullopt;
+    taken[*found] = true;
+    const LoopGroup::Loop& k = m.depth.loops[*found];
+    w.partner.push_back(*found);
+    w.extent.push_back(o.extent + k.extent - 1);
+    shift[o.var] = var(o.var) - var(k.var);
+    partners.insert(k.var);
+  }
+  // All together, in case two pairs share an index.
+  if (!slides_with(m.y, shift, partners) || !slides_with(m.guard, shift, partners)) return std::nullopt;
+  for (size_t d = 0; d < m.depth.loops.size(); ++d)
+    if (!taken[d]) w.channels.push_back(d);
+  return w;
+}
+
+}  // namespace zyntax::cir
