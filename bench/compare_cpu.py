@@ -34,18 +34,19 @@ except ImportError:  # reported in the table
     torch = None
 
 
-def best_time(fn, repeat=5, min_time=0.3):
-    """The best wall time of fn() in seconds (after a warm-up call)."""
+def typical_time(fn, repetitions=5, min_time=0.3):
+    """Seconds per call of fn() as the C++ figures are taken: the median over
+    repetitions of the mean time per call, each repetition calling fn() for
+    at least min_time / repetitions (after a warm-up call)."""
     fn()
-    best = float("inf")
-    start = time.perf_counter()
-    runs = 0
-    while runs < repeat or time.perf_counter() - start < min_time:
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-        runs += 1
-    return best
+    means = []
+    for _ in range(repetitions):
+        calls, start = 0, time.perf_counter()
+        while calls == 0 or time.perf_counter() - start < min_time / repetitions:
+            fn()
+            calls += 1
+        means.append((time.perf_counter() - start) / calls)
+    return float(np.median(means))
 
 
 def cpu_name():
@@ -103,32 +104,32 @@ def torch_anchors(threads):
     g = torch.Generator().manual_seed(0)
     for rows, cols in [(4096, 1024), (1024, 4096)]:
         x = torch.randn(rows, cols, generator=g)
-        r["softmax/%d/%d" % (rows, cols)] = best_time(lambda: torch.softmax(x, dim=1)) * 1e3
+        r["softmax/%d/%d" % (rows, cols)] = typical_time(lambda: torch.softmax(x, dim=1)) * 1e3
     x = torch.randn(4096, 1024, generator=g)
     w, b = torch.randn(1024, generator=g), torch.randn(1024, generator=g)
-    r["layernorm/4096/1024"] = best_time(lambda: F.layer_norm(x, (1024,), w, b, 1e-5)) * 1e3
+    r["layernorm/4096/1024"] = typical_time(lambda: F.layer_norm(x, (1024,), w, b, 1e-5)) * 1e3
     big = torch.randn(1 << 24, generator=g)
-    r["gelu"] = best_time(lambda: F.gelu(big, approximate="tanh")) * 1e3
-    r["gelu_erf"] = best_time(lambda: F.gelu(big)) * 1e3
-    r["copy"] = best_time(lambda: big.clone()) * 1e3
+    r["gelu"] = typical_time(lambda: F.gelu(big, approximate="tanh")) * 1e3
+    r["gelu_erf"] = typical_time(lambda: F.gelu(big)) * 1e3
+    r["copy"] = typical_time(lambda: big.clone()) * 1e3
     for bh, s, d in [(12, 128, 64), (4, 512, 64)]:
         q, k, v = (torch.randn(bh, s, d, generator=g) for _ in range(3))
         scale = 1.0 / (d ** 0.5)
-        r["attention/%d/%d/%d" % (bh, s, d)] = best_time(
+        r["attention/%d/%d/%d" % (bh, s, d)] = typical_time(
             lambda: torch.softmax(q @ k.transpose(1, 2) * scale, dim=-1) @ v) * 1e3
     eg, ids = torch.randn(4096, 768, generator=g), torch.randint(0, 30522, (4096,), generator=g)
-    r["embedding_grad"] = best_time(lambda: torch.zeros(30522, 768).index_add_(0, ids, eg)) * 1e3
+    r["embedding_grad"] = typical_time(lambda: torch.zeros(30522, 768).index_add_(0, ids, eg)) * 1e3
     for b, c, hw, oc in CONV_SHAPES:
         x, w, bias = torch.randn(b, c, hw, hw, generator=g), torch.randn(oc, c, 3, 3, generator=g), torch.randn(oc, generator=g)
-        r["conv2d/%d/%d/%d/%d" % (b, c, hw, oc)] = best_time(lambda: F.conv2d(x, w, bias, padding=1)) * 1e3
+        r["conv2d/%d/%d/%d/%d" % (b, c, hw, oc)] = typical_time(lambda: F.conv2d(x, w, bias, padding=1)) * 1e3
     for b, c, hw in DEPTHWISE_SHAPES:
         x, w = torch.randn(b, c, hw, hw, generator=g), torch.randn(c, 1, 3, 3, generator=g)
-        r["depthwise/%d/%d/%d" % (b, c, hw)] = best_time(lambda: F.conv2d(x, w, padding=1, groups=c)) * 1e3
+        r["depthwise/%d/%d/%d" % (b, c, hw)] = typical_time(lambda: F.conv2d(x, w, padding=1, groups=c)) * 1e3
     for m, k, n in GEMM_SHAPES:
         if m * k * n > 1024 ** 3:
             continue  # the largest take seconds in eager PyTorch and add nothing the OpenBLAS/oneDNN columns do not say
         a, bb = torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
-        r["sgemm/%d/%d/%d" % (m, k, n)] = best_time(lambda: a @ bb) * 1e3
+        r["sgemm/%d/%d/%d" % (m, k, n)] = typical_time(lambda: a @ bb) * 1e3
     return r
 
 
@@ -142,7 +143,7 @@ def numpy_anchors():
         e = np.exp(x - m)
         return e / e.sum(axis=1, keepdims=True)
 
-    r["softmax/4096/1024"] = best_time(softmax) * 1e3
+    r["softmax/4096/1024"] = typical_time(softmax) * 1e3
     w, b = rng.standard_normal(1024, dtype=np.float32), rng.standard_normal(1024, dtype=np.float32)
 
     def layernorm():
@@ -150,7 +151,7 @@ def numpy_anchors():
         var = x.var(axis=1, keepdims=True)
         return (x - mu) / np.sqrt(var + 1e-5) * w + b
 
-    r["layernorm/4096/1024"] = best_time(layernorm) * 1e3
+    r["layernorm/4096/1024"] = typical_time(layernorm) * 1e3
     g, ids = rng.standard_normal((4096, 768), dtype=np.float32), rng.integers(0, 30522, 4096)
 
     def embedding_grad():
@@ -158,9 +159,9 @@ def numpy_anchors():
         np.add.at(t, ids, g)
         return t
 
-    r["embedding_grad"] = best_time(embedding_grad) * 1e3
+    r["embedding_grad"] = typical_time(embedding_grad) * 1e3
     big = rng.standard_normal(1 << 24, dtype=np.float32)
-    r["gelu"] = best_time(lambda: big * 0.5 * (1.0 + np.tanh(0.7978845608 * (big + 0.044715 * big ** 3)))) * 1e3
+    r["gelu"] = typical_time(lambda: big * 0.5 * (1.0 + np.tanh(0.7978845608 * (big + 0.044715 * big ** 3)))) * 1e3
     return r
 
 
@@ -201,7 +202,8 @@ def main():
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     lines += ["# Performance", "",
               "Measured by `bench/compare_cpu.py` (`scripts/bench_cpu.sh`): zyntax kernels and their anchors "
-              "side by side in one run (C++ figures: the median of %d repetitions in random order). Ratios are "
+              "side by side in one run (C++ figures: the median of %d repetitions in random order; PyTorch and "
+              "NumPy figures the same way: the median of 5 repetitions of the mean time per call). Ratios are "
               "anchor time / zyntax time: above 1 zyntax is faster." % args.repetitions, "",
               "## CPU", "",
               "- Machine: %s, %d logical cores, %s" % (cpu_name(), threads, platform.platform()),
