@@ -85,7 +85,7 @@ TEST(ScheduleGpuMatmul, WithinRoundingOfTheReferencesProductAtOddSizes) {
       for (const cir::DimParam& d : generic.dims) used[d.name] = dims.at(d.name);
       cir::Kernel kernel = cir::specialize(generic, used);
       std::string why;
-      std::optional<cir::Kernel> s = cir::schedule_gpu_matmul(kernel, &why);
+      std::optional<cir::Kernel> s = cir::schedule_gpu_matmul(kernel, &why, /*large_tiles=*/1);
       ASSERT_TRUE(s) << p.name << ": " << why;
       Random rng(11);
       std::vector<Tensor> in = inputs_of(kernel, rng);
@@ -106,20 +106,43 @@ TEST(ScheduleGpuMatmul, WithinRoundingOfTheReferencesProductAtOddSizes) {
 // between barriers instead.
 TEST(ScheduleGpuMatmul, LargeProductsTakeLargerTilesAndCopiesRunAhead) {
   cir::Kernel generic = kernel_of(kProducts[0].source);
-  std::string large = cir::print(*cir::schedule_gpu_matmul(cir::specialize(generic, {{"m", 128}, {"n", 300}, {"k", 20}})));
-  std::string small = cir::print(*cir::schedule_gpu_matmul(cir::specialize(generic, {{"m", 127}, {"n", 300}, {"k", 20}})));
+  std::string large = cir::print(*cir::schedule_gpu_matmul(cir::specialize(generic, {{"m", 128}, {"n", 300}, {"k", 20}}), nullptr, 1));
+  std::string small = cir::print(*cir::schedule_gpu_matmul(cir::specialize(generic, {{"m", 127}, {"n", 300}, {"k", 20}}), nullptr, 1));
   EXPECT_NE(large.find("local acc%mm: tensor[256, 64, f32]"), std::string::npos) << large;
   EXPECT_NE(large.find("shared xs%mm4: tensor[1536, f32]"), std::string::npos) << large;  // the third stage's X: 128 rows of 8 + 4
   EXPECT_NE(large.find("async_copy xs%mm2[d%as + s%as * 12] <- a[rt%mm * 128 + s%as, d%as] count 4"), std::string::npos) << large;
   EXPECT_NE(large.find("async_wait 1"), std::string::npos) << large;
   EXPECT_NE(large.find("= fma(xs%mm2[(t%mm6 / 16 + a%mm2 * 16) * 12 + kk%mm2]"), std::string::npos) << large;
   EXPECT_NE(small.find("local acc%mm: tensor[256, 16, f32]"), std::string::npos) << small;
-  std::string transposed = cir::print(*cir::schedule_gpu_matmul(cir::specialize(kernel_of(kProducts[2].source), {{"m", 128}, {"n", 300}, {"k", 20}})));
+  std::string transposed =
+      cir::print(*cir::schedule_gpu_matmul(cir::specialize(kernel_of(kProducts[2].source), {{"m", 128}, {"n", 300}, {"k", 20}}), nullptr, 1));
   EXPECT_EQ(transposed.find("async_copy"), std::string::npos) << transposed;
   EXPECT_NE(transposed.find("shared xs%mm: tensor[1536, f32]"), std::string::npos) << transposed;
   std::string conv = cir::print(*cir::schedule_gpu_matmul(
-      cir::specialize(kernel_of(kProducts[4].source), {{"m", 130}, {"n", 12}, {"k", 3}, {"kh", 3}, {"kw", 3}})));
+      cir::specialize(kernel_of(kProducts[4].source), {{"m", 130}, {"n", 12}, {"k", 3}, {"kh", 3}, {"kw", 3}}), nullptr, 1));
   EXPECT_EQ(conv.find("async_copy"), std::string::npos) << conv;
+}
+
+// 128x128 tiles only where there are enough of them to occupy a large GPU
+// (132 multiprocessors): 11 x 12 tiles take them, 11 x 11 do not, nor does
+// a product of many small ones; a batch counts its products' tiles.
+TEST(ScheduleGpuMatmul, LargeTilesOnlyWhereTheyFillTheGpu) {
+  cir::Kernel plain = kernel_of(kProducts[0].source);
+  auto acc = [&](const cir::Kernel& k) {
+    std::string text = cir::print(*cir::schedule_gpu_matmul(k));
+    return text.find("local acc%mm: tensor[256, 64, f32]") != std::string::npos ? 64 : text.find("local acc%mm: tensor[256, 16, f32]") != std::string::npos ? 16 : 0;
+  };
+  EXPECT_EQ(acc(cir::specialize(plain, {{"m", 1408}, {"n", 1536}, {"k", 20}})), 64);
+  EXPECT_EQ(acc(cir::specialize(plain, {{"m", 1408}, {"n", 1408}, {"k", 20}})), 16);
+  EXPECT_EQ(acc(cir::specialize(plain, {{"m", 128}, {"n", 300}, {"k", 20}})), 16);
+  for (const Product& p : kProducts) {
+    if (std::string(p.name) != "batched") continue;
+    cir::Kernel batched = kernel_of(p.source);
+    std::map<std::string, int64_t> dims = {{"m", 256}, {"n", 256}, {"k", 20}, {"h", 33}};
+    std::map<std::string, int64_t> used;
+    for (const cir::DimParam& d : batched.dims) used[d.name] = dims.at(d.name);
+    EXPECT_EQ(acc(cir::specialize(batched, used)), 64) << cir::print(batched);
+  }
 }
 
 // A term the guard skips is skipped, whatever the other factor holds: an
@@ -161,11 +184,18 @@ TEST(ScheduleGpuMatmul, ThePlanTilesLargeProductsAndItsPtxAssembles) {
     ASSERT_TRUE(plan.kernel) << plan.why_not;
     EXPECT_EQ(plan.schedule, "tiled matmul") << p.name;
     EXPECT_EQ(plan.block_threads, 256);
-    // 200x200 outputs in 128x128 tiles (conv: 200 channels by 20x20 positions).
-    EXPECT_EQ(codegen::gpu_launch_blocks(plan, 100000), (p.name == std::string("batched") ? 3u : 1u) * 2u * (p.name == std::string("conv2d_padded") ? 4u : 2u)) << p.name;
+    // 200x200 outputs in 64x64 tiles, too few 128x128 ones to fill a GPU
+    // (conv: 200 channels by 20x20 positions).
+    EXPECT_EQ(codegen::gpu_launch_blocks(plan, 100000), (p.name == std::string("batched") ? 3u : 1u) * 4u * (p.name == std::string("conv2d_padded") ? 7u : 4u)) << p.name;
     planned.push_back(*plan.kernel);
     names.push_back(p.name);
   }
+  // 1408x1536 outputs: 132 tiles of 128x128.
+  codegen::GpuPlan large = codegen::plan_gpu_kernel(cir::specialize(kernel_of(kProducts[0].source), {{"m", 1408}, {"n", 1536}, {"k", 200}}));
+  ASSERT_TRUE(large.kernel) << large.why_not;
+  EXPECT_EQ(codegen::gpu_launch_blocks(large, 100000), 132u);
+  planned.push_back(*large.kernel);
+  names.push_back("plain_large");
   testing::expect_ptx_assembles(planned, names, "tiled", [](const std::string& ptx) {
     EXPECT_NE(ptx.find("ld.shared.f32"), std::string::npos);
     EXPECT_NE(ptx.find("fma.rn.f32"), std::string::npos);

@@ -168,7 +168,7 @@ class Scheduler {
 
 }  // namespace
 
-std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not) {
+std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not, int64_t large_tiles) {
   auto fail = [&](std::string why) -> std::optional<Kernel> {
     if (why_not) *why_not = std::move(why);
     return std::nullopt;
@@ -177,7 +177,9 @@ std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not)
   if (!m) return fail("not a matrix product");
   if (m->sum->type.dtype != DType::F32 || m->x->type.dtype != DType::F32 || m->y->type.dtype != DType::F32)
     return fail("a product not in f32");
-  bool large = m->rows.size() >= kLarge.bm && m->cols.size() >= kLarge.bn;
+  int64_t M = m->rows.size(), N = m->cols.size();
+  int64_t tiles = m->batch() * ((M + kLarge.bm - 1) / kLarge.bm) * ((N + kLarge.bn - 1) / kLarge.bn);
+  bool large = M >= kLarge.bm && N >= kLarge.bn && tiles >= large_tiles;
   return Scheduler(k, *m, large ? kLarge : kSmall).run();
 }
 

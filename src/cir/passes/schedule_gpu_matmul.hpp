@@ -4,7 +4,9 @@
 // block per tile of the output (per batch element), 256 threads each owning
 // a block of it in a thread-private accumulator (registers on a GPU): tiles
 // of 128x128, 8 deep, 8x8 per thread where the product has 128 rows and
-// columns or more, else 64x64, 16 deep, 4x4 per thread:
+// columns or more and enough such tiles to give every multiprocessor of a
+// large GPU one (132 on an H100: fewer blocks leave multiprocessors idle,
+// a 8x128x28^2 convolution 76 of them), else 64x64, 16 deep, 4x4 per thread:
 //
 //   gpu_block for tile:                         a batch element, a row tile, a column tile
 //     shared xs[BM * (BK + 4)], ys[BK * BN]      (X's rows depth-contiguous, padded 16 bytes)
@@ -46,7 +48,11 @@
 namespace zyntax::cir {
 
 constexpr int kGpuMatmulThreads = 256;
+// The 128x128 tiles a product needs to take them (an H100's multiprocessors).
+constexpr int64_t kGpuMatmulLargeTiles = 132;
 
-std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not = nullptr);
+// `large_tiles`: the 128x128 tiles a product needs to take them (tests run
+// both tile shapes at sizes the reference can check).
+std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not = nullptr, int64_t large_tiles = kGpuMatmulLargeTiles);
 
 }  // namespace zyntax::cir
