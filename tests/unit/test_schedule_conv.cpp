@@ -39,12 +39,13 @@ struct Conv {
   int stride = 1, padding = 1;
   bool bias = true, relu = false;
   int dilation = 1;
+  bool mirrored = false;  // a true convolution: the window read back to front
 };
 
 std::string name(const Conv& c) {
   return std::string(c.layout == Layout::NCHW ? "nchw" : "nhwc") + " stride=" + std::to_string(c.stride) +
          " padding=" + std::to_string(c.padding) + (c.bias ? " bias" : "") + (c.relu ? " relu" : "") +
-         (c.dilation > 1 ? " dilation=" + std::to_string(c.dilation) : "");
+         (c.dilation > 1 ? " dilation=" + std::to_string(c.dilation) : "") + (c.mirrored ? " mirrored" : "");
 }
 
 // The convolution in ZynML. NCHW: x[b, ic, h, w], weights [oc, ic, kh, kw];
@@ -61,7 +62,11 @@ std::string source(const Conv& c) {
               : "  for n in 0..b, y in 0..oh:\n   for z in 0..ow, o in 0..oc:\n";
   src += std::string("    var sum = ") + (c.bias ? "bias[o]" : "0.0") + "\n";
   src += nchw ? "    for c in 0..ic:\n     for dy in 0..kh, dz in 0..kw:\n" : "    for dy in 0..kh, dz in 0..kw:\n     for c in 0..ic:\n";
-  src += "      let iy = y * " + s + " + dy * " + d + " - " + p + "\n      let iz = z * " + s + " + dz * " + d + " - " + p + "\n";
+  if (c.mirrored) {  // iy = y * s + (kh - 1 - dy) * d - p
+    src += "      let iy = y * " + s + " + (kh - 1 - dy) * " + d + " - " + p + "\n      let iz = z * " + s + " + (kw - 1 - dz) * " + d + " - " + p + "\n";
+  } else {
+    src += "      let iy = y * " + s + " + dy * " + d + " - " + p + "\n      let iz = z * " + s + " + dz * " + d + " - " + p + "\n";
+  }
   src += "      if iy >= 0 and iy < h and iz >= 0 and iz < w:\n";
   src += nchw ? "       sum += x[n, c, iy, iz] * wt[o, c, dy, dz]\n" : "       sum += x[n, iy, iz, c] * wt[dy, dz, c, o]\n";
   src += nchw ? "    out[n, o, y, z] = " : "    out[n, y, z, o] = ";
@@ -113,7 +118,7 @@ std::string shape_text(const Shape4& s) {
 const Conv kConvs[] = {
     {Layout::NCHW, 1, 1, true, false}, {Layout::NCHW, 2, 1, true, false}, {Layout::NCHW, 1, 0, false, true},
     {Layout::NCHW, 1, 2, false, false}, {Layout::NHWC, 1, 1, true, true},  {Layout::NHWC, 2, 2, false, false},
-    {Layout::NCHW, 1, 2, true, false, 2},
+    {Layout::NCHW, 1, 2, true, false, 2},   {Layout::NCHW, 1, 1, true, false, 1, true},
 };
 
 class ScheduleConv : public ::testing::TestWithParam<Conv> {};

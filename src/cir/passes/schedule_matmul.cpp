@@ -436,7 +436,7 @@ class Builder {
 
   // The window's offset table, and the padded image over the part of it the
   // task's virtual pixels [j0, j1) read: P[c.., y..] = guard ? Y : 0 at the
-  // window's first position. Each row of P is copied as one loop; the
+  // window's first position (last, mirrored). Each row of P is copied as one loop; the
   // padding guard becomes that loop's range (guard_range), so the copy
   // vectorises. Pixels past a row's end read into the next row or the slack;
   // what they read only reaches columns that are dropped.
@@ -455,7 +455,7 @@ class Builder {
     Substitution at = outer.at(var(row));
     for (auto& [name, value] : w.channel_group(m_).at(var(cf))) at[name] = value;
     at[m_.cols.loops.back().var] = var(v);
-    for (size_t d : w.partner) at[m_.depth.loops[d].var] = i64(m_.depth.loops[d].lo);
+    for (size_t t = 0; t < w.partner.size(); ++t) at[m_.depth.loops[w.partner[t]].var] = i64(w.partner_at(m_, t));
     Expr lo = var("j0%mm"), hi = min(i64(plane), var("j1%mm") + i64(reach));
     Expr start = var(row) * i64(X);
     std::vector<AxisSel> to = {AxisSel::at(var(cf) * i64(plane) + start + var(v))};

@@ -59,9 +59,15 @@ Expr SlidingWindow::offset(const ProductForm& m) const {
     off = off + (var(ch.loops[u].var) - i64(ch.loops[u].lo)) * i64(ch.weight(u) * plane());
   for (size_t t = 0; t < partner.size(); ++t) {
     const LoopGroup::Loop& k = m.depth.loops[partner[t]];
-    off = off + (var(k.var) - i64(k.lo)) * i64(stride(t));
+    Expr step = mirrored[t] ? i64(k.lo + k.extent - 1) - var(k.var) : var(k.var) - i64(k.lo);
+    off = off + step * i64(stride(t));
   }
   return simplify(off);
+}
+
+int64_t SlidingWindow::partner_at(const ProductForm& m, size_t t) const {
+  const LoopGroup::Loop& k = m.depth.loops[partner[t]];
+  return mirrored[t] ? k.lo + k.extent - 1 : k.lo;
 }
 
 int64_t SlidingWindow::max_offset(const ProductForm& m) const {
@@ -78,18 +84,22 @@ std::optional<SlidingWindow> find_sliding_window(const ProductForm& m) {
   std::set<std::string> partners;
   for (const LoopGroup::Loop& o : m.cols.loops) {
     std::optional<size_t> found;
+    bool mirrored = false;
     for (size_t d = 0; d < m.depth.loops.size() && !found; ++d) {
       const std::string& k = m.depth.loops[d].var;
       if (taken[d] || !reads_any(m.y, {o.var}) || !reads_any(m.y, {k})) continue;
-      Substitution one = {{o.var, var(o.var) - var(k)}};
-      if (slides_with(m.y, one, {k}) && slides_with(m.guard, one, {k})) found = d;
+      for (bool mirror : {false, true}) {
+        Substitution one = {{o.var, mirror ? var(o.var) + var(k) : var(o.var) - var(k)}};
+        if (!found && slides_with(m.y, one, {k}) && slides_with(m.guard, one, {k})) found = d, mirrored = mirror;
+      }
     }
     if (!found) return std::nullopt;
     taken[*found] = true;
     const LoopGroup::Loop& k = m.depth.loops[*found];
     w.partner.push_back(*found);
+    w.mirrored.push_back(mirrored);
     w.extent.push_back(o.extent + k.extent - 1);
-    shift[o.var] = var(o.var) - var(k.var);
+    shift[o.var] = mirrored ? var(o.var) + var(k.var) : var(o.var) - var(k.var);
     partners.insert(k.var);
   }
   // All together, in case two pairs share an index.

@@ -4,16 +4,21 @@
 // In a product recognised by product_form.hpp whose factor Y reads the
 // column loops (the output pixels o_t), Y is a sliding window when it and
 // its guard read each column loop o_t together with one reduction loop k_t
-// (the window position) only through o_t + k_t: stride 1, no dilation.
-// Then every term Y(o, k) is an element of one padded image
+// (the window position) only through o_t + k_t, or only through o_t - k_t
+// (a mirrored window: a true convolution, or the gradient of one with
+// respect to its input): stride 1, no dilation. Then every term Y(o, k) is
+// an element of one padded image
 //
 //   P[c.., y_1, .., y_n] = guard ? Y : 0   at o_t = y_t, k_t = its first value
+//                                          (its last, mirrored)
 //
 // with y_t in 0..E_t + D_t - 1 (E_t pixels, D_t window positions) and c..
 // the remaining reduction loops (input channels). Counting the pixels in
 // P's row widths (a virtual pixel j = sum o_t * S_t, S_t P's stride), the
 // im2col matrix B[k][j] is P at offset(k) + j, offset(k) = c-plane + sum
-// k_t * S_t: B's rows are P itself, each shifted by a table entry. The
+// k_t * S_t (k_t counted from the window's first position, or back from
+// its last where mirrored): B's rows are P itself, each shifted by a table
+// entry. The
 // price is columns for the virtual pixels past each row's end (o_t >= E_t),
 // which are computed and dropped.
 #pragma once
@@ -27,6 +32,7 @@ namespace zyntax::cir {
 
 struct SlidingWindow {
   std::vector<size_t> partner;   // per column loop: the reduction loop that slides with it
+  std::vector<bool> mirrored;    // per column loop: Y reads o_t - k_t rather than o_t + k_t
   std::vector<size_t> channels;  // the other reduction loops, in order
   std::vector<int64_t> extent;   // per column loop: P's extent, E_t + D_t - 1
 
@@ -47,6 +53,8 @@ struct SlidingWindow {
   LoopGroup channel_group(const ProductForm& m) const;
   // offset(k) as an expression in the reduction loops' variables.
   Expr offset(const ProductForm& m) const;
+  // The value P is filled at of column loop t's partner: its first, or last.
+  int64_t partner_at(const ProductForm& m, size_t t) const;
   // The largest offset(k).
   int64_t max_offset(const ProductForm& m) const;
 };
