@@ -222,7 +222,7 @@ class Builder {
     column.push_back(make_for("pc%mm", i64(0), i64(K), i64(KC), depth));
     Block blocked;
     if (window_) {
-      window_epilogue(column, out, NC);
+      window_epilogue(column, out, NC, task_rows * NC);
       fill_window(blocked, static_cast<int>(NR / 2));
     } else {
       epilogue(column, out);
@@ -490,8 +490,8 @@ class Builder {
   }
 
   // out[b.., i.., j..] = f(sum + init) for the real pixels of the column
-  // block, the sums taken from the block's NC virtual pixels in ct%mm.
-  void window_epilogue(Block& out, const std::string& buffer, int64_t NC) {
+  // block, the sums taken from the block's NC virtual pixels in ct%mm (`sums` long).
+  void window_epilogue(Block& out, const std::string& buffer, int64_t NC, int64_t sums) {
     const SlidingWindow& w = *window_;
     const int64_t X = w.extent.back(), E = m_.cols.loops.back().extent;
     std::string row = "er%mm", v = "ev%mm";
@@ -503,7 +503,7 @@ class Builder {
     Expr start = var(row) * i64(X);
     std::vector<AxisSel> axes;
     for (const AxisSel& a : m_.store->axes) axes.push_back(AxisSel::at(substitute(a.index, at)));
-    Expr sum = make_access("ct%mm", Type::tensor(DType::F32, {i64(0)}),
+    Expr sum = make_access("ct%mm", Type::tensor(DType::F32, {i64(sums)}),
                            {AxisSel::at((var("ie%mm") - var("i0%mm")) * i64(NC) + start + var(v) - var("jc%mm"))});
     if (m_.init.defined()) sum = sum + substitute(m_.init, at);
     Substitution value = at;
