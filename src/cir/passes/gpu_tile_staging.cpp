@@ -108,7 +108,7 @@ namespace {
 
 // gpu_thread t: the asynchronous copies of both tiles of the depth step at
 // `k_start` into stage `stage` (none past K), then the commit of their group.
-Stmt async_copy_step(const AsyncPipeline& p, int stage, const LoopGroup& depth, const Expr& k_start, int64_t K, FreshNames& fresh, Span span) {
+Stmt async_copy_step(const DepthStaging& p, int stage, const LoopGroup& depth, const Expr& k_start, int64_t K, FreshNames& fresh, Span span) {
   std::string t = fresh(p.thread_base);
   TileStaging x = p.x, y = p.y;
   x.array = p.x_stages[static_cast<size_t>(stage)];
@@ -124,9 +124,14 @@ Stmt async_copy_step(const AsyncPipeline& p, int stage, const LoopGroup& depth, 
 
 }  // namespace
 
-Block pipelined_steps(const AsyncPipeline& p, const LoopGroup& depth, const std::string& k0, int64_t K, FreshNames& fresh, Span span,
-                      const std::function<Stmt(int stage, const Expr& k_start)>& compute) {
+Block depth_steps(const DepthStaging& p, const LoopGroup& depth, const std::string& k0, int64_t K, FreshNames& fresh, Span span,
+                  const std::function<Stmt(int stage, const Expr& k_start)>& compute) {
   const int stages = static_cast<int>(p.x_stages.size());
+  if (stages == 1) {
+    Block step = {stage_factor_tile(p.x, depth, k0, K, p.threads, fresh, span), stage_factor_tile(p.y, depth, k0, K, p.threads, fresh, span),
+                  make_barrier(), compute(0, index_var(k0)), make_barrier()};
+    return {make_for(k0, i64(0), i64(K), i64(p.step), std::move(step), LoopKind::Serial, 0, span)};
+  }
   Block out;
   for (int s = 0; s + 1 < stages; ++s) out.push_back(async_copy_step(p, s, depth, i64(s * p.step), K, fresh, span));
   Block steps;

@@ -57,9 +57,16 @@ int async_run_length(const TileStaging& st, const LoopGroup& depth, const Kernel
 Stmt async_stage_factor_tile(const TileStaging& st, int run, const LoopGroup& depth, const Expr& k_start, int64_t K, const std::string& thread,
                              int64_t threads, FreshNames& fresh, Span span);
 
-// A product's depth steps with both factors' tiles copied asynchronously,
-// stages - 1 steps ahead into a ring of `stages` arrays each (the loop
-// unrolled by `stages`, so that each step names its stage's arrays):
+// A product's depth steps. With one stage, the factors' tiles are copied
+// between barriers:
+//
+//   for k0 in 0..K step step:
+//     gpu_thread: copy step k0 (stage_factor_tile, into each side's array as staged)
+//     barrier; compute(0, k0); barrier
+//
+// With more, they are copied asynchronously, stages - 1 steps ahead into a
+// ring of `stages` arrays each (the loop unrolled by `stages`, so that each
+// step names its stage's arrays):
 //
 //   gpu_thread: copy step s into stage s; commit      for s < stages - 1
 //   for k0 in 0..K step stages * step:
@@ -71,15 +78,15 @@ Stmt async_stage_factor_tile(const TileStaging& st, int run, const LoopGroup& de
 //
 // A thread commits a group for every step, empty past K, so that waiting
 // for all but the last stages - 2 groups always means "up to step j".
-struct AsyncPipeline {
-  TileStaging x, y;                              // array names aside, as staged
-  int x_run = 0, y_run = 0;                      // async_run_length of each
+struct DepthStaging {
+  TileStaging x, y;                              // as staged (their arrays used with one stage only)
+  int x_run = 0, y_run = 0;                      // async_run_length of each (more than one stage)
   std::vector<std::string> x_stages, y_stages;   // their arrays, one per stage
   int64_t step = 0;                              // the depth of a step
   int64_t threads = 0;
   std::string thread_base;                       // names of the thread loops
 };
-Block pipelined_steps(const AsyncPipeline& p, const LoopGroup& depth, const std::string& k0, int64_t K, FreshNames& fresh, Span span,
+Block depth_steps(const DepthStaging& p, const LoopGroup& depth, const std::string& k0, int64_t K, FreshNames& fresh, Span span,
                       const std::function<Stmt(int stage, const Expr& k_start)>& compute);
 
 }  // namespace zyntax::cir

@@ -59,22 +59,12 @@ class Scheduler {
       return Block{make_store(acc, {AxisSel::at(index_var(t)), AxisSel::at(e)}, init, span())};
     }));
 
-    if (async) {
-      // Two steps ahead into three stages (gpu_tile_staging's pipelined_steps).
-      AsyncPipeline p{x_, y_, x_run, y_run, x_stages_, y_stages_, BK, T, "t%mm"};
-      Block steps = pipelined_steps(p, m_.depth, k0, K, fresh_, span(), [&](int stage, const Expr& k_start) {
-        return products(x_stages_[static_cast<size_t>(stage)], y_stages_[static_cast<size_t>(stage)], gs, acc, k_start, K);
-      });
-      block.insert(block.end(), steps.begin(), steps.end());
-    } else {
-      Block step;
-      step.push_back(stage_factor_tile(x_, m_.depth, k0, K, T, fresh_, span()));
-      step.push_back(stage_factor_tile(y_, m_.depth, k0, K, T, fresh_, span()));
-      step.push_back(make_barrier());
-      step.push_back(products(xs, ys, gs, acc, index_var(k0), K));
-      step.push_back(make_barrier());
-      block.push_back(make_for(k0, i64(0), i64(K), i64(BK), std::move(step), LoopKind::Serial, 0, span()));
-    }
+    // Between barriers, or two steps ahead into three stages (gpu_tile_staging's depth_steps).
+    DepthStaging depth_staging{x_, y_, x_run, y_run, x_stages_, y_stages_, BK, T, "t%mm"};
+    Block steps = depth_steps(depth_staging, m_.depth, k0, K, fresh_, span(), [&](int stage, const Expr& k_start) {
+      return products(x_stages_[static_cast<size_t>(stage)], y_stages_[static_cast<size_t>(stage)], gs, acc, k_start, K);
+    });
+    block.insert(block.end(), steps.begin(), steps.end());
 
     // out[..] = f(sum) with the sum the accumulator.
     block.push_back(per_element(rt, ct, M, N, [&](const std::string& t, const Expr& e, Substitution at) {

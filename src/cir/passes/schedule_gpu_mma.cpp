@@ -76,23 +76,13 @@ class Scheduler {
     block.push_back(make_allocate(acc, Type::tensor(DType::F32, {i64(BM), i64(BN)}), MemorySpace::Fragment, span()));
     block.push_back(make_mma_zero(acc, WARP_ROWS, WARP_COLS, span()));
 
-    if (async) {
-      // STAGES - 1 steps ahead (gpu_tile_staging's pipelined_steps).
-      AsyncPipeline p{x, y, x_run, y_run, x_stages_, y_stages_, depth_, T, "t%tc"};
-      Block steps = pipelined_steps(p, m_.depth, k0, K, fresh_, span(), [&](int stage, const Expr&) {
-        return make_mma_accumulate(acc, WARP_ROWS, WARP_COLS, x_stages_[static_cast<size_t>(stage)], lda_, y_stages_[static_cast<size_t>(stage)],
-                                   ldb_, depth_, span());
-      });
-      block.insert(block.end(), steps.begin(), steps.end());
-    } else {
-      Block step;
-      step.push_back(stage_factor_tile(x, m_.depth, k0, K, T, fresh_, span()));
-      step.push_back(stage_factor_tile(y, m_.depth, k0, K, T, fresh_, span()));
-      step.push_back(make_barrier());
-      step.push_back(make_mma_accumulate(acc, WARP_ROWS, WARP_COLS, xs, lda_, ys, ldb_, depth_, span()));
-      step.push_back(make_barrier());
-      block.push_back(make_for(k0, i64(0), i64(K), i64(depth_), std::move(step), LoopKind::Serial, 0, span()));
-    }
+    // Between barriers, or STAGES - 1 steps ahead (gpu_tile_staging's depth_steps).
+    DepthStaging depth_staging{x, y, x_run, y_run, x_stages_, y_stages_, depth_, T, "t%tc"};
+    Block steps = depth_steps(depth_staging, m_.depth, k0, K, fresh_, span(), [&](int stage, const Expr&) {
+      return make_mma_accumulate(acc, WARP_ROWS, WARP_COLS, x_stages_[static_cast<size_t>(stage)], lda_, y_stages_[static_cast<size_t>(stage)],
+                                 ldb_, depth_, span());
+    });
+    block.insert(block.end(), steps.begin(), steps.end());
 
     for (int q = 0; q < BM; q += STORE_ROWS) {
       block.push_back(make_mma_store(ds, LDD, acc, WARP_ROWS, WARP_COLS, q, STORE_ROWS, span()));

@@ -24,7 +24,7 @@
 // Where both factors are inputs whose tile rows are aligned runs of their
 // last axis (gpu_tile_staging.hpp: async_run_length), the slices are copied
 // asynchronously instead, into a ring of STAGES (3) pairs of arrays, two
-// depth steps ahead of the tensor cores (see pipelined_steps): the copies
+// depth steps ahead of the tensor cores (see depth_steps): the copies
 // of step k + 2 land while step k computes, one barrier per step.
 //
 // The rows of xs and ys are padded (lda = depth + 16 bytes, ldb = 128 + 16

@@ -116,30 +116,22 @@ class Builder {
     bool a_fits = a_ && M % MR == 0 && (a_->outer_stride * 4 <= 4096 || (a_->outer_stride * 4) % 4096 != 0);
     bool one_column_block = N <= NC;
     if (a_ && !(a_fits && (window_ || (split && PN >= ceil_div(T, batch)) || (!split && one_column_block)))) a_.reset();
-    if (window_ && split) {
+    if (a_ && split && !window_) {
+      gn = ceil_div(T, batch);
+    } else if (split) {
+      // The grid of the least cost: a window's (its task's block, then what
+      // it reads), else what a task packs.
       int64_t need = ceil_div(T, batch);
+      auto cost = [&](int64_t rows, int64_t cols) -> std::pair<int64_t, int64_t> {
+        int64_t m = ceil_div(PM, rows) * MR, n = ceil_div(PN, cols) * NR;
+        if (window_) return {m * n, m * K + window_->channel_group(m_).size() * window_->plane() / cols};
+        return {K * n + m * K * ceil_div(n, NC), 0};
+      };
       std::pair<int64_t, int64_t> best = {-1, -1};
       for (int64_t r = 1; r <= std::min(PM, need); ++r) {
         int64_t c = std::min(PN, ceil_div(need, r));
-        if (r * c < need && r < std::min(PM, need)) continue;
-        int64_t block = ceil_div(PM, r) * ceil_div(PN, c);
-        int64_t reads = ceil_div(PM, r) * MR * K + window_->channel_group(m_).size() * window_->plane() / c;
-        if (best.first < 0 || std::pair{block, reads} < best) best = {block, reads}, gm = r, gn = c;
-      }
-    } else if (a_ && split) {
-      gn = ceil_div(T, batch);
-    } else if (split) {
-      int64_t need = ceil_div(T, batch);
-      auto packed = [&](int64_t rows, int64_t cols) {
-        int64_t m = ceil_div(PM, rows) * MR, n = ceil_div(PN, cols) * NR;
-        return K * n + m * K * ceil_div(n, NC);
-      };
-      int64_t best = -1;
-      for (int64_t r = 1; r <= std::min(PM, need); ++r) {
-        int64_t c = std::min(PN, ceil_div(need, r));
         if (r * c < need && r < std::min(PM, need)) continue;  // too few tasks while more row groups remain
-        int64_t cost = packed(r, c);
-        if (best < 0 || cost < best) best = cost, gm = r, gn = c;
+        if (best.first < 0 || cost(r, c) < best) best = cost(r, c), gm = r, gn = c;
       }
     }
     // B read in place where its panels are whole and each task's rows are
