@@ -167,11 +167,13 @@ class ShapeInference {
     if (auto v = e.as<cir::Var>()) {
       auto it = loops_.find(v->name);
       if (it != loops_.end()) {
+        // A range may read outer loops' variables (`for j in 0..i + 3`):
+        // bound those too.
         const Loop& l = it->second;
-        if (!upper) return l.lo;
+        if (!upper) return bound(l.lo, false);
         auto one = l.step.as<cir::IntImm>();
-        if (one && one->value == 1) return l.hi - cir::i64(1);
-        return l.lo + ((l.hi - cir::i64(1) - l.lo) / l.step) * l.step;
+        if (one && one->value == 1) return bound(l.hi - cir::i64(1), true);
+        return bound(l.lo + ((l.hi - cir::i64(1) - l.lo) / l.step) * l.step, true);
       }
       auto let = lets_.find(v->name);
       if (let != lets_.end()) return bound(let->second, upper);

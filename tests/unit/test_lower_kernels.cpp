@@ -70,6 +70,15 @@ TEST(LowerKernels, RopeOutputShapeFromAffineIndices) {
   EXPECT_TRUE(contains(c->cir(), "out out: tensor[batch, heads, seq, head_dim / 2 * 2, f32]")) << c->cir();
 }
 
+// A range that reads an outer loop's variable: the bound of the index takes
+// the largest value of that variable too (here 1 * 4 + (1 + 2)).
+TEST(LowerKernels, OutputShapeOverATriangularNest) {
+  auto c = check("let x = randn([2, 5])\nlet y = compute(x) {\n  @kernel fused\n  for i in 0..2:\n"
+                 "    for j in 0..i + 3:\n      out[i * 4 + j] = x[i, j] + 1.0\n}\n");
+  ASSERT_TRUE(c->ok) << c->errors();
+  EXPECT_TRUE(contains(c->cir(), "out out: tensor[8, f32]")) << c->cir();
+}
+
 TEST(LowerKernels, ReduceAlongAnAxis) {
   auto c = check("let m = randn([3, 4])\nlet s = compute(m) {\n  @kernel reduce(+, axis=1)\n"
                  "  for i in 0..rows, j in 0..cols:\n    yield m[i, j]\n}\n");

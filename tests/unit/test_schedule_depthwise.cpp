@@ -173,20 +173,24 @@ std::string planned(const Depthwise& d, const Shape& s) {
   return plan.kernel ? cir::print(*plan.kernel) : "";
 }
 
-// Stride 1 NCHW: the pixel loop goes inside the kernel row (dy) and outside
-// the short window column loop (dz); where the window lies wholly inside the
-// image (1 <= z < 55) the dz loop has its whole constant range, so it unrolls
-// and z is innermost over plain loads; the two border pixels keep the cut
-// range. The row's padding is the dy range.
+// Stride 1 NCHW, a batch of one whose channels the tasks share: the pixel
+// loop goes inside the kernel row (dy) and outside the short window column
+// loop (dz); where the window lies wholly inside the image (1 <= z < 55) the
+// dz loop has its whole constant range, so it unrolls and z is innermost over
+// plain loads; the two border pixels keep the cut range. The row's padding
+// is the dy range.
 TEST(ScheduleDepthwiseShape, PixelLoopSplitWhereTheWindowIsWhole) {
   std::string text = planned({false, 1, 1, true, false}, {1, 32, 56, 56, 3, 3});
-  EXPECT_NE(text.find("for dy in max(0, 1 - y)..min(3, 57 - y) {\n"
-                      "          for z%2%s0 in 0..1 {\n"
-                      "            for dz%s0 in max(0, 1 - z%2%s0)..min(3, 57 - z%2%s0) {"),
+  EXPECT_NE(text.find("parallel for n%ch in 0..32 {\n    let n: i64 = n%ch / 32\n    let ch: i64 = n%ch % 32\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("for z%2%s1 in 1..55 {\n            for dz%s1 in 0..3 {\n"
-                      "              sumacc%0[z%2%s1] = sumacc%0[z%2%s1] + x[n, ch, dy + y - 1, dz%s1 + z%2%s1 - 1] * "
+  EXPECT_NE(text.find("for dy in max(0, 1 - y)..min(3, 57 - y) {\n"
+                      "        for z%2%s0 in 0..1 {\n"
+                      "          for dz%s0 in max(0, 1 - z%2%s0)..min(3, 57 - z%2%s0) {"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("for z%2%s1 in 1..55 {\n          for dz%s1 in 0..3 {\n"
+                      "            sumacc%0[z%2%s1] = sumacc%0[z%2%s1] + x[n, ch, dy + y - 1, dz%s1 + z%2%s1 - 1] * "
                       "wt[ch, dy, dz%s1]"),
             std::string::npos)
       << text;
@@ -197,8 +201,8 @@ TEST(ScheduleDepthwiseShape, PixelLoopSplitWhereTheWindowIsWhole) {
 // but that range is whole where 2z - 1 >= 0, a step of 2 in z: no split.
 TEST(ScheduleDepthwiseShape, StrideTwoCutsTheWindowWithoutSplitting) {
   std::string text = planned({false, 2, 1, true, false}, {1, 8, 15, 15, 3, 3});
-  EXPECT_NE(text.find("for dy in max(0, 1 - y * 2)..min(3, 16 - y * 2) {\n          for z%2 in 0..8 {\n"
-                      "            for dz in max(0, 1 - z%2 * 2)..min(3, 16 - z%2 * 2) {"),
+  EXPECT_NE(text.find("for dy in max(0, 1 - y * 2)..min(3, 16 - y * 2) {\n        for z%2 in 0..8 {\n"
+                      "          for dz in max(0, 1 - z%2 * 2)..min(3, 16 - z%2 * 2) {"),
             std::string::npos)
       << text;
 }
@@ -207,7 +211,7 @@ TEST(ScheduleDepthwiseShape, StrideTwoCutsTheWindowWithoutSplitting) {
 // under the whole window, tested once per window position.
 TEST(ScheduleDepthwiseShape, ChannelLoopInnermostInNhwc) {
   std::string text = planned({true, 1, 1, true, false}, {1, 16, 9, 9, 3, 3});
-  EXPECT_NE(text.find("for dz in max(0, 1 - z)..min(3, 10 - z) {\n            for ch%2 in 0..16 {"), std::string::npos)
+  EXPECT_NE(text.find("for dz in max(0, 1 - z)..min(3, 10 - z) {\n          for ch%2 in 0..16 {"), std::string::npos)
       << text;
 }
 

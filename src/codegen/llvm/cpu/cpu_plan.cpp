@@ -8,6 +8,7 @@
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/serialize_atomic_loops.hpp"
 #include "cir/passes/schedule_matmul.hpp"
+#include "cir/passes/widen_task_loop.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
 
@@ -35,6 +36,10 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads) {
   passes.push_back({"reuse_row_values", [](const cir::Kernel& k) { return cir::reuse_row_values(k); }});
   passes.push_back({"interchange_reductions", [](const cir::Kernel& k) { return cir::interchange_reductions(k); }});
   passes.push_back({"partition_guarded_loops", [](const cir::Kernel& k) { return cir::partition_guarded_loops(k); }});
+  // The pool splits the outer loop into a few chunks per thread
+  // (ThreadPool::parallel_for); a batch of one must still give each a share.
+  if (threads > 1)
+    passes.push_back({"widen_task_loop", [threads](const cir::Kernel& k) { return cir::widen_task_loop(k, 4 * int64_t(threads)); }});
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
   if (auto why = unsupported_reason(k)) {
     plan.why_not = *why;

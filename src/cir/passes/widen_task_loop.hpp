@@ -1,0 +1,33 @@
+// Widens the outer parallel loop, the one the CPU splits into tasks, until
+// it has enough iterations for every thread, so that a batch of one still
+// keeps all cores busy:
+//
+//   parallel for n in 0..1:            parallel for n%c in 0..256:
+//     parallel for c in 0..256:   →      let n = n%c / 256
+//       body                             let c = n%c % 256
+//                                        body
+//
+// An inner loop whose body holds further loops merges whole, as above. An
+// innermost loop, the one the code generator vectorises, merges in blocks
+// of `block` iterations, each still a loop of its own:
+//
+//   parallel for i in 0..1:            parallel for i%j in 0..4:
+//     parallel for j in 0..1000:  →      let i = i%j / 4
+//       body                             parallel for j in (i%j % 4) * 256..min(1000, (i%j % 4) * 256 + 256):
+//                                          body
+//
+// Only loops with constant bounds that do not depend on the outer variable
+// merge; iterations of parallel loops are independent, so the order they
+// run in does not change the result. Reduce kernels, whose tasks each keep
+// a partial result, are left as they are.
+#pragma once
+
+#include <cstdint>
+
+#include "cir/ir.hpp"
+
+namespace zyntax::cir {
+
+Kernel widen_task_loop(const Kernel& k, int64_t min_trips, int64_t block = 64);
+
+}  // namespace zyntax::cir
