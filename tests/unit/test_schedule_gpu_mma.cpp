@@ -72,13 +72,19 @@ Tensor rounded_to_tf32(const Tensor& t) {
   return r;
 }
 
+// Both tile shapes: 64x64 (too few 128x128 tiles to fill the GPU), and
+// 128x128 forced where the product is at least one such tile each way.
 TEST(ScheduleGpuMma, TheReferencesProductOnTheTensorCoresFactorsAtOddSizes) {
   for (const Product& p : kProducts) {
-    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {5, 7, 3}, {128, 128, 32}, {129, 127, 33}, {200, 130, 72}}) {
+    for (auto [m, n, k, large_tiles] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1}, {5, 7, 3, 1}, {128, 128, 32, 1},
+                                        {129, 127, 33, 1}, {200, 130, 72, 1}, {200, 130, 72, cir::kGpuMatmulLargeTiles}, {65, 66, 17, 1}}) {
       cir::Kernel kernel = specialised(p, m, n, k);
       std::string why;
-      std::optional<cir::Kernel> s = cir::schedule_gpu_mma(kernel, &why);
+      std::optional<cir::Kernel> s = cir::schedule_gpu_mma(kernel, &why, true, large_tiles);
       ASSERT_TRUE(s) << p.name << ": " << why;
+      bool large = m >= 128 && n >= 128 && large_tiles == 1;
+      EXPECT_NE(cir::print(*s).find(large ? "fragment acc%tc: tensor[128, 128, f32]" : "fragment acc%tc: tensor[64, 64, f32]"), std::string::npos)
+          << p.name << " " << m << "x" << n << "x" << k << "\n" << cir::print(*s);
       Random rng(5);
       std::vector<Tensor> in = inputs_of(kernel, rng);
       // The tensor cores read f32 factors as TF32: the original on rounded factors.
@@ -131,14 +137,18 @@ TEST(ScheduleGpuMma, ThePlanPutsProductsOnTensorCoresAndItsPtxAssembles) {
   std::vector<std::string> names;
   int64_t sm90_shared = codegen::nvptx_max_shared_bytes(*codegen::parse_nvptx_arch("sm_90"));
   for (const Product& p : kProducts) {
-    codegen::GpuPlan plan = codegen::plan_gpu_kernel(specialised(p, 300, 260, 100), sm90_shared, 90);
-    ASSERT_TRUE(plan.kernel) << p.name << ": " << plan.why_not;
-    EXPECT_EQ(plan.schedule, "tensor-core matmul") << p.name;
-    EXPECT_EQ(plan.block_threads, cir::kGpuMmaThreads);
-    unsigned tiles = 3 * 3 * (std::string(p.name) == "bf16_batched" ? 2 : 1);
-    EXPECT_EQ(codegen::gpu_launch_blocks(plan, 100000), tiles) << p.name;
-    planned.push_back(*plan.kernel);
-    names.push_back(p.name);
+    // 300x260: 9 tiles of 128x128 (18 batched), so 64x64 ones; 1536x1408:
+    // 132 of 128x128 (264 batched), enough for an H100's multiprocessors.
+    for (auto [m, n, tiles] : {std::tuple<int64_t, int64_t, unsigned>{300, 260, 5 * 5}, {1536, 1408, 12 * 11}}) {
+      codegen::GpuPlan plan = codegen::plan_gpu_kernel(specialised(p, m, n, 100), sm90_shared, 90);
+      ASSERT_TRUE(plan.kernel) << p.name << ": " << plan.why_not;
+      EXPECT_EQ(plan.schedule, "tensor-core matmul") << p.name;
+      EXPECT_EQ(plan.block_threads, cir::kGpuMmaThreads);
+      if (std::string(p.name) == "bf16_batched") tiles *= 2;
+      EXPECT_EQ(codegen::gpu_launch_blocks(plan, 100000), tiles) << p.name << " " << m << "x" << n;
+      planned.push_back(*plan.kernel);
+      names.push_back(std::string(p.name) + "_" + std::to_string(m));
+    }
   }
   testing::expect_ptx_assembles(planned, names, "mma", [](const std::string& ptx) {
     for (const char* op : {"wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16", "wmma.load.b.sync.aligned.row.m16n16k16.shared.f16",
@@ -178,11 +188,11 @@ std::string error_of(const cir::Kernel& s) {
   return "";
 }
 
-// The three stages of asynchronous copies take 72 KiB: within 48 KiB the
-// plan copies between barriers; before sm_80 (no bf16 or TF32 wmma, no
-// cp.async) it does not use tensor cores.
+// The three stages of asynchronous copies of 128x128 tiles take 72 KiB:
+// within 48 KiB the plan copies between barriers; before sm_80 (no bf16 or
+// TF32 wmma, no cp.async) it does not use tensor cores.
 TEST(ScheduleGpuMma, ThePlanFitsTheBlocksSharedMemoryAndTheArchitecture) {
-  cir::Kernel k = specialised(kProducts[0], 256, 256, 256);
+  cir::Kernel k = specialised(kProducts[0], 1536, 1536, 256);
   codegen::GpuPlan big = codegen::plan_gpu_kernel(k, 163 << 10, 80);
   ASSERT_TRUE(big.kernel) << big.why_not;
   EXPECT_EQ(big.shared_bytes, 72 << 10);

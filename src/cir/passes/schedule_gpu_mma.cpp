@@ -10,7 +10,7 @@ namespace zyntax::cir {
 
 namespace {
 
-constexpr int BM = 128, BN = 128, WARP_ROWS = 2, WARP_COLS = 4, STORE_ROWS = 32, LDD = BN + 4;
+constexpr int WARP_ROWS = 2, WARP_COLS = 4, STORE_ROWS = 32;
 constexpr int STAGES = 3;  // depth steps in flight with asynchronous copies
 constexpr int T = kGpuMmaThreads;
 static_assert(WARP_ROWS * WARP_COLS * 32 == T, "a warp per part of the tile");
@@ -46,14 +46,17 @@ std::optional<Factors> tensor_core_factors(const ProductForm& m, bool tf32, std:
 
 class Scheduler {
  public:
-  Scheduler(const Kernel& k, const ProductForm& m, Factors f, bool async_copies) : k_(k), m_(m), f_(std::move(f)), fresh_(k), async_copies_(async_copies) {
+  // `tile`: the output tile's side, 128 or 64 (each warp then takes 64x32 or 32x16).
+  Scheduler(const Kernel& k, const ProductForm& m, Factors f, bool async_copies, int tile)
+      : k_(k), m_(m), f_(std::move(f)), fresh_(k), async_copies_(async_copies), bm_(tile), bn_(tile), ldd_(tile + 4) {
     depth_ = f_.dtype == DType::F32 ? 16 : 32;
     int pad = 16 / static_cast<int>(dtype_size(f_.dtype));  // 16 bytes
     lda_ = depth_ + pad;
-    ldb_ = BN + pad;
+    ldb_ = bn_ + pad;
   }
 
   Kernel run() {
+    const int BM = bm_, BN = bn_;
     int64_t M = m_.rows.size(), N = m_.cols.size(), K = m_.depth.size();
     int64_t mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
     std::string tile = fresh_("tile%tc"), bt = fresh_("bt%tc"), rt = fresh_("rt%tc"), ct = fresh_("ct%tc");
@@ -72,7 +75,7 @@ class Scheduler {
     };
     stage_arrays(xs, BM * lda_, x_stages_);
     stage_arrays(ys, depth_ * ldb_, y_stages_);
-    block.push_back(make_allocate(ds, Type::tensor(DType::F32, {i64(STORE_ROWS * LDD)}), MemorySpace::Shared, span()));
+    block.push_back(make_allocate(ds, Type::tensor(DType::F32, {i64(STORE_ROWS * ldd_)}), MemorySpace::Shared, span()));
     block.push_back(make_allocate(acc, Type::tensor(DType::F32, {i64(BM), i64(BN)}), MemorySpace::Fragment, span()));
     block.push_back(make_mma_zero(acc, WARP_ROWS, WARP_COLS, span()));
 
@@ -85,7 +88,7 @@ class Scheduler {
     block.insert(block.end(), steps.begin(), steps.end());
 
     for (int q = 0; q < BM; q += STORE_ROWS) {
-      block.push_back(make_mma_store(ds, LDD, acc, WARP_ROWS, WARP_COLS, q, STORE_ROWS, span()));
+      block.push_back(make_mma_store(ds, ldd_, acc, WARP_ROWS, WARP_COLS, q, STORE_ROWS, span()));
       block.push_back(make_barrier());
       block.push_back(epilogue(ds, rt, ct, q, M, N));
       block.push_back(make_barrier());
@@ -109,9 +112,10 @@ class Scheduler {
                        .dtype = f_.dtype, .guard = {}, .mask = {}};
   }
 
-  // gpu_thread t: for e in t..32 * 128 step T: out[..] = f(init + ds[r * LDD + c])
-  // at row rt * 128 + q + r, column ct * 128 + c, inside the output.
+  // gpu_thread t: for e in t..32 * BN step T: out[..] = f(init + ds[r * ldd + c])
+  // at row rt * BM + q + r, column ct * BN + c, inside the output.
   Stmt epilogue(const std::string& ds, const std::string& rt, const std::string& ct, int q, int64_t M, int64_t N) {
+    const int BM = bm_, BN = bn_, LDD = ldd_;
     std::string t = fresh_("t%tc"), e = fresh_("e%tc"), r = fresh_("r%tc"), c = fresh_("c%tc"), row = fresh_("row%tc"), col = fresh_("col%tc");
     Block body = {make_let(r, index_var(e) / i64(BN)), make_let(c, mod(index_var(e), BN)), make_let(row, index_var(rt) * i64(BM) + i64(q) + index_var(r)),
                   make_let(col, index_var(ct) * i64(BN) + index_var(c))};
@@ -133,13 +137,14 @@ class Scheduler {
   Factors f_;
   FreshNames fresh_;
   bool async_copies_ = true;
+  int bm_, bn_, ldd_;
   int depth_ = 32, lda_ = 40, ldb_ = 136;
   std::vector<std::string> x_stages_, y_stages_;  // the factors' arrays, one per stage
 };
 
 }  // namespace
 
-std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not, bool async_copies) {
+std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not, bool async_copies, int64_t large_tiles) {
   std::optional<ProductForm> m = match_product(k);
   if (!m) {
     if (why_not) *why_not = "not a matrix product";
@@ -151,7 +156,12 @@ std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not, bo
   }
   std::optional<Factors> f = tensor_core_factors(*m, k.hints.tf32, why_not);
   if (!f) return std::nullopt;
-  return Scheduler(k, *m, *f, async_copies).run();
+  // 128x128 tiles only where there are enough of them to fill the GPU:
+  // fewer, larger tiles leave multiprocessors idle.
+  int64_t M = m->rows.size(), N = m->cols.size();
+  int64_t large = m->batch() * ((M + 127) / 128) * ((N + 127) / 128);
+  int tile = M >= 128 && N >= 128 && large >= large_tiles ? 128 : 64;
+  return Scheduler(k, *m, *f, async_copies, tile).run();
 }
 
 }  // namespace zyntax::cir

@@ -4,7 +4,9 @@
 //     (exact products, as the tensor cores form them), or
 //   - f32 values in a kernel marked @precision(tf32) (factors rounded to TF32),
 // becomes one GPU block per 128x128 tile of the output (per batch element),
-// 8 warps as a 2x4 grid, each accumulating a 64x32 part in registers:
+// 8 warps as a 2x4 grid, each accumulating a 64x32 part in registers. A
+// product of fewer than kGpuMatmulLargeTiles such tiles (too few to give
+// every multiprocessor one) takes 64x64 tiles instead, 32x16 per warp:
 //
 //   gpu_block for tile:
 //     shared xs[128 * lda], ys[depth * ldb], ds[32 * 132]; fragment acc[128, 128]
@@ -37,6 +39,7 @@
 #include <string>
 
 #include "cir/ir.hpp"
+#include "cir/passes/schedule_gpu_matmul.hpp"
 
 namespace zyntax::cir {
 
@@ -44,6 +47,8 @@ constexpr int kGpuMmaThreads = 256;
 
 // `async_copies` false: the slices are copied between barriers even where
 // they could be copied asynchronously (which takes more shared memory).
-std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not = nullptr, bool async_copies = true);
+// `large_tiles`: the 128x128 tiles a product needs to take them.
+std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not = nullptr, bool async_copies = true,
+                                       int64_t large_tiles = kGpuMatmulLargeTiles);
 
 }  // namespace zyntax::cir
