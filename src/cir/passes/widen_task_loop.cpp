@@ -1,5 +1,6 @@
 #include "cir/passes/widen_task_loop.hpp"
 
+#include <algorithm>
 #include <optional>
 
 #include "cir/passes/simplify.hpp"
@@ -45,10 +46,14 @@ Stmt outer_let(const For& outer, const ConstantRange& r, const Expr& t, int64_t 
 
 // One step of widening: `s` (a parallel loop of too few iterations) merged
 // with the parallel loop that is its whole body; none where it cannot be.
+// Lets may come first (`let base = n * C`): they move into the merged body.
 std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block) {
   auto outer = s.as<For>();
-  if (!outer || outer->loop_kind != LoopKind::Parallel || outer->body.size() != 1) return std::nullopt;
-  auto inner = outer->body[0].as<For>();
+  if (!outer || outer->loop_kind != LoopKind::Parallel || outer->body.empty()) return std::nullopt;
+  Block lets(outer->body.begin(), outer->body.end() - 1);
+  for (const Stmt& l : lets)
+    if (!l.as<Let>()) return std::nullopt;
+  auto inner = outer->body.back().as<For>();
   if (!inner || inner->loop_kind != LoopKind::Parallel) return std::nullopt;
   std::optional<ConstantRange> ro = constant_range(*outer), ri = constant_range(*inner);
   if (!ro || !ri || ro->trips() == 0 || ri->trips() == 0) return std::nullopt;
@@ -59,6 +64,7 @@ std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block) 
     int64_t n = ri->trips();
     Block body;
     body.push_back(outer_let(*outer, *ro, tv, n));
+    body.insert(body.end(), lets.begin(), lets.end());
     body.push_back(make_let(inner->var, simplify(add(i64(ri->lo), mul(Binary::make(BinaryOp::Mod, tv, i64(n)), i64(ri->step)))),
                             inner->span));
     body.insert(body.end(), inner->body.begin(), inner->body.end());
@@ -67,14 +73,14 @@ std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block) 
 
   // The innermost loop: blocks of whole vectors, as many as the threads need.
   int64_t wanted = (min_trips + ro->trips() - 1) / ro->trips();
-  int64_t per = (ri->trips() + wanted - 1) / wanted;
-  per = (per + block - 1) / block * block;
+  int64_t per = std::max(block, ri->trips() / wanted / block * block);
   int64_t blocks = (ri->trips() + per - 1) / per;
   if (blocks <= 1) return std::nullopt;
   Expr first = simplify(add(i64(ri->lo), mul(Binary::make(BinaryOp::Mod, tv, i64(blocks)), i64(per * ri->step))));
   Expr end = simplify(Binary::make(BinaryOp::Min, inner->hi, add(first, i64(per * ri->step))));
   Block body;
   body.push_back(outer_let(*outer, *ro, tv, blocks));
+  body.insert(body.end(), lets.begin(), lets.end());
   body.push_back(make_for(inner->var, first, end, inner->step, inner->body, LoopKind::Parallel, inner->factor, inner->span));
   return make_for(t, i64(0), i64(ro->trips() * blocks), i64(1), std::move(body), LoopKind::Parallel, 0, outer->span);
 }

@@ -16,10 +16,10 @@
 //       body                             parallel for j in (i%j % 4) * 256..min(1000, (i%j % 4) * 256 + 256):
 //                                          body
 //
-// Only loops with constant bounds that do not depend on the outer variable
-// merge; iterations of parallel loops are independent, so the order they
-// run in does not change the result. Reduce kernels, whose tasks each keep
-// a partial result, are left as they are.
+// Lets between the two loops move inside the merged one. Only loops with
+// constant bounds merge; iterations of parallel loops are independent, so
+// the order they run in does not change the result. Reduce kernels, whose
+// tasks each keep a partial result, are left as they are.
 #pragma once
 
 #include <cstdint>
