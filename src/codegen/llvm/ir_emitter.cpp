@@ -9,6 +9,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <set>
@@ -267,7 +268,9 @@ class Emitter {
         run_body_if(b_.CreateICmpEQ(global_thread_, b_.getInt64(0)));
       }
     } else if (outer_parallel_loop(k_)) {
-      emit_for(*k_.body[0].as<cir::For>(), /*outer=*/true);
+      const cir::For& outer = *k_.body[0].as<cir::For>();
+      if (k_.kind == cir::KernelKind::Reduce) task_var_ = outer.var;
+      emit_for(outer, /*outer=*/true);
     } else {
       // No loop to split: run whole when the range holds iteration 0.
       run_body_if(b_.CreateAnd(b_.CreateICmpSLE(begin_, b_.getInt64(0)), b_.CreateICmpSGT(end_, b_.getInt64(0))));
@@ -1303,6 +1306,10 @@ class Emitter {
       return logical(op == ReduceOp::And, acc, x, at);
     };
     if (target_ == EmitTarget::Nvptx && gpu_block_depth_ > 0) return atomic_update(at, acc_ptr, combine);
+    // CPU tasks (iterations of the outer parallel loop) that yield to an
+    // element chosen without their variable may meet there at once.
+    if (!task_var_.empty() && !std::any_of(y.out_index.begin(), y.out_index.end(), [&](const cir::Expr& e) { return cir::reads_any(e, {task_var_}); }))
+      return atomic_update(at, acc_ptr, combine);
     llvm::Value* acc = from_memory(at, b_.CreateLoad(mem_type(at), acc_ptr));
     b_.CreateStore(to_memory(at, combine(acc)), acc_ptr);
   }
@@ -1317,7 +1324,12 @@ class Emitter {
     llvm::Type* bits = b_.getIntNTy(static_cast<unsigned>(mem->getPrimitiveSizeInBits()));
     auto as_bits = [&](llvm::Value* v) { return v->getType() == bits ? v : b_.CreateBitCast(v, bits); };
     auto from_bits = [&](llvm::Value* v) { return mem == bits ? v : b_.CreateBitCast(v, mem); };
-    llvm::Value* first = b_.CreateLoad(bits, ptr);
+    llvm::LoadInst* first = b_.CreateLoad(bits, ptr);
+    if (target_ == EmitTarget::Cpu) {
+      // Other threads may swap the value meanwhile: an atomic read.
+      first->setAtomic(llvm::AtomicOrdering::Monotonic);
+      first->setAlignment(llvm::Align(mem->getPrimitiveSizeInBits() / 8));
+    }
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* retry = llvm::BasicBlock::Create(ctx_, "atomic.retry", fn_);
     llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "atomic.done", fn_);
@@ -1969,6 +1981,7 @@ class Emitter {
   llvm::Value* shared_region_ = nullptr;  // the block's shared memory, when its arrays are at offsets in one region
   int64_t next_shared_offset_ = 0;        // where the next array not placed goes in it
   int gpu_thread_depth_ = 0;                // and GPU thread loops
+  std::string task_var_;                    // a CPU reduce kernel's outer parallel loop variable
   std::set<std::string> thread_private_;    // local arrays of a GPU block, one row per thread
   std::map<std::string, cir::Type> fragment_types_;                // tensor-core accumulators, as allocated
   std::map<std::string, codegen::TileMmaFragments> fragments_;     // ... and their registers

@@ -7,6 +7,7 @@
 #include "cir/passes/reuse_row_values.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/serialize_atomic_loops.hpp"
+#include "cir/passes/schedule_cpu_reduce.hpp"
 #include "cir/passes/schedule_matmul.hpp"
 #include "cir/passes/widen_task_loop.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
@@ -28,6 +29,11 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads) {
   }
   if (threads < kCpuAtomicThreads)
     passes.push_back({"serialize_atomic_loops", [](const cir::Kernel& k) { return cir::serialize_atomic_loops(k); }});
+  // A whole-tensor reduction: a chunk per task, folded in a register.
+  passes.push_back({"schedule_cpu_reduce", [threads](const cir::Kernel& k) {
+                      std::optional<cir::Kernel> s = cir::schedule_cpu_reduce(k, 4 * int64_t(threads));
+                      return s ? *s : k;
+                    }});
   cir::MatMulSchedule mm = cir::cpu_matmul_schedule(CpuJit::instance().target().vector_bits, threads);
   passes.push_back({"schedule_matmul", [mm](const cir::Kernel& k) {
                       std::optional<cir::Kernel> s = cir::schedule_matmul(k, mm);
