@@ -65,6 +65,16 @@ def f(x: tensor[n, f32]) {
     }
 })";
 
+// A whole-tensor reduction: one pass over memory, partials per task.
+inline const char* kSumOfSquares = R"(
+def f(x: tensor[n, f32]) {
+    return compute(x) {
+        @kernel reduce(+)
+        for i in 0..n:
+            yield x[i] * x[i]
+    }
+})";
+
 inline const char* kGelu = R"(
 def f(x: tensor[n, f32]) {
     return compute(x) {

@@ -112,6 +112,7 @@ def torch_anchors(threads):
     r["gelu"] = typical_time(lambda: F.gelu(big, approximate="tanh")) * 1e3
     r["gelu_erf"] = typical_time(lambda: F.gelu(big)) * 1e3
     r["copy"] = typical_time(lambda: big.clone()) * 1e3
+    r["sum_of_squares"] = typical_time(lambda: torch.dot(big, big)) * 1e3
     for bh, s, d in [(12, 128, 64), (4, 512, 64)]:
         q, k, v = (torch.randn(bh, s, d, generator=g) for _ in range(3))
         scale = 1.0 / (d ** 0.5)
@@ -162,6 +163,7 @@ def numpy_anchors():
     r["embedding_grad"] = typical_time(embedding_grad) * 1e3
     big = rng.standard_normal(1 << 24, dtype=np.float32)
     r["gelu"] = typical_time(lambda: big * 0.5 * (1.0 + np.tanh(0.7978845608 * (big + 0.044715 * big ** 3)))) * 1e3
+    r["sum_of_squares"] = typical_time(lambda: np.dot(big, big)) * 1e3
     return r
 
 
@@ -235,7 +237,8 @@ def main():
               "| kernel | zyntax ms | zyntax GB/s | % of memcpy bandwidth | PyTorch ms | vs PyTorch | NumPy ms | target |",
               "|---|---|---|---|---|---|---|---|"]
     for label, name, key in [("copy", "BM_zyntax_copy", "copy"), ("GELU (tanh form)", "BM_zyntax_gelu", "gelu"),
-                             ("GELU (erf form, `gelu`)", "BM_zyntax_gelu_erf", "gelu_erf")]:
+                             ("GELU (erf form, `gelu`)", "BM_zyntax_gelu_erf", "gelu_erf"),
+                             ("sum of squares (`reduce(+)`, reads only; anchors `dot(x, x)`)", "BM_zyntax_sum_of_squares", "sum_of_squares")]:
         zt, gb = z(name), counter(name, "GBps")
         pct = "%.0f%%" % (100 * gb / mem) if gb and mem else "—"
         met = ""

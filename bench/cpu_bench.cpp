@@ -126,6 +126,13 @@ void BM_zyntax_gelu_erf(benchmark::State& state) {
   bytes_counter(state, 2.0 * kLarge * sizeof(float));
 }
 
+void BM_zyntax_sum_of_squares(benchmark::State& state) {
+  std::vector<Tensor> in = {random({kLarge}, 5)};
+  run(kSumOfSquares, in);
+  for (auto _ : state) benchmark::DoNotOptimize(run(kSumOfSquares, in).data());
+  bytes_counter(state, 1.0 * kLarge * sizeof(float));  // read only
+}
+
 // The same chain on 256 KiB, which stays in each core's L2: its throughput
 // here is the arithmetic's own, so the large run shows how close the
 // arithmetic comes to memory speed.
@@ -236,6 +243,7 @@ BENCHMARK(BM_zyntax_copy)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_gelu)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_gelu_in_cache)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_gelu_erf)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_sum_of_squares)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_softmax)->Args({4096, 1024})->Args({1024, 4096})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_layernorm)->Args({4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_attention)->Args({12, 128, 64})->Args({4, 512, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
