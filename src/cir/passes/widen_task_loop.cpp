@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "cir/passes/gpu_loops.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/verifier.hpp"
 #include "cir/visitor.hpp"
@@ -47,7 +48,7 @@ Stmt outer_let(const For& outer, const ConstantRange& r, const Expr& t, int64_t 
 // One step of widening: `s` (a parallel loop of too few iterations) merged
 // with the parallel loop that is its whole body; none where it cannot be.
 // Lets may come first (`let base = n * C`): they move into the merged body.
-std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block) {
+std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block, FreshNames& fresh) {
   auto outer = s.as<For>();
   if (!outer || outer->loop_kind != LoopKind::Parallel || outer->body.empty()) return std::nullopt;
   Block lets(outer->body.begin(), outer->body.end() - 1);
@@ -57,7 +58,7 @@ std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block) 
   if (!inner || inner->loop_kind != LoopKind::Parallel) return std::nullopt;
   std::optional<ConstantRange> ro = constant_range(*outer), ri = constant_range(*inner);
   if (!ro || !ri || ro->trips() == 0 || ri->trips() == 0) return std::nullopt;
-  std::string t = outer->var + "%" + inner->var;
+  std::string t = fresh(outer->var + "%" + inner->var);
   Expr tv = Var::make(t, Type::scalar(DType::I64));
 
   if (holds_loop(inner->body)) {
@@ -90,12 +91,13 @@ std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block) 
 Kernel widen_task_loop(const Kernel& k, int64_t min_trips, int64_t block) {
   if (k.kind == KernelKind::Reduce || k.body.size() != 1) return k;
   Kernel out = k;
+  FreshNames fresh(k);
   Stmt& s = out.body[0];
   for (;;) {
     auto f = s.as<For>();
     std::optional<ConstantRange> r = f ? constant_range(*f) : std::nullopt;
     if (!r || r->trips() >= min_trips) break;
-    std::optional<Stmt> wider = widen_once(s, min_trips, block);
+    std::optional<Stmt> wider = widen_once(s, min_trips, block, fresh);
     if (!wider) break;
     s = *wider;
   }
