@@ -4,6 +4,7 @@
 
 #include "cir/affine.hpp"
 #include "cir/mutator.hpp"
+#include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/printer.hpp"
 #include "cir/reads.hpp"
@@ -240,6 +241,21 @@ bool only_yields(const For& loop) {
   c.inside = declared_in(loop);
   c.include(loop.body);
   return c.ok;
+}
+
+std::optional<SingleElementFold> single_element_fold(const Kernel& k, bool indexed, std::string* why_not) {
+  auto fail = [&](std::string why) -> std::optional<SingleElementFold> {
+    if (why_not) *why_not = std::move(why);
+    return std::nullopt;
+  };
+  auto loop = k.body.size() == 1 ? k.body[0].as<For>() : nullptr;
+  if (!loop || loop->loop_kind != LoopKind::Serial) return fail("the kernel is not one serial loop");
+  Stmt merged = merge_loop_nest(k.body[0], LoopKind::Serial);
+  const For& f = *merged.as<For>();
+  std::optional<std::vector<Expr>> target = single_yield_target(f, indexed);
+  if (!target) return fail("the loop does not yield to one output element");
+  if (!only_yields(f)) return fail("the loop does more than yield");
+  return SingleElementFold{merged, *target};
 }
 
 Block yields_into(const Block& body, const std::string& partial, BinaryOp op, DType partial_dtype) {

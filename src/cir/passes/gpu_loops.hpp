@@ -91,6 +91,16 @@ std::optional<std::vector<Expr>> single_yield_target(const For& loop, bool index
 // statements of GPU schedules, assignments only to its own vars.
 bool only_yields(const For& loop);
 
+// What the CPU and GPU whole-tensor reductions both start from: a reduce
+// kernel's one serial loop (a nest merged into one, collapse_parallel_loops'
+// merge_loop_nest) that does nothing but yield to one output element (with
+// an index where `indexed`), and that element. None, with why, otherwise.
+struct SingleElementFold {
+  Stmt loop;  // a For
+  std::vector<Expr> target;
+};
+std::optional<SingleElementFold> single_element_fold(const Kernel& k, bool indexed, std::string* why_not);
+
 // The loop's body with every `yield v` made `partial = partial op v` (v
 // converted to the partial's dtype, as the accumulator converts it).
 Block yields_into(const Block& body, const std::string& partial, BinaryOp op, DType partial_dtype);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/gpu_loops.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/verifier.hpp"
@@ -17,13 +16,10 @@ std::optional<Kernel> schedule_cpu_reduce(const Kernel& k, int64_t tasks, int64_
   if (k.kind != KernelKind::Reduce) return fail("not a reduce kernel");
   std::optional<BinaryOp> op = reduce_binary_op(k.reduce_op);
   if (!op) return fail(std::string("a reduce(") + reduce_op_name(k.reduce_op) + ") kernel: tasks fold with + * min max");
-  auto loop = k.body.size() == 1 ? k.body[0].as<For>() : nullptr;
-  if (!loop || loop->loop_kind != LoopKind::Serial) return fail("the kernel is not one serial loop");
-  Stmt merged = merge_loop_nest(k.body[0], LoopKind::Serial);
-  const For& f = *merged.as<For>();
-  std::optional<std::vector<Expr>> target = single_yield_target(f);
-  if (!target) return fail("the loop does not yield to one output element");
-  if (!only_yields(f)) return fail("the loop does more than yield");
+  std::optional<SingleElementFold> fold = single_element_fold(k, false, why_not);
+  if (!fold) return std::nullopt;
+  const For& f = *fold->loop.as<For>();
+  const std::vector<Expr>& target = fold->target;
   auto lo = f.lo.as<IntImm>(), hi = f.hi.as<IntImm>(), step = f.step.as<IntImm>();
   if (!lo || !hi || !step || step->value <= 0) return fail("the loop's bounds are not constants");
 
@@ -40,7 +36,7 @@ std::optional<Kernel> schedule_cpu_reduce(const Kernel& k, int64_t tasks, int64_
   Block body;
   body.push_back(make_decl(partial, Type::scalar(acc), fold_identity(*op, acc), f.span));
   body.push_back(make_for(f.var, first, end, f.step, yields_into(f.body, partial, *op, acc), LoopKind::Serial, 0, f.span));
-  body.push_back(make_yield(Var::make(partial, Type::scalar(acc)), Expr(), *target, f.span));
+  body.push_back(make_yield(Var::make(partial, Type::scalar(acc)), Expr(), target, f.span));
   Kernel out = k;
   out.body = {make_for(t, i64(0), i64(count), i64(1), std::move(body), LoopKind::Parallel, 0, f.span)};
   verify_or_throw(out, "schedule_cpu_reduce");

@@ -158,6 +158,12 @@ class Scheduler {
 
 }  // namespace
 
+bool takes_large_gpu_tiles(const ProductForm& m, int64_t large_tiles) {
+  int64_t M = m.rows.size(), N = m.cols.size();
+  int64_t tiles = m.batch() * ((M + kLarge.bm - 1) / kLarge.bm) * ((N + kLarge.bn - 1) / kLarge.bn);
+  return M >= kLarge.bm && N >= kLarge.bn && tiles >= large_tiles;
+}
+
 std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not, int64_t large_tiles) {
   auto fail = [&](std::string why) -> std::optional<Kernel> {
     if (why_not) *why_not = std::move(why);
@@ -167,10 +173,7 @@ std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not,
   if (!m) return fail("not a matrix product");
   if (m->sum->type.dtype != DType::F32 || m->x->type.dtype != DType::F32 || m->y->type.dtype != DType::F32)
     return fail("a product not in f32");
-  int64_t M = m->rows.size(), N = m->cols.size();
-  int64_t tiles = m->batch() * ((M + kLarge.bm - 1) / kLarge.bm) * ((N + kLarge.bn - 1) / kLarge.bn);
-  bool large = M >= kLarge.bm && N >= kLarge.bn && tiles >= large_tiles;
-  return Scheduler(k, *m, large ? kLarge : kSmall).run();
+  return Scheduler(k, *m, takes_large_gpu_tiles(*m, large_tiles) ? kLarge : kSmall).run();
 }
 
 }  // namespace zyntax::cir

@@ -51,6 +51,11 @@ constexpr int kGpuMatmulThreads = 256;
 // The 128x128 tiles a product needs to take them (an H100's multiprocessors).
 constexpr int64_t kGpuMatmulLargeTiles = 132;
 
+// Whether a product takes 128x128 tiles: it is that large each way and has
+// at least `large_tiles` of them (schedule_gpu_mma follows the same rule).
+struct ProductForm;
+bool takes_large_gpu_tiles(const ProductForm& m, int64_t large_tiles);
+
 // `large_tiles`: the 128x128 tiles a product needs to take them (tests run
 // both tile shapes at sizes the reference can check).
 std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not = nullptr, int64_t large_tiles = kGpuMatmulLargeTiles);

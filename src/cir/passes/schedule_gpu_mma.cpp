@@ -158,10 +158,7 @@ std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not, bo
   if (!f) return std::nullopt;
   // 128x128 tiles only where there are enough of them to fill the GPU:
   // fewer, larger tiles leave multiprocessors idle.
-  int64_t M = m->rows.size(), N = m->cols.size();
-  int64_t large = m->batch() * ((M + 127) / 128) * ((N + 127) / 128);
-  int tile = M >= 128 && N >= 128 && large >= large_tiles ? 128 : 64;
-  return Scheduler(k, *m, *f, async_copies, tile).run();
+  return Scheduler(k, *m, *f, async_copies, takes_large_gpu_tiles(*m, large_tiles) ? 128 : 64).run();
 }
 
 }  // namespace zyntax::cir

@@ -1,7 +1,6 @@
 #include "cir/passes/schedule_gpu_reduce.hpp"
 
 #include "cir/affine.hpp"
-#include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/gpu_loops.hpp"
 #include "cir/verifier.hpp"
 
@@ -18,17 +17,14 @@ std::optional<Kernel> schedule_gpu_reduce(const Kernel& k, int64_t blocks, int t
   if (!op && !arg)
     return fail(std::string("a reduce(") + reduce_op_name(k.reduce_op) + ") kernel: block reductions fold with + * min max argmin argmax");
   if (arg && blocks != 1) return fail("an arg reduction folds in one block");
-  auto loop = k.body.size() == 1 ? k.body[0].as<For>() : nullptr;
-  if (!loop || loop->loop_kind != LoopKind::Serial) return fail("the kernel is not one serial loop");
+  std::optional<SingleElementFold> fold_of = single_element_fold(k, arg, why_not);
+  if (!fold_of) return std::nullopt;
   FreshNames fresh(k);
-  Stmt merged = merge_loop_nest(k.body[0], LoopKind::Serial);
-  const For& f = *merged.as<For>();
-  std::optional<std::vector<Expr>> target = single_yield_target(f, arg);
-  if (!target) return fail("the loop does not yield to one output element");
-  if (!only_yields(f)) return fail("the loop does more than yield");
+  const For& f = *fold_of->loop.as<For>();
+  const std::vector<Expr>& target = fold_of->target;
   if (!is_i64_scalar(f.lo) || !is_i64_scalar(f.hi) || !is_i64_scalar(f.step)) return fail("the loop's bounds are not i64");
   if (arg) {
-    std::optional<Block> fold = arg_block_fold(f, k.reduce_op, *target, threads, fresh);
+    std::optional<Block> fold = arg_block_fold(f, k.reduce_op, target, threads, fresh);
     if (!fold) return fail("the loop yields what is not a number");
     Kernel out = k;
     out.body = {make_for(fresh("block%b"), i64(0), i64(1), i64(1), std::move(*fold), LoopKind::GpuBlock, 0, f.span)};
@@ -46,7 +42,7 @@ std::optional<Kernel> schedule_gpu_reduce(const Kernel& k, int64_t blocks, int t
   Block body = fold.arrays;
   body.push_back(fold.threads);
   body.insert(body.end(), fold.reductions.begin(), fold.reductions.end());
-  Stmt yield = make_yield(Var::make(total, Type::scalar(acc)), Expr(), *target, f.span);
+  Stmt yield = make_yield(Var::make(total, Type::scalar(acc)), Expr(), target, f.span);
   body.push_back(make_for(fresh("once%t"), i64(0), i64(1), i64(1), {yield}, LoopKind::GpuThread, 0, f.span));
   body.push_back(make_barrier(FenceScope::Block, f.span));
   Kernel out = k;
