@@ -42,6 +42,19 @@ struct DeviceDescription {
 
 ZYNTAX_API std::vector<DeviceDescription> compute_devices();
 
+// The sizes of a 2-D convolution over NCHW data: the input is
+// [batch, in_channels, height, width], the weights [out_channels,
+// in_channels, kernel_h, kernel_w], the output [batch, out_channels,
+// out_height(), out_width()]. Reads outside the input (the padding) are zero.
+struct Conv2dShape {
+  size_t batch = 0, in_channels = 0, height = 0, width = 0;
+  size_t out_channels = 0, kernel_h = 0, kernel_w = 0;
+  size_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0;
+
+  size_t out_height() const { return (height + 2 * pad_h - kernel_h) / stride_h + 1; }
+  size_t out_width() const { return (width + 2 * pad_w - kernel_w) / stride_w + 1; }
+};
+
 class DeviceImpl;
 class PoolImpl;
 
@@ -133,6 +146,12 @@ class ZYNTAX_API ComputeDevice {
   void matmul_accumulate(Buffer& c, const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const;
   Buffer transpose_2d(const Buffer& x, size_t rows, size_t cols) const;
 
+  // ------------------------------------------------------------ convolution
+  // out = conv(x, weight) + bias[out_channel], with the sizes of `shape`;
+  // the form without a bias adds none.
+  Buffer conv2d(const Buffer& x, const Buffer& weight, const Buffer& bias, const Conv2dShape& shape) const;
+  Buffer conv2d(const Buffer& x, const Buffer& weight, const Conv2dShape& shape) const;
+
   // ------------------------------------------------------------ element-wise ops
   // out[i] = matrix[i] + bias[i % dim]
   Buffer bias_add(const Buffer& matrix, const Buffer& bias, size_t numel, size_t dim) const;
@@ -171,6 +190,12 @@ class ZYNTAX_API ComputeDevice {
   // (grad_input, grad_weight)
   std::pair<Buffer, Buffer> rms_norm_backward(const Buffer& input, const Buffer& weight, const Buffer& grad_output,
                                               size_t n_groups, size_t dim, float eps) const;
+  // (grad_input, grad_gamma, grad_beta)
+  std::tuple<Buffer, Buffer, Buffer> layer_norm_backward(const Buffer& input, const Buffer& gamma, const Buffer& grad_output,
+                                                         size_t n_rows, size_t dim, float eps) const;
+  // (grad_input, grad_weight, grad_bias) of conv2d, given the gradient of its output.
+  std::tuple<Buffer, Buffer, Buffer> conv2d_backward(const Buffer& grad_output, const Buffer& x, const Buffer& weight,
+                                                     const Conv2dShape& shape) const;
   // grad_weight[ids[t]] += grad_output[t]: [vocab_size, dim].
   Buffer embedding_backward(const Buffer& grad_output, const Buffer& ids, size_t vocab_size, size_t seq_len,
                             size_t dim) const;

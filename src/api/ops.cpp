@@ -93,6 +93,22 @@ Buffer ComputeDevice::layer_norm(const Buffer& x, const Buffer& gamma, const Buf
                              {}, {{"eps", f32(eps)}}));
 }
 
+std::tuple<Buffer, Buffer, Buffer> ComputeDevice::layer_norm_backward(const Buffer& input, const Buffer& gamma,
+                                                                      const Buffer& grad_output, size_t n_rows, size_t dim,
+                                                                      float eps) const {
+  const char* op = "layer_norm_backward";
+  Tensor x = shaped(*impl_, input, op, "input", {n_rows, dim}, "[n_rows, dim]");
+  Tensor g = shaped(*impl_, gamma, op, "gamma", {dim}, "[dim]");
+  Tensor dy = shaped(*impl_, grad_output, op, "grad_output", {n_rows, dim}, "[n_rows, dim]");
+  Buffer dx = wrap(*impl_, run_op(*impl_, "layer_norm_backward_input", {x, g, dy}, {}, {{"eps", f32(eps)}}));
+  Tensor stats = run_op(*impl_, "layer_norm_stats", {x}, {}, {{"eps", f32(eps)}});  // [n_rows, 2]: mean, 1 / std
+  Tensor params = run_op(*impl_, "layer_norm_backward_params", {x, dy, stats});  // [2, dim]
+  Buffer dgamma = alloc(dim), dbeta = alloc(dim);
+  api::write_into(dgamma, params);
+  api::write_into(dbeta, params, dim * sizeof(float));
+  return {dx, dgamma, dbeta};
+}
+
 Buffer ComputeDevice::reduce_sum(const Buffer& x, const std::vector<size_t>& shape, size_t axis) const {
   if (axis >= shape.size())
     throw ShapeError("reduce_sum: axis " + std::to_string(axis) + " is out of range for shape " + api::shape_text(shape));
@@ -140,6 +156,73 @@ Buffer ComputeDevice::embedding_backward(const Buffer& grad_output, const Buffer
                              {shaped(*impl_, grad_output, op, "grad_output", {seq_len, dim}, "[seq_len, dim]"),
                               shaped(*impl_, ids, op, "ids", {seq_len}, "[seq_len]")},
                              {{"vocab", static_cast<int64_t>(vocab_size)}}));
+}
+
+namespace {
+
+// A convolution's sizes, checked: every size non-zero, strides of at least
+// one, and the kernel within the padded input.
+void check_conv(const char* op, const Conv2dShape& s) {
+  const std::pair<const char*, size_t> sizes[] = {{"batch", s.batch},       {"in_channels", s.in_channels},
+                                                  {"height", s.height},     {"width", s.width},
+                                                  {"out_channels", s.out_channels}, {"kernel_h", s.kernel_h},
+                                                  {"kernel_w", s.kernel_w}, {"stride_h", s.stride_h},
+                                                  {"stride_w", s.stride_w}};
+  for (const auto& [name, v] : sizes)
+    if (v == 0) throw ShapeError(std::string(op) + ": " + name + " is 0");
+  if (s.kernel_h > s.height + 2 * s.pad_h)
+    throw ShapeError(std::string(op) + ": kernel_h = " + std::to_string(s.kernel_h) + " is larger than height + 2 * pad_h = " +
+                     std::to_string(s.height + 2 * s.pad_h));
+  if (s.kernel_w > s.width + 2 * s.pad_w)
+    throw ShapeError(std::string(op) + ": kernel_w = " + std::to_string(s.kernel_w) + " is larger than width + 2 * pad_w = " +
+                     std::to_string(s.width + 2 * s.pad_w));
+}
+
+const char* kInputShape = "[batch, in_channels, height, width]";
+const char* kWeightShape = "[out_channels, in_channels, kernel_h, kernel_w]";
+const char* kOutputShape = "[batch, out_channels, out_height, out_width]";
+
+std::map<std::string, int64_t> conv_steps(const Conv2dShape& s) {
+  return {{"sh", static_cast<int64_t>(s.stride_h)}, {"sw", static_cast<int64_t>(s.stride_w)},
+          {"ph", static_cast<int64_t>(s.pad_h)},    {"pw", static_cast<int64_t>(s.pad_w)}};
+}
+
+}  // namespace
+
+Buffer ComputeDevice::conv2d(const Buffer& x, const Buffer& weight, const Buffer& bias, const Conv2dShape& s) const {
+  const char* op = "conv2d";
+  check_conv(op, s);
+  std::map<std::string, int64_t> dims = conv_steps(s);
+  dims["oh"] = static_cast<int64_t>(s.out_height());
+  dims["ow"] = static_cast<int64_t>(s.out_width());
+  return wrap(*impl_, run_op(*impl_, op,
+                             {shaped(*impl_, x, op, "x", {s.batch, s.in_channels, s.height, s.width}, kInputShape),
+                              shaped(*impl_, weight, op, "weight", {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, kWeightShape),
+                              shaped(*impl_, bias, op, "bias", {s.out_channels}, "[out_channels]")},
+                             dims));
+}
+
+Buffer ComputeDevice::conv2d(const Buffer& x, const Buffer& weight, const Conv2dShape& s) const {
+  check_conv("conv2d", s);
+  return conv2d(x, weight, alloc(s.out_channels), s);
+}
+
+std::tuple<Buffer, Buffer, Buffer> ComputeDevice::conv2d_backward(const Buffer& grad_output, const Buffer& x,
+                                                                  const Buffer& weight, const Conv2dShape& s) const {
+  const char* op = "conv2d_backward";
+  check_conv(op, s);
+  Tensor X = shaped(*impl_, x, op, "x", {s.batch, s.in_channels, s.height, s.width}, kInputShape);
+  Tensor W = shaped(*impl_, weight, op, "weight", {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, kWeightShape);
+  Tensor G = shaped(*impl_, grad_output, op, "grad_output", {s.batch, s.out_channels, s.out_height(), s.out_width()}, kOutputShape);
+  std::map<std::string, int64_t> input_dims = conv_steps(s), weight_dims = conv_steps(s);
+  input_dims["h"] = static_cast<int64_t>(s.height);
+  input_dims["w"] = static_cast<int64_t>(s.width);
+  weight_dims["kh"] = static_cast<int64_t>(s.kernel_h);
+  weight_dims["kw"] = static_cast<int64_t>(s.kernel_w);
+  Buffer dx = wrap(*impl_, run_op(*impl_, "conv2d_backward_input", {G, W}, input_dims));
+  Buffer dw = wrap(*impl_, run_op(*impl_, "conv2d_backward_weight", {X, G}, weight_dims));
+  Buffer db = wrap(*impl_, run_op(*impl_, "conv2d_backward_bias", {G}));
+  return {dx, dw, db};
 }
 
 namespace {

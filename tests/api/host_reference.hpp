@@ -131,4 +131,28 @@ inline Vec rope(const Vec& x, size_t seq, size_t heads, size_t hd, size_t offset
   return y;
 }
 
+// 2-D convolution over NCHW x [b, ic, h, w] with weights [oc, ic, kh, kw],
+// zero padding; `S` holds the sizes by the names of zyntax::Conv2dShape.
+template <class S>
+Vec conv2d(const Vec& x, const Vec& w, const Vec& bias, const S& s) {
+  size_t oh = (s.height + 2 * s.pad_h - s.kernel_h) / s.stride_h + 1, ow = (s.width + 2 * s.pad_w - s.kernel_w) / s.stride_w + 1;
+  Vec y(s.batch * s.out_channels * oh * ow);
+  for (size_t n = 0; n < s.batch; ++n)
+    for (size_t o = 0; o < s.out_channels; ++o)
+      for (size_t i = 0; i < oh; ++i)
+        for (size_t j = 0; j < ow; ++j) {
+          double sum = bias[o];
+          for (size_t c = 0; c < s.in_channels; ++c)
+            for (size_t dy = 0; dy < s.kernel_h; ++dy)
+              for (size_t dx = 0; dx < s.kernel_w; ++dx) {
+                long iy = long(i * s.stride_h + dy) - long(s.pad_h), ix = long(j * s.stride_w + dx) - long(s.pad_w);
+                if (iy < 0 || ix < 0 || iy >= long(s.height) || ix >= long(s.width)) continue;
+                sum += x[((n * s.in_channels + c) * s.height + iy) * s.width + ix] *
+                       w[((o * s.in_channels + c) * s.kernel_h + dy) * s.kernel_w + dx];
+              }
+          y[((n * s.out_channels + o) * oh + i) * ow + j] = sum;
+        }
+  return y;
+}
+
 }  // namespace zyntax::host

@@ -36,6 +36,12 @@ std::vector<ComputeDevice> devices() {
 
 ComputeDevice reference() { return ComputeDevice::open("cpu:reference"); }
 
+std::vector<ComputeDevice> devices_and_reference() {
+  std::vector<ComputeDevice> all = devices();
+  all.push_back(reference());
+  return all;
+}
+
 // Sizes with odd and unit extents.
 const size_t kSizes[][3] = {{1, 1, 1}, {3, 5, 7}, {17, 33, 9}, {64, 31, 65}, {2, 128, 3}};
 
@@ -232,6 +238,41 @@ TEST(Api, EmbeddingLooksUpRowsAndReportsABadId) {
   EXPECT_THROW(dev.embedding(dev.upload(w), dev.upload({1.0f}), 1, dim), ShapeError);
 }
 
+// Convolutions with odd sizes, unit and larger strides, padding from none to
+// more than the kernel's half, square and oblong kernels.
+const Conv2dShape kConvs[] = {
+    {.batch = 1, .in_channels = 1, .height = 1, .width = 1, .out_channels = 1, .kernel_h = 1, .kernel_w = 1},
+    {.batch = 2, .in_channels = 3, .height = 7, .width = 9, .out_channels = 5, .kernel_h = 3, .kernel_w = 3, .pad_h = 1, .pad_w = 1},
+    {.batch = 1, .in_channels = 4, .height = 11, .width = 8, .out_channels = 3, .kernel_h = 3, .kernel_w = 3, .stride_h = 2,
+     .stride_w = 2, .pad_h = 1, .pad_w = 1},
+    {.batch = 3, .in_channels = 2, .height = 6, .width = 5, .out_channels = 2, .kernel_h = 5, .kernel_w = 3, .stride_h = 1,
+     .stride_w = 2, .pad_h = 2, .pad_w = 0},
+    {.batch = 2, .in_channels = 5, .height = 4, .width = 4, .out_channels = 7, .kernel_h = 1, .kernel_w = 1},
+    {.batch = 1, .in_channels = 2, .height = 5, .width = 6, .out_channels = 3, .kernel_h = 2, .kernel_w = 3, .stride_h = 3,
+     .stride_w = 1, .pad_h = 2, .pad_w = 2},
+};
+
+std::string conv_text(const Conv2dShape& s) {
+  return "conv " + std::to_string(s.batch) + "x" + std::to_string(s.in_channels) + "x" + std::to_string(s.height) + "x" +
+         std::to_string(s.width) + " * " + std::to_string(s.out_channels) + "x" + std::to_string(s.kernel_h) + "x" +
+         std::to_string(s.kernel_w) + " stride " + std::to_string(s.stride_h) + "," + std::to_string(s.stride_w) + " pad " +
+         std::to_string(s.pad_h) + "," + std::to_string(s.pad_w);
+}
+
+TEST(Api, Conv2dWithStridesPaddingAndOddSizes) {
+  for (const Conv2dShape& s : kConvs) {
+    std::vector<float> x = host::random_floats(s.batch * s.in_channels * s.height * s.width, 40),
+                       w = host::random_floats(s.out_channels * s.in_channels * s.kernel_h * s.kernel_w, 41),
+                       b = host::random_floats(s.out_channels, 42);
+    Vec X = host::to_double(x), W = host::to_double(w), B = host::to_double(b);
+    double tol = 1e-5 * std::sqrt(double(s.in_channels * s.kernel_h * s.kernel_w));
+    check_op([&](const ComputeDevice& d) { return d.conv2d(d.upload(x), d.upload(w), d.upload(b), s).to_vector(); },
+             host::conv2d(X, W, B, s), tol, conv_text(s));
+    check_op([&](const ComputeDevice& d) { return d.conv2d(d.upload(x), d.upload(w), s).to_vector(); },
+             host::conv2d(X, W, Vec(s.out_channels, 0.0), s), tol, conv_text(s) + " without bias");
+  }
+}
+
 // ------------------------------------------------------------ gradients against finite differences
 
 // d(sum(g * f(x))) / dx by central differences in f64.
@@ -275,6 +316,47 @@ TEST(Api, RmsNormBackwardMatchesFiniteDifferences) {
       auto [dx, dw] = d.rms_norm_backward(d.upload(x), d.upload(w), d.upload(g), groups, dim, 1e-5f);
       expect_close(dx.to_vector(), want_dx, 1e-4, "rms_norm_backward dx on " + d.id());
       expect_close(dw.to_vector(), want_dw, 1e-4, "rms_norm_backward dw on " + d.id());
+    }
+  }
+}
+
+TEST(Api, LayerNormBackwardMatchesFiniteDifferences) {
+  for (const auto& s : kSizes) {
+    size_t rows = s[0], dim = std::min<size_t>(s[1], 40);
+    std::vector<float> x = host::random_floats(rows * dim, 43, 2.0f), gamma = host::random_floats(dim, 44),
+                       beta = host::random_floats(dim, 45), g = host::random_floats(rows * dim, 46);
+    Vec X = host::to_double(x), Gm = host::to_double(gamma), Bt = host::to_double(beta), G = host::to_double(g);
+    double eps = 1e-5;
+    Vec want_dx = finite_difference([&](const Vec& v) { return host::layer_norm(v, Gm, Bt, rows, dim, eps); }, X, G);
+    Vec want_dg = finite_difference([&](const Vec& v) { return host::layer_norm(X, v, Bt, rows, dim, eps); }, Gm, G);
+    Vec want_db = finite_difference([&](const Vec& v) { return host::layer_norm(X, Gm, v, rows, dim, eps); }, Bt, G);
+    std::string what = "layer_norm_backward " + std::to_string(rows) + "x" + std::to_string(dim);
+    for (const ComputeDevice& d : devices_and_reference()) {
+      auto [dx, dgamma, dbeta] = d.layer_norm_backward(d.upload(x), d.upload(gamma), d.upload(g), rows, dim, 1e-5f);
+      expect_close(dx.to_vector(), want_dx, 1e-4, what + " dx on " + d.id());
+      expect_close(dgamma.to_vector(), want_dg, 1e-4, what + " dgamma on " + d.id());
+      expect_close(dbeta.to_vector(), want_db, 1e-4, what + " dbeta on " + d.id());
+    }
+  }
+}
+
+TEST(Api, Conv2dBackwardMatchesFiniteDifferences) {
+  for (const Conv2dShape& s : kConvs) {
+    size_t nx = s.batch * s.in_channels * s.height * s.width, nw = s.out_channels * s.in_channels * s.kernel_h * s.kernel_w;
+    size_t ny = s.batch * s.out_channels * s.out_height() * s.out_width();
+    std::vector<float> x = host::random_floats(nx, 47), w = host::random_floats(nw, 48), b = host::random_floats(s.out_channels, 49),
+                       g = host::random_floats(ny, 50);
+    Vec X = host::to_double(x), W = host::to_double(w), B = host::to_double(b), G = host::to_double(g);
+    Vec want_dx = finite_difference([&](const Vec& v) { return host::conv2d(v, W, B, s); }, X, G);
+    Vec want_dw = finite_difference([&](const Vec& v) { return host::conv2d(X, v, B, s); }, W, G);
+    Vec want_db = finite_difference([&](const Vec& v) { return host::conv2d(X, W, v, s); }, B, G);
+    double tol = 1e-5 * std::sqrt(double(ny));
+    for (const ComputeDevice& d : devices_and_reference()) {
+      auto [dx, dw, db] = d.conv2d_backward(d.upload(g), d.upload(x), d.upload(w), s);
+      std::string what = conv_text(s) + " backward on " + d.id();
+      expect_close(dx.to_vector(), want_dx, tol, what + ": grad_input");
+      expect_close(dw.to_vector(), want_dw, tol, what + ": grad_weight");
+      expect_close(db.to_vector(), want_db, tol, what + ": grad_bias");
     }
   }
 }
@@ -433,6 +515,34 @@ TEST(Api, ShapeMismatchesNameTheOpTheArgumentAndBothShapes) {
     EXPECT_STREQ(e.what(), "rms_norm: argument weight has 4 elements, but [dim] = [3] needs 3");
   }
   EXPECT_THROW(dev.reduce_sum(a, {2, 3}, 2), ShapeError);
+  Conv2dShape conv{.batch = 1, .in_channels = 2, .height = 3, .width = 1, .out_channels = 2, .kernel_h = 1, .kernel_w = 1};
+  try {
+    dev.conv2d(a, dev.alloc(3), conv);
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "conv2d: argument weight has 3 elements, but [out_channels, in_channels, kernel_h, kernel_w] = [2, 2, 1, 1] needs 4");
+  }
+  conv.kernel_w = 3;
+  try {
+    dev.conv2d(a, dev.alloc(12), conv);
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "conv2d: kernel_w = 3 is larger than width + 2 * pad_w = 1");
+  }
+  conv.kernel_w = 1;
+  conv.stride_h = 0;
+  try {
+    dev.conv2d_backward(a, a, dev.alloc(4), conv);
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "conv2d_backward: stride_h is 0");
+  }
+  try {
+    dev.layer_norm_backward(a, dev.alloc(3), dev.alloc(5), 2, 3, 1e-5f);
+    FAIL() << "no error";
+  } catch (const ShapeError& e) {
+    EXPECT_STREQ(e.what(), "layer_norm_backward: argument grad_output has 5 elements, but [n_rows, dim] = [2, 3] needs 6");
+  }
   EXPECT_THROW(dev.bias_add(a, dev.alloc(4), 6, 4), ShapeError);
   Buffer none;
   EXPECT_THROW(dev.softmax(none, 1, 1), ShapeError);

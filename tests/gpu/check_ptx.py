@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Every kernel of the test corpus compiles to PTX that NVIDIA's assembler accepts.
 
-For each program of tests/programs and examples/:
+For each program of tests/programs and examples/ (and the op library, stdlib/):
   - the generic kernels (sizes as parameters): `zyntax compile P --backend nvptx --arch A`;
   - for each case of tests/programs/run_programs.py (its random inputs written
     to a fresh directory), the kernels at the sizes the run launches:
@@ -102,8 +102,9 @@ def main():
     run_programs.define_all()
     jobs = []
     programs = sorted(set(run_programs.program_path(c.program) for c in run_programs.CASES))
-    programs += sorted(os.path.join(ROOT, "examples", f) for f in os.listdir(os.path.join(ROOT, "examples"))
-                       if f.endswith(".zynml"))
+    for folder in ("examples", "stdlib"):
+        programs += sorted(os.path.join(ROOT, folder, f) for f in os.listdir(os.path.join(ROOT, folder))
+                           if f.endswith(".zynml"))
     for p in programs:
         for arch in archs:
             jobs.append((p, arch, None, "%s (generic) %s" % (os.path.relpath(p, ROOT), arch)))
