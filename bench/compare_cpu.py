@@ -94,6 +94,8 @@ def ms(b):
 GEMM_SHAPES = [(n, n, n) for n in (256, 512, 1024, 2048, 4096)] + [(128, 1152, 6272), (64, 576, 3136)]
 CONV_SHAPES = [(1, 64, 56, 64), (8, 128, 28, 128), (1, 256, 14, 256), (1, 512, 7, 512)]
 DEPTHWISE_SHAPES = [(1, 256, 56), (8, 128, 28)]
+# The backward passes of bench/cpu_bench.cpp: convolutions as above, layer norm rows x dim.
+CONV_BACKWARD_SHAPES = [(1, 64, 56, 64), (8, 128, 28, 128)]
 
 
 def torch_anchors(threads):
@@ -126,6 +128,15 @@ def torch_anchors(threads):
     for b, c, hw in DEPTHWISE_SHAPES:
         x, w = torch.randn(b, c, hw, hw, generator=g), torch.randn(c, 1, 3, 3, generator=g)
         r["depthwise/%d/%d/%d" % (b, c, hw)] = typical_time(lambda: F.conv2d(x, w, padding=1, groups=c)) * 1e3
+    for b, c, hw, oc in CONV_BACKWARD_SHAPES:
+        x, w, gy = torch.randn(b, c, hw, hw, generator=g), torch.randn(oc, c, 3, 3, generator=g), torch.randn(b, oc, hw, hw, generator=g)
+        r["conv2d_backward/%d/%d/%d/%d" % (b, c, hw, oc)] = typical_time(lambda: torch.ops.aten.convolution_backward(
+            gy, x, w, [oc], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True])) * 1e3
+    x, w, b = torch.randn(4096, 1024, generator=g), torch.randn(1024, generator=g), torch.randn(1024, generator=g)
+    gy = torch.randn(4096, 1024, generator=g)
+    _, mean, rstd = torch.ops.aten.native_layer_norm(x, [1024], w, b, 1e-5)
+    r["layernorm_backward/4096/1024"] = typical_time(lambda: torch.ops.aten.native_layer_norm_backward(
+        gy, x, [1024], mean, rstd, w, b, [True, True, True])) * 1e3
     for m, k, n in GEMM_SHAPES:
         if m * k * n > 1024 ** 3:
             continue  # the largest take seconds in eager PyTorch and add nothing the OpenBLAS/oneDNN columns do not say
@@ -280,6 +291,17 @@ def main():
         name, key = "BM_zyntax_depthwise/%d/%d/%d" % (b, c, hw), "depthwise/%d/%d/%d" % (b, c, hw)
         lines.append("| depthwise conv2d | %d × %d × %d² | %s | — | %s | %s |" % (
             b, c, hw, fmt(z(name)), fmt(th.get(key)), ratio(z(name), th.get(key))))
+    lines.append("")
+
+    lines += ["### Backward passes (the op library's kernels, as ComputeDevice runs them)", "",
+              "| op | shape | zyntax ms | PyTorch ms | vs PyTorch |", "|---|---|---|---|---|"]
+    for b, c, hw, oc in CONV_BACKWARD_SHAPES:
+        name, key = "BM_zyntax_conv2d_backward/%d/%d/%d/%d" % (b, c, hw, oc), "conv2d_backward/%d/%d/%d/%d" % (b, c, hw, oc)
+        lines.append("| conv2d_backward (input, weights, bias; 3×3, padding 1) | %d × %d × %d² → %d | %s | %s | %s |" % (
+            b, c, hw, oc, fmt(z(name)), fmt(th.get(key)), ratio(z(name), th.get(key))))
+    name, key = "BM_zyntax_layernorm_backward/4096/1024", "layernorm_backward/4096/1024"
+    lines.append("| layer_norm_backward (input, gamma, beta) | 4096×1024 | %s | %s | %s |" % (
+        fmt(z(name)), fmt(th.get(key)), ratio(z(name), th.get(key))))
     lines.append("")
 
     comp = cpp.get("BM_compile_cold_and_warm", {})

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "api/op_library.hpp"
 #include "cir/hash.hpp"
 #include "cir/passes/specialize.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
@@ -198,6 +199,54 @@ void BM_zyntax_depthwise(benchmark::State& state) {
   bytes_counter(state, 2.0 * b * c * hw * hw * sizeof(float));
 }
 
+// ------------------------------------------------------------ training steps (the op library's backward kernels)
+
+Tensor run_op(const std::string& name, const std::vector<Tensor>& inputs, const std::map<std::string, int64_t>& dims = {},
+              const std::map<std::string, Scalar>& scalars = {}) {
+  return api::OpLibrary::instance().op(name).launch(cpu(), inputs, dims, scalars);
+}
+
+// The gradients of a 3x3 convolution with stride 1 and padding 1 with
+// respect to its input, weights and bias (ComputeDevice::conv2d_backward).
+void BM_zyntax_conv2d_backward(benchmark::State& state) {
+  int64_t b = state.range(0), c = state.range(1), hw = state.range(2), oc = state.range(3);
+  Tensor x = random({b, c, hw, hw}, 20), w = random({oc, c, 3, 3}, 21), g = random({b, oc, hw, hw}, 22);
+  std::map<std::string, int64_t> steps = {{"sh", 1}, {"sw", 1}, {"ph", 1}, {"pw", 1}};
+  std::map<std::string, int64_t> input_dims = steps, weight_dims = steps;
+  input_dims.insert({{"h", hw}, {"w", hw}});
+  weight_dims.insert({{"kh", 3}, {"kw", 3}});
+  auto go = [&] {
+    benchmark::DoNotOptimize(run_op("conv2d_backward_input", {g, w}, input_dims).data());
+    Tensor dw = run_op("conv2d_backward_weight", {x, g}, weight_dims);
+    benchmark::DoNotOptimize(run_op("transpose_2d", {dw.reshaped({c * 9, oc})}).data());
+    benchmark::DoNotOptimize(run_op("conv2d_backward_bias", {g}).data());
+  };
+  go();
+  for (auto _ : state) go();
+  state.counters["GFLOPS"] =
+      benchmark::Counter(4.0 * b * oc * c * 9 * hw * hw / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The gradients of layer_norm with respect to its input, gamma and beta
+// (ComputeDevice::layer_norm_backward).
+void BM_zyntax_layernorm_backward(benchmark::State& state) {
+  int64_t rows = state.range(0), cols = state.range(1);
+  Tensor x = random({rows, cols}, 23), gamma = random({cols}, 24), g = random({rows, cols}, 25);
+  std::map<std::string, Scalar> eps = {{"eps", Scalar::of_float(1e-5, DType::F32)}};
+  auto go = [&] {
+    benchmark::DoNotOptimize(run_op("layer_norm_backward_input", {x, gamma, g}, {}, eps).data());
+    Tensor stats = run_op("layer_norm_stats", {x}, {}, eps);
+    int64_t chunk = (rows + 63) / 64, chunks = (rows + chunk - 1) / chunk;
+    Tensor partial = run_op("layer_norm_backward_params", {x, g, stats}, {{"chunk", chunk}, {"chunks", chunks}});
+    benchmark::DoNotOptimize(run_op("reduce_sum_axis", {partial.reshaped({1, chunks, 2 * cols})}).data());
+  };
+  go();
+  for (auto _ : state) go();
+  // x read three times (the input's gradient, the statistics, the
+  // parameters'), grad twice, dx written.
+  bytes_counter(state, 6.0 * rows * cols * sizeof(float));
+}
+
 // ------------------------------------------------------------ launch and compile
 
 void BM_zyntax_launch_tiny(benchmark::State& state) {
@@ -250,6 +299,8 @@ BENCHMARK(BM_zyntax_attention)->Args({12, 128, 64})->Args({4, 512, 64})->Unit(be
 BENCHMARK(BM_zyntax_embedding_grad)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_conv2d)->Args({1, 64, 56, 64})->Args({8, 128, 28, 128})->Args({1, 256, 14, 256})->Args({1, 512, 7, 512})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_depthwise)->Args({1, 256, 56})->Args({8, 128, 28})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_conv2d_backward)->Args({1, 64, 56, 64})->Args({8, 128, 28, 128})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_zyntax_layernorm_backward)->Args({4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_zyntax_launch_tiny)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_compile_cold_and_warm)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
 

@@ -102,7 +102,11 @@ std::tuple<Buffer, Buffer, Buffer> ComputeDevice::layer_norm_backward(const Buff
   Tensor dy = shaped(*impl_, grad_output, op, "grad_output", {n_rows, dim}, "[n_rows, dim]");
   Buffer dx = wrap(*impl_, run_op(*impl_, "layer_norm_backward_input", {x, g, dy}, {}, {{"eps", f32(eps)}}));
   Tensor stats = run_op(*impl_, "layer_norm_stats", {x}, {}, {{"eps", f32(eps)}});  // [n_rows, 2]: mean, 1 / std
-  Tensor params = run_op(*impl_, "layer_norm_backward_params", {x, dy, stats});  // [2, dim]
+  // Sums over blocks of rows (some 64 of them), then over the blocks: [2, dim].
+  size_t chunk = (n_rows + 63) / 64, chunks = (n_rows + chunk - 1) / chunk;
+  Tensor partial = run_op(*impl_, "layer_norm_backward_params", {x, dy, stats},
+                          {{"chunk", static_cast<int64_t>(chunk)}, {"chunks", static_cast<int64_t>(chunks)}});
+  Tensor params = run_op(*impl_, "reduce_sum_axis", {partial.reshaped({1, static_cast<int64_t>(chunks), 2 * static_cast<int64_t>(dim)})});
   Buffer dgamma = alloc(dim), dbeta = alloc(dim);
   api::write_into(dgamma, params);
   api::write_into(dbeta, params, dim * sizeof(float));
@@ -220,7 +224,9 @@ std::tuple<Buffer, Buffer, Buffer> ComputeDevice::conv2d_backward(const Buffer& 
   weight_dims["kh"] = static_cast<int64_t>(s.kernel_h);
   weight_dims["kw"] = static_cast<int64_t>(s.kernel_w);
   Buffer dx = wrap(*impl_, run_op(*impl_, "conv2d_backward_input", {G, W}, input_dims));
-  Buffer dw = wrap(*impl_, run_op(*impl_, "conv2d_backward_weight", {X, G}, weight_dims));
+  Tensor dw_t = run_op(*impl_, "conv2d_backward_weight", {X, G}, weight_dims);  // [in_channels, kernel_h, kernel_w, out_channels]
+  int64_t taps = static_cast<int64_t>(s.in_channels * s.kernel_h * s.kernel_w);
+  Buffer dw = wrap(*impl_, run_op(*impl_, "transpose_2d", {dw_t.reshaped({taps, static_cast<int64_t>(s.out_channels)})}));
   Buffer db = wrap(*impl_, run_op(*impl_, "conv2d_backward_bias", {G}));
   return {dx, dw, db};
 }

@@ -321,9 +321,14 @@ class Builder {
     } else {
       per_window.push_back(over_c);
     }
+    // Window positions the depth block reaches: where it lies within one
+    // channel, its part of the window (a batch's pixels, when the window is
+    // the output image), else the whole window.
+    Expr s_lo = max(i64(0), var("pc%mm") - (var("pc%mm") + var("kcv%mm") - i64(1)) / i64(S) * i64(S));
+    Expr s_hi = min(i64(S), var("pc%mm") + var("kcv%mm") - var("pc%mm") / i64(S) * i64(S));
     Block run = {make_let(e0, max(var(row) * i64(E), var(first)) - var(first)),
                  make_let(e1, min(var(row) * i64(E) + i64(E), var(stop)) - var(first)),
-                 make_for(s, i64(0), i64(S), i64(1), per_window)};
+                 make_for(s, s_lo, s_hi, i64(1), per_window)};
     // Zeros first: where the guard fails, past the block's end.
     std::string z = fresh("z");
     Stmt zeros = make_for(z, i64(0), var("kcv%mm") * i64(W), i64(1),
