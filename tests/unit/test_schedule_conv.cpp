@@ -224,6 +224,52 @@ TEST(ScheduleConvApplies, AtStrideOneAsASlidingWindowOverThePaddedInput) {
   EXPECT_EQ(cir::print(*out).find("rows ko%mm"), std::string::npos);
 }
 
+// The gradient of a convolution's weights, as the op library writes it:
+// rows = the window's taps (c, dy, dz), columns = output channels, depth =
+// batch x output pixels. A's runs along the depth are the long ones, so its
+// panels are copied along the image rows with the padding as each run's
+// range; batches of several images and odd sizes split depth blocks
+// mid-image and mid-row.
+std::string weight_gradient_source(int stride, int padding) {
+  std::string s = std::to_string(stride), p = std::to_string(padding);
+  return "def f(x: tensor[b, ic, h, w, f32], g: tensor[b, oc, oh, ow, f32], kh: i64, kw: i64) {\n"
+         " return compute(x, g) {\n  @kernel conv2d\n  for c in 0..ic, dy in 0..kh:\n   for dz in 0..kw, o in 0..oc:\n"
+         "    var sum = 0.0\n    for n in 0..b:\n     for y in 0..oh, z in 0..ow:\n"
+         "      let iy = y * " + s + " + dy - " + p + "\n      let iz = z * " + s + " + dz - " + p + "\n"
+         "      if iy >= 0 and iy < h and iz >= 0 and iz < w:\n       sum += x[n, c, iy, iz] * g[n, o, y, z]\n"
+         "    out[c, dy, dz, o] = sum\n }\n}";
+}
+
+TEST(ScheduleConvApplies, ToTheWeightGradientPackingAlongTheImageRows) {
+  Device* cpu = DeviceRegistry::global().find("cpu");
+  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  Random rng(7);
+  for (auto [stride, padding] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 0}, std::pair{1, 2}, std::pair{2, 0}}) {
+    CompiledCompute compiled(kernel_of(weight_gradient_source(stride, padding)));
+    for (const Shape4& s : {kShapes[0], kShapes[1], kShapes[3], kShapes[4], Shape4{3, 8, 31, 29, 16, 3, 3}}) {
+      int64_t oh = (s.h + 2 * padding - s.kh) / stride + 1, ow = (s.w + 2 * padding - s.kw) / stride + 1;
+      std::vector<Tensor> in = {rand_normal(rng, DType::F32, {s.batch, s.in_c, s.h, s.w}),
+                                rand_normal(rng, DType::F32, {s.batch, s.out_c, oh, ow})};
+      std::map<std::string, int64_t> host = {{"kh", s.kh}, {"kw", s.kw}};
+      std::map<std::string, int64_t> dims = {{"b", s.batch}, {"ic", s.in_c}, {"h", s.h},  {"w", s.w},
+                                             {"oc", s.out_c}, {"oh", oh},     {"ow", ow}, {"kh", s.kh}, {"kw", s.kw}};
+      std::string what = "stride=" + std::to_string(stride) + " padding=" + std::to_string(padding) + " " + shape_text(s);
+      cir::Kernel k = cir::specialize(compiled.generic(), dims);
+      for (int threads : {1, 3}) {
+        cir::MatMulSchedule schedule = cir::cpu_matmul_schedule(512, threads);
+        schedule.kc = 100;  // several depth blocks even at these sizes
+        std::optional<cir::Kernel> scheduled = cir::schedule_matmul(k, schedule);
+        ASSERT_TRUE(scheduled.has_value()) << what;
+        if (ow > s.kw) EXPECT_NE(cir::print(*scheduled).find("for dv%mm"), std::string::npos) << what << "\n" << cir::print(*scheduled);
+        expect_close(ReferenceKernel(*scheduled).run(in, {}), ReferenceKernel(k).run(in, {}), ReferenceKernel(k).run(absolute(in), {}),
+                     what + " threads=" + std::to_string(threads));
+      }
+      expect_close(compiled.launch(*cpu, in, host, {}), compiled.launch(*ref, in, host, {}), compiled.launch(*ref, absolute(in), host, {}),
+                   what + " on cpu");
+    }
+  }
+}
+
 // Without a guard there is nothing to check; a depthwise convolution (each
 // output channel reads only its own input channel) is no matrix product.
 TEST(ScheduleConvApplies, NotToDepthwiseConvolutions) {

@@ -245,6 +245,8 @@ class Builder {
   // copying rows of B and interleaving W rows of A into whole-vector stores.
   void pack(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W, int64_t KC,
             const std::string& start, const std::string& count, const std::string& first, int lanes) {
+    if (along.loops.size() > 1 && m_.depth.loops.size() > 1 && along.loops.back().extent < m_.depth.loops.back().extent)
+      return pack_along_depth(out, dst, v, guarded, along, W, KC, start, count, first);
     if (along.loops.size() > 1) return pack_by_runs(out, dst, v, guarded, along, W, KC, start, count, first, lanes);
     std::string panel = fresh("panel");
     Expr end = var(start) + var(count);
@@ -262,6 +264,47 @@ class Builder {
     };
     Block body = {make_let(first, var(start) + var(panel) * i64(W)),
                   make_if(cmp(BinaryOp::Le, var(first) + i64(W), end), copy(false), copy(true))};
+    out.push_back(make_for(panel, i64(0), (var(count) + i64(W - 1)) / i64(W), i64(1), body));
+  }
+
+  // pack() where the depth's runs are the longer ones (a convolution's
+  // weight gradient: the rows are window taps, a short run each, and the
+  // depth is the image's pixels, read along its rows): each row of the
+  // panel is copied a run of the depth's last loop at a time, that loop
+  // innermost and free of tests (the padding guard becomes its range), into
+  // a panel zeroed first where the guard may skip terms or rows are missing.
+  void pack_along_depth(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W,
+                        int64_t KC, const std::string& start, const std::string& count, const std::string& first) {
+    std::string panel = fresh("panel"), e = fresh("e"), row = fresh("dr"), d = fresh("dv"), stop = fresh("stop"), z = fresh("z");
+    const LoopGroup::Loop& last = m_.depth.loops.back();
+    LoopGroup outer = m_.depth;
+    outer.loops.pop_back();
+    const int64_t E = last.extent;
+    Expr pc = var("pc%mm"), pe = var("pc%mm") + var("kcv%mm"), run0 = var(row) * i64(E);
+
+    Substitution at = outer.at(var(row));
+    at[last.var] = var(d) + i64(last.lo);
+    for (auto& [name, value] : along.at(var(first) + var(e))) at[name] = value;
+    Expr lo = max(pc, run0) - run0, hi = min(pe, run0 + i64(E)) - run0;
+    bool tested = guarded && m_.guard.defined();
+    std::optional<GuardRange> range;
+    if (tested) range = guard_range(simplify(substitute(m_.guard, at)), d);
+    if (range) {
+      for (const Expr& l : range->lower) lo = max(lo, l);
+      for (const Expr& u : range->upper) hi = min(hi, u);
+    }
+    Stmt copy = make_store(dst, {AxisSel::at(var(panel) * i64(KC * W) + (run0 + var(d) - pc) * i64(W) + var(e))}, substitute(v, at));
+    if (tested && !range) copy = make_if(substitute(m_.guard, at), {copy}, {});
+    Stmt run = make_for(d, lo, hi, i64(1), {copy});
+    if (range) run = make_if(range->uniform, {run}, {});
+    Stmt over_rows = make_for(row, pc / i64(E), (pe - i64(1)) / i64(E) + i64(1), i64(1), {run});
+
+    Stmt zeros = make_for(z, i64(0), var("kcv%mm") * i64(W), i64(1),
+                          {make_store(dst, {AxisSel::at(var(panel) * i64(KC * W) + var(z))}, FloatImm::make(0.0))});
+    Block body = {make_let(first, var(start) + var(panel) * i64(W)),
+                  make_let(stop, min(var(first) + i64(W), var(start) + var(count)))};
+    body.push_back(tested ? zeros : make_if(cmp(BinaryOp::Lt, var(stop) - var(first), i64(W)), {zeros}, {}));
+    body.push_back(make_for(e, i64(0), var(stop) - var(first), i64(1), {over_rows}));
     out.push_back(make_for(panel, i64(0), (var(count) + i64(W - 1)) / i64(W), i64(1), body));
   }
 
