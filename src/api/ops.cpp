@@ -30,6 +30,15 @@ Tensor shaped(const DeviceImpl& dev, const Buffer& b, const char* op, const char
 
 Scalar f32(float v) { return Scalar::of_float(v, DType::F32); }
 
+// Column sums over many rows (a norm's parameter gradients): `op` sums each
+// of some 64 blocks of rows, reading along the rows with a share for every
+// core, into [chunks, width]; reduce_sum_axis then adds the blocks.
+Tensor sum_over_row_blocks(const DeviceImpl& dev, const char* op, const std::vector<Tensor>& inputs, size_t rows, size_t width) {
+  size_t chunk = (rows + 63) / 64, chunks = (rows + chunk - 1) / chunk;
+  Tensor partial = run_op(dev, op, inputs, {{"chunk", static_cast<int64_t>(chunk)}, {"chunks", static_cast<int64_t>(chunks)}});
+  return run_op(dev, "reduce_sum_axis", {partial.reshaped({1, static_cast<int64_t>(chunks), static_cast<int64_t>(width)})});
+}
+
 }  // namespace
 
 Buffer ComputeDevice::matmul(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
@@ -102,11 +111,7 @@ std::tuple<Buffer, Buffer, Buffer> ComputeDevice::layer_norm_backward(const Buff
   Tensor dy = shaped(*impl_, grad_output, op, "grad_output", {n_rows, dim}, "[n_rows, dim]");
   Buffer dx = wrap(*impl_, run_op(*impl_, "layer_norm_backward_input", {x, g, dy}, {}, {{"eps", f32(eps)}}));
   Tensor stats = run_op(*impl_, "layer_norm_stats", {x}, {}, {{"eps", f32(eps)}});  // [n_rows, 2]: mean, 1 / std
-  // Sums over blocks of rows (some 64 of them), then over the blocks: [2, dim].
-  size_t chunk = (n_rows + 63) / 64, chunks = (n_rows + chunk - 1) / chunk;
-  Tensor partial = run_op(*impl_, "layer_norm_backward_params", {x, dy, stats},
-                          {{"chunk", static_cast<int64_t>(chunk)}, {"chunks", static_cast<int64_t>(chunks)}});
-  Tensor params = run_op(*impl_, "reduce_sum_axis", {partial.reshaped({1, static_cast<int64_t>(chunks), 2 * static_cast<int64_t>(dim)})});
+  Tensor params = sum_over_row_blocks(*impl_, "layer_norm_backward_params", {x, dy, stats}, n_rows, 2 * dim);  // [2, dim]
   Buffer dgamma = alloc(dim), dbeta = alloc(dim);
   api::write_into(dgamma, params);
   api::write_into(dbeta, params, dim * sizeof(float));
@@ -148,7 +153,8 @@ std::pair<Buffer, Buffer> ComputeDevice::rms_norm_backward(const Buffer& input, 
   Tensor w = shaped(*impl_, weight, op, "weight", {dim}, "[dim]");
   Tensor g = shaped(*impl_, grad_output, op, "grad_output", {n_groups, dim}, "[n_groups, dim]");
   Buffer dx = wrap(*impl_, run_op(*impl_, "rms_norm_backward_input", {x, w, g}, {}, {{"eps", f32(eps)}}));
-  Buffer dw = wrap(*impl_, run_op(*impl_, "rms_norm_backward_weight", {x, g}, {}, {{"eps", f32(eps)}}));
+  Tensor inv = run_op(*impl_, "rms_norm_inverse", {x}, {}, {{"eps", f32(eps)}});
+  Buffer dw = wrap(*impl_, sum_over_row_blocks(*impl_, "rms_norm_backward_weight", {x, g, inv}, n_groups, dim));
   return {dx, dw};
 }
 
