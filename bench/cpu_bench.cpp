@@ -235,16 +235,14 @@ void BM_zyntax_layernorm_backward(benchmark::State& state) {
   std::map<std::string, Scalar> eps = {{"eps", Scalar::of_float(1e-5, DType::F32)}};
   auto go = [&] {
     benchmark::DoNotOptimize(run_op("layer_norm_backward_input", {x, gamma, g}, {}, eps).data());
-    Tensor stats = run_op("layer_norm_stats", {x}, {}, eps);
     int64_t chunk = (rows + 63) / 64, chunks = (rows + chunk - 1) / chunk;
-    Tensor partial = run_op("layer_norm_backward_params", {x, g, stats}, {{"chunk", chunk}, {"chunks", chunks}});
+    Tensor partial = run_op("layer_norm_backward_params", {x, g}, {{"chunk", chunk}, {"chunks", chunks}}, eps);
     benchmark::DoNotOptimize(run_op("reduce_sum_axis", {partial.reshaped({1, chunks, 2 * cols})}).data());
   };
   go();
   for (auto _ : state) go();
-  // x read three times (the input's gradient, the statistics, the
-  // parameters'), grad twice, dx written.
-  bytes_counter(state, 6.0 * rows * cols * sizeof(float));
+  // x and grad read twice (the input's gradient, the parameters'), dx written.
+  bytes_counter(state, 5.0 * rows * cols * sizeof(float));
 }
 
 // ------------------------------------------------------------ launch and compile

@@ -33,9 +33,10 @@ Scalar f32(float v) { return Scalar::of_float(v, DType::F32); }
 // Column sums over many rows (a norm's parameter gradients): `op` sums each
 // of some 64 blocks of rows, reading along the rows with a share for every
 // core, into [chunks, width]; reduce_sum_axis then adds the blocks.
-Tensor sum_over_row_blocks(const DeviceImpl& dev, const char* op, const std::vector<Tensor>& inputs, size_t rows, size_t width) {
+Tensor sum_over_row_blocks(const DeviceImpl& dev, const char* op, const std::vector<Tensor>& inputs, size_t rows, size_t width,
+                           const std::map<std::string, Scalar>& scalars = {}) {
   size_t chunk = (rows + 63) / 64, chunks = (rows + chunk - 1) / chunk;
-  Tensor partial = run_op(dev, op, inputs, {{"chunk", static_cast<int64_t>(chunk)}, {"chunks", static_cast<int64_t>(chunks)}});
+  Tensor partial = run_op(dev, op, inputs, {{"chunk", static_cast<int64_t>(chunk)}, {"chunks", static_cast<int64_t>(chunks)}}, scalars);
   return run_op(dev, "reduce_sum_axis", {partial.reshaped({1, static_cast<int64_t>(chunks), static_cast<int64_t>(width)})});
 }
 
@@ -110,8 +111,7 @@ std::tuple<Buffer, Buffer, Buffer> ComputeDevice::layer_norm_backward(const Buff
   Tensor g = shaped(*impl_, gamma, op, "gamma", {dim}, "[dim]");
   Tensor dy = shaped(*impl_, grad_output, op, "grad_output", {n_rows, dim}, "[n_rows, dim]");
   Buffer dx = wrap(*impl_, run_op(*impl_, "layer_norm_backward_input", {x, g, dy}, {}, {{"eps", f32(eps)}}));
-  Tensor stats = run_op(*impl_, "layer_norm_stats", {x}, {}, {{"eps", f32(eps)}});  // [n_rows, 2]: mean, 1 / std
-  Tensor params = sum_over_row_blocks(*impl_, "layer_norm_backward_params", {x, dy, stats}, n_rows, 2 * dim);  // [2, dim]
+  Tensor params = sum_over_row_blocks(*impl_, "layer_norm_backward_params", {x, dy}, n_rows, 2 * dim, {{"eps", f32(eps)}});  // [2, dim]
   Buffer dgamma = alloc(dim), dbeta = alloc(dim);
   api::write_into(dgamma, params);
   api::write_into(dbeta, params, dim * sizeof(float));

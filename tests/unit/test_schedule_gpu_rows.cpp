@@ -41,7 +41,7 @@ std::map<std::string, int64_t> sizes(const cir::Kernel& k, int64_t rows, int64_t
 // The op library's kernels that walk along rows (reduce_sum_axis sums down
 // the middle axis: a thread per output reads side by side instead).
 const std::set<std::string> kRowKernels = {
-    "softmax", "softmax_backward", "rms_norm", "rms_norm_backward_input", "rms_norm_inverse", "layer_norm", "layer_norm_stats",
+    "softmax", "softmax_backward", "rms_norm", "rms_norm_backward_input", "rms_norm_inverse", "layer_norm",
     "layer_norm_backward_input", "matmul_bt",
     "cross_entropy_count", "cross_entropy_rows", "cross_entropy_mean", "cross_entropy_grad", "attention_delta",
 };
