@@ -244,7 +244,9 @@ def main():
 
     mem = counter("BM_memcpy_bandwidth", "GBps")
     lines += ["### Memory-bound kernels (64 MiB of f32, larger than each core's caches)", "",
-              "Bandwidth counts bytes read + written. Measured copy bandwidth (memcpy, on all cores): **%s GB/s**." % fmt(mem), "",
+              "Bandwidth counts bytes read + written. Measured copy bandwidth (memcpy, on all cores): **%s GB/s**. "
+              "On a shared virtual machine it varies from run to run (48 to 106 GB/s on the same day here), and the "
+              "percentages with it: the `copy` row, measured in the same run, is the steadier yardstick." % fmt(mem), "",
               "| kernel | zyntax ms | zyntax GB/s | % of memcpy bandwidth | PyTorch ms | vs PyTorch | NumPy ms | target |",
               "|---|---|---|---|---|---|---|---|"]
     for label, name, key in [("copy", "BM_zyntax_copy", "copy"), ("GELU (tanh form)", "BM_zyntax_gelu", "gelu"),

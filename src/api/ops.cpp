@@ -1,6 +1,7 @@
 // The ML ops: typed wrappers that check the sizes they are given, view the
 // flat buffers with the shapes their kernel (stdlib/nn.zynml) declares, and
 // launch it on the device.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -35,7 +36,7 @@ Scalar f32(float v) { return Scalar::of_float(v, DType::F32); }
 // core, into [chunks, width]; reduce_sum_axis then adds the blocks.
 Tensor sum_over_row_blocks(const DeviceImpl& dev, const char* op, const std::vector<Tensor>& inputs, size_t rows, size_t width,
                            const std::map<std::string, Scalar>& scalars = {}) {
-  size_t chunk = (rows + 63) / 64, chunks = (rows + chunk - 1) / chunk;
+  size_t chunk = std::max<size_t>(1, (rows + 63) / 64), chunks = (rows + chunk - 1) / chunk;
   Tensor partial = run_op(dev, op, inputs, {{"chunk", static_cast<int64_t>(chunk)}, {"chunks", static_cast<int64_t>(chunks)}}, scalars);
   return run_op(dev, "reduce_sum_axis", {partial.reshaped({1, static_cast<int64_t>(chunks), static_cast<int64_t>(width)})});
 }

@@ -345,6 +345,20 @@ TEST(Api, LayerNormBackwardMatchesFiniteDifferences) {
   }
 }
 
+// No rows: nothing to normalise, and zero gradients for the parameters.
+TEST(Api, NormBackwardsOfNoRows) {
+  for (const ComputeDevice& d : devices_and_reference()) {
+    Buffer none = d.alloc(0), w = d.upload({1.0f, 2.0f, 3.0f});
+    auto [dx, dgamma, dbeta] = d.layer_norm_backward(none, w, none, 0, 3, 1e-5f);
+    EXPECT_EQ(dx.size(), 0u) << d.id();
+    EXPECT_EQ(dgamma.to_vector(), std::vector<float>(3, 0.0f)) << d.id();
+    EXPECT_EQ(dbeta.to_vector(), std::vector<float>(3, 0.0f)) << d.id();
+    auto [rdx, rdw] = d.rms_norm_backward(none, w, none, 0, 3, 1e-5f);
+    EXPECT_EQ(rdx.size(), 0u) << d.id();
+    EXPECT_EQ(rdw.to_vector(), std::vector<float>(3, 0.0f)) << d.id();
+  }
+}
+
 TEST(Api, Conv2dBackwardMatchesFiniteDifferences) {
   for (const Conv2dShape& s : kConvs) {
     size_t nx = s.batch * s.in_channels * s.height * s.width, nw = s.out_channels * s.in_channels * s.kernel_h * s.kernel_w;
