@@ -518,50 +518,30 @@ TEST(Api, AdamWMatchesAStepByStepHandComputation) {
 
 // ------------------------------------------------------------ errors
 
+// f() throws a ShapeError saying exactly `message`.
+void expect_shape_error(const std::function<void()>& f, const std::string& message) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected: " << message;
+  } catch (const ShapeError& e) {
+    EXPECT_EQ(e.what(), message);
+  }
+}
+
 TEST(Api, ShapeMismatchesNameTheOpTheArgumentAndBothShapes) {
   ComputeDevice dev = ComputeDevice::open("cpu");
   Buffer a = dev.alloc(6), b = dev.alloc(12);
-  try {
-    dev.matmul(a, b, 2, 3, 5);
-    FAIL() << "no error";
-  } catch (const ShapeError& e) {
-    EXPECT_STREQ(e.what(), "matmul: argument b has 12 elements, but [k, n] = [3, 5] needs 15");
-  }
-  try {
-    dev.rms_norm(a, dev.alloc(4), 2, 3, 1e-5f);
-    FAIL() << "no error";
-  } catch (const ShapeError& e) {
-    EXPECT_STREQ(e.what(), "rms_norm: argument weight has 4 elements, but [dim] = [3] needs 3");
-  }
+  expect_shape_error([&] { dev.matmul(a, b, 2, 3, 5); }, "matmul: argument b has 12 elements, but [k, n] = [3, 5] needs 15");
+  expect_shape_error([&] { dev.rms_norm(a, dev.alloc(4), 2, 3, 1e-5f); }, "rms_norm: argument weight has 4 elements, but [dim] = [3] needs 3");
   EXPECT_THROW(dev.reduce_sum(a, {2, 3}, 2), ShapeError);
   Conv2dShape conv{.batch = 1, .in_channels = 2, .height = 3, .width = 1, .out_channels = 2, .kernel_h = 1, .kernel_w = 1};
-  try {
-    dev.conv2d(a, dev.alloc(3), conv);
-    FAIL() << "no error";
-  } catch (const ShapeError& e) {
-    EXPECT_STREQ(e.what(), "conv2d: argument weight has 3 elements, but [out_channels, in_channels, kernel_h, kernel_w] = [2, 2, 1, 1] needs 4");
-  }
+  expect_shape_error([&] { dev.conv2d(a, dev.alloc(3), conv); }, "conv2d: argument weight has 3 elements, but [out_channels, in_channels, kernel_h, kernel_w] = [2, 2, 1, 1] needs 4");
   conv.kernel_w = 3;
-  try {
-    dev.conv2d(a, dev.alloc(12), conv);
-    FAIL() << "no error";
-  } catch (const ShapeError& e) {
-    EXPECT_STREQ(e.what(), "conv2d: kernel_w = 3 is larger than width + 2 * pad_w = 1");
-  }
+  expect_shape_error([&] { dev.conv2d(a, dev.alloc(12), conv); }, "conv2d: kernel_w = 3 is larger than width + 2 * pad_w = 1");
   conv.kernel_w = 1;
   conv.stride_h = 0;
-  try {
-    dev.conv2d_backward(a, a, dev.alloc(4), conv);
-    FAIL() << "no error";
-  } catch (const ShapeError& e) {
-    EXPECT_STREQ(e.what(), "conv2d_backward: stride_h is 0");
-  }
-  try {
-    dev.layer_norm_backward(a, dev.alloc(3), dev.alloc(5), 2, 3, 1e-5f);
-    FAIL() << "no error";
-  } catch (const ShapeError& e) {
-    EXPECT_STREQ(e.what(), "layer_norm_backward: argument grad_output has 5 elements, but [n_rows, dim] = [2, 3] needs 6");
-  }
+  expect_shape_error([&] { dev.conv2d_backward(a, a, dev.alloc(4), conv); }, "conv2d_backward: stride_h is 0");
+  expect_shape_error([&] { dev.layer_norm_backward(a, dev.alloc(3), dev.alloc(5), 2, 3, 1e-5f); }, "layer_norm_backward: argument grad_output has 5 elements, but [n_rows, dim] = [2, 3] needs 6");
   EXPECT_THROW(dev.bias_add(a, dev.alloc(4), 6, 4), ShapeError);
   Buffer none;
   EXPECT_THROW(dev.softmax(none, 1, 1), ShapeError);
