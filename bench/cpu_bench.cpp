@@ -219,7 +219,8 @@ void BM_zyntax_conv2d_backward(benchmark::State& state) {
     benchmark::DoNotOptimize(run_op("conv2d_backward_input", {g, w}, input_dims).data());
     Tensor dw = run_op("conv2d_backward_weight", {x, g}, weight_dims);
     benchmark::DoNotOptimize(run_op("transpose_2d", {dw.reshaped({c * 9, oc})}).data());
-    benchmark::DoNotOptimize(run_op("conv2d_backward_bias", {g}).data());
+    Tensor per_image = run_op("conv2d_backward_bias", {g.reshaped({b, oc, hw * hw})});
+    benchmark::DoNotOptimize(run_op("reduce_sum_axis", {per_image.reshaped({1, b, oc})}).data());
   };
   go();
   for (auto _ : state) go();
@@ -235,14 +236,16 @@ void BM_zyntax_layernorm_backward(benchmark::State& state) {
   std::map<std::string, Scalar> eps = {{"eps", Scalar::of_float(1e-5, DType::F32)}};
   auto go = [&] {
     benchmark::DoNotOptimize(run_op("layer_norm_backward_input", {x, gamma, g}, {}, eps).data());
+    Tensor stats = run_op("layer_norm_stats", {x}, {}, eps);
     int64_t chunk = (rows + 63) / 64, chunks = (rows + chunk - 1) / chunk;
-    Tensor partial = run_op("layer_norm_backward_params", {x, g}, {{"chunk", chunk}, {"chunks", chunks}}, eps);
+    Tensor partial = run_op("layer_norm_backward_params", {x, g, stats}, {{"chunk", chunk}, {"chunks", chunks}});
     benchmark::DoNotOptimize(run_op("reduce_sum_axis", {partial.reshaped({1, chunks, 2 * cols})}).data());
   };
   go();
   for (auto _ : state) go();
-  // x and grad read twice (the input's gradient, the parameters'), dx written.
-  bytes_counter(state, 5.0 * rows * cols * sizeof(float));
+  // x read three times (the input's gradient, the statistics, the
+  // parameters'), grad twice, dx written.
+  bytes_counter(state, 6.0 * rows * cols * sizeof(float));
 }
 
 // ------------------------------------------------------------ launch and compile

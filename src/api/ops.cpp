@@ -34,10 +34,9 @@ Scalar f32(float v) { return Scalar::of_float(v, DType::F32); }
 // Column sums over many rows (a norm's parameter gradients): `op` sums each
 // of some 64 blocks of rows, reading along the rows with a share for every
 // core, into [chunks, width]; reduce_sum_axis then adds the blocks.
-Tensor sum_over_row_blocks(const DeviceImpl& dev, const char* op, const std::vector<Tensor>& inputs, size_t rows, size_t width,
-                           const std::map<std::string, Scalar>& scalars = {}) {
+Tensor sum_over_row_blocks(const DeviceImpl& dev, const char* op, const std::vector<Tensor>& inputs, size_t rows, size_t width) {
   size_t chunk = std::max<size_t>(1, (rows + 63) / 64), chunks = (rows + chunk - 1) / chunk;
-  Tensor partial = run_op(dev, op, inputs, {{"chunk", static_cast<int64_t>(chunk)}, {"chunks", static_cast<int64_t>(chunks)}}, scalars);
+  Tensor partial = run_op(dev, op, inputs, {{"chunk", static_cast<int64_t>(chunk)}, {"chunks", static_cast<int64_t>(chunks)}});
   return run_op(dev, "reduce_sum_axis", {partial.reshaped({1, static_cast<int64_t>(chunks), static_cast<int64_t>(width)})});
 }
 
@@ -112,7 +111,8 @@ std::tuple<Buffer, Buffer, Buffer> ComputeDevice::layer_norm_backward(const Buff
   Tensor g = shaped(*impl_, gamma, op, "gamma", {dim}, "[dim]");
   Tensor dy = shaped(*impl_, grad_output, op, "grad_output", {n_rows, dim}, "[n_rows, dim]");
   Buffer dx = wrap(*impl_, run_op(*impl_, "layer_norm_backward_input", {x, g, dy}, {}, {{"eps", f32(eps)}}));
-  Tensor params = sum_over_row_blocks(*impl_, "layer_norm_backward_params", {x, dy}, n_rows, 2 * dim, {{"eps", f32(eps)}});  // [2, dim]
+  Tensor stats = run_op(*impl_, "layer_norm_stats", {x}, {}, {{"eps", f32(eps)}});  // [n_rows, 2]: mean, 1 / std
+  Tensor params = sum_over_row_blocks(*impl_, "layer_norm_backward_params", {x, dy, stats}, n_rows, 2 * dim);  // [2, dim]
   Buffer dgamma = alloc(dim), dbeta = alloc(dim);
   api::write_into(dgamma, params);
   api::write_into(dbeta, params, dim * sizeof(float));
@@ -234,7 +234,9 @@ std::tuple<Buffer, Buffer, Buffer> ComputeDevice::conv2d_backward(const Buffer& 
   Tensor dw_t = run_op(*impl_, "conv2d_backward_weight", {X, G}, weight_dims);  // [in_channels, kernel_h, kernel_w, out_channels]
   int64_t taps = static_cast<int64_t>(s.in_channels * s.kernel_h * s.kernel_w);
   Buffer dw = wrap(*impl_, run_op(*impl_, "transpose_2d", {dw_t.reshaped({taps, static_cast<int64_t>(s.out_channels)})}));
-  Buffer db = wrap(*impl_, run_op(*impl_, "conv2d_backward_bias", {G}));
+  int64_t batch = static_cast<int64_t>(s.batch), oc = static_cast<int64_t>(s.out_channels);
+  Tensor per_image = run_op(*impl_, "conv2d_backward_bias", {G.reshaped({batch, oc, static_cast<int64_t>(s.out_height() * s.out_width())})});
+  Buffer db = wrap(*impl_, run_op(*impl_, "reduce_sum_axis", {per_image.reshaped({1, batch, oc})}));
   return {dx, dw, db};
 }
 

@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "cir/passes/specialize.hpp"
 #include "codegen/llvm/cpu/cpu_plan.hpp"
@@ -13,6 +14,7 @@
 #include "codegen/llvm/nvptx/nvptx_plan.hpp"
 #include "op_library_kernels.hpp"
 #include "ptxas.hpp"
+#include "schedule_parity.hpp"
 
 namespace zyntax {
 namespace {
@@ -53,6 +55,35 @@ TEST(OpLibrary, EveryKernelCompilesForTheCpuAndTheGpu) {
   std::string file = ::testing::TempDir() + "/zyntax_op_library.ptx", log;
   std::ofstream(file) << m.ptx;
   EXPECT_EQ(testing::run_ptxas(ptxas, file, "sm_80", &log), 0) << file << ":\n" << log;
+}
+
+// The training kernels (convolution and its gradients, the norms'
+// gradients) as the GPU plan schedules them (tiled products, a block per
+// row, a thread per column sum), run on the reference executor against the
+// kernels as written: odd sizes, a stride and padding, more rows than blocks.
+TEST(OpLibrary, GpuPlansOfTheTrainingKernelsMatchTheKernelsAsWritten) {
+  Session session;
+  // A 2 x 3 x 9 x 7 input, 5 output channels, a 3 x 3 window at stride 2 and
+  // padding 1 (5 x 4 outputs); 37 rows of 19 in blocks of 4.
+  const std::map<std::string, int64_t> sizes = {
+      {"b", 2},   {"ic", 3},  {"h", 9},  {"w", 7},  {"oc", 5},     {"kh", 3},     {"kw", 3},      {"sh", 2},
+      {"sw", 2},  {"ph", 1},  {"pw", 1}, {"oh", 5}, {"ow", 4},     {"pix", 20},   {"rows", 37},   {"groups", 37},
+      {"dim", 19}, {"stats.d1", 2}, {"chunk", 4}, {"chunks", 10}};
+  std::set<std::string> checked;
+  for (const auto& [name, generic] : testing::op_library_kernels(session)) {
+    if (name.rfind("conv2d", 0) != 0 && name.rfind("layer_norm_", 0) != 0 && name.rfind("rms_norm_", 0) != 0) continue;
+    std::map<std::string, int64_t> dims;
+    for (const cir::DimParam& d : generic.dims) {
+      ASSERT_TRUE(sizes.count(d.name)) << name << " has a size " << d.name << " this test does not give";
+      dims[d.name] = sizes.at(d.name);
+    }
+    cir::Kernel k = cir::specialize(generic, dims);
+    codegen::GpuPlan plan = codegen::plan_gpu_kernel(k);
+    ASSERT_TRUE(plan.kernel.has_value()) << name << ": " << plan.why_not;
+    testing::expect_same_result(k, *plan.kernel, name + " (" + plan.schedule + ")");
+    checked.insert(name);
+  }
+  EXPECT_EQ(checked.size(), 10u);
 }
 
 }  // namespace

@@ -41,8 +41,8 @@ std::map<std::string, int64_t> sizes(const cir::Kernel& k, int64_t rows, int64_t
 // The op library's kernels that walk along rows (reduce_sum_axis sums down
 // the middle axis: a thread per output reads side by side instead).
 const std::set<std::string> kRowKernels = {
-    "softmax", "softmax_backward", "rms_norm", "rms_norm_backward_input", "rms_norm_inverse", "layer_norm",
-    "layer_norm_backward_input", "matmul_bt",
+    "softmax", "softmax_backward", "rms_norm", "rms_norm_backward_input", "rms_norm_inverse", "layer_norm", "layer_norm_stats",
+    "layer_norm_backward_input", "conv2d_backward_bias", "matmul_bt",
     "cross_entropy_count", "cross_entropy_rows", "cross_entropy_mean", "cross_entropy_grad", "attention_delta",
 };
 
@@ -322,7 +322,8 @@ TEST(ScheduleGpuRows, OpLibraryRowKernelsCompileToPtx) {
     EXPECT_EQ(plan.block_threads, 256) << name;
     // A block per row, up to the most asked for: the whole-tensor folds have
     // one row, the matrices 300, the products of two sizes 90000.
-    unsigned want = name == "cross_entropy_count" || name == "cross_entropy_mean" ? 1u : name == "matmul_bt" || name == "attention_delta" ? 1000u : 300u;
+    bool two_sizes = name == "matmul_bt" || name == "attention_delta" || name == "conv2d_backward_bias";
+    unsigned want = name == "cross_entropy_count" || name == "cross_entropy_mean" ? 1u : two_sizes ? 1000u : 300u;
     EXPECT_EQ(codegen::gpu_launch_blocks(plan, 1000), want) << name;
     planned.push_back(*plan.kernel);
     names.push_back(name);
