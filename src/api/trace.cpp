@@ -156,8 +156,9 @@ cir::Kernel Trace::kernel(const std::vector<ExprId>& outputs, size_t numel, cons
     value[i] = e;
   }
   for (size_t o = 0; o < outputs.size(); ++o) {
-    std::vector<AxisSel> at = {AxisSel::at(index)};
-    if (multi) at.insert(at.begin(), AxisSel::at(i64(static_cast<int64_t>(o))));
+    std::vector<AxisSel> at;
+    if (multi) at.push_back(AxisSel::at(i64(static_cast<int64_t>(o))));
+    at.push_back(AxisSel::at(index));
     body.push_back(make_store("out", at, value[outputs[o].index()]));
   }
   k.body = {make_for("i", i64(0), i64(static_cast<int64_t>(numel)), i64(1), std::move(body), LoopKind::Parallel)};

@@ -108,12 +108,14 @@ class Reader {
       }
       for (size_t i = 1; i < a.args.size(); ++i) {
         const ast::AnnotationArg& arg = a.args[i];
-        std::optional<int64_t> v = arg.value ? constant_int(*arg.value) : std::nullopt;
-        if (arg.name != "axis" || !v || *v < 0) {
+        int64_t axis = -1;  // none given
+        if (arg.value)
+          if (std::optional<int64_t> v = constant_int(*arg.value)) axis = *v;
+        if (arg.name != "axis" || axis < 0) {
           diags_.error(arg.span, "reduce takes one more argument, axis=k with a constant k >= 0");
           continue;
         }
-        out_.reduce_axis = static_cast<int>(*v);
+        out_.reduce_axis = static_cast<int>(axis);
       }
       return;
     }

@@ -260,7 +260,9 @@ TEST(ScheduleConvApplies, ToTheWeightGradientPackingAlongTheImageRows) {
         schedule.kc = 100;  // several depth blocks even at these sizes
         std::optional<cir::Kernel> scheduled = cir::schedule_matmul(k, schedule);
         ASSERT_TRUE(scheduled.has_value()) << what;
-        if (ow > s.kw) EXPECT_NE(cir::print(*scheduled).find("for dv%mm"), std::string::npos) << what << "\n" << cir::print(*scheduled);
+        if (ow > s.kw) {
+          EXPECT_NE(cir::print(*scheduled).find("for dv%mm"), std::string::npos) << what << "\n" << cir::print(*scheduled);
+        }
         expect_close(ReferenceKernel(*scheduled).run(in, {}), ReferenceKernel(k).run(in, {}), ReferenceKernel(k).run(absolute(in), {}),
                      what + " threads=" + std::to_string(threads));
       }
