@@ -25,16 +25,26 @@ GPU_HEADER = "## NVIDIA GPU"
 
 
 def ours(bench):
-    p = subprocess.run([bench], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=3000)
-    if p.returncode != 0:
-        sys.exit("zyntax_gpu_bench failed (%d): %s" % (p.returncode, p.stderr.decode()[-2000:]))
+    # A benchmark that fails part-way keeps what it measured before: the
+    # table shows the rest as missing and the error is printed and kept.
+    try:
+        p = subprocess.run([bench], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
+        out, err, rc = p.stdout.decode(), p.stderr.decode(), p.returncode
+    except subprocess.TimeoutExpired as e:
+        out, err, rc = (e.stdout or b"").decode(), "timed out after 900 s", -1
     rows, device = {}, {}
-    for line in p.stdout.decode().splitlines():
-        obj = json.loads(line)
+    for line in out.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
         if "name" in obj:
             rows[obj["name"]] = obj["value"]
         else:
             device = obj
+    if rc != 0:
+        rows["error"] = "zyntax_gpu_bench exited %d: %s" % (rc, err[-1500:])
+        print(rows["error"], file=sys.stderr)
     return rows, device
 
 
@@ -152,6 +162,8 @@ def table(z, t, device):
            "copies excluded, median) and PyTorch %s in the same run." % t.get("torch", "?"),
            "", "| what | zyntax | anchor | target: measured |", "|---|---|---|---|"]
     out += ["| %s | %s | %s | %s |" % r for r in rows]
+    if "error" in z:
+        out += ["", "The zyntax benchmark stopped early: `%s`" % z["error"].strip().splitlines()[-1][:300]]
     return "\n".join(out) + "\n"
 
 

@@ -32,7 +32,7 @@ cp examples/*.zynml "$root/examples/"
 mkdir -p "$root/examples/tiny_lm/data" "$root/tests/api/data"
 cp examples/tiny_lm/data/*.txt "$root/examples/tiny_lm/data/"
 cp tests/api/data/*.zynml "$root/tests/api/data/"
-cp bench/compare_gpu.py "$root/bench/"
+cp bench/compare_gpu.py bench/performance_doc.py "$root/bench/"
 cp scripts/gpu_bundle_run.sh "$root/run.sh"
 git rev-parse HEAD > "$root/COMMIT" 2>/dev/null || true
 mkdir -p dist

@@ -23,15 +23,12 @@ std::optional<int64_t> value_at(const Expr& e, const Substitution& point) {
   return std::nullopt;
 }
 
-}  // namespace
-
-bool equal_everywhere(const Expr& a, const Expr& b, const std::vector<const For*>& loops, const Substitution& lets,
-                      int64_t max_points) {
-  Expr x = simplify(substitute(a, lets)), y = simplify(substitute(b, lets));
-  if (equal(x, y)) return true;
-  // The loops whose variables the expressions (or the bounds of such loops) name.
-  std::set<std::string> needed = reads(x);
-  for (const std::string& n : reads(y)) needed.insert(n);
+// Calls at(point) at every iteration of the loops whose variables `names`
+// (or the bounds of such loops) name, while it returns true; false where
+// a name is bound by no loop, a bound is not a constant, or there are more
+// than max_points iterations.
+bool every_point(std::set<std::string> needed, const std::vector<const For*>& loops, const Substitution& lets, int64_t max_points,
+                 const std::function<bool(const Substitution&)>& at) {
   // Outermost first, with their bounds (which may name outer loops' variables).
   struct Used {
     const For* loop;
@@ -52,11 +49,7 @@ bool equal_everywhere(const Expr& a, const Expr& b, const std::vector<const For*
   int64_t points = 0;
   Substitution point;
   std::function<bool(size_t)> every = [&](size_t depth) -> bool {
-    if (depth == used.size()) {
-      if (++points > max_points) return false;
-      std::optional<int64_t> u = value_at(x, point), v = value_at(y, point);
-      return u && v && *u == *v;
-    }
+    if (depth == used.size()) return ++points <= max_points && at(point);
     const Used& u = used[depth];
     std::optional<int64_t> l = value_at(u.lo, point), h = value_at(u.hi, point), s = value_at(u.step, point);
     if (!l || !h || !s || *s <= 0) return false;
@@ -69,6 +62,33 @@ bool equal_everywhere(const Expr& a, const Expr& b, const std::vector<const For*
     return true;
   };
   return every(0);
+}
+
+}  // namespace
+
+bool equal_everywhere(const Expr& a, const Expr& b, const std::vector<const For*>& loops, const Substitution& lets,
+                      int64_t max_points) {
+  Expr x = simplify(substitute(a, lets)), y = simplify(substitute(b, lets));
+  if (equal(x, y)) return true;
+  std::set<std::string> needed = reads(x);
+  for (const std::string& n : reads(y)) needed.insert(n);
+  return every_point(std::move(needed), loops, lets, max_points, [&](const Substitution& point) {
+    std::optional<int64_t> u = value_at(x, point), v = value_at(y, point);
+    return u && v && *u == *v;
+  });
+}
+
+std::optional<int64_t> largest_everywhere(const Expr& e, const std::vector<const For*>& loops, const Substitution& lets,
+                                          int64_t max_points) {
+  Expr x = simplify(substitute(e, lets));
+  std::optional<int64_t> most;
+  bool all = every_point(reads(x), loops, lets, max_points, [&](const Substitution& point) {
+    std::optional<int64_t> v = value_at(x, point);
+    if (v) most = std::max(most.value_or(*v), *v);
+    return v.has_value();
+  });
+  if (!all) return std::nullopt;
+  return most;
 }
 
 Substitution resolved_lets(const Kernel& k) {

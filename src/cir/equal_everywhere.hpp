@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "cir/ir.hpp"
@@ -24,6 +25,11 @@ namespace zyntax::cir {
 // `max_points` iterations together.
 bool equal_everywhere(const Expr& a, const Expr& b, const std::vector<const For*>& loops, const Substitution& lets,
                       int64_t max_points = 1 << 14);
+
+// The largest value `e` takes at any iteration of the loops around it,
+// enumerated as equal_everywhere does; nothing where that cannot be told.
+std::optional<int64_t> largest_everywhere(const Expr& e, const std::vector<const For*>& loops, const Substitution& lets,
+                                          int64_t max_points = 1 << 14);
 
 // The lets of a kernel whose names are bound once, by their values with
 // earlier such lets substituted (a let's value names only what is in scope

@@ -585,6 +585,19 @@ def define_devices():
             {"shifted": ELEMENTWISE, "C": MATMUL},
             stdout_has=["data parallel identical: true", "model parallel identical: true"])
 
+    # On a machine with a GPU (run with --device cuda:...): one block split
+    # across the GPU and the CPU. Small integers keep every sum exact, so the
+    # split result must equal the one-device result bit for bit.
+    if DEVICE and DEVICE.startswith("cuda"):
+        for n, (M, K, N) in [(1, (1, 1, 1)), (1000, (33, 17, 20)), (4099, (130, 64, 77))]:
+            r = rng_for("gpu_and_cpu", n, M, K, N)
+            x = r.integers(-8, 8, (n,)).astype(F32)
+            A, B = r.integers(-4, 4, (M, K)).astype(F32), r.integers(-4, 4, (K, N)).astype(F32)
+            add("gpu_and_cpu", "n=%d %dx%dx%d" % (n, M, K, N), {"x": x, "A": A, "B": B},
+                {"shifted": x * 2 + 1, "C": (A.astype(F64) @ B.astype(F64)).astype(F32)},
+                {"shifted": ELEMENTWISE, "C": MATMUL},
+                stdout_has=["data parallel identical: true", "model parallel identical: true"])
+
     r = rng_for("async_races")
     x = randn(r, (300,))
     add("async_races", "timeout and any", {"x": x}, {"first": (x.astype(F64) + 1).astype(F32)}, None,

@@ -253,11 +253,13 @@ TEST(CudaRuntime, TensorsStayOnTheGpuBetweenKernels) {
     EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u);
     g.set(n - 1, Scalar::of_float(7.0, DType::F32));
     EXPECT_EQ(g.mirror(), nullptr) << "a host write drops the GPU's copy";
-    EXPECT_EQ(g.get_f64(0), x.get_f64(0)) << "the rest came back before the write";
+    if (n > 1) {
+      EXPECT_EQ(g.get_f64(0), x.get_f64(0)) << "the rest came back before the write";
+    }
     EXPECT_EQ(affine.launch(*gpu, {g}, {}, {}).get_f64(n - 1), 15.0);
     EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), g.nbytes());
     EXPECT_NE(g.mirror(), nullptr) << "the copy in is kept for a tensor placed on the GPU";
-    EXPECT_EQ(affine.launch(*gpu, {g}, {}, {}).get_f64(0), y.get_f64(0));
+    EXPECT_EQ(affine.launch(*gpu, {g}, {}, {}).get_f64(0), n > 1 ? y.get_f64(0) : 15.0);
     EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u);
   }
 }

@@ -11,6 +11,7 @@
 
 #include "cir/mutator.hpp"
 #include "cir/passes/collapse_parallel_loops.hpp"
+#include "cir/passes/fold_broadcast_extents.hpp"
 #include "cir/passes/freeze_invariant_vars.hpp"
 #include "cir/passes/fuse_product_epilogues.hpp"
 #include "cir/passes/map_in_place.hpp"
@@ -56,7 +57,8 @@ std::string flash_attention(int block, bool loads_first = false) {
 
 // The kernel as the GPU plan has it before the schedule: sizes known, tiles
 // as local arrays with products as dot products (their shape variables
-// frozen where they never change, their element-wise maps fused into their
+// frozen where they never change, broadcasts between extents always equal
+// written out, their element-wise maps fused into their
 // stores, maps written over tiles nothing reads after, tiles loaded where
 // they are first read), one parallel loop.
 cir::Kernel scalarized(const cir::Kernel& generic, int64_t bh, int64_t s, int64_t d) {
@@ -64,7 +66,8 @@ cir::Kernel scalarized(const cir::Kernel& generic, int64_t bh, int64_t s, int64_
   std::string why;
   std::optional<cir::Kernel> loops = cir::scalarize_tiles(k, &why, cir::ProductOrder::DotProducts);
   EXPECT_TRUE(loops) << why;
-  cir::Kernel fused = cir::map_in_place(cir::fuse_product_epilogues(cir::freeze_invariant_vars(loops.value_or(k))));
+  cir::Kernel folded = cir::fold_broadcast_extents(cir::freeze_invariant_vars(loops.value_or(k)));
+  cir::Kernel fused = cir::map_in_place(cir::fuse_product_epilogues(folded));
   return cir::collapse_parallel_loops(cir::sink_tile_loads(fused));
 }
 
@@ -86,6 +89,23 @@ TEST(ScheduleGpuTiles, FlashAttentionMatchesTheReferenceAtOddSizes) {
         expect_same_result(original, *blocks, what + ", " + std::to_string(threads) + " threads");
       }
     }
+  }
+}
+
+// Every nest of the tile program is shared out over the block's threads,
+// none left to one thread, at even and ragged lengths; the tile products'
+// register blocks as large as the tiles need: 2x2 outputs a thread for the
+// 32x32 scores, 2x4 for the 32x64 output block (16 x 16 threads).
+TEST(ScheduleGpuTiles, EveryNestOfFlashAttentionIsSharedOut) {
+  for (int64_t s : {4096, 100}) {
+    cir::Kernel k = scalarized(kernel_of(flash_attention(32)), 12, s, 64);
+    std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, 256);
+    ASSERT_TRUE(blocks);
+    std::string text = cir::print(*blocks);
+    EXPECT_EQ(text.find("once%t"), std::string::npos) << "s=" << s << "\n" << text;
+    EXPECT_NE(text.find("%1%1 = fma("), std::string::npos) << text;
+    EXPECT_EQ(text.find("%2%2 = fma("), std::string::npos) << text;
+    EXPECT_NE(text.find("%1%3 = fma("), std::string::npos) << text;
   }
 }
 

@@ -3,9 +3,11 @@
 #include <string>
 #include <vector>
 
+#include "cir/equal.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
 #include "cir/substitute.hpp"
+#include "cir/visitor.hpp"
 
 namespace zyntax::cir {
 
@@ -33,13 +35,31 @@ std::optional<DotProductNest> dot_product_nest(const For& rows) {
   for (const AxisSel& a : store->axes)
     if (a.is_slice) return std::nullopt;
   // A thread reads its clamped rows and columns, which other threads store:
-  // the nest must not read what it stores.
-  if (reads(Stmt(cols->body[1])).count(store->buffer) || reads(acc->init).count(store->buffer) || reads(store->value).count(store->buffer))
-    return std::nullopt;
+  // the dot products must not read what the nest stores, and its epilogue
+  // (run for the thread's own outputs alone) only the element it stores
+  // (flash attention's `o = a * o + P V`).
+  if (reads(Stmt(cols->body[1])).count(store->buffer) || reads(acc->init).count(store->buffer)) return std::nullopt;
+  struct OwnElementOnly : IRVisitor {
+    using IRVisitor::visit;
+    const Store* store;
+    bool ok = true;
+    void visit(const Access* op) override {
+      if (op->buffer == store->buffer) {
+        bool same = op->axes.size() == store->axes.size();
+        for (size_t k = 0; same && k < op->axes.size(); ++k)
+          same = !op->axes[k].is_slice && equal(op->axes[k].index, store->axes[k].index);
+        ok = ok && same;
+      }
+      IRVisitor::visit(op);
+    }
+  } own;
+  own.store = store;
+  own.include(store->value);
+  if (!own.ok) return std::nullopt;
   return DotProductNest{&rows, cols, acc, terms, fold, store};
 }
 
-Stmt register_blocked(const DotProductNest& n, int64_t threads, FreshNames& fresh) {
+Stmt register_blocked(const DotProductNest& n, int64_t threads, FreshNames& fresh, int64_t block_rows, int64_t block_cols) {
   const For& rows = *n.rows;
   const For& cols = *n.cols;
   const int64_t row_threads = threads / kRegisterColumns;
@@ -47,12 +67,12 @@ Stmt register_blocked(const DotProductNest& n, int64_t threads, FreshNames& fres
 
   Block tile;
   // Row a of the thread's block, and column b, clamped into the tile.
-  std::vector<std::string> row_of(kRegisterBlock, i), col_of(kRegisterBlock, j);
-  for (int64_t a = 1; a < kRegisterBlock; ++a) {
+  std::vector<std::string> row_of(block_rows, i), col_of(block_cols, j);
+  for (int64_t a = 1; a < block_rows; ++a) {
     row_of[a] = fresh(i + "%" + std::to_string(a));
     tile.push_back(make_let(row_of[a], simplify(min(index_var(i) + i64(a * row_threads), rows.hi - i64(1))), rows.span));
   }
-  for (int64_t b = 1; b < kRegisterBlock; ++b) {
+  for (int64_t b = 1; b < block_cols; ++b) {
     col_of[b] = fresh(j + "%" + std::to_string(b));
     tile.push_back(make_let(col_of[b], simplify(min(index_var(j) + i64(b * kRegisterColumns), cols.hi - i64(1))), cols.span));
   }
@@ -63,8 +83,8 @@ Stmt register_blocked(const DotProductNest& n, int64_t threads, FreshNames& fres
     Substitution at;  // i, j and acc as this output's
   };
   std::vector<Output> outputs;
-  for (int64_t a = 0; a < kRegisterBlock; ++a)
-    for (int64_t b = 0; b < kRegisterBlock; ++b) {
+  for (int64_t a = 0; a < block_rows; ++a)
+    for (int64_t b = 0; b < block_cols; ++b) {
       std::string acc = fresh(n.acc->name + "%" + std::to_string(a) + "%" + std::to_string(b));
       outputs.push_back({a, b, acc, {{i, index_var(row_of[a])}, {j, index_var(col_of[b])}, {n.acc->name, Var::make(acc, n.acc->type)}}});
     }
@@ -92,9 +112,9 @@ Stmt register_blocked(const DotProductNest& n, int64_t threads, FreshNames& fres
 
   std::string t = fresh(i + "%t");
   std::string row = fresh(t + "%row"), col = fresh(t + "%col");
-  Stmt col_loop = make_for(j, simplify(cols.lo + index_var(col)), cols.hi, i64(kRegisterBlock * kRegisterColumns), std::move(tile), LoopKind::Serial,
+  Stmt col_loop = make_for(j, simplify(cols.lo + index_var(col)), cols.hi, i64(block_cols * kRegisterColumns), std::move(tile), LoopKind::Serial,
                            0, cols.span);
-  Stmt row_loop = make_for(i, simplify(rows.lo + index_var(row)), rows.hi, i64(kRegisterBlock * row_threads), {col_loop}, LoopKind::Serial, 0, rows.span);
+  Stmt row_loop = make_for(i, simplify(rows.lo + index_var(row)), rows.hi, i64(block_rows * row_threads), {col_loop}, LoopKind::Serial, 0, rows.span);
   Block body = {make_let(row, index_var(t) / i64(kRegisterColumns), rows.span), make_let(col, mod(index_var(t), kRegisterColumns), rows.span),
                 row_loop};
   return make_for(t, i64(0), i64(threads), i64(1), std::move(body), LoopKind::GpuThread, 0, rows.span);

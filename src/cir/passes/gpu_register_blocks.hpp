@@ -1,6 +1,6 @@
 // A nest of dot products (a tile product as scalarize_tiles writes it for
 // the GPU) shared out over a block's threads with each thread holding a
-// 4x4 block of outputs in registers:
+// block of up to 4x4 outputs in registers (4x4 drawn here):
 //
 //   for i in lo_i..hi_i:                  gpu_thread for t in 0..threads:
 //     for j in lo_j..hi_j:                  for i in lo_i + t / 16..hi_i step 4 * rows:
@@ -42,11 +42,15 @@ struct DotProductNest {
 };
 std::optional<DotProductNest> dot_product_nest(const For& rows);
 
-inline constexpr int64_t kRegisterBlock = 4;    // outputs a thread holds along each axis
+inline constexpr int64_t kRegisterBlock = 4;    // outputs a thread holds along each axis, at most
 inline constexpr int64_t kRegisterColumns = 16; // threads along a row
 
-// The nest over `threads` threads (a multiple of 16) as above. The caller
-// has established that its iterations are independent.
-Stmt register_blocked(const DotProductNest& n, int64_t threads, FreshNames& fresh);
+// The nest over `threads` threads (a multiple of 16) as above, each thread
+// holding block_rows x block_cols outputs (at most 4 x 4; fewer where the
+// tile is smaller than 4 x 4 times the threads, so that no thread computes
+// clamped copies alone). The caller has established that its iterations
+// are independent.
+Stmt register_blocked(const DotProductNest& n, int64_t threads, FreshNames& fresh, int64_t block_rows = kRegisterBlock,
+                      int64_t block_cols = kRegisterBlock);
 
 }  // namespace zyntax::cir

@@ -1,9 +1,11 @@
 #include "cir/passes/schedule_gpu_tiles.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
 #include "cir/equal.hpp"
+#include "cir/equal_everywhere.hpp"
 #include "cir/passes/gpu_loops.hpp"
 #include "cir/passes/gpu_register_blocks.hpp"
 #include "cir/passes/place_shared_arrays.hpp"
@@ -94,14 +96,17 @@ int64_t next_power_of_two(int64_t n) {
 
 class TileScheduler {
  public:
-  TileScheduler(const Kernel& k, int threads) : k_(k), threads_(threads), fresh_(k) {}
+  TileScheduler(const Kernel& k, int threads) : k_(k), threads_(threads), fresh_(k), lets_(resolved_lets(k)) {}
 
   std::optional<Kernel> run(std::string* why_not) {
     auto outer = k_.body.size() == 1 ? k_.body[0].as<For>() : nullptr;
     std::optional<Block> body;
     if (!outer || outer->loop_kind != LoopKind::Parallel) why_ = "the kernel is not one parallel loop";
     else if (threads_ <= 0 || threads_ % 32 != 0) why_ = "blocks of whole warps only";
-    else body = block(outer->body, {});
+    else {
+      loops_.push_back(outer);
+      body = block(outer->body, {});
+    }
     if (body && tiles_.empty()) body.reset(), why_ = "no tile arrays";
     if (!body) {
       if (why_not) *why_not = why_;
@@ -160,7 +165,9 @@ class TileScheduler {
             // be overwritten inside, and each iteration's reads come before
             // the next one's writes.
             if (!read_.empty()) barrier(out);
+            loops_.push_back(&f);
             std::optional<Block> body = block(f.body, constants);
+            loops_.pop_back();
             if (!body) return std::nullopt;
             end_with_barrier(*body);
             out.push_back(make_for(f.var, f.lo, f.hi, f.step, std::move(*body), LoopKind::Serial, 0, f.span));
@@ -194,10 +201,16 @@ class TileScheduler {
         !reads_any(inner->step, declared) && independent(f, c, {f.var, inner->var})) {
       std::optional<int64_t> row_trips = trips(f, constants), col_trips = trips(*inner, constants);
       // A tile product of at least 16 by 16 outputs: a block of them per
-      // thread, in registers.
+      // thread, in registers, as many as the largest tile needs.
       if (std::optional<DotProductNest> dots = dot_product_nest(f);
-          dots && threads_ % kRegisterColumns == 0 && row_trips.value_or(16) >= 16 && col_trips.value_or(16) >= 16)
-        return register_blocked(*dots, threads_, fresh_);
+          dots && threads_ % kRegisterColumns == 0 && row_trips.value_or(16) >= 16 && col_trips.value_or(16) >= 16) {
+        auto block_of = [&](const For& loop, int64_t threads_along) {
+          std::optional<int64_t> most = largest_everywhere(simplify(loop.hi - loop.lo), loops_, lets_);
+          if (!most) return kRegisterBlock;
+          return std::clamp<int64_t>((*most + threads_along - 1) / threads_along, 1, kRegisterBlock);
+        };
+        return register_blocked(*dots, threads_, fresh_, block_of(f, threads_ / kRegisterColumns), block_of(*inner, kRegisterColumns));
+      }
       int64_t columns = 32;
       if (col_trips) columns = std::min<int64_t>(32, next_power_of_two(std::max<int64_t>(*col_trips, 1)));
       int64_t rows = threads_ / columns;
@@ -283,6 +296,8 @@ class TileScheduler {
   std::string why_;
   std::set<std::string> tiles_;  // the shared arrays made of tiles
   std::set<std::string> read_;   // the block's arrays read by every thread since the last barrier
+  Substitution lets_;              // the kernel's lets bound once, for the tiles' largest extents
+  std::vector<const For*> loops_;  // the block loop and the serial loops of the block around
 };
 
 }  // namespace

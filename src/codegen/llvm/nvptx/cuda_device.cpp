@@ -150,9 +150,10 @@ class CudaDevice : public Device {
         reduce_buffers.push_back(out);
         continue;
       }
+      // A reduction's starting values: the run's own scratch, not an input
+      // (a few bytes; not counted in copied_in).
       DeviceBuffer& b = add_buffer(t->nbytes());
       b.upload_on(stream.get(), t->data(), t->nbytes());
-      copied_in += t->nbytes();
       reduce_buffers.push_back(&b);
     }
     int32_t status = 0;

@@ -27,8 +27,9 @@ std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu);
 // For benchmarks: how long the last kernel run on a cuda device took on the
 // GPU (CUDA events around the launch, copies excluded); -1 for other devices.
 double cuda_last_kernel_milliseconds(Device& device);
-// Bytes the last run on a cuda device copied to the GPU (inputs, not views
-// of mapped host memory); 0 for other devices.
+// Bytes of input tensors the last run on a cuda device copied to the GPU
+// (not views of mapped host memory, not inputs already held there, not a
+// reduction's starting values); 0 for other devices.
 size_t cuda_last_run_bytes_copied_in(Device& device);
 // The GPU behind a cuda device, null for other devices.
 cuda::Gpu* cuda_gpu_of(Device& device);

@@ -3,6 +3,7 @@
 #include "cir/output_coverage.hpp"
 #include "cir/pass_manager.hpp"
 #include "cir/passes/collapse_parallel_loops.hpp"
+#include "cir/passes/fold_broadcast_extents.hpp"
 #include "cir/passes/freeze_invariant_vars.hpp"
 #include "cir/passes/fuse_product_epilogues.hpp"
 #include "cir/passes/group_thread_elements.hpp"
@@ -89,6 +90,7 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes, int
     if (!cir::scalarize_tiles(kernel, &plan.why_not, dots)) return plan;
     passes.push_back({"scalarize_tiles", [](const cir::Kernel& k) { return *cir::scalarize_tiles(k, nullptr, dots); }});
     passes.push_back({"freeze_invariant_vars", [](const cir::Kernel& k) { return cir::freeze_invariant_vars(k); }});
+    passes.push_back({"fold_broadcast_extents", [](const cir::Kernel& k) { return cir::fold_broadcast_extents(k); }});
     passes.push_back({"fuse_product_epilogues", [](const cir::Kernel& k) { return cir::fuse_product_epilogues(k); }});
     passes.push_back({"map_in_place", [](const cir::Kernel& k) { return cir::map_in_place(k); }});
     passes.push_back({"sink_tile_loads", [](const cir::Kernel& k) { return cir::sink_tile_loads(k); }});
