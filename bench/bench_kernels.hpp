@@ -152,6 +152,29 @@ def f(Q: tensor[bh, s, d, f32], K: tensor[bh, s, d, f32], V: tensor[bh, s, d, f3
     }
 })";
 
+// The same with blocks of 64 query and key rows: each key and value element
+// loaded into shared memory serves twice the query rows.
+inline const char* kAttention64 = R"(
+def f(Q: tensor[bh, s, d, f32], K: tensor[bh, s, d, f32], V: tensor[bh, s, d, f32]) {
+    return compute(Q, K, V) {
+        @kernel flash_attention
+        for h in 0..bh:
+            for q0 in 0..s step 64:
+                var m = -inf
+                var l = 0.0
+                var o = zeros(min(64, s - q0), d)
+                let Qb = Q[h, q0:q0 + 64]
+                for k0 in 0..s step 64:
+                    let S = Qb @ transpose(K[h, k0:k0 + 64]) / sqrt(d)
+                    let m_new = max(m, row_max(S))
+                    let p = exp(S - m_new)
+                    l = exp(m - m_new) * l + row_sum(p)
+                    o = exp(m - m_new) * o + p @ V[h, k0:k0 + 64]
+                    m = m_new
+                out[h, q0:q0 + 64] = o / l
+    }
+})";
+
 // Same-size 3x3 convolution (stride 1, padding 1), as in ResNet's blocks.
 inline const char* kConv2d = R"(
 def f(x: tensor[b, ic, h, w, f32], wt: tensor[oc, ic, kh, kw, f32], bias: tensor[oc, f32]) {

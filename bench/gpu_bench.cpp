@@ -140,8 +140,9 @@ void kernels(Device& dev) {
   // Attention: BERT-base (batch 8, 12 heads, seq 128, d 64) and seq 4096 (12 heads).
   for (auto [bh, s] : std::vector<std::pair<int64_t, int64_t>>{{96, 128}, {12, 4096}}) {
     std::vector<Tensor> in = {random({bh, s, 64}, 10), random({bh, s, 64}, 11), random({bh, s, 64}, 12)};
-    double at = kernel_ms(dev, kAttention, in, 3);
-    report("zyntax_attention_" + std::to_string(bh) + "x" + std::to_string(s) + "_ms", at, "ms");
+    std::string shape = std::to_string(bh) + "x" + std::to_string(s);
+    report("zyntax_attention_" + shape + "_ms", kernel_ms(dev, kAttention, in, 3), "ms", "blocks of 32 rows");
+    report("zyntax_attention64_" + shape + "_ms", kernel_ms(dev, kAttention64, in, 3), "ms", "blocks of 64 rows");
   }
 }
 

@@ -5,6 +5,7 @@
 #include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/fold_broadcast_extents.hpp"
 #include "cir/passes/freeze_invariant_vars.hpp"
+#include "cir/passes/gpu_row_registers.hpp"
 #include "cir/passes/fuse_product_epilogues.hpp"
 #include "cir/passes/group_thread_elements.hpp"
 #include "cir/passes/hoist_kept_loops.hpp"
@@ -146,6 +147,9 @@ GpuPlan plan_gpu_kernel(const cir::Kernel& kernel, int64_t max_shared_bytes, int
                       row_block = threads;
                       return *rows;
                     }});
+  // A thread's share of a row in registers: its loads in flight at once, a
+  // row that several loops read loaded once.
+  passes.push_back({"gpu_row_registers", [&](const cir::Kernel& k) { return row_block ? cir::gpu_row_registers(k) : k; }});
   // A whole-tensor reduction over the grid: enough blocks for 8 iterations
   // per thread, at most kGridReduceBlocks (argmax and argmin: one block).
   bool grid = false;
