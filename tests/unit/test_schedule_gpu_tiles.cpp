@@ -107,6 +107,14 @@ TEST(ScheduleGpuTiles, EveryNestOfFlashAttentionIsSharedOut) {
     EXPECT_EQ(text.find("%2%2 = fma("), std::string::npos) << text;
     EXPECT_NE(text.find("%1%3 = fma("), std::string::npos) << text;
   }
+  // Where the blocks divide the length every extent is a constant: the
+  // scores' rows are padded, and the key block is copied along K's rows
+  // (coalesced) into padded rows that Q K^T reads down.
+  cir::Kernel even = scalarized(kernel_of(flash_attention(32)), 12, 4096, 64);
+  std::string text = cir::print(*cir::schedule_gpu_tiles(even, 256));
+  EXPECT_NE(text.find("shared S: tensor[S%n0, 33, f32]"), std::string::npos) << text;
+  EXPECT_NE(text.find("shared stage%8: tensor[stage%8%n0, 65, f32]"), std::string::npos) << text;
+  EXPECT_NE(text.find("stage%8[stage%8i%9, stage%8i%10] = K[h, k0 + stage%8i%9, stage%8i%10]"), std::string::npos) << text;
 }
 
 TEST(ScheduleGpuTiles, TilesGoToPaddedSharedArraysAndNestsToThreads) {

@@ -32,7 +32,16 @@ class FoldBroadcasts : public IRMutator {
 
   Stmt visit(const Let* op) override {
     Expr v = mutate(op->value);
-    if (v->type.is_scalar() && v->type.dtype == DType::I64) v = branch_taken(v);
+    if (v->type.is_scalar() && v->type.dtype == DType::I64) {
+      v = branch_taken(v);
+      // The same value at every iteration (a key block's extent when the
+      // block size divides the length): that constant, which the GPU
+      // schedules can pad rows by and unroll loops over.
+      if (!v.as<IntImm>())
+        if (std::optional<int64_t> most = largest_everywhere(v, loops_, lets_, kMostPoints);
+            most && equal_everywhere(v, i64(*most), loops_, lets_, kMostPoints))
+          v = i64(*most);
+    }
     if (v.same_as(op->value)) return handle_of(op);
     return make_let(op->name, v, op->span);
   }

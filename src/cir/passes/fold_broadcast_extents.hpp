@@ -18,8 +18,10 @@
 // equals at every iteration of the loops around; `select(X == 1, 0, i)`,
 // with i the variable of an enclosing loop over 0..E and X equal to E
 // everywhere, is i (when X is 1, i can only be 0); a select whose
-// condition holds everywhere (or nowhere) is its branch. Kernels whose
-// extents are run-time values are left as they are.
+// condition holds everywhere (or nowhere) is its branch; an integer let
+// with one value everywhere (a key block's `max(min(k + 64, n) - min(k, n),
+// 0)` where 64 divides n) is that constant. Kernels whose extents are
+// run-time values are left as they are.
 #pragma once
 
 #include "cir/ir.hpp"

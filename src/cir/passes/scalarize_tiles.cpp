@@ -326,10 +326,15 @@ class Scalarizer {
     });
   }
 
-  // A prepared tile value as an array of its own, unless it is one.
+  // A prepared tile value as an array of its own, unless it is one. A
+  // transposed value is staged the way it is laid out and read transposed
+  // (attention's K^T: the copy of K's rows reads them along their length,
+  // coalesced on a GPU, whose schedule pads the array's rows so that reading
+  // down its columns meets each bank once).
   Expr staged(const Expr& p, Block& out, Span span) {
     auto t = p.as<Transpose>();
     if (p.as<Var>() || p->type.is_scalar() || (t && t->value.as<Var>())) return p;
+    if (t) return make_transpose(staged(t->value, out, span), p->span);
     std::string name = fresh("stage");
     materialize(p, name, /*is_mutable=*/false, out, span);
     return Var::make(name, Type::tensor(p->type.dtype, tiles_.at(name).extents));
