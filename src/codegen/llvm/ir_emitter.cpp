@@ -1120,15 +1120,18 @@ class Emitter {
       k->addIncoming(next, b_.GetInsertBlock());
       llvm::BranchInst* latch = b_.CreateBr(header);
       if (f.loop_kind == cir::LoopKind::Vectorized && f.factor > 1 && target_ == EmitTarget::Cpu) latch->setMetadata(llvm::LLVMContext::MD_loop, vectorize_hint(f.factor));
-      if (f.loop_kind == cir::LoopKind::Unrolled) latch->setMetadata(llvm::LLVMContext::MD_loop, unroll_hint());
+      if (f.loop_kind == cir::LoopKind::Unrolled) latch->setMetadata(llvm::LLVMContext::MD_loop, unroll_hint(f.factor));
     }
     b_.SetInsertPoint(done);
   }
 
   // Loop metadata asking for the loop to be unrolled whole (a schedule's
-  // short loop over registers: unrolled, their indices become constants).
-  llvm::MDNode* unroll_hint() {
-    llvm::MDNode* full = llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")});
+  // short loop over registers: unrolled, their indices become constants),
+  // or `factor` iterations at a time where that is fewer than the loop runs.
+  llvm::MDNode* unroll_hint(int factor) {
+    llvm::MDNode* full = factor > 0 ? llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
+                                                               llvm::ConstantAsMetadata::get(b_.getInt32(factor))})
+                                    : llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")});
     llvm::MDNode* node = llvm::MDNode::getDistinct(ctx_, {nullptr, full});
     node->replaceOperandWith(0, node);
     return node;
