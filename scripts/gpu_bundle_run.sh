@@ -4,6 +4,9 @@
 #                         reference executor, every test program on cuda:0 against NumPy
 #   run.sh bench OUTDIR   bench/compare_gpu.py: zyntax beside PyTorch and Triton
 #   run.sh all OUTDIR     both
+#   run.sh sanitize OUTDIR the GPU parity suites under compute-sanitizer's memcheck and racecheck
+#                         (racecheck also reports shared loads LLVM hoists above a guard, whose
+#                         values no thread uses: flash attention's maps that one thread runs)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 what=${1:-all}
@@ -42,6 +45,13 @@ if [ "$what" = test ] || [ "$what" = all ]; then
   LD_LIBRARY_PATH="$here/lib" timeout 240 bin/tiny_lm --device cuda:0 --data examples/tiny_lm/data/kjv_genesis_exodus.txt --quiet \
     > "$out/tiny_lm.txt" 2>&1 || status=1
   tail -n 3 "$out/tiny_lm.txt"
+fi
+if [ "$what" = sanitize ]; then
+  for tool in memcheck racecheck; do
+    timeout 400 compute-sanitizer --tool $tool --print-limit 20 bin/zyntax_unit_tests \
+      --gtest_filter='Kernels/GpuParity.*:GpuSchedules.*' > "$out/$tool.txt" 2>&1 || status=1
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$out/$tool.txt"
+  done
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 bench/compare_gpu.py --bench bin/zyntax_gpu_bench --results "$out" --performance "$out/performance.md" \

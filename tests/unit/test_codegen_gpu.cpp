@@ -20,6 +20,7 @@
 #include "runtime/cuda/cuda_driver.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/launch.hpp"
+#include "interp/reference_executor.hpp"
 #include "parity_cases.hpp"
 #include "ptxas.hpp"
 
@@ -91,6 +92,53 @@ TEST_P(PtxParity, PtxasAcceptsEveryShape) {
     if (rc == 0) std::remove(file.c_str());
   }
 }
+
+class PlanParity : public ::testing::TestWithParam<Case> {};
+
+// The GPU plan of each parity variant (sm_90's shared memory) on the
+// reference executor, whose race checker stands in for the threads running
+// at once: the kernel's result, without a race, on every machine.
+TEST_P(PlanParity, GpuPlansMatchTheKernelOnTheReference) {
+  const Case& c = GetParam();
+  cir::Kernel generic = testing::kernel_of(testing::parity_source(c));
+  ASSERT_FALSE(generic.name.empty());
+  CompiledCompute compiled(generic);
+  int64_t sm90 = codegen::nvptx_max_shared_bytes(*codegen::parse_nvptx_arch("sm_90"));
+  Random rng(42);
+  for (int variant = 0; variant < 6; ++variant) {
+    std::vector<Tensor> inputs = testing::parity_inputs(c, variant, rng);
+    std::map<std::string, int64_t> dims;
+    try {
+      dims = bind_dimensions(generic, inputs, {});
+    } catch (const DataError&) {
+      continue;
+    }
+    auto s = compiled.specialize(dims);
+    codegen::GpuPlan plan = codegen::plan_gpu_kernel(s->kernel, sm90, 90);
+    ASSERT_TRUE(plan.kernel.has_value()) << c.name << " variant " << variant << ": " << plan.why_not;
+    std::string what = std::string(c.name) + " variant " + std::to_string(variant) + " (" + plan.schedule + ")";
+    Tensor want, got;
+    std::string want_error, got_error;
+    try {
+      want = ReferenceKernel(s->kernel).run(inputs, {});
+    } catch (const std::exception& e) {
+      want_error = e.what();
+    }
+    try {
+      got = ReferenceKernel(*plan.kernel).run(inputs, {});
+    } catch (const std::exception& e) {
+      got_error = e.what();
+    }
+    EXPECT_EQ(got_error.find("data race"), std::string::npos) << what << ": " << got_error;
+    EXPECT_EQ(want_error.empty(), got_error.empty()) << what << ": " << want_error << " / " << got_error;
+    if (!want_error.empty() || !got_error.empty()) continue;
+    std::string where;
+    EXPECT_TRUE(testing::agree(want, got, true, &where)) << what << ": " << where;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, PlanParity, ::testing::ValuesIn(kParityCases),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PtxParity, ::testing::ValuesIn(kParityCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
