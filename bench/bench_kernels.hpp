@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "driver/session.hpp"
@@ -131,49 +132,36 @@ def f(x: tensor[r, c, f32], g: tensor[c, f32], b: tensor[c, f32]) {
     }
 })";
 
-inline const char* kAttention = R"(
-def f(Q: tensor[bh, s, d, f32], K: tensor[bh, s, d, f32], V: tensor[bh, s, d, f32]) {
-    return compute(Q, K, V) {
-        @kernel flash_attention
-        for h in 0..bh:
-            for q0 in 0..s step 32:
-                var m = -inf
-                var l = 0.0
-                var o = zeros(min(32, s - q0), d)
-                let Qb = Q[h, q0:q0 + 32]
-                for k0 in 0..s step 32:
-                    let S = Qb @ transpose(K[h, k0:k0 + 32]) / sqrt(d)
-                    let m_new = max(m, row_max(S))
-                    let p = exp(S - m_new)
-                    l = exp(m - m_new) * l + row_sum(p)
-                    o = exp(m - m_new) * o + p @ V[h, k0:k0 + 32]
-                    m = m_new
-                out[h, q0:q0 + 32] = o / l
-    }
-})";
-
-// The same with blocks of 64 query and key rows: each key and value element
-// loaded into shared memory serves twice the query rows.
-inline const char* kAttention64 = R"(
-def f(Q: tensor[bh, s, d, f32], K: tensor[bh, s, d, f32], V: tensor[bh, s, d, f32]) {
-    return compute(Q, K, V) {
-        @kernel flash_attention
-        for h in 0..bh:
-            for q0 in 0..s step 64:
-                var m = -inf
-                var l = 0.0
-                var o = zeros(min(64, s - q0), d)
-                let Qb = Q[h, q0:q0 + 64]
-                for k0 in 0..s step 64:
-                    let S = Qb @ transpose(K[h, k0:k0 + 64]) / sqrt(d)
-                    let m_new = max(m, row_max(S))
-                    let p = exp(S - m_new)
-                    l = exp(m - m_new) * l + row_sum(p)
-                    o = exp(m - m_new) * o + p @ V[h, k0:k0 + 64]
-                    m = m_new
-                out[h, q0:q0 + 64] = o / l
-    }
-})";
+// Flash attention over query and key blocks of `block` rows, as a user
+// writes it.
+inline std::string flash_attention_source(int block) {
+  std::string b = std::to_string(block);
+  return "def f(Q: tensor[bh, s, d, f32], K: tensor[bh, s, d, f32], V: tensor[bh, s, d, f32]) {\n"
+         "    return compute(Q, K, V) {\n"
+         "        @kernel flash_attention\n"
+         "        for h in 0..bh:\n"
+         "            for q0 in 0..s step " + b + ":\n"
+         "                var m = -inf\n"
+         "                var l = 0.0\n"
+         "                var o = zeros(min(" + b + ", s - q0), d)\n"
+         "                let Qb = Q[h, q0:q0 + " + b + "]\n"
+         "                for k0 in 0..s step " + b + ":\n"
+         "                    let S = Qb @ transpose(K[h, k0:k0 + " + b + "]) / sqrt(d)\n"
+         "                    let m_new = max(m, row_max(S))\n"
+         "                    let p = exp(S - m_new)\n"
+         "                    l = exp(m - m_new) * l + row_sum(p)\n"
+         "                    o = exp(m - m_new) * o + p @ V[h, k0:k0 + " + b + "]\n"
+         "                    m = m_new\n"
+         "                out[h, q0:q0 + " + b + "] = o / l\n"
+         "    }\n"
+         "}\n";
+}
+inline const std::string kAttention32Source = flash_attention_source(32);
+inline const std::string kAttention64Source = flash_attention_source(64);
+inline const char* kAttention = kAttention32Source.c_str();
+// Blocks of 64 query and key rows: each key and value element loaded into
+// shared memory serves twice the query rows.
+inline const char* kAttention64 = kAttention64Source.c_str();
 
 // Same-size 3x3 convolution (stride 1, padding 1), as in ResNet's blocks.
 inline const char* kConv2d = R"(

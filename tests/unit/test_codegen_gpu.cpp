@@ -44,6 +44,15 @@ INSTANTIATE_TEST_SUITE_P(Kernels, GpuParity, ::testing::ValuesIn(kParityCases),
 
 class PtxParity : public ::testing::TestWithParam<Case> {};
 
+// The sizes a parity variant binds, or nothing where its shapes disagree.
+std::optional<std::map<std::string, int64_t>> variant_dims(const cir::Kernel& generic, const std::vector<Tensor>& inputs) {
+  try {
+    return bind_dimensions(generic, inputs, {});
+  } catch (const DataError&) {
+    return std::nullopt;
+  }
+}
+
 // The specialised kernels of the parity variants (the sizes the GPU runs),
 // all in one PTX module per architecture, accepted by ptxas.
 TEST_P(PtxParity, PtxasAcceptsEveryShape) {
@@ -58,13 +67,9 @@ TEST_P(PtxParity, PtxasAcceptsEveryShape) {
   Random rng(42);
   for (int variant = 0; variant < 6; ++variant) {
     std::vector<Tensor> inputs = testing::parity_inputs(c, variant, rng);
-    std::map<std::string, int64_t> dims;
-    try {
-      dims = bind_dimensions(generic, inputs, {});
-    } catch (const DataError&) {
-      continue;  // a variant whose shapes disagree: an error on every device
-    }
-    auto s = compiled.specialize(dims);
+    std::optional<std::map<std::string, int64_t>> dims = variant_dims(generic, inputs);
+    if (!dims) continue;  // a variant whose shapes disagree: an error on every device
+    auto s = compiled.specialize(*dims);
     codegen::GpuPlan plan = codegen::plan_gpu_kernel(s->kernel);
     ASSERT_TRUE(plan.kernel.has_value()) << c.name << " variant " << variant << ": " << plan.why_not;
     planned.push_back(*plan.kernel);
@@ -107,13 +112,9 @@ TEST_P(PlanParity, GpuPlansMatchTheKernelOnTheReference) {
   Random rng(42);
   for (int variant = 0; variant < 6; ++variant) {
     std::vector<Tensor> inputs = testing::parity_inputs(c, variant, rng);
-    std::map<std::string, int64_t> dims;
-    try {
-      dims = bind_dimensions(generic, inputs, {});
-    } catch (const DataError&) {
-      continue;
-    }
-    auto s = compiled.specialize(dims);
+    std::optional<std::map<std::string, int64_t>> dims = variant_dims(generic, inputs);
+    if (!dims) continue;  // a variant whose shapes disagree: an error on every device
+    auto s = compiled.specialize(*dims);
     codegen::GpuPlan plan = codegen::plan_gpu_kernel(s->kernel, sm90, 90);
     ASSERT_TRUE(plan.kernel.has_value()) << c.name << " variant " << variant << ": " << plan.why_not;
     std::string what = std::string(c.name) + " variant " + std::to_string(variant) + " (" + plan.schedule + ")";

@@ -128,18 +128,10 @@ class RowRegisters {
     // The rows worth keeping: inputs the kernel never stores into, read by
     // two loops or more that have no conditions, their other indices
     // naming nothing that changes within the block.
-    std::set<std::string> inputs, stored = writes(Stmt(k_.body[0])), assigned;
+    std::set<std::string> inputs, stored = writes(Stmt(k_.body[0]));
     for (const Param& p : k_.params)
       if (p.role == ParamRole::Input) inputs.insert(p.name);
-    struct Assigned : IRVisitor {
-      using IRVisitor::visit;
-      std::set<std::string> names;
-      void visit(const Assign* op) override {
-        names.insert(op->name);
-        IRVisitor::visit(op);
-      }
-    } assigns;
-    assigns.include(k_.body);
+    std::set<std::string> changing = mutable_names(k_);
     std::vector<RowReads> reads_of(loops.size());
     std::map<std::string, int> loops_reading;
     std::set<std::string> unkeepable;
@@ -148,7 +140,7 @@ class RowRegisters {
       r.loop = &loops[i];
       r.inside = declared_in(*loops[i].thread);
       r.inside.insert(loops[i].thread->var);
-      r.inside.insert(assigns.names.begin(), assigns.names.end());
+      r.inside.insert(changing.begin(), changing.end());
       r.include(loops[i].inner->body);
       for (const auto& [key, access] : r.rows) {
         ++loops_reading[key];
