@@ -105,7 +105,10 @@ def main():
         rc, _, err = run(z, "compile", EXAMPLE, "--backend", "nvptx", "--arch", "sm_13")
         expect("unknown --arch is a usage error listing the known ones", rc == 2 and "sm_13" in err and "sm_90a" in err, err)
         rc, _, err = run(z, "compile", EXAMPLE, "--emit", "asm", "--backend", "nvptx")
-        expect("--backend nvptx --emit asm is a usage error", rc == 2 and "ptx or llvm" in err, err)
+        expect("--backend nvptx --emit asm is a usage error", rc == 2 and "ptx, llvm or cir" in err, err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--backend", "nvptx", "--emit", "cir", "--kernel", "normed")
+        expect("--backend nvptx --emit cir prints the GPU schedule", rc == 0 and "// entry normed" in out
+               and "gpu_block" in out and "block_reduce" in out, out + err)
         rc, _, err = run(z, "compile", EXAMPLE, "--emit", "cir", "--arch", "sm_80")
         expect("--arch without nvptx is a usage error", rc == 2, err)
 

@@ -222,6 +222,10 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
     text += "// no kernel was compiled for the GPU\n";
     return kOk;
   }
+  if (o.emit == "cir") {  // the GPU schedules themselves, as the emitter receives them
+    for (size_t i = 0; i < planned.size(); ++i) text += (i ? "\n// entry " : "// entry ") + entries[i] + "\n" + cir::print(planned[i]);
+    return kOk;
+  }
   std::vector<const cir::Kernel*> ptrs;
   for (const cir::Kernel& k : planned) ptrs.push_back(&k);
   std::string what = o.emit == "llvm" ? "llvm" : "ptx";
@@ -341,7 +345,7 @@ int main(int argc, char** argv) {
   bool sizes_from_run = false;
   compile->add_option("--emit", emit,
                       "What to print: ast, cir; from the CPU backend llvm, asm, obj; from the nvptx backend ptx (its "
-                      "default) or llvm")
+                      "default), llvm or cir (each kernel as the GPU schedules made it)")
       ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx"}));
   compile->add_option("--backend", backend,
                       "cir (the IR itself, the default), llvm (the CPU backend; implied by llvm/asm/obj), nvptx "
@@ -384,8 +388,8 @@ int main(int argc, char** argv) {
       if (emit.empty()) emit = gpu ? "ptx" : backend == "llvm" ? "llvm" : "cir";
       if (backend == "llvm" && (emit == "ast" || emit == "cir")) emit = "llvm";
       if (emit == "ptx" && !gpu) backend = "nvptx", gpu = true;
-      if (gpu && emit != "ptx" && emit != "llvm") {
-        std::cerr << "zyntax: error: --backend " << backend << " emits ptx or llvm, not " << emit << "\n";
+      if (gpu && emit != "ptx" && emit != "llvm" && emit != "cir") {
+        std::cerr << "zyntax: error: --backend " << backend << " emits ptx, llvm or cir (its schedules), not " << emit << "\n";
         return kUsageError;
       }
       if (!arch.empty() && backend != "nvptx") {
