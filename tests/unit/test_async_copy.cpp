@@ -9,6 +9,8 @@
 #include "cir/printer.hpp"
 #include "cir/verifier.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
+#include "gpu_targets.hpp"
+#include "plan/kernel_support.hpp"
 #include "interp/reference_executor.hpp"
 #include "ptxas.hpp"
 #include "runtime/tensor_ops.hpp"
@@ -167,8 +169,8 @@ TEST(AsyncCopy, TheVerifierHoldsCopiesToTheirRules) {
 
 TEST(AsyncCopy, LowersToCpAsyncOnNvidiaGpusAndNowhereElse) {
   cir::Kernel k = RowCopies{}.kernel();
-  EXPECT_EQ(codegen::unsupported_reason(k, codegen::EmitTarget::Cpu).value_or(""), "asynchronous copies");
-  EXPECT_FALSE(codegen::unsupported_reason(k, codegen::EmitTarget::Nvptx));
+  EXPECT_EQ(cpu_unsupported_reason(k).value_or(""), "asynchronous copies");
+  EXPECT_FALSE(gpu_support(k, testing::nvidia_target("sm_80")).why_not);
   testing::expect_ptx_assembles({k}, {"rows"}, "async_copy", [](const std::string& ptx) {
     for (const char* op : {"cp.async.cg.shared.global", "cp.async.commit_group", "cp.async.wait_group 0", "bar.sync"})
       EXPECT_NE(ptx.find(op), std::string::npos) << op << "\n" << ptx;

@@ -15,6 +15,8 @@
 #include "codegen/llvm/cpu/cpu_device.hpp"
 #include "codegen/llvm/cpu/cpu_plan.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
+#include "gpu_targets.hpp"
+#include "plan/kernel_support.hpp"
 #include "kernel_source.hpp"
 #include "ptxas.hpp"
 #include "runtime/launch.hpp"
@@ -197,8 +199,8 @@ TEST(Atomics, LowerToTheGpusAtomicsAtEachScope) {
   };
   std::vector<std::string> names;
   for (size_t n = 0; n < kernels.size(); ++n) {
-    EXPECT_FALSE(codegen::unsupported_reason(kernels[n], codegen::EmitTarget::Nvptx)) << n;
-    EXPECT_FALSE(codegen::unsupported_reason(kernels[n], codegen::EmitTarget::Cpu)) << n;
+    EXPECT_FALSE(gpu_support(kernels[n], testing::nvidia_target("sm_80")).why_not) << n;
+    EXPECT_FALSE(cpu_unsupported_reason(kernels[n])) << n;
     names.push_back("scatter" + std::to_string(n));
   }
   testing::expect_ptx_assembles(kernels, names, "atomics", [](const std::string& ptx) {
@@ -211,7 +213,7 @@ TEST(Atomics, LowerToTheGpusAtomicsAtEachScope) {
     EXPECT_TRUE(contains(ptx, "atom.global.exch.b32")) << ptx;
   });
   // The GPU has no system-scope atomics on 2-byte elements.
-  EXPECT_EQ(codegen::unsupported_reason(scatter(AtomicOp::Add, DType::BF16, FenceScope::System), codegen::EmitTarget::Nvptx).value_or(""),
+  EXPECT_EQ(gpu_support(scatter(AtomicOp::Add, DType::BF16, FenceScope::System), testing::nvidia_target("sm_80")).why_not.value_or(""),
             "system-scope atomics on elements of fewer than 4 bytes");
 }
 

@@ -13,6 +13,8 @@
 
 #include "codegen/llvm/cpu/cpu_jit.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
+#include "gpu_targets.hpp"
+#include "plan/kernel_support.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/specialize.hpp"
 #include "driver/session.hpp"
@@ -75,11 +77,11 @@ TEST(CodegenCpu, TileKernelsAreScalarisedAndCompiled) {
     std::string src = c.source;
     for (size_t at; (at = src.find("DT")) != std::string::npos;) src.replace(at, 2, "f32");
     cir::Kernel k = cir::specialize(kernel_of(src), all_dims(kernel_of(src), 7));
-    if (!codegen::unsupported_reason(k)) continue;
+    if (!cpu_unsupported_reason(k)) continue;
     std::string why;
     std::optional<cir::Kernel> s = cir::scalarize_tiles(k, &why);
     ASSERT_TRUE(s.has_value()) << c.name << ": " << why;
-    EXPECT_FALSE(codegen::unsupported_reason(*s).has_value()) << c.name << ": " << *codegen::unsupported_reason(*s);
+    EXPECT_FALSE(cpu_unsupported_reason(*s).has_value()) << c.name << ": " << *cpu_unsupported_reason(*s);
   }
 }
 

@@ -16,7 +16,7 @@
 #include "cir/passes/specialize.hpp"
 #include "codegen/llvm/nvptx/cuda_device.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
-#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "gpu_targets.hpp"
 #include "runtime/cuda/cuda_driver.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/launch.hpp"
@@ -70,18 +70,18 @@ TEST_P(PtxParity, PtxasAcceptsEveryShape) {
     std::optional<std::map<std::string, int64_t>> dims = variant_dims(generic, inputs);
     if (!dims) continue;  // a variant whose shapes disagree: an error on every device
     auto s = compiled.specialize(*dims);
-    codegen::GpuPlan plan = codegen::plan_gpu_kernel(s->kernel);
+    GpuPlan plan = gpu_plan(s->kernel, testing::test_gpu_target());
     ASSERT_TRUE(plan.kernel.has_value()) << c.name << " variant " << variant << ": " << plan.why_not;
     planned.push_back(*plan.kernel);
     entries.push_back("k" + std::to_string(variant));
   }
   planned.push_back(generic);  // and the generic kernel, when it compiles without sizes
   entries.push_back("generic");
-  if (!codegen::plan_gpu_kernel(generic).kernel) {
+  if (!gpu_plan(generic, testing::test_gpu_target()).kernel) {
     planned.pop_back();
     entries.pop_back();
   } else {
-    planned.back() = *codegen::plan_gpu_kernel(generic).kernel;
+    planned.back() = *gpu_plan(generic, testing::test_gpu_target()).kernel;
   }
   std::vector<const cir::Kernel*> ptrs;
   for (const cir::Kernel& k : planned) ptrs.push_back(&k);
@@ -108,16 +108,15 @@ TEST_P(PlanParity, GpuPlansMatchTheKernelOnTheReference) {
   cir::Kernel generic = testing::kernel_of(testing::parity_source(c));
   ASSERT_FALSE(generic.name.empty());
   CompiledCompute compiled(generic);
-  int64_t sm90 = codegen::nvptx_max_shared_bytes(*codegen::parse_nvptx_arch("sm_90"));
   Random rng(42);
   for (int variant = 0; variant < 6; ++variant) {
     std::vector<Tensor> inputs = testing::parity_inputs(c, variant, rng);
     std::optional<std::map<std::string, int64_t>> dims = variant_dims(generic, inputs);
     if (!dims) continue;  // a variant whose shapes disagree: an error on every device
     auto s = compiled.specialize(*dims);
-    codegen::GpuPlan plan = codegen::plan_gpu_kernel(s->kernel, sm90, 90);
+    GpuPlan plan = gpu_plan(s->kernel, testing::nvidia_target("sm_90"));
     ASSERT_TRUE(plan.kernel.has_value()) << c.name << " variant " << variant << ": " << plan.why_not;
-    std::string what = std::string(c.name) + " variant " + std::to_string(variant) + " (" + plan.schedule + ")";
+    std::string what = std::string(c.name) + " variant " + std::to_string(variant) + " (" + gpu_schedule_name(plan.schedule) + ")";
     Tensor want, got;
     std::string want_error, got_error;
     try {
@@ -163,7 +162,7 @@ TEST(NvptxCompiler, LinksLibdeviceForF64Math) {
   if (!codegen::have_libdevice()) GTEST_SKIP() << "built without libdevice";
   cir::Kernel k = testing::kernel_of(
       "def f(x: tensor[n, f64]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = sin(x[i]) + pow(x[i], 2.5) + x[i] % 0.3\n }\n}");
-  codegen::GpuPlan plan = codegen::plan_gpu_kernel(k);
+  GpuPlan plan = gpu_plan(k, testing::test_gpu_target());
   ASSERT_TRUE(plan.kernel.has_value()) << plan.why_not;
   codegen::PtxModule m = codegen::NvptxCompiler::instance().compile({&*plan.kernel}, {"f"}, *codegen::parse_nvptx_arch("sm_80"));
   EXPECT_NE(m.ptx.find(".visible .entry f("), std::string::npos);
@@ -181,7 +180,7 @@ TEST(NvptxCompiler, PtxComesFromTheDiskCacheOnTheNextRun) {
   DiskCache cache(dir.string());
   cir::Kernel k = testing::kernel_of(
       "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i] * 3.0\n }\n}");
-  codegen::GpuPlan plan = codegen::plan_gpu_kernel(k);
+  GpuPlan plan = gpu_plan(k, testing::test_gpu_target());
   ASSERT_TRUE(plan.kernel.has_value()) << plan.why_not;
   codegen::NvptxCompiler& c = codegen::NvptxCompiler::instance();
   codegen::NvptxArch sm80 = *codegen::parse_nvptx_arch("sm_80"), sm90 = *codegen::parse_nvptx_arch("sm_90");

@@ -17,7 +17,7 @@
 #include "cir/passes/specialize.hpp"
 #include "op_library_kernels.hpp"
 #include "parity_cases.hpp"
-#include "plan_for_arch.hpp"
+#include "gpu_targets.hpp"
 #include "runtime/launch.hpp"
 
 namespace zyntax {

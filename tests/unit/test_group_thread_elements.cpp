@@ -9,7 +9,7 @@
 #include "cir/passes/group_thread_elements.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
-#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "gpu_targets.hpp"
 #include "kernel_source.hpp"
 #include "ptxas.hpp"
 #include "schedule_parity.hpp"
@@ -27,7 +27,7 @@ const char* kSquareBf16 =
     "def f(x: tensor[n, bf16]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i] * x[i]\n }\n}";
 
 cir::Kernel planned(const char* src, std::map<std::string, int64_t> dims) {
-  codegen::GpuPlan plan = codegen::plan_gpu_kernel(cir::specialize(kernel_of(src), dims));
+  GpuPlan plan = gpu_plan(cir::specialize(kernel_of(src), dims), testing::test_gpu_target());
   EXPECT_TRUE(plan.kernel) << plan.why_not;
   return plan.kernel ? *plan.kernel : cir::Kernel{};
 }

@@ -9,7 +9,7 @@
 #include "cir/passes/hoist_kept_loops.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
-#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "gpu_targets.hpp"
 #include "interp/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "runtime/tensor_ops.hpp"
@@ -52,9 +52,9 @@ TEST(HoistKeptLoops, AMiddleAxisKeepsTheOuterAndInnerLoopsParallel) {
   Random rng(6);
   expect_identical(k, h, {rand_normal(rng, DType::F32, {3, 50, 7})});
   // On the GPU: one thread per output element, in collapsed order.
-  codegen::GpuPlan plan = codegen::plan_gpu_kernel(k);
+  GpuPlan plan = gpu_plan(k, testing::test_gpu_target());
   ASSERT_TRUE(plan.kernel) << plan.why_not;
-  EXPECT_EQ(plan.schedule, "threads");
+  EXPECT_EQ(plan.schedule, GpuSchedule::Threads);
 }
 
 TEST(HoistKeptLoops, LeavesKernelsInOrderOrOfOtherFormsAlone) {

@@ -13,6 +13,7 @@
 #include "cir/verifier.hpp"
 #include "cir/visitor.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
+#include "plan/kernel_support.hpp"
 #include "interp/reference_executor.hpp"
 #include "ptxas.hpp"
 #include "support/diagnostics.hpp"
@@ -79,8 +80,8 @@ TEST(PlaceSharedArrays, AnArrayDeadBeforeABarrierGivesItsBytesToOneAllocatedAfte
   EXPECT_EQ(at["a"], 0);
   EXPECT_EQ(at["c"], kSharedArrayAlignment);  // alive with a, then with e
   EXPECT_EQ(at["e"], 0);
-  EXPECT_EQ(codegen::gpu_shared_bytes(k), 3 * kSharedArrayAlignment);
-  EXPECT_EQ(codegen::gpu_shared_bytes(placed), 2 * kSharedArrayAlignment);
+  EXPECT_EQ(gpu_shared_bytes(k), 3 * kSharedArrayAlignment);
+  EXPECT_EQ(gpu_shared_bytes(placed), 2 * kSharedArrayAlignment);
   EXPECT_NE(print(placed).find("shared e: tensor[4, f32] at byte 0"), std::string::npos) << print(placed);
   // out[b, u] = e[3 - u] = c[u] + 1 = 2 a[3 - u] + 1 = 2 (3 - u + b) + 1
   Tensor out = ReferenceKernel(placed).run({}, {});

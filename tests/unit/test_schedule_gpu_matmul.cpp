@@ -15,7 +15,7 @@
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
 #include "cir/verifier.hpp"
-#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "gpu_targets.hpp"
 #include "interp/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "ptxas.hpp"
@@ -85,7 +85,7 @@ TEST(ScheduleGpuMatmul, WithinRoundingOfTheReferencesProductAtOddSizes) {
       for (const cir::DimParam& d : generic.dims) used[d.name] = dims.at(d.name);
       cir::Kernel kernel = cir::specialize(generic, used);
       std::string why;
-      std::optional<cir::Kernel> s = cir::schedule_gpu_matmul(kernel, &why, /*large_tiles=*/1);
+      std::optional<cir::Kernel> s = cir::schedule_gpu_matmul(kernel, testing::test_gpu_target(1), &why);
       ASSERT_TRUE(s) << p.name << ": " << why;
       Random rng(11);
       std::vector<Tensor> in = inputs_of(kernel, rng);
@@ -106,8 +106,8 @@ TEST(ScheduleGpuMatmul, WithinRoundingOfTheReferencesProductAtOddSizes) {
 // between barriers instead.
 TEST(ScheduleGpuMatmul, LargeProductsTakeLargerTilesAndCopiesRunAhead) {
   cir::Kernel generic = kernel_of(kProducts[0].source);
-  std::string large = cir::print(*cir::schedule_gpu_matmul(cir::specialize(generic, {{"m", 128}, {"n", 300}, {"k", 20}}), nullptr, 1));
-  std::string small = cir::print(*cir::schedule_gpu_matmul(cir::specialize(generic, {{"m", 127}, {"n", 300}, {"k", 20}}), nullptr, 1));
+  std::string large = cir::print(*cir::schedule_gpu_matmul(cir::specialize(generic, {{"m", 128}, {"n", 300}, {"k", 20}}), testing::test_gpu_target(1)));
+  std::string small = cir::print(*cir::schedule_gpu_matmul(cir::specialize(generic, {{"m", 127}, {"n", 300}, {"k", 20}}), testing::test_gpu_target(1)));
   EXPECT_NE(large.find("local acc%mm: tensor[256, 64, f32]"), std::string::npos) << large;
   EXPECT_NE(large.find("shared xs%mm4: tensor[1536, f32]"), std::string::npos) << large;  // the third stage's X: 128 rows of 8 + 4
   EXPECT_NE(large.find("async_copy xs%mm2[d%as + s%as * 12] <- a[rt%mm * 128 + s%as, d%as] count 4"), std::string::npos) << large;
@@ -115,11 +115,11 @@ TEST(ScheduleGpuMatmul, LargeProductsTakeLargerTilesAndCopiesRunAhead) {
   EXPECT_NE(large.find("= fma(xs%mm2[(t%mm6 / 16 + a%mm2 * 16) * 12 + kk%mm2]"), std::string::npos) << large;
   EXPECT_NE(small.find("local acc%mm: tensor[256, 16, f32]"), std::string::npos) << small;
   std::string transposed =
-      cir::print(*cir::schedule_gpu_matmul(cir::specialize(kernel_of(kProducts[2].source), {{"m", 128}, {"n", 300}, {"k", 20}}), nullptr, 1));
+      cir::print(*cir::schedule_gpu_matmul(cir::specialize(kernel_of(kProducts[2].source), {{"m", 128}, {"n", 300}, {"k", 20}}), testing::test_gpu_target(1)));
   EXPECT_EQ(transposed.find("async_copy"), std::string::npos) << transposed;
   EXPECT_NE(transposed.find("shared xs%mm: tensor[1536, f32]"), std::string::npos) << transposed;
   std::string conv = cir::print(*cir::schedule_gpu_matmul(
-      cir::specialize(kernel_of(kProducts[4].source), {{"m", 130}, {"n", 12}, {"k", 3}, {"kh", 3}, {"kw", 3}}), nullptr, 1));
+      cir::specialize(kernel_of(kProducts[4].source), {{"m", 130}, {"n", 12}, {"k", 3}, {"kh", 3}, {"kw", 3}}), testing::test_gpu_target(1)));
   EXPECT_EQ(conv.find("async_copy"), std::string::npos) << conv;
 }
 
@@ -129,7 +129,7 @@ TEST(ScheduleGpuMatmul, LargeProductsTakeLargerTilesAndCopiesRunAhead) {
 TEST(ScheduleGpuMatmul, LargeTilesOnlyWhereTheyFillTheGpu) {
   cir::Kernel plain = kernel_of(kProducts[0].source);
   auto acc = [&](const cir::Kernel& k) {
-    std::string text = cir::print(*cir::schedule_gpu_matmul(k));
+    std::string text = cir::print(*cir::schedule_gpu_matmul(k, testing::test_gpu_target()));
     return text.find("local acc%mm: tensor[256, 64, f32]") != std::string::npos ? 64 : text.find("local acc%mm: tensor[256, 16, f32]") != std::string::npos ? 16 : 0;
   };
   EXPECT_EQ(acc(cir::specialize(plain, {{"m", 1408}, {"n", 1536}, {"k", 20}})), 64);
@@ -149,7 +149,7 @@ TEST(ScheduleGpuMatmul, LargeTilesOnlyWhereTheyFillTheGpu) {
 // infinite weight beside the padding gives what the original gives.
 TEST(ScheduleGpuMatmul, AGuardedTermIsSkippedEvenBesideInfinity) {
   cir::Kernel conv = cir::specialize(kernel_of(kProducts[4].source), {{"m", 3}, {"n", 5}, {"k", 2}, {"kh", 3}, {"kw", 3}});
-  cir::Kernel s = *cir::schedule_gpu_matmul(conv);
+  cir::Kernel s = *cir::schedule_gpu_matmul(conv, testing::test_gpu_target());
   Random rng(4);
   std::vector<Tensor> in = inputs_of(conv, rng);
   in[1].set(0, Scalar::of_float(INFINITY, DType::F32));  // w[0, 0, 0, 0], which meets the padding at y = 0 or z = 0
@@ -169,7 +169,7 @@ TEST(ScheduleGpuMatmul, LeavesOtherKernelsAlone) {
   std::string why;
   cir::Kernel add = cir::specialize(kernel_of("def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..n:\n  out[i] = x[i]\n }\n}"),
                                     {{"n", 9}});
-  EXPECT_FALSE(cir::schedule_gpu_matmul(add, &why));
+  EXPECT_FALSE(cir::schedule_gpu_matmul(add, testing::test_gpu_target(), &why));
   EXPECT_EQ(why, "not a matrix product");
 }
 
@@ -180,20 +180,20 @@ TEST(ScheduleGpuMatmul, ThePlanTilesLargeProductsAndItsPtxAssembles) {
     cir::Kernel generic = kernel_of(p.source);
     std::map<std::string, int64_t> used;
     for (const cir::DimParam& d : generic.dims) used[d.name] = d.name == "h" ? 3 : d.name == "kh" || d.name == "kw" ? 3 : p.name == std::string("conv2d_padded") && d.name == "n" ? 20 : 200;
-    codegen::GpuPlan plan = codegen::plan_gpu_kernel(cir::specialize(generic, used));
+    GpuPlan plan = gpu_plan(cir::specialize(generic, used), testing::test_gpu_target());
     ASSERT_TRUE(plan.kernel) << plan.why_not;
-    EXPECT_EQ(plan.schedule, "tiled matmul") << p.name;
+    EXPECT_EQ(plan.schedule, GpuSchedule::TiledMatmul) << p.name;
     EXPECT_EQ(plan.block_threads, 256);
     // 200x200 outputs in 64x64 tiles, too few 128x128 ones to fill a GPU
     // (conv: 200 channels by 20x20 positions).
-    EXPECT_EQ(codegen::gpu_launch_blocks(plan, 100000), (p.name == std::string("batched") ? 3u : 1u) * 4u * (p.name == std::string("conv2d_padded") ? 7u : 4u)) << p.name;
+    EXPECT_EQ(gpu_launch_blocks(plan, 100000), (p.name == std::string("batched") ? 3u : 1u) * 4u * (p.name == std::string("conv2d_padded") ? 7u : 4u)) << p.name;
     planned.push_back(*plan.kernel);
     names.push_back(p.name);
   }
   // 1408x1536 outputs: 132 tiles of 128x128.
-  codegen::GpuPlan large = codegen::plan_gpu_kernel(cir::specialize(kernel_of(kProducts[0].source), {{"m", 1408}, {"n", 1536}, {"k", 200}}));
+  GpuPlan large = gpu_plan(cir::specialize(kernel_of(kProducts[0].source), {{"m", 1408}, {"n", 1536}, {"k", 200}}), testing::test_gpu_target());
   ASSERT_TRUE(large.kernel) << large.why_not;
-  EXPECT_EQ(codegen::gpu_launch_blocks(large, 100000), 132u);
+  EXPECT_EQ(gpu_launch_blocks(large, 100000), 132u);
   planned.push_back(*large.kernel);
   names.push_back("plain_large");
   testing::expect_ptx_assembles(planned, names, "tiled", [](const std::string& ptx) {
@@ -201,6 +201,25 @@ TEST(ScheduleGpuMatmul, ThePlanTilesLargeProductsAndItsPtxAssembles) {
     EXPECT_NE(ptx.find("fma.rn.f32"), std::string::npos);
     EXPECT_EQ(ptx.find(".local"), std::string::npos) << "the accumulators should live in registers";
   });
+}
+
+// A GPU without asynchronous copies (before sm_80) gets the tiles copied
+// between barriers: no cp.async reaches its PTX, which ptxas accepts (LLVM
+// stopped the whole process on such a module once).
+TEST(ScheduleGpuMatmul, WithoutAsynchronousCopiesTheTilesAreCopiedBetweenBarriers) {
+  GpuTarget turing = testing::nvidia_target("sm_75");
+  ASSERT_FALSE(turing.async_copy);
+  GpuPlan plan = gpu_plan(cir::specialize(kernel_of(kProducts[0].source), {{"m", 1024}, {"n", 1024}, {"k", 256}}), turing);
+  ASSERT_TRUE(plan.kernel) << plan.why_not;
+  EXPECT_EQ(plan.schedule, GpuSchedule::TiledMatmul);
+  EXPECT_EQ(cir::print(*plan.kernel).find("async_copy"), std::string::npos);
+  codegen::PtxModule m = codegen::NvptxCompiler::instance().compile({&*plan.kernel}, {"mm"}, *codegen::parse_nvptx_arch("sm_75"));
+  EXPECT_EQ(m.ptx.find("cp.async"), std::string::npos);
+  std::string ptxas = testing::find_ptxas();
+  if (ptxas.empty()) return;
+  std::string file = ::testing::TempDir() + "/tiled_sm_75.ptx", log;
+  std::ofstream(file) << m.ptx;
+  EXPECT_EQ(testing::run_ptxas(ptxas, file, "sm_75", &log), 0) << log;
 }
 
 TEST(ScheduleGpuMatmul, ThreadPrivateArraysAreIndexedByTheirThread) {

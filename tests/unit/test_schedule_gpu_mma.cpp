@@ -14,7 +14,7 @@
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
 #include "cir/verifier.hpp"
-#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "gpu_targets.hpp"
 #include "interp/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "ptxas.hpp"
@@ -77,10 +77,10 @@ Tensor rounded_to_tf32(const Tensor& t) {
 TEST(ScheduleGpuMma, TheReferencesProductOnTheTensorCoresFactorsAtOddSizes) {
   for (const Product& p : kProducts) {
     for (auto [m, n, k, large_tiles] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1}, {5, 7, 3, 1}, {128, 128, 32, 1},
-                                        {129, 127, 33, 1}, {200, 130, 72, 1}, {200, 130, 72, cir::kGpuMatmulLargeTiles}, {65, 66, 17, 1}}) {
+                                        {129, 127, 33, 1}, {200, 130, 72, 1}, {200, 130, 72, 132}, {65, 66, 17, 1}}) {
       cir::Kernel kernel = specialised(p, m, n, k);
       std::string why;
-      std::optional<cir::Kernel> s = cir::schedule_gpu_mma(kernel, &why, true, large_tiles);
+      std::optional<cir::Kernel> s = cir::schedule_gpu_mma(kernel, testing::test_gpu_target(static_cast<int>(large_tiles)), &why);
       ASSERT_TRUE(s) << p.name << ": " << why;
       bool large = m >= 128 && n >= 128 && large_tiles == 1;
       EXPECT_NE(cir::print(*s).find(large ? "fragment acc%tc: tensor[128, 128, f32]" : "fragment acc%tc: tensor[64, 64, f32]"), std::string::npos)
@@ -114,38 +114,37 @@ TEST(ScheduleGpuMma, TakesOnlyWhatTensorCoresCompute) {
       kernel_of("def f(a: tensor[m, k, f32], b: tensor[k, n, f32]) {\n return compute(a, b) {\n @kernel matmul\n for i in 0..m, j in 0..n:\n"
                 "  var s = 0.0\n  for p in 0..k:\n   s += a[i, p] * b[p, j]\n  out[i, j] = s\n }\n}"),
       {{"m", 8}, {"n", 8}, {"k", 8}});
-  EXPECT_FALSE(cir::schedule_gpu_mma(f32, &why));
+  EXPECT_FALSE(cir::schedule_gpu_mma(f32, testing::test_gpu_target(), &why));
   EXPECT_EQ(why, "f32 factors without @precision(tf32)");
   // bf16 products rounded to bf16 before the f32 sum: not what tensor cores form.
   cir::Kernel rounded = cir::specialize(
       kernel_of("def f(a: tensor[m, k, bf16], b: tensor[k, n, bf16]) {\n return compute(a, b) {\n @kernel matmul\n"
                 " for i in 0..m, j in 0..n:\n  var s: f32 = 0.0\n  for p in 0..k:\n   s += a[i, p] * b[p, j]\n  out[i, j] = s\n }\n}"),
       {{"m", 8}, {"n", 8}, {"k", 8}});
-  EXPECT_FALSE(cir::schedule_gpu_mma(rounded, &why));
+  EXPECT_FALSE(cir::schedule_gpu_mma(rounded, testing::test_gpu_target(), &why));
   EXPECT_EQ(why, "not a matrix product");  // the sum adds f32(x * y), not a product
   // A bf16 sum (each partial sum rounded to bf16).
   cir::Kernel narrow_sum = cir::specialize(
       kernel_of("def f(a: tensor[m, k, bf16], b: tensor[k, n, bf16]) {\n return compute(a, b) {\n @kernel matmul\n"
                 " for i in 0..m, j in 0..n:\n  var s = 0.0\n  for p in 0..k:\n   s += a[i, p] * b[p, j]\n  out[i, j] = s\n }\n}"),
       {{"m", 8}, {"n", 8}, {"k", 8}});
-  EXPECT_FALSE(cir::schedule_gpu_mma(narrow_sum, &why));
+  EXPECT_FALSE(cir::schedule_gpu_mma(narrow_sum, testing::test_gpu_target(), &why));
   EXPECT_EQ(why, "not a matrix product");
 }
 
 TEST(ScheduleGpuMma, ThePlanPutsProductsOnTensorCoresAndItsPtxAssembles) {
   std::vector<cir::Kernel> planned;
   std::vector<std::string> names;
-  int64_t sm90_shared = codegen::nvptx_max_shared_bytes(*codegen::parse_nvptx_arch("sm_90"));
   for (const Product& p : kProducts) {
     // 300x260: 9 tiles of 128x128 (18 batched), so 64x64 ones; 1536x1408:
     // 132 of 128x128 (264 batched), enough for an H100's multiprocessors.
     for (auto [m, n, tiles] : {std::tuple<int64_t, int64_t, unsigned>{300, 260, 5 * 5}, {1536, 1408, 12 * 11}}) {
-      codegen::GpuPlan plan = codegen::plan_gpu_kernel(specialised(p, m, n, 100), sm90_shared, 90);
+      GpuPlan plan = gpu_plan(specialised(p, m, n, 100), testing::nvidia_target("sm_90"));
       ASSERT_TRUE(plan.kernel) << p.name << ": " << plan.why_not;
-      EXPECT_EQ(plan.schedule, "tensor-core matmul") << p.name;
+      EXPECT_EQ(plan.schedule, GpuSchedule::TensorCoreMatmul) << p.name;
       EXPECT_EQ(plan.block_threads, cir::kGpuMmaThreads);
       if (std::string(p.name) == "bf16_batched") tiles *= 2;
-      EXPECT_EQ(codegen::gpu_launch_blocks(plan, 100000), tiles) << p.name << " " << m << "x" << n;
+      EXPECT_EQ(gpu_launch_blocks(plan, 100000), tiles) << p.name << " " << m << "x" << n;
       planned.push_back(*plan.kernel);
       names.push_back(std::string(p.name) + "_" + std::to_string(m));
     }
@@ -162,7 +161,7 @@ TEST(ScheduleGpuMma, ThePlanPutsProductsOnTensorCoresAndItsPtxAssembles) {
 
 // The scheduled bf16 kernel of m x n x k with one statement of its K loop removed.
 cir::Kernel without_step_statement(size_t drop, int64_t m, int64_t n, int64_t k) {
-  cir::Kernel s = *cir::schedule_gpu_mma(specialised(kProducts[0], m, n, k));
+  cir::Kernel s = *cir::schedule_gpu_mma(specialised(kProducts[0], m, n, k), testing::test_gpu_target());
   auto tile = s.body[0].as<cir::For>();
   cir::Block block = tile->body;
   for (cir::Stmt& st : block) {
@@ -193,17 +192,17 @@ std::string error_of(const cir::Kernel& s) {
 // TF32 wmma, no cp.async) it does not use tensor cores.
 TEST(ScheduleGpuMma, ThePlanFitsTheBlocksSharedMemoryAndTheArchitecture) {
   cir::Kernel k = specialised(kProducts[0], 1536, 1536, 256);
-  codegen::GpuPlan big = codegen::plan_gpu_kernel(k, 163 << 10, 80);
+  GpuPlan big = gpu_plan(k, testing::nvidia_target("sm_80"));
   ASSERT_TRUE(big.kernel) << big.why_not;
   EXPECT_EQ(big.shared_bytes, 72 << 10);
   EXPECT_NE(cir::print(*big.kernel).find("async_copy"), std::string::npos);
-  codegen::GpuPlan small = codegen::plan_gpu_kernel(k, 48 << 10, 80);
+  GpuPlan small = gpu_plan(k, testing::test_gpu_target());
   ASSERT_TRUE(small.kernel) << small.why_not;
-  EXPECT_EQ(small.schedule, "tensor-core matmul");
+  EXPECT_EQ(small.schedule, GpuSchedule::TensorCoreMatmul);
   EXPECT_LE(small.shared_bytes, 48 << 10);
   EXPECT_EQ(cir::print(*small.kernel).find("async_copy"), std::string::npos);
-  codegen::GpuPlan turing = codegen::plan_gpu_kernel(k, 64 << 10, 75);
-  EXPECT_NE(turing.schedule, "tensor-core matmul");
+  GpuPlan turing = gpu_plan(k, testing::nvidia_target("sm_75"));
+  EXPECT_NE(turing.schedule, GpuSchedule::TensorCoreMatmul);
 }
 
 TEST(ScheduleGpuMma, TheRaceCheckerSeesAMissingBarrier) {
@@ -219,7 +218,7 @@ TEST(ScheduleGpuMma, TheRaceCheckerSeesAMissingBarrier) {
 // depth steps in flight. The K loop starts: wait, barrier, copies of a later
 // step, mma (then the next two steps, each under its test).
 TEST(ScheduleGpuMma, AsynchronousCopiesAreWaitedForAndFencedByABarrier) {
-  cir::Kernel whole = *cir::schedule_gpu_mma(specialised(kProducts[0], 20, 20, 40));
+  cir::Kernel whole = *cir::schedule_gpu_mma(specialised(kProducts[0], 20, 20, 40), testing::test_gpu_target());
   EXPECT_NE(cir::print(whole).find("async_copy xs%tc"), std::string::npos) << cir::print(whole);
   EXPECT_EQ(error_of(whole), "");
   EXPECT_NE(error_of(without_step_statement(0, 20, 20, 40)).find("while an asynchronous copy into it from thread"), std::string::npos);
@@ -231,11 +230,11 @@ TEST(ScheduleGpuMma, AsynchronousCopiesAreWaitedForAndFencedByABarrier) {
 // 4-byte run starts aligned).
 TEST(ScheduleGpuMma, CopiesSynchronouslyWhereRunsDoNotFit) {
   for (auto [p, n, k] : {std::tuple<const Product*, int64_t, int64_t>{&kProducts[1], 64, 64}, {&kProducts[0], 64, 3}}) {
-    std::string text = cir::print(*cir::schedule_gpu_mma(specialised(*p, 64, n, k)));
+    std::string text = cir::print(*cir::schedule_gpu_mma(specialised(*p, 64, n, k), testing::test_gpu_target()));
     EXPECT_EQ(text.find("async_copy"), std::string::npos) << p->name << "\n" << text;
   }
   // Runs of one f32 element (4 bytes) fit any TF32 product.
-  std::string tf32 = cir::print(*cir::schedule_gpu_mma(specialised(kProducts[3], 5, 7, 3)));
+  std::string tf32 = cir::print(*cir::schedule_gpu_mma(specialised(kProducts[3], 5, 7, 3), testing::test_gpu_target()));
   EXPECT_NE(tf32.find("count 1 valid"), std::string::npos) << tf32;
 }
 

@@ -14,7 +14,7 @@
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
-#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "gpu_targets.hpp"
 #include "kernel_source.hpp"
 #include "ptxas.hpp"
 #include "schedule_parity.hpp"
@@ -158,10 +158,10 @@ TEST(ScheduleGpuReduce, ThePlanUsesTheGridAndItsPtxAssembles) {
   std::vector<std::string> names;
   for (const char* op : {"+", "max"}) {
     for (auto [n, blocks] : {std::pair<int64_t, unsigned>{10, 1}, {1 << 20, 512}, {1 << 26, 1024}}) {
-      codegen::GpuPlan plan = codegen::plan_gpu_kernel(cir::specialize(kernel_of(full_reduction(op, "f32")), {{"n", n}}));
+      GpuPlan plan = gpu_plan(cir::specialize(kernel_of(full_reduction(op, "f32")), {{"n", n}}), testing::test_gpu_target());
       ASSERT_TRUE(plan.kernel) << plan.why_not;
-      EXPECT_EQ(plan.schedule, "grid reduction");
-      EXPECT_EQ(codegen::gpu_launch_blocks(plan, 100000), blocks) << n;
+      EXPECT_EQ(plan.schedule, GpuSchedule::GridReduction);
+      EXPECT_EQ(gpu_launch_blocks(plan, 100000), blocks) << n;
       planned.push_back(*plan.kernel);
       names.push_back(std::string(op[0] == '+' ? "sum" : "max") + std::to_string(planned.size()));
     }
@@ -169,10 +169,10 @@ TEST(ScheduleGpuReduce, ThePlanUsesTheGridAndItsPtxAssembles) {
   // argmax and argmin: one block, whatever the size.
   for (const char* op : {"argmax", "argmin"}) {
     for (int64_t n : {10, 1 << 26}) {
-      codegen::GpuPlan plan = codegen::plan_gpu_kernel(cir::specialize(kernel_of(arg_reduction(op, "f32", "i")), {{"n", n}}));
+      GpuPlan plan = gpu_plan(cir::specialize(kernel_of(arg_reduction(op, "f32", "i")), {{"n", n}}), testing::test_gpu_target());
       ASSERT_TRUE(plan.kernel) << plan.why_not;
-      EXPECT_EQ(plan.schedule, "grid reduction");
-      EXPECT_EQ(codegen::gpu_launch_blocks(plan, 100000), 1u) << n;
+      EXPECT_EQ(plan.schedule, GpuSchedule::GridReduction);
+      EXPECT_EQ(gpu_launch_blocks(plan, 100000), 1u) << n;
       planned.push_back(*plan.kernel);
       names.push_back(op + std::to_string(planned.size()));
     }

@@ -15,7 +15,7 @@
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
 #include "cir/verifier.hpp"
-#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "gpu_targets.hpp"
 #include "interp/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "op_library_kernels.hpp"
@@ -174,10 +174,10 @@ TEST(ScheduleGpuRows, ArgReductionRowsCompileToPtx) {
   std::vector<std::string> names;
   for (const char* op : {"argmax", "argmin"}) {
     for (const char* dtype : {"f32", "f16", "i32", "f64"}) {
-      codegen::GpuPlan plan = codegen::plan_gpu_kernel(cir::specialize(kernel_of(arg_rows(op, dtype)), {{"r", 8}, {"c", 50257}}));
+      GpuPlan plan = gpu_plan(cir::specialize(kernel_of(arg_rows(op, dtype)), {{"r", 8}, {"c", 50257}}), testing::test_gpu_target());
       ASSERT_TRUE(plan.kernel) << plan.why_not;
-      EXPECT_EQ(plan.schedule, "rows") << op << " " << dtype;
-      EXPECT_EQ(codegen::gpu_launch_blocks(plan, 1000), 8u);
+      EXPECT_EQ(plan.schedule, GpuSchedule::Rows) << op << " " << dtype;
+      EXPECT_EQ(gpu_launch_blocks(plan, 1000), 8u);
       planned.push_back(*plan.kernel);
       names.push_back(std::string(op) + "_" + dtype);
     }
@@ -310,21 +310,21 @@ TEST(ScheduleGpuRows, OpLibraryRowKernelsCompileToPtx) {
   std::vector<cir::Kernel> planned;
   std::vector<std::string> names;
   for (const auto& [name, generic] : op_library_kernels(session)) {
-    codegen::GpuPlan plan = codegen::plan_gpu_kernel(cir::specialize(generic, sizes(generic, 300, 300)));
+    GpuPlan plan = gpu_plan(cir::specialize(generic, sizes(generic, 300, 300)), testing::test_gpu_target());
     ASSERT_TRUE(plan.kernel) << name << ": " << plan.why_not;
     // Products the row schedule would take are tiled instead.
     bool product = name.rfind("matmul", 0) == 0;
-    EXPECT_EQ(plan.schedule == "rows", kRowKernels.count(name) > 0 && !product) << name << " is scheduled as " << plan.schedule;
+    EXPECT_EQ(plan.schedule == GpuSchedule::Rows, kRowKernels.count(name) > 0 && !product) << name << " is scheduled as " << gpu_schedule_name(plan.schedule);
     if (product) {
-      EXPECT_EQ(plan.schedule, "tiled matmul") << name;
+      EXPECT_EQ(plan.schedule, GpuSchedule::TiledMatmul) << name;
     }
-    if (plan.schedule != "rows") continue;
+    if (plan.schedule != GpuSchedule::Rows) continue;
     EXPECT_EQ(plan.block_threads, 256) << name;
     // A block per row, up to the most asked for: the whole-tensor folds have
     // one row, the matrices 300, the products of two sizes 90000.
     bool two_sizes = name == "matmul_bt" || name == "attention_delta" || name == "conv2d_backward_bias";
     unsigned want = name == "cross_entropy_count" || name == "cross_entropy_mean" ? 1u : two_sizes ? 1000u : 300u;
-    EXPECT_EQ(codegen::gpu_launch_blocks(plan, 1000), want) << name;
+    EXPECT_EQ(gpu_launch_blocks(plan, 1000), want) << name;
     planned.push_back(*plan.kernel);
     names.push_back(name);
   }

@@ -23,7 +23,8 @@
 #include "codegen/llvm/ir_emitter.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
-#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "gpu_targets.hpp"
+#include "plan/kernel_support.hpp"
 #include "kernel_source.hpp"
 #include "ptxas.hpp"
 #include "schedule_parity.hpp"
@@ -84,7 +85,7 @@ TEST(ScheduleGpuTiles, FlashAttentionMatchesTheReferenceAtOddSizes) {
       cir::Kernel loops = scalarized(generic, sh.bh, sh.s, sh.d);
       for (int threads : {32, 256}) {
         std::string why;
-        std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(loops, threads, &why);
+        std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(loops, testing::test_gpu_target(), threads, &why);
         ASSERT_TRUE(blocks) << what << ": " << why;
         expect_same_result(original, *blocks, what + ", " + std::to_string(threads) + " threads");
       }
@@ -99,7 +100,7 @@ TEST(ScheduleGpuTiles, FlashAttentionMatchesTheReferenceAtOddSizes) {
 TEST(ScheduleGpuTiles, EveryNestOfFlashAttentionIsSharedOut) {
   for (int64_t s : {4096, 100}) {
     cir::Kernel k = scalarized(kernel_of(flash_attention(32)), 12, s, 64);
-    std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, 256);
+    std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, testing::test_gpu_target(), 256);
     ASSERT_TRUE(blocks);
     std::string text = cir::print(*blocks);
     EXPECT_EQ(text.find("once%t"), std::string::npos) << "s=" << s << "\n" << text;
@@ -111,7 +112,7 @@ TEST(ScheduleGpuTiles, EveryNestOfFlashAttentionIsSharedOut) {
   // scores' rows are padded, and the key block is copied along K's rows
   // (coalesced) into padded rows that Q K^T reads down.
   cir::Kernel even = scalarized(kernel_of(flash_attention(32)), 12, 4096, 64);
-  std::string text = cir::print(*cir::schedule_gpu_tiles(even, 256));
+  std::string text = cir::print(*cir::schedule_gpu_tiles(even, testing::test_gpu_target(), 256));
   EXPECT_NE(text.find("shared S: tensor[S%n0, 33, f32]"), std::string::npos) << text;
   EXPECT_NE(text.find("shared stage%8: tensor[stage%8%n0, 65, f32]"), std::string::npos) << text;
   EXPECT_NE(text.find("stage%8[stage%8i%9, stage%8i%10] = K[h, k0 + stage%8i%9, stage%8i%10]"), std::string::npos) << text;
@@ -119,7 +120,7 @@ TEST(ScheduleGpuTiles, EveryNestOfFlashAttentionIsSharedOut) {
 
 TEST(ScheduleGpuTiles, TilesGoToPaddedSharedArraysAndNestsToThreads) {
   cir::Kernel k = scalarized(kernel_of(flash_attention(64)), 2, 128, 64);
-  std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, 256);
+  std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, testing::test_gpu_target(), 256);
   ASSERT_TRUE(blocks);
   std::string text = cir::print(*blocks);
   EXPECT_NE(text.find("gpu_block.x for"), std::string::npos) << text;
@@ -154,9 +155,9 @@ TEST(ScheduleGpuTiles, FlashAttentionsTilesFitThreeBlocksAMultiprocessor) {
   // where the last product reads it (sink_tile_loads).
   for (bool loads_first : {false, true}) {
     cir::Kernel k = scalarized(kernel_of(flash_attention(64, loads_first)), 12, 512, 64);
-    std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, 256);
+    std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, testing::test_gpu_target(), 256);
     ASSERT_TRUE(blocks);
-    int64_t bytes = codegen::gpu_shared_bytes(*blocks);
+    int64_t bytes = gpu_shared_bytes(*blocks);
     EXPECT_LE(3 * (bytes + 1024), 228 << 10) << bytes;
     EXPECT_LE(bytes, 4 * 64 * 65 * 4 + 4 * 64 * 4) << "four tiles of padded rows and four columns of row statistics";
     EXPECT_NE(cir::print(*blocks).find(" at byte 0"), std::string::npos);
@@ -174,7 +175,7 @@ class DropBarriers : public cir::IRMutator {
 
 TEST(ScheduleGpuTiles, AMissingBarrierIsARaceTheReferenceFinds) {
   cir::Kernel k = scalarized(kernel_of(flash_attention(32)), 1, 40, 8);
-  std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, 64);
+  std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, testing::test_gpu_target(), 64);
   ASSERT_TRUE(blocks);
   cir::Kernel racy = *blocks;
   racy.body = DropBarriers().mutate(racy.body);
@@ -193,33 +194,33 @@ TEST(ScheduleGpuTiles, KernelsWithoutTilesAreLeftAlone) {
                                             "  for i in 0..n:\n   out[i] = x[i] * 2.0\n }\n}"),
                                   {{"n", 1000}});
   std::string why;
-  EXPECT_FALSE(cir::schedule_gpu_tiles(cir::collapse_parallel_loops(k), 256, &why));
+  EXPECT_FALSE(cir::schedule_gpu_tiles(cir::collapse_parallel_loops(k), testing::test_gpu_target(), 256, &why));
   EXPECT_EQ(why, "no tile arrays");
-  EXPECT_FALSE(cir::schedule_gpu_tiles(k, 100, &why));
+  EXPECT_FALSE(cir::schedule_gpu_tiles(k, testing::test_gpu_target(), 100, &why));
 }
 
 TEST(ScheduleGpuTiles, ThePlanTakesItWhereTheTilesFitInSharedMemory) {
   cir::Kernel generic = kernel_of(flash_attention(64));
   cir::Kernel k = cir::specialize(generic, {{"bh", 12}, {"s", 512}, {"d", 64}});
   // 64x64 tiles need more than the 48 KiB of static shared memory.
-  codegen::GpuPlan small = codegen::plan_gpu_kernel(k);
+  GpuPlan small = gpu_plan(k, testing::test_gpu_target());
   ASSERT_TRUE(small.kernel) << small.why_not;
-  EXPECT_NE(small.schedule, "tile blocks");
-  int64_t sm90 = codegen::nvptx_max_shared_bytes(*codegen::parse_nvptx_arch("sm_90"));
-  codegen::GpuPlan plan = codegen::plan_gpu_kernel(k, sm90);
+  EXPECT_NE(small.schedule, GpuSchedule::TileBlocks);
+  GpuTarget sm90 = testing::nvidia_target("sm_90");
+  GpuPlan plan = gpu_plan(k, sm90);
   ASSERT_TRUE(plan.kernel) << plan.why_not;
-  EXPECT_EQ(plan.schedule, "tile blocks");
+  EXPECT_EQ(plan.schedule, GpuSchedule::TileBlocks);
   EXPECT_EQ(plan.block_threads, 256);
-  EXPECT_GT(plan.shared_bytes, codegen::kGpuStaticSharedBytes);
-  EXPECT_LE(plan.shared_bytes, sm90);
-  EXPECT_EQ(codegen::gpu_launch_blocks(plan, 1 << 20), 12u * 8u);  // a block per query block
+  EXPECT_GT(plan.shared_bytes, sm90.shared_memory_static);
+  EXPECT_LE(plan.shared_bytes, sm90.shared_memory_max);
+  EXPECT_EQ(gpu_launch_blocks(plan, 1 << 20), 12u * 8u);  // a block per query block
 
   // Blocks of 32 rows with 16-wide heads fit in static shared memory.
   cir::Kernel small_tiles = cir::specialize(kernel_of(flash_attention(32)), {{"bh", 4}, {"s", 100}, {"d", 16}});
-  codegen::GpuPlan fits = codegen::plan_gpu_kernel(small_tiles);
+  GpuPlan fits = gpu_plan(small_tiles, testing::test_gpu_target());
   ASSERT_TRUE(fits.kernel) << fits.why_not;
-  EXPECT_EQ(fits.schedule, "tile blocks");
-  EXPECT_LE(fits.shared_bytes, codegen::kGpuStaticSharedBytes);
+  EXPECT_EQ(fits.schedule, GpuSchedule::TileBlocks);
+  EXPECT_LE(fits.shared_bytes, sm90.shared_memory_static);
 
   // Static shared arrays in one, dynamic shared memory in the other; both
   // through ptxas for sm_80 and sm_90.

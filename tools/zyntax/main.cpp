@@ -17,10 +17,11 @@
 #include "codegen/llvm/ir_emitter.hpp"
 #include "codegen/llvm/nvptx/cuda_device.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
-#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "codegen/llvm/nvptx/nvptx_target.hpp"
 #include "cir/printer.hpp"
 #include "driver/session.hpp"
 #include "interp/host_interpreter.hpp"
+#include "plan/gpu_plan.hpp"
 #include "runtime/device.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/thread_pool.hpp"
@@ -198,14 +199,18 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
       named.emplace_back(name, with_dims(ck.kernel, o.dims));
     }
   }
-  // What a block may have: the GPU's opt-in maximum, else the architecture's.
-  int64_t max_shared = gpu ? cuda_gpu_of(*gpu)->properties().shared_per_block_optin : codegen::nvptx_max_shared_bytes(*arch);
+  // What the planner may use: the GPU's own limits, else the architecture's.
+  GpuTarget target = codegen::nvptx_gpu_target(*arch);
+  if (gpu) {
+    const cuda::GpuProperties& p = cuda_gpu_of(*gpu)->properties();
+    target = codegen::nvptx_gpu_target(*arch, {p.multiprocessors, p.shared_per_block_optin, p.max_threads_per_block, p.warp_size});
+  }
   std::vector<cir::Kernel> planned;
   std::vector<std::string> entries;
   std::set<std::string> used;
   for (auto& [name, k] : named) {
     if (!o.kernel.empty() && name != o.kernel && k.name != o.kernel) continue;
-    codegen::GpuPlan plan = codegen::plan_gpu_kernel(k, max_shared, arch->capability);
+    GpuPlan plan = gpu_plan(k, target);
     if (!plan.kernel) {
       std::string reason = !k.dims.empty() && plan.why_not.find("once every size") != std::string::npos
                                ? "give every size with --dim, or use --sizes-from-run, to compile its tiles"

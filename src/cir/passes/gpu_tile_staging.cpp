@@ -40,7 +40,7 @@ Expr factor_at(const TileStaging& st, const LoopGroup& depth, const Expr& s, con
 
 }  // namespace
 
-int async_run_length(const TileStaging& st, const LoopGroup& depth, const Kernel& k, FreshNames& fresh) {
+int async_run_length(const TileStaging& st, const LoopGroup& depth, const Kernel& k, FreshNames& fresh, int max_bytes) {
   if (st.guard.defined()) return 0;
   std::string s = fresh("s%run"), d = fresh("d%run"), k0 = fresh("k0%run");
   Expr e = factor_at(st, depth, index_var(s), index_var(k0), index_var(d));
@@ -73,7 +73,7 @@ int async_run_length(const TileStaging& st, const LoopGroup& depth, const Kernel
   }
   if (!has_fast) return 0;
   int64_t size = static_cast<int64_t>(dtype_size(st.dtype));
-  for (int64_t bytes : {16, 8, 4}) {
+  for (int64_t bytes = max_bytes; bytes >= 4; bytes /= 2) {
     if (bytes < size) break;
     auto run = static_cast<uint64_t>(bytes / size);
     bool fits = true;

@@ -41,14 +41,14 @@ struct TileStaging {
 Stmt stage_factor_tile(const TileStaging& st, const LoopGroup& depth, const std::string& k0, int64_t K, int64_t threads, FreshNames& fresh,
                        Span span);
 
-// The elements (4, 8 or 16 bytes, the most that fit) of the runs an
+// The elements (4, 8, ... up to `max_bytes` bytes, the most that fit) of the runs an
 // asynchronous staging of the tile copies, or 0 where it cannot: the factor
 // must be an input read without a guard, its tile's fast direction (depth
 // or side, as laid out) must move along the input's last axis one element
 // at a time and appear in no other index, and every run must start at a
 // multiple of its length in both the input and the array (the depth step's
 // start `k0` a multiple of the tile's depth).
-int async_run_length(const TileStaging& st, const LoopGroup& depth, const Kernel& k, FreshNames& fresh);
+int async_run_length(const TileStaging& st, const LoopGroup& depth, const Kernel& k, FreshNames& fresh, int max_bytes);
 
 // for n in thread..width * depth / run step threads: an async_copy of the
 // n-th run of the tile of depth step `k_start` (elements past the side's or

@@ -32,11 +32,11 @@ bool plain_elements(const Block& body) {
 
 }  // namespace
 
-int thread_element_width(const Kernel& k) {
+int thread_element_width(const Kernel& k, int vector_bytes) {
   size_t widest = 1;
   for (const Param& p : k.params)
     if (p.role != ParamRole::Scalar) widest = std::max(widest, dtype_size(p.type.dtype));
-  return static_cast<int>(std::max<size_t>(1, 16 / widest));
+  return static_cast<int>(std::max<size_t>(1, static_cast<size_t>(vector_bytes) / widest));
 }
 
 Kernel group_thread_elements(const Kernel& k, int width) {

@@ -19,9 +19,9 @@
 
 namespace zyntax::cir {
 
-// 16 bytes of the widest element the kernel reads or writes (4 for f32,
-// 8 for f16), at least 1.
-int thread_element_width(const Kernel& k);
+// `vector_bytes` (a target's widest access: 16 on NVIDIA GPUs) of the
+// widest element the kernel reads or writes (4 f32 for 16 bytes, 8 f16), at least 1.
+int thread_element_width(const Kernel& k, int vector_bytes);
 
 // The kernel with its parallel loop grouped so, or `k` where it does not apply.
 Kernel group_thread_elements(const Kernel& k, int width);

@@ -27,8 +27,8 @@ Expr f32(double v) { return FloatImm::make(v, DType::F32); }
 
 class Scheduler {
  public:
-  Scheduler(const Kernel& k, const ProductForm& m, const Tiles& tiles)
-      : k_(k), m_(m), fresh_(k), BM(tiles.bm), BN(tiles.bn), BK(tiles.bk), TM(tiles.tm), TN(tiles.tn), TY(BM / TM), TX(BN / TN) {}
+  Scheduler(const Kernel& k, const ProductForm& m, const Tiles& tiles, const GpuTarget& target)
+      : k_(k), m_(m), target_(target), fresh_(k), BM(tiles.bm), BN(tiles.bn), BK(tiles.bk), TM(tiles.tm), TN(tiles.tn), TY(BM / TM), TX(BN / TN) {}
 
   Kernel run() {
     int64_t M = m_.rows.size(), N = m_.cols.size(), K = m_.depth.size();
@@ -41,8 +41,9 @@ class Scheduler {
     std::string gs = m_.guard.defined() ? fresh_("gs%mm") : "";
     x_ = staging(xs, m_.x, m_.rows, rt, BM, LDX, 1, /*depth_fastest=*/true, m_.guard_on_x ? gs : "");
     y_ = staging(ys, m_.y, m_.cols, ct, BN, 1, BN, /*depth_fastest=*/false, m_.guard_on_x ? "" : gs);
-    int x_run = async_run_length(x_, m_.depth, k_, fresh_), y_run = async_run_length(y_, m_.depth, k_, fresh_);
-    bool async = x_run > 0 && y_run > 0;
+    int x_run = async_run_length(x_, m_.depth, k_, fresh_, target_.vector_bytes);
+    int y_run = async_run_length(y_, m_.depth, k_, fresh_, target_.vector_bytes);
+    bool async = target_.async_copy && x_run > 0 && y_run > 0;
     for (int s = 0; s < (async ? kStages : 1); ++s) {
       x_stages_.push_back(async ? fresh_(xs) : xs);
       y_stages_.push_back(async ? fresh_(ys) : ys);
@@ -154,6 +155,7 @@ class Scheduler {
 
   const Kernel& k_;
   const ProductForm& m_;
+  const GpuTarget& target_;
   FreshNames fresh_;
   const int64_t BM, BN, BK, TM, TN, TY, TX;
   const int64_t LDX = BK + 4;  // X's rows in shared memory, depth contiguous, 16 bytes of padding
@@ -169,7 +171,7 @@ bool takes_large_gpu_tiles(const ProductForm& m, int64_t large_tiles) {
   return M >= kLarge.bm && N >= kLarge.bn && tiles >= large_tiles;
 }
 
-std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not, int64_t large_tiles) {
+std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, const GpuTarget& target, std::string* why_not) {
   auto fail = [&](std::string why) -> std::optional<Kernel> {
     if (why_not) *why_not = std::move(why);
     return std::nullopt;
@@ -178,7 +180,7 @@ std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not,
   if (!m) return fail("not a matrix product");
   if (m->sum->type.dtype != DType::F32 || m->x->type.dtype != DType::F32 || m->y->type.dtype != DType::F32)
     return fail("a product not in f32");
-  return Scheduler(k, *m, takes_large_gpu_tiles(*m, large_tiles) ? kLarge : kSmall).run();
+  return Scheduler(k, *m, takes_large_gpu_tiles(*m, target.multiprocessors) ? kLarge : kSmall, target).run();
 }
 
 }  // namespace zyntax::cir

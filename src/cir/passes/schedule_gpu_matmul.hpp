@@ -5,7 +5,7 @@
 // a block of it in a thread-private accumulator (registers on a GPU): tiles
 // of 128x128, 8 deep, 8x8 per thread where the product has 128 rows and
 // columns or more and enough such tiles to give every multiprocessor of a
-// large GPU one (132 on an H100: fewer blocks leave multiprocessors idle,
+// GPU one (GpuTarget::multiprocessors, 132 on an H100: fewer blocks leave multiprocessors idle,
 // a 8x128x28^2 convolution 76 of them), else 64x64, 16 deep, 4x4 per thread:
 //
 //   gpu_block for tile:                         a batch element, a row tile, a column tile
@@ -20,8 +20,8 @@
 //       barrier
 //     gpu_thread: out[row, col] = f(acc[t, a*TN + b]) where row < M, col < N
 //
-// Where both factors are inputs read along their last axis the way their
-// tiles are laid out (row-major A and B), the tiles are copied
+// Where the target has asynchronous copies and both factors are inputs read
+// along their last axis the way their tiles are laid out (row-major A and B), the tiles are copied
 // asynchronously instead (cir::AsyncCopy), two depth steps ahead into a ring
 // of three stages, one barrier a step, as schedule_gpu_mma does.
 //
@@ -44,20 +44,20 @@
 #include <string>
 
 #include "cir/ir.hpp"
+#include "target/gpu_target.hpp"
 
 namespace zyntax::cir {
 
 constexpr int kGpuMatmulThreads = 256;
-// The 128x128 tiles a product needs to take them (an H100's multiprocessors).
-constexpr int64_t kGpuMatmulLargeTiles = 132;
 
 // Whether a product takes 128x128 tiles: it is that large each way and has
-// at least `large_tiles` of them (schedule_gpu_mma follows the same rule).
+// at least `large_tiles` of them, one for each of the target's
+// multiprocessors (schedule_gpu_mma follows the same rule).
 struct ProductForm;
 bool takes_large_gpu_tiles(const ProductForm& m, int64_t large_tiles);
 
-// `large_tiles`: the 128x128 tiles a product needs to take them (tests run
-// both tile shapes at sizes the reference can check).
-std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, std::string* why_not = nullptr, int64_t large_tiles = kGpuMatmulLargeTiles);
+// Asynchronous copies only where the target has them (runs up to its
+// vector width); large tiles where there are enough for its multiprocessors.
+std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, const GpuTarget& target, std::string* why_not = nullptr);
 
 }  // namespace zyntax::cir

@@ -29,15 +29,20 @@ Expr narrow(const Expr& e) {
   return c->value->type.is_scalar() && (from == DType::F16 || from == DType::BF16) ? c->value : Expr();
 }
 
-std::optional<Factors> tensor_core_factors(const ProductForm& m, bool tf32, std::string* why) {
+std::optional<Factors> tensor_core_factors(const ProductForm& m, bool tf32, const MatrixUnits& units, std::string* why) {
   auto fail = [&](std::string w) -> std::optional<Factors> {
     if (why) *why = std::move(w);
     return std::nullopt;
   };
   if (m.sum->type.dtype != DType::F32) return fail("the sum is not f32");
   Expr x = narrow(m.x), y = narrow(m.y);
-  if (x.defined() && y.defined() && x->type.dtype == y->type.dtype) return Factors{x, y, x->type.dtype};
+  if (x.defined() && y.defined() && x->type.dtype == y->type.dtype) {
+    DType t = x->type.dtype;
+    if (t == DType::F16 ? !units.f16 : !units.bf16) return fail(std::string("no matrix units for ") + dtype_name(t) + " factors");
+    return Factors{x, y, t};
+  }
   if (m.x->type.dtype == DType::F32 && m.y->type.dtype == DType::F32) {
+    if (tf32 && !units.tf32) return fail("no matrix units for TF32 factors");
     if (tf32) return Factors{m.x, m.y, DType::F32};
     return fail("f32 factors without @precision(tf32)");
   }
@@ -47,8 +52,8 @@ std::optional<Factors> tensor_core_factors(const ProductForm& m, bool tf32, std:
 class Scheduler {
  public:
   // `tile`: the output tile's side, 128 or 64 (each warp then takes 64x32 or 32x16).
-  Scheduler(const Kernel& k, const ProductForm& m, Factors f, bool async_copies, int tile)
-      : k_(k), m_(m), f_(std::move(f)), fresh_(k), async_copies_(async_copies), bm_(tile), bn_(tile), ldd_(tile + 4) {
+  Scheduler(const Kernel& k, const ProductForm& m, Factors f, bool async_copies, int run_bytes, int tile)
+      : k_(k), m_(m), f_(std::move(f)), fresh_(k), async_copies_(async_copies), run_bytes_(run_bytes), bm_(tile), bn_(tile), ldd_(tile + 4) {
     depth_ = f_.dtype == DType::F32 ? 16 : 32;
     int pad = 16 / static_cast<int>(dtype_size(f_.dtype));  // 16 bytes
     lda_ = depth_ + pad;
@@ -64,7 +69,7 @@ class Scheduler {
     Block block = m_.tile_lets(tile, mt, nt, bt, rt, ct);
     TileStaging x = staging(xs, f_.x, m_.rows, rt, BM, lda_, /*depth_fastest=*/true);
     TileStaging y = staging(ys, f_.y, m_.cols, ct, BN, ldb_, /*depth_fastest=*/false);
-    int x_run = async_run_length(x, m_.depth, k_, fresh_), y_run = async_run_length(y, m_.depth, k_, fresh_);
+    int x_run = async_run_length(x, m_.depth, k_, fresh_, run_bytes_), y_run = async_run_length(y, m_.depth, k_, fresh_, run_bytes_);
     bool async = async_copies_ && x_run > 0 && y_run > 0;
     // A factor's array for each stage (one when the copies are synchronous).
     auto stage_arrays = [&](const std::string& base, int64_t elements, std::vector<std::string>& names) {
@@ -137,6 +142,7 @@ class Scheduler {
   Factors f_;
   FreshNames fresh_;
   bool async_copies_ = true;
+  int run_bytes_;  // the longest run an asynchronous copy moves (the target's vector width)
   int bm_, bn_, ldd_;
   int depth_ = 32, lda_ = 40, ldb_ = 136;
   std::vector<std::string> x_stages_, y_stages_;  // the factors' arrays, one per stage
@@ -144,7 +150,7 @@ class Scheduler {
 
 }  // namespace
 
-std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not, bool async_copies, int64_t large_tiles) {
+std::optional<Kernel> schedule_gpu_mma(const Kernel& k, const GpuTarget& target, std::string* why_not, bool async_copies) {
   std::optional<ProductForm> m = match_product(k);
   if (!m) {
     if (why_not) *why_not = "not a matrix product";
@@ -154,11 +160,12 @@ std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not, bo
     if (why_not) *why_not = "a product with a guard (a padded convolution)";
     return std::nullopt;
   }
-  std::optional<Factors> f = tensor_core_factors(*m, k.hints.tf32, why_not);
+  std::optional<Factors> f = tensor_core_factors(*m, k.hints.tf32, target.matrix_units, why_not);
   if (!f) return std::nullopt;
   // 128x128 tiles only where there are enough of them to fill the GPU:
   // fewer, larger tiles leave multiprocessors idle.
-  return Scheduler(k, *m, *f, async_copies, takes_large_gpu_tiles(*m, large_tiles) ? 128 : 64).run();
+  bool async = async_copies && target.async_copy;
+  return Scheduler(k, *m, *f, async, target.vector_bytes, takes_large_gpu_tiles(*m, target.multiprocessors) ? 128 : 64).run();
 }
 
 }  // namespace zyntax::cir

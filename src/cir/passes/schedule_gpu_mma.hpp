@@ -5,7 +5,7 @@
 //   - f32 values in a kernel marked @precision(tf32) (factors rounded to TF32),
 // becomes one GPU block per 128x128 tile of the output (per batch element),
 // 8 warps as a 2x4 grid, each accumulating a 64x32 part in registers. A
-// product of fewer than kGpuMatmulLargeTiles such tiles (too few to give
+// product of fewer such tiles than the target has multiprocessors (too few to give
 // every multiprocessor one) takes 64x64 tiles instead, 32x16 per warp:
 //
 //   gpu_block for tile:
@@ -40,15 +40,17 @@
 
 #include "cir/ir.hpp"
 #include "cir/passes/schedule_gpu_matmul.hpp"
+#include "target/gpu_target.hpp"
 
 namespace zyntax::cir {
 
 constexpr int kGpuMmaThreads = 256;
 
-// `async_copies` false: the slices are copied between barriers even where
-// they could be copied asynchronously (which takes more shared memory).
-// `large_tiles`: the 128x128 tiles a product needs to take them.
-std::optional<Kernel> schedule_gpu_mma(const Kernel& k, std::string* why_not = nullptr, bool async_copies = true,
-                                       int64_t large_tiles = kGpuMatmulLargeTiles);
+// Only for factor types the target's matrix units take. `async_copies`
+// false, or a target without them: the slices are copied between barriers
+// even where they could be copied asynchronously (which takes more shared
+// memory). Large tiles where there are enough for its multiprocessors.
+std::optional<Kernel> schedule_gpu_mma(const Kernel& k, const GpuTarget& target, std::string* why_not = nullptr,
+                                       bool async_copies = true);
 
 }  // namespace zyntax::cir

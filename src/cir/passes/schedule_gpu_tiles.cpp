@@ -96,13 +96,14 @@ int64_t next_power_of_two(int64_t n) {
 
 class TileScheduler {
  public:
-  TileScheduler(const Kernel& k, int threads) : k_(k), threads_(threads), fresh_(k), lets_(resolved_lets(k)) {}
+  TileScheduler(const Kernel& k, int threads, int subgroup)
+      : k_(k), threads_(threads), subgroup_(subgroup), fresh_(k), lets_(resolved_lets(k)) {}
 
   std::optional<Kernel> run(std::string* why_not) {
     auto outer = k_.body.size() == 1 ? k_.body[0].as<For>() : nullptr;
     std::optional<Block> body;
     if (!outer || outer->loop_kind != LoopKind::Parallel) why_ = "the kernel is not one parallel loop";
-    else if (threads_ <= 0 || threads_ % 32 != 0) why_ = "blocks of whole warps only";
+    else if (threads_ <= 0 || threads_ % subgroup_ != 0) why_ = "blocks of whole subgroups only";
     else {
       loops_.push_back(outer);
       body = block(outer->body, {});
@@ -211,8 +212,8 @@ class TileScheduler {
         };
         return register_blocked(*dots, threads_, fresh_, block_of(f, threads_ / kRegisterColumns), block_of(*inner, kRegisterColumns));
       }
-      int64_t columns = 32;
-      if (col_trips) columns = std::min<int64_t>(32, next_power_of_two(std::max<int64_t>(*col_trips, 1)));
+      int64_t columns = subgroup_;
+      if (col_trips) columns = std::min<int64_t>(subgroup_, next_power_of_two(std::max<int64_t>(*col_trips, 1)));
       int64_t rows = threads_ / columns;
       std::string t = fresh_(f.var + "%t");
       std::string row = fresh_(t + "%row"), col = fresh_(t + "%col");
@@ -292,6 +293,7 @@ class TileScheduler {
 
   const Kernel& k_;
   int threads_;
+  int subgroup_;  // threads of a subgroup (a warp): a row's columns take one at most
   FreshNames fresh_;
   std::string why_;
   std::set<std::string> tiles_;  // the shared arrays made of tiles
@@ -302,8 +304,8 @@ class TileScheduler {
 
 }  // namespace
 
-std::optional<Kernel> schedule_gpu_tiles(const Kernel& k, int threads, std::string* why_not) {
-  return TileScheduler(k, threads).run(why_not);
+std::optional<Kernel> schedule_gpu_tiles(const Kernel& k, const GpuTarget& target, int threads, std::string* why_not) {
+  return TileScheduler(k, threads, target.subgroup_size).run(why_not);
 }
 
 }  // namespace zyntax::cir

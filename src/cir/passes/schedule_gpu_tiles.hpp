@@ -38,12 +38,13 @@
 #include <string>
 
 #include "cir/ir.hpp"
+#include "target/gpu_target.hpp"
 
 namespace zyntax::cir {
 
-// The scheduled kernel for blocks of `threads` threads (a multiple of 32);
+// The scheduled kernel for blocks of `threads` threads (whole subgroups of the target);
 // nothing, and why, when the kernel is not one parallel loop over tile
 // arrays of constant capacity.
-std::optional<Kernel> schedule_gpu_tiles(const Kernel& k, int threads, std::string* why_not = nullptr);
+std::optional<Kernel> schedule_gpu_tiles(const Kernel& k, const GpuTarget& target, int threads, std::string* why_not = nullptr);
 
 }  // namespace zyntax::cir

@@ -35,19 +35,8 @@ namespace zyntax::codegen {
 
 using KernelFn = void (*)(void* const* args, int64_t begin, int64_t end, int32_t* status);
 
-// Threads per block of GPU kernels: the entry points declare it as their
-// launch bound (`maxntid`), so the launcher must use it.
-constexpr int kGpuBlockThreads = 256;
-
 // The alignment in bytes of every tensor a GPU kernel is given.
 constexpr uint64_t kGpuTensorAlignment = 16;
-
-// Shared memory a GPU kernel may declare statically. A block whose shared
-// arrays need more gets them all in dynamic shared memory, which the
-// launcher provides (and allows the kernel first): gpu_shared_bytes.
-constexpr int64_t kGpuStaticSharedBytes = 48 << 10;
-// The most a block may have on any GPU the backend targets (sm_90: 227 KiB).
-constexpr int64_t kGpuMaxSharedBytes = 227 << 10;
 
 // Reduce kernels accumulate into buffers the device prepares, one element
 // per output element: `acc` (f64 for float sums and products, else the

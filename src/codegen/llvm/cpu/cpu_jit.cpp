@@ -18,6 +18,7 @@
 
 #include "cir/hash.hpp"
 #include "codegen_fingerprint.hpp"
+#include "codegen/llvm/cpu/cpu_llvm_target.hpp"
 #include "codegen/llvm/optimize.hpp"
 #include "cir/printer.hpp"
 #include "runtime/disk_cache.hpp"
@@ -80,7 +81,7 @@ CpuJit::CpuJit() {
 CpuJit::~CpuJit() = default;
 
 std::unique_ptr<llvm::Module> CpuJit::build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name) {
-  EmittedKernel e = emit_kernel(k, ctx, name);
+  EmittedKernel e = emit_kernel(k, ctx, name, CpuLlvmTarget::instance());
   llvm::Module& m = *e.module;
   m.setTargetTriple(target_.triple);
   m.setDataLayout(machine_->createDataLayout());

@@ -37,7 +37,7 @@ class CpuJit {
   struct Compiled {
     KernelFn fn = nullptr;
   };
-  // The kernel must be specialised and accepted by unsupported_reason().
+  // The kernel must be specialised and accepted by cpu_unsupported_reason().
   const Compiled& compile(const cir::Kernel& k, uint64_t hash);
 
   // How the last compile() that did work went: built from CIR (lowering,

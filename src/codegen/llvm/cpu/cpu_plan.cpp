@@ -12,6 +12,7 @@
 #include "cir/passes/widen_task_loop.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
+#include "plan/kernel_support.hpp"
 
 namespace zyntax::codegen {
 
@@ -19,7 +20,7 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads) {
   CpuPlan plan;
   plan.writes_whole_output = cir::writes_whole_output(kernel);
   std::vector<cir::Pass> passes;
-  if (unsupported_reason(kernel)) {
+  if (cpu_unsupported_reason(kernel)) {
     if (!kernel.dims.empty()) {
       plan.why_not = "tile values are rewritten to loops once every size is known";
       return plan;
@@ -47,7 +48,7 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads) {
   if (threads > 1)
     passes.push_back({"widen_task_loop", [threads](const cir::Kernel& k) { return cir::widen_task_loop(k, 4 * int64_t(threads)); }});
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
-  if (auto why = unsupported_reason(k)) {
+  if (auto why = cpu_unsupported_reason(k)) {
     plan.why_not = *why;
     return plan;
   }

@@ -10,8 +10,9 @@
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/kernel_operands.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
-#include "codegen/llvm/nvptx/nvptx_plan.hpp"
+#include "codegen/llvm/nvptx/nvptx_target.hpp"
 #include "interp/reference_executor.hpp"
+#include "plan/gpu_plan.hpp"
 #include "runtime/cuda/gpu_mirror.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
@@ -30,6 +31,7 @@ class CudaDevice : public Device {
   explicit CudaDevice(std::unique_ptr<cuda::Gpu> gpu)
       : gpu_(std::move(gpu)), arch_(codegen::nvptx_arch_for(gpu_->properties().major, gpu_->properties().minor)) {
     const cuda::GpuProperties& p = gpu_->properties();
+    target_ = codegen::nvptx_gpu_target(arch_, {p.multiprocessors, p.shared_per_block_optin, p.max_threads_per_block, p.warp_size});
     info_.id = gpu_->id();
     info_.type = "gpu";
     info_.name = p.name;
@@ -235,14 +237,14 @@ class CudaDevice : public Device {
     std::string why_not;
     cuda::CUfunction function = nullptr;
     unsigned blocks = 1;
-    unsigned threads = codegen::kGpuBlockThreads;
+    unsigned threads = kGpuBlockThreads;
     unsigned dynamic_shared = 0;  // bytes of dynamic shared memory per block
     bool writes_whole_output = false;
   };
 
   std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
     auto plan = std::make_shared<Plan>();
-    codegen::GpuPlan p = codegen::plan_gpu_kernel(kernel, gpu_->properties().shared_per_block_optin, arch_.capability);
+    GpuPlan p = gpu_plan(kernel, target_);
     if (!p.kernel) {
       plan->why_not = p.why_not;
       return plan;
@@ -256,19 +258,20 @@ class CudaDevice : public Device {
     std::lock_guard<std::mutex> lock(mu_);
     cuda::CUmodule module = gpu_->load_module(ptx);  // kept for the life of the process
     plan->function = gpu_->function(module, entry);
-    if (p.shared_bytes > codegen::kGpuStaticSharedBytes) {
+    if (p.shared_bytes > target_.shared_memory_static) {
       plan->dynamic_shared = static_cast<unsigned>(p.shared_bytes);
       gpu_->allow_dynamic_shared(plan->function, plan->dynamic_shared);
     }
     // A block per row or an iteration per thread, up to a few waves.
     int64_t most = std::max<int64_t>(1, gpu_->properties().multiprocessors) * kBlocksPerMultiprocessor;
-    plan->blocks = codegen::gpu_launch_blocks(p, most);
+    plan->blocks = gpu_launch_blocks(p, most);
     plan->threads = static_cast<unsigned>(p.block_threads);
     return plan;
   }
 
   std::unique_ptr<cuda::Gpu> gpu_;
   codegen::NvptxArch arch_;
+  GpuTarget target_;  // what the planner may use of this GPU
   DeviceInfo info_;
   std::atomic<double> last_kernel_ms_ = 0;
   std::atomic<size_t> last_copied_in_ = 0;

@@ -7,10 +7,11 @@
 
 namespace zyntax {
 
-// An NVIDIA GPU as a device: kernels planned by nvptx_plan, compiled to PTX
+// An NVIDIA GPU as a device: kernels planned by plan/gpu_plan for the GPU's
+// own target description (codegen/llvm/nvptx/nvptx_target), compiled to PTX
 // for the GPU's architecture (nvptx_compiler), loaded by the driver once per
 // kernel (a module cache keyed by the kernel's hash), launched with
-// kGpuBlockThreads threads per block over enough blocks to cover the outer
+// the plan's threads per block over enough blocks to cover the outer
 // parallel loop (grid-stride beyond that). Each run has a stream of its own
 // (runs from several host threads overlap). Inputs the GPU already holds
 // (Tensor::mirror: an earlier kernel's output, a tensor placed here with

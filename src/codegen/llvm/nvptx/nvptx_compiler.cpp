@@ -18,6 +18,7 @@
 #include "cir/printer.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/nvptx/libdevice.hpp"
+#include "codegen/llvm/nvptx/nvptx_llvm_target.hpp"
 #include "codegen/llvm/optimize.hpp"
 #include "codegen_fingerprint.hpp"
 #include "runtime/disk_cache.hpp"
@@ -35,56 +36,7 @@ namespace {
 
 constexpr const char* kTriple = "nvptx64-nvidia-cuda";
 
-// Compute capabilities LLVM 19's NVPTX target knows, from sm_60 (Pascal) on.
-constexpr int kCapabilities[] = {60, 61, 62, 70, 72, 75, 80, 86, 87, 89, 90};
-
-NvptxArch make_arch(int capability, bool accelerated) {
-  NvptxArch a;
-  a.capability = capability;
-  a.name = "sm_" + std::to_string(capability) + (accelerated ? "a" : "");
-  // PTX 7.8 (CUDA 11.8) is the first that knows sm_89/sm_90; sm_90a needs 8.0.
-  a.ptx_feature = accelerated ? "+ptx80" : "+ptx78";
-  return a;
-}
-
 }  // namespace
-
-std::optional<NvptxArch> parse_nvptx_arch(const std::string& name) {
-  std::string s = name;
-  if (s.rfind("sm_", 0) == 0) s = s.substr(3);
-  else if (s.rfind("compute_", 0) == 0) s = s.substr(8);
-  bool accelerated = !s.empty() && s.back() == 'a';
-  if (accelerated) s.pop_back();
-  if (size_t dot = s.find('.'); dot != std::string::npos) s.erase(dot, 1);
-  if (s.empty() || s.size() > 3 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  int cap = std::stoi(s);
-  for (int c : kCapabilities)
-    if (c == cap && (!accelerated || c == 90)) return make_arch(cap, accelerated);
-  return std::nullopt;
-}
-
-NvptxArch nvptx_arch_for(int major, int minor) {
-  int cap = major * 10 + minor, best = kCapabilities[0];
-  for (int c : kCapabilities)
-    if (c <= cap && c / 10 <= major) best = c;  // PTX for an older architecture runs on newer ones
-  return make_arch(best, false);
-}
-
-int64_t nvptx_max_shared_bytes(const NvptxArch& arch) {
-  switch (arch.capability) {
-    case 70: case 72: return 96 << 10;
-    case 75: return 64 << 10;
-    case 80: case 87: return 163 << 10;
-    case 86: case 89: return 99 << 10;
-    default: return arch.capability >= 90 ? kGpuMaxSharedBytes : kGpuStaticSharedBytes;
-  }
-}
-
-std::string nvptx_arch_list() {
-  std::string s;
-  for (int c : kCapabilities) s += (s.empty() ? "sm_" : ", sm_") + std::to_string(c);
-  return s + ", sm_90a";
-}
 
 bool have_libdevice() { return libdevice_bitcode().size() > 0; }
 
@@ -138,8 +90,9 @@ PtxModule NvptxCompiler::compile(const std::vector<const cir::Kernel*>& kernels,
   module->setTargetTriple(kTriple);
   module->setDataLayout(tm.createDataLayout());
   PtxModule out;
+  NvptxLlvmTarget target(nvptx_gpu_target(arch));
   for (size_t i = 0; i < kernels.size(); ++i) {
-    EmittedKernel e = emit_kernel(*kernels[i], ctx, entries[i], EmitTarget::Nvptx);
+    EmittedKernel e = emit_kernel(*kernels[i], ctx, entries[i], target);
     e.module->setTargetTriple(kTriple);
     e.module->setDataLayout(tm.createDataLayout());
     if (llvm::Linker::linkModules(*module, std::move(e.module)))

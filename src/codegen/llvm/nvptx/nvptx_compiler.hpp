@@ -14,6 +14,7 @@
 
 #include "cir/ir.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
+#include "codegen/llvm/nvptx/nvptx_target.hpp"
 
 namespace llvm {
 class TargetMachine;
@@ -24,25 +25,6 @@ class DiskCache;
 }
 
 namespace zyntax::codegen {
-
-// A GPU architecture LLVM 19 compiles for, and the PTX version used.
-struct NvptxArch {
-  std::string name;         // "sm_80", "sm_90a"
-  int capability = 0;       // 80, 90
-  std::string ptx_feature;  // "+ptx78"
-};
-
-// "sm_80", "sm_90", "sm_90a", ... (also "80", "9.0"); none if not one LLVM 19 knows.
-std::optional<NvptxArch> parse_nvptx_arch(const std::string& name);
-// The architecture for a device of compute capability major.minor (the
-// newest LLVM knows that the device can run), for the driver to finish.
-NvptxArch nvptx_arch_for(int major, int minor);
-// The shared memory a block may have on devices of this architecture, once
-// the kernel opts in (CUDA's per-block opt-in maximum: 227 KiB on sm_90,
-// 163 KiB on sm_80, 99 KiB on sm_86 and sm_89, 48 KiB before sm_70).
-int64_t nvptx_max_shared_bytes(const NvptxArch& arch);
-// "sm_60, sm_61, ..." for messages.
-std::string nvptx_arch_list();
 
 // Whether libdevice was found at build time; without it, kernels that call
 // math functions computed in f64 (sin, log, pow, erf, ...) do not compile.
@@ -64,7 +46,7 @@ class NvptxCompiler {
   ~NvptxCompiler();
 
   // One PTX module holding every kernel as an entry point named by
-  // `entries` (same order). Kernels must be planned (nvptx_plan.hpp).
+  // `entries` (same order). Kernels must be planned (plan/gpu_plan.hpp).
   // `what` is "ptx" or "llvm" (the optimised LLVM IR).
   PtxModule compile(const std::vector<const cir::Kernel*>& kernels, const std::vector<std::string>& entries,
                     const NvptxArch& arch, const std::string& what = "ptx");

@@ -1,0 +1,232 @@
+#include "plan/gpu_plan.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "cir/output_coverage.hpp"
+#include "cir/pass_manager.hpp"
+#include "cir/passes/collapse_parallel_loops.hpp"
+#include "cir/passes/fold_broadcast_extents.hpp"
+#include "cir/passes/freeze_invariant_vars.hpp"
+#include "cir/passes/fuse_product_epilogues.hpp"
+#include "cir/passes/gpu_row_registers.hpp"
+#include "cir/passes/group_thread_elements.hpp"
+#include "cir/passes/hoist_kept_loops.hpp"
+#include "cir/passes/map_in_place.hpp"
+#include "cir/passes/product_form.hpp"
+#include "cir/passes/scalarize_tiles.hpp"
+#include "cir/passes/schedule_gpu_matmul.hpp"
+#include "cir/passes/schedule_gpu_mma.hpp"
+#include "cir/passes/schedule_gpu_reduce.hpp"
+#include "cir/passes/schedule_gpu_rows.hpp"
+#include "cir/passes/schedule_gpu_tiles.hpp"
+#include "cir/passes/sink_tile_loads.hpp"
+#include "plan/kernel_support.hpp"
+
+namespace zyntax {
+
+namespace {
+
+using cir::Kernel;
+using Attempt = std::optional<Kernel>;
+
+// How many times a loop runs, when its bounds are constants.
+std::optional<int64_t> constant_trips(const cir::For& f) {
+  auto lo = f.lo.as<cir::IntImm>(), hi = f.hi.as<cir::IntImm>(), step = f.step.as<cir::IntImm>();
+  if (!lo || !hi || !step || step->value <= 0) return std::nullopt;
+  return hi->value > lo->value ? (hi->value - lo->value + step->value - 1) / step->value : 0;
+}
+
+// The longest inner loop of the parallel loop's body when every one has a
+// constant trip count; nothing when some length is known only at run time.
+std::optional<int64_t> longest_row(const Kernel& k) {
+  auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
+  if (!outer) return std::nullopt;
+  int64_t longest = 0;
+  for (const cir::Stmt& s : outer->body) {
+    auto f = s.as<cir::For>();
+    if (!f) continue;
+    std::optional<int64_t> trips = constant_trips(*f);
+    if (!trips) return std::nullopt;
+    longest = std::max(longest, *trips);
+  }
+  return longest;
+}
+
+// The iterations of a loop nest that is the whole body, when every bound is
+// constant.
+std::optional<int64_t> loop_trips(const Kernel& k) {
+  int64_t trips = 1;
+  const cir::Block* body = &k.body;
+  while (body->size() == 1 && (*body)[0].as<cir::For>()) {
+    auto f = (*body)[0].as<cir::For>();
+    std::optional<int64_t> n = constant_trips(*f);
+    if (!n) return std::nullopt;
+    trips *= *n;
+    body = &f->body;
+  }
+  return trips;
+}
+
+constexpr int64_t kGridReduceBlocks = 1024;
+
+// ------------------------------------------------------------ when each schedule takes a kernel
+
+// A matrix product on matrix units where its factors allow (f16, bf16,
+// TF32 by permission), of any size: with asynchronous copies where the
+// target has them and a block may hold their stages, else with copies
+// between barriers.
+Attempt tensor_core_matmul(const Kernel& k, const GpuTarget& target) {
+  if (!target.matrix_units.any()) return std::nullopt;
+  for (bool async : {true, false}) {
+    if (async && !target.async_copy) continue;
+    Attempt tiles = cir::schedule_gpu_mma(k, target, nullptr, async);
+    if (tiles && gpu_support(*tiles, target).ok()) return tiles;
+  }
+  return std::nullopt;
+}
+
+// Other f32 matrix products of at least a quarter tile through shared memory.
+Attempt tiled_matmul(const Kernel& k, const GpuTarget& target) {
+  std::optional<cir::ProductForm> m = cir::match_product(k);
+  if (!m || m->rows.size() * m->cols.size() < 1024 || m->depth.size() < 8) return std::nullopt;
+  Attempt tiles = cir::schedule_gpu_matmul(k, target);
+  if (!tiles || !gpu_support(*tiles, target).ok()) return std::nullopt;
+  return tiles;
+}
+
+// A block per iteration of a tile program, its tiles in shared memory (up
+// to what the target gives a block), its tile operations shared out over
+// the threads.
+Attempt tile_blocks(const Kernel& k, const GpuTarget& target, int threads) {
+  Attempt blocks = cir::schedule_gpu_tiles(k, target, threads);
+  if (!blocks || !gpu_support(*blocks, target).ok()) return std::nullopt;
+  return blocks;
+}
+
+// A block per row where rows are a subgroup or more long (shorter ones run
+// faster one per thread): a subgroup at least, else the row's length
+// rounded up to a power of two, at most `most` threads.
+Attempt rows(const Kernel& k, const GpuTarget& target, int most, int* threads_taken) {
+  std::optional<int64_t> longest = longest_row(k);
+  if (longest && *longest < target.subgroup_size) return std::nullopt;
+  int threads = target.subgroup_size;
+  while (threads < most && (!longest || threads < *longest)) threads *= 2;
+  Attempt r = cir::schedule_gpu_rows(k, threads);
+  if (!r || !gpu_support(*r, target).ok()) return std::nullopt;
+  *threads_taken = threads;
+  return r;
+}
+
+// A whole-tensor reduction over the grid: enough blocks for 8 iterations
+// per thread, at most kGridReduceBlocks (argmax and argmin: one block).
+Attempt grid_reduction(const Kernel& k, const GpuTarget& target, int threads) {
+  std::optional<int64_t> trips = loop_trips(k);
+  int64_t per_block = int64_t{threads} * 8;
+  int64_t blocks = trips ? std::clamp<int64_t>((*trips + per_block - 1) / per_block, 1, kGridReduceBlocks) : kGridReduceBlocks;
+  if (is_arg_reduce(k.reduce_op)) blocks = 1;
+  Attempt r = cir::schedule_gpu_reduce(k, blocks, threads);
+  if (!r || !gpu_support(*r, target).ok()) return std::nullopt;
+  return r;
+}
+
+}  // namespace
+
+const char* gpu_schedule_name(GpuSchedule s) {
+  switch (s) {
+    case GpuSchedule::TensorCoreMatmul: return "tensor-core matmul";
+    case GpuSchedule::TiledMatmul: return "tiled matmul";
+    case GpuSchedule::TileBlocks: return "tile blocks";
+    case GpuSchedule::Rows: return "rows";
+    case GpuSchedule::GridReduction: return "grid reduction";
+    case GpuSchedule::Threads: return "threads";
+    case GpuSchedule::Single: return "single";
+  }
+  return "?";
+}
+
+GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target) {
+  GpuPlan plan;
+  plan.writes_whole_output = cir::writes_whole_output(kernel);
+  const int threads = std::min(kGpuBlockThreads, target.max_threads_per_block);
+  std::vector<cir::Pass> passes;
+
+  // Tile programs: tile values rewritten to loops, each element of a tile
+  // product its own dot product (so that a block's threads can share a
+  // product's elements out), then the tiles made fewer and shorter-lived.
+  bool tile_program = gpu_support(kernel, target).why_not.has_value();
+  if (tile_program) {
+    if (!kernel.dims.empty()) {
+      plan.why_not = "tile values are rewritten to loops once every size is known";
+      return plan;
+    }
+    constexpr auto dots = cir::ProductOrder::DotProducts;
+    if (!cir::scalarize_tiles(kernel, &plan.why_not, dots)) return plan;
+    passes.push_back({"scalarize_tiles", [](const Kernel& k) { return *cir::scalarize_tiles(k, nullptr, dots); }});
+    passes.push_back({"freeze_invariant_vars", [](const Kernel& k) { return cir::freeze_invariant_vars(k); }});
+    passes.push_back({"fold_broadcast_extents", [](const Kernel& k) { return cir::fold_broadcast_extents(k); }});
+    passes.push_back({"fuse_product_epilogues", [](const Kernel& k) { return cir::fuse_product_epilogues(k); }});
+    passes.push_back({"map_in_place", [](const Kernel& k) { return cir::map_in_place(k); }});
+    passes.push_back({"sink_tile_loads", [](const Kernel& k) { return cir::sink_tile_loads(k); }});
+  }
+  passes.push_back({"hoist_kept_loops", [](const Kernel& k) { return cir::hoist_kept_loops(k); }});
+
+  // The schedules, in order of preference: the first that takes the kernel
+  // is chosen, and the later ones leave it alone.
+  std::optional<GpuSchedule> chosen;
+  auto schedule = [&chosen](const char* name, GpuSchedule s, std::function<Attempt(const Kernel&)> attempt) {
+    return cir::Pass{name, [&chosen, s, attempt = std::move(attempt)](const Kernel& k) {
+                       if (chosen) return k;
+                       Attempt scheduled = attempt(k);
+                       if (!scheduled) return k;
+                       chosen = s;
+                       return *scheduled;
+                     }};
+  };
+  int row_threads = 0;
+  passes.push_back(schedule("schedule_gpu_mma", GpuSchedule::TensorCoreMatmul, [&](const Kernel& k) { return tensor_core_matmul(k, target); }));
+  passes.push_back(schedule("schedule_gpu_matmul", GpuSchedule::TiledMatmul, [&](const Kernel& k) { return tiled_matmul(k, target); }));
+  passes.push_back({"collapse_parallel_loops", [](const Kernel& k) { return cir::collapse_parallel_loops(k); }});
+  if (tile_program)
+    passes.push_back(schedule("schedule_gpu_tiles", GpuSchedule::TileBlocks, [&](const Kernel& k) { return tile_blocks(k, target, threads); }));
+  passes.push_back(schedule("schedule_gpu_rows", GpuSchedule::Rows, [&](const Kernel& k) { return rows(k, target, threads, &row_threads); }));
+  // A thread's share of a row in registers: its loads in flight at once, a
+  // row that several loops read loaded once.
+  passes.push_back({"gpu_row_registers", [&](const Kernel& k) { return chosen == GpuSchedule::Rows ? cir::gpu_row_registers(k) : k; }});
+  passes.push_back(
+      schedule("schedule_gpu_reduce", GpuSchedule::GridReduction, [&](const Kernel& k) { return grid_reduction(k, target, threads); }));
+  // Element-wise code: each thread takes a vector's width of consecutive elements.
+  passes.push_back({"group_thread_elements", [&](const Kernel& k) {
+                      return cir::group_thread_elements(k, cir::thread_element_width(k, target.vector_bytes));
+                    }});
+  Kernel k = cir::run_passes(kernel, "specialize", passes);
+
+  auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
+  bool parallel = outer && outer->loop_kind == cir::LoopKind::Parallel;
+  plan.schedule = chosen ? *chosen : parallel ? GpuSchedule::Threads : GpuSchedule::Single;
+  plan.block_threads = threads;
+  if (chosen == GpuSchedule::Rows) plan.block_threads = row_threads;
+  if (chosen == GpuSchedule::TiledMatmul) plan.block_threads = cir::kGpuMatmulThreads;
+  if (chosen == GpuSchedule::TensorCoreMatmul) plan.block_threads = cir::kGpuMmaThreads;
+  GpuSupport support = gpu_support(k, target);
+  if (support.why_not) {
+    plan.why_not = *support.why_not;
+    return plan;
+  }
+  plan.shared_bytes = support.shared_bytes;
+  plan.kernel = std::move(k);
+  return plan;
+}
+
+unsigned gpu_launch_blocks(const GpuPlan& plan, int64_t most) {
+  int64_t blocks = 1;
+  const cir::For* f = plan.kernel && plan.kernel->body.size() == 1 ? plan.kernel->body[0].as<cir::For>() : nullptr;
+  if (std::optional<int64_t> trips = f ? constant_trips(*f) : std::nullopt) {
+    blocks = f->loop_kind == cir::LoopKind::GpuBlock ? *trips : (*trips + plan.block_threads - 1) / plan.block_threads;
+  } else if (f && (f->loop_kind == cir::LoopKind::GpuBlock || f->loop_kind == cir::LoopKind::Parallel)) {
+    blocks = most;  // sizes known only at run time: a full grid, the loops stride over the rest
+  }
+  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, std::max<int64_t>(most, 1)));
+}
+
+}  // namespace zyntax
