@@ -11,7 +11,7 @@
 #include "driver/session.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/tensor_ops.hpp"
-#include "sema/host_checker.hpp"
+#include "lower/check_program.hpp"
 
 namespace zyntax::bench {
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "api/op_library.hpp"
+#include "backends/registry.hpp"
 #include "cir/hash.hpp"
 #include "cir/passes/specialize.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
@@ -24,7 +25,7 @@
 #include "runtime/launch.hpp"
 #include "runtime/tensor_ops.hpp"
 #include "runtime/thread_pool.hpp"
-#include "sema/host_checker.hpp"
+#include "lower/check_program.hpp"
 #include "bench_kernels.hpp"
 
 namespace {
@@ -32,7 +33,7 @@ namespace {
 using namespace zyntax;
 using namespace zyntax::bench;
 
-Device& cpu() { return *DeviceRegistry::global().find("cpu"); }
+Device& cpu() { return *device_registry().find("cpu"); }
 
 Tensor run(const char* source, const std::vector<Tensor>& inputs) { return kernel(source).launch(cpu(), inputs, {}, {}); }
 

@@ -12,9 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/registry.hpp"
 #include "bench_kernels.hpp"
-#include "codegen/llvm/nvptx/cuda_device.hpp"
-#include "runtime/cuda/cuda_gpu.hpp"
+#include "backends/cuda/cuda_device.hpp"
+#include "backends/cuda/cuda_gpu.hpp"
 #include "runtime/kernel_cache.hpp"
 
 namespace {
@@ -149,9 +150,9 @@ void kernels(Device& dev) {
 }  // namespace
 
 int main() {
-  Device* dev = DeviceRegistry::global().find("cuda:0");
+  Device* dev = device_registry().find("cuda:0");
   if (!dev) {
-    std::fprintf(stderr, "no GPU: %s\n", DeviceRegistry::global().unavailable_reason("cuda:0").c_str());
+    std::fprintf(stderr, "no GPU: %s\n", device_registry().unavailable_reason("cuda:0").c_str());
     return 77;
   }
   const DeviceInfo& info = dev->info();

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "driver/session.hpp"
-#include "sema/host_checker.hpp"
+#include "lower/check_program.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   zyntax::Session session;

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "api/api_internal.hpp"
+#include "backends/registry.hpp"
 #include "runtime/device.hpp"
 #include "zyntax/zyntax.hpp"
 
@@ -26,7 +27,7 @@ Tensor placed(const DeviceImpl& dev, Tensor t) {
 
 std::vector<DeviceDescription> compute_devices() {
   std::vector<DeviceDescription> out;
-  for (const auto& d : DeviceRegistry::global().devices()) {
+  for (const auto& d : device_registry().devices()) {
     const DeviceInfo& i = d->info();
     out.push_back({i.id, i.type, i.name, i.backend, i.memory_bytes, i.cores});
   }
@@ -41,8 +42,8 @@ ComputeDevice ComputeDevice::open(const std::vector<std::string>& ids, Parallel 
   if (ids.empty()) throw ComputeError("open: no device named");
   auto impl = std::make_shared<DeviceImpl>();
   for (const std::string& id : ids) {
-    Device* d = DeviceRegistry::global().find(id);
-    if (!d) throw ComputeError(DeviceRegistry::global().not_available_message(id));
+    Device* d = device_registry().find(id);
+    if (!d) throw ComputeError(device_registry().not_available_message(id));
     impl->devices.push_back(d);
   }
   impl->device = impl->devices[0];

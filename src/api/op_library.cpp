@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "driver/session.hpp"
-#include "sema/host_checker.hpp"
+#include "lower/check_program.hpp"
 
 namespace zyntax::api {
 

@@ -6,9 +6,11 @@
 #include <algorithm>
 #include <map>
 #include <new>
+#include <stdexcept>
 
 #include "interp/builtins_args.hpp"
 #include "interp/host_convert.hpp"
+#include "sema/builtin_names.hpp"
 
 namespace zyntax {
 
@@ -16,7 +18,6 @@ namespace {
 
 struct Registry {
   std::map<std::string, BuiltinImpl, std::less<>> impls;
-  std::vector<std::string> names;  // sorted
 };
 
 const Registry& registry() {
@@ -24,11 +25,18 @@ const Registry& registry() {
     Registry reg;
     for (std::span<const BuiltinEntry> table : {io_builtins(), creation_builtins(), layout_builtins(), math_builtins(),
                                                 reduction_builtins(), value_builtins(), device_builtins(), memory_builtins()})
-      for (const BuiltinEntry& e : table) {
-        reg.impls.emplace(e.name, e.impl);
-        reg.names.push_back(e.name);
-      }
-    std::sort(reg.names.begin(), reg.names.end());
+      for (const BuiltinEntry& e : table) reg.impls.emplace(e.name, e.impl);
+    // Exactly the functions the checker knows by name (sema/builtin_names).
+    std::vector<std::string> implemented;
+    for (const auto& [name, impl] : reg.impls) implemented.push_back(name);
+    if (implemented != builtin_names()) {
+      std::string missing, extra;
+      for (const std::string& n : builtin_names())
+        if (!reg.impls.count(n)) missing += " " + n;
+      for (const std::string& n : implemented)
+        if (!is_builtin(n)) extra += " " + n;
+      throw std::logic_error("the builtins implemented differ from sema/builtin_names: missing" + missing + "; not listed" + extra);
+    }
     return reg;
   }();
   return r;
@@ -99,10 +107,6 @@ const char* receiver_noun(Value::Kind k) {
 }
 
 }  // namespace
-
-bool is_builtin(const std::string& name) { return registry().impls.count(name) > 0; }
-
-const std::vector<std::string>& builtin_names() { return registry().names; }
 
 Value call_builtin(const std::string& name, CallArgs& args, BuiltinContext& ctx) {
   auto it = registry().impls.find(name);

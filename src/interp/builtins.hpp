@@ -1,6 +1,6 @@
 // The host language's built-in functions (print, load, save, zeros, randn,
-// reshape, split, sqrt, ...), methods (t.to_device(..), t.astype(..)) and
-// attributes (t.shape, t.dtype).
+// reshape, split, sqrt, ...: the names sema/builtin_names lists), methods
+// (t.to_device(..), t.astype(..)) and attributes (t.shape, t.dtype).
 #pragma once
 
 #include <iosfwd>
@@ -27,10 +27,6 @@ struct BuiltinContext {
   std::ostream* out = nullptr;
   Random* rng = nullptr;  // the program's generator when no seed is given
 };
-
-bool is_builtin(const std::string& name);
-// Every builtin name, for "did you mean" hints.
-const std::vector<std::string>& builtin_names();
 
 // Calls builtin `name`. Errors are zyntax::Error located at the call or at
 // the offending argument; data errors name the function, the argument and

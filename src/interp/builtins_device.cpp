@@ -1,4 +1,5 @@
 // Builtins about where tensors live: compute_devices, to_device, allocate.
+#include "backends/registry.hpp"
 #include "interp/builtins_args.hpp"
 #include "runtime/device.hpp"
 
@@ -9,7 +10,7 @@ namespace {
 // The device a string argument names ("auto" picks the best one).
 Device& named_device(const Args& a, size_t i) {
   const std::string& id = a.str(i);
-  DeviceRegistry& registry = DeviceRegistry::global();
+  DeviceRegistry& registry = device_registry();
   Device* d = registry.find(id);
   if (!d) throw Error(a.span(i), registry.not_available_message(id));
   return *d;
@@ -18,7 +19,7 @@ Device& named_device(const Args& a, size_t i) {
 Value compute_devices(const Invocation& inv) {
   Args a(inv, {});
   std::vector<Value> out;
-  for (const auto& d : DeviceRegistry::global().devices()) {
+  for (const auto& d : device_registry().devices()) {
     const DeviceInfo& info = d->info();
     out.push_back(Value::of_record({
         {"id", Value::of_str(info.id)},
@@ -53,7 +54,7 @@ Value allocate(const Invocation& inv) {
   Args a(inv, {{"shape"}, {"dtype", kOptional}, {"device", kOptional}, {"pinned", kOptional}});
   DType t = a.dtype_or(1, DType::F32);
   Shape shape = a.shape(0, t);
-  DeviceRegistry& registry = DeviceRegistry::global();
+  DeviceRegistry& registry = device_registry();
   Device* d = a.has(2) ? &named_device(a, 2) : registry.find("cpu");
   bool pinned = a.boolean_or(3, false);
   Device* host = pinned && d->info().type != "gpu" ? registry.find("auto") : d;  // "auto": the first GPU, else the CPU

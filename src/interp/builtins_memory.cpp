@@ -1,4 +1,5 @@
 // memory_pool(device=, size=) and the pool's methods: allocate, free, reset.
+#include "backends/registry.hpp"
 #include "interp/builtins_args.hpp"
 #include "runtime/device.hpp"
 
@@ -10,8 +11,8 @@ Value memory_pool(const Invocation& inv) {
   Args a(inv, {{"device", kOptional}, {"size"}});
   std::string id = "cpu";
   if (a.has(0)) {
-    Device* d = DeviceRegistry::global().find(a.str(0));
-    if (!d) throw Error(a.span(0), DeviceRegistry::global().not_available_message(a.str(0)));
+    Device* d = device_registry().find(a.str(0));
+    if (!d) throw Error(a.span(0), device_registry().not_available_message(a.str(0)));
     id = d->info().id;
   }
   int64_t size = a.integer(1);

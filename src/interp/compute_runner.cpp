@@ -1,5 +1,6 @@
 #include "interp/compute_runner.hpp"
 
+#include "backends/registry.hpp"
 #include "runtime/device.hpp"
 #include "runtime/split_launch.hpp"
 
@@ -105,11 +106,11 @@ Value ComputeRunner::run(const ast::Compute& c, Frame& frame, const std::vector<
   Span device_span = entry.annotations.devices.empty() ? c.span : entry.annotations.device_span;
   std::vector<Device*> devices;
   for (const std::string& id : ids) {
-    Device* d = DeviceRegistry::global().find(id);
+    Device* d = device_registry().find(id);
     if (!d) {
-      std::string why = DeviceRegistry::global().unavailable_reason(id);
+      std::string why = device_registry().unavailable_reason(id);
       throw Error(Diagnostic{Severity::Error, device_span, "device '" + id + "' is not available", {},
-                             "available devices: " + DeviceRegistry::global().available() + (why.empty() ? "" : "; " + why)});
+                             "available devices: " + device_registry().available() + (why.empty() ? "" : "; " + why)});
     }
     devices.push_back(d);
   }

@@ -5,8 +5,10 @@
 #include <iostream>
 #include <thread>
 
+#include "backends/registry.hpp"
 #include "interp/compute_runner.hpp"
 #include "runtime/device.hpp"
+#include "sema/builtin_names.hpp"
 #include "sema/kernel_annotations.hpp"
 
 namespace zyntax {
@@ -309,9 +311,9 @@ void Interpreter::exec_config(const ast::Config& c, Frame& f) {
     Value v = eval(*e.value, f);
     if (e.name == "compute_device") {
       if (v.kind != Value::Kind::Str) throw Error(e.value->span, "compute_device takes a device name in quotes");
-      if (!DeviceRegistry::global().find(v.s))
+      if (!device_registry().find(v.s))
         throw Error(Diagnostic{Severity::Error, e.value->span, "device '" + v.s + "' is not available", {},
-                               "available devices: " + DeviceRegistry::global().available() + ", or \"auto\""});
+                               "available devices: " + device_registry().available() + ", or \"auto\""});
       config_device_ = v.s;
     } else if (e.name == "seed") {
       if (v.kind != Value::Kind::Int) throw Error(e.value->span, "seed takes an integer");

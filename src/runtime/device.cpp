@@ -1,38 +1,23 @@
 #include "runtime/device.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
+#include <stdexcept>
 #include <thread>
-
-#include "codegen/llvm/cpu/cpu_device.hpp"
-#include "codegen/llvm/nvptx/cuda_device.hpp"
-#include "runtime/cuda/cuda_driver.hpp"
-#include "runtime/thread_pool.hpp"
-#include "interp/reference_device.hpp"
 
 namespace zyntax {
 
-DeviceRegistry& DeviceRegistry::global() {
-  static DeviceRegistry* registry = [] {
-    auto* r = new DeviceRegistry();
-    r->add(make_llvm_cpu_device("cpu"));
-    r->add(make_reference_device("cpu:reference"));
-    // The cores split into logical CPU devices (ZYNTAX_CPU_DEVICES, default
-    // 2), so that programs using several devices run on any machine.
-    int logical = 2;
-    if (const char* env = std::getenv("ZYNTAX_CPU_DEVICES")) logical = std::max(0, std::min(64, std::atoi(env)));
-    int threads = std::max(1, ThreadPool::global().size() / std::max(1, logical));
-    for (int i = 0; i < logical; ++i) r->add(make_llvm_cpu_device("cpu:" + std::to_string(i), threads));
-    // Every GPU the CUDA driver reports (none where there is no driver).
-    try {
-      for (std::unique_ptr<cuda::Gpu>& gpu : cuda::Gpu::open_all()) r->add(make_cuda_device(std::move(gpu)));
-    } catch (const cuda::CudaError& e) {
-      r->gpu_error_ = e.what();
-    }
-    return r;
-  }();
-  return *registry;
+Tensor Device::run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                   const std::map<std::string, Scalar>& scalars) {
+  Attempt a = execute(kernel, key, inputs, scalars);
+  if (a.outcome == Outcome::Done) return std::move(a.result);
+  // Unsupported: the host's compiled CPU device, unless this is it (or it
+  // cannot either), then the reference executor. A failed check: the
+  // reference executor, which says what failed and where.
+  Device* next = a.outcome == Outcome::Unsupported && fallbacks_.host != this ? fallbacks_.host : fallbacks_.reference;
+  if (next == this || !next)
+    throw std::logic_error("device " + info().id + " cannot run kernel " + kernel.name + " and has no device to fall back on");
+  return next->run(kernel, key, inputs, scalars);
 }
 
 Device* DeviceRegistry::find(const std::string& id) const {
@@ -40,11 +25,26 @@ Device* DeviceRegistry::find(const std::string& id) const {
   if (id == "auto" || id.empty()) {
     for (const auto& d : devices_)
       if (d->info().type == "gpu") return d.get();
-    return devices_.front().get();
+    Device* cpu = find("cpu");
+    return cpu ? cpu : devices_.front().get();
   }
   for (const auto& d : devices_)
     if (d->info().id == id) return d.get();
   return nullptr;
+}
+
+Device::Fallbacks DeviceRegistry::fallbacks() const { return {find("cpu"), find("cpu:reference")}; }
+
+void DeviceRegistry::add(std::unique_ptr<Device> d) {
+  devices_.push_back(std::move(d));
+  Device::Fallbacks f = fallbacks();
+  for (const auto& device : devices_) device->set_fallbacks(f);
+}
+
+void DeviceRegistry::lend_fallbacks(Device& d) const { d.set_fallbacks(fallbacks()); }
+
+void DeviceRegistry::add_unavailable(const std::string& prefix, std::string why, bool gpu) {
+  unavailable_.push_back({prefix, std::move(why), gpu});
 }
 
 std::string DeviceRegistry::available() const {
@@ -54,10 +54,10 @@ std::string DeviceRegistry::available() const {
 }
 
 std::string DeviceRegistry::unavailable_reason(const std::string& id) const {
-  if (id.rfind("cuda", 0) != 0 && id.rfind("gpu", 0) != 0) return "";
-  if (!gpu_error_.empty()) return "the GPU cannot be used: " + gpu_error_;
-  if (!cuda::gpu_available()) return "no CUDA GPU: " + cuda::gpu_unavailable_reason();
-  return "";
+  std::string why;
+  for (const Unavailable& u : unavailable_)
+    if (id.rfind(u.prefix, 0) == 0 || (u.gpu && id.rfind("gpu", 0) == 0)) why += (why.empty() ? "" : "; ") + u.why;
+  return why;
 }
 
 std::string DeviceRegistry::not_available_message(const std::string& id) const {

@@ -1,5 +1,6 @@
-// Devices that run kernels, and the registry that finds them by name
-// ("cpu", "cpu:reference", "cuda:0", ...).
+// Devices that run kernels, the one policy for what a device cannot run,
+// and the registry that finds devices by name ("cpu", "cpu:reference",
+// "cuda:0", ...). Backends provide the devices (src/backends/).
 #pragma once
 
 #include <cstdint>
@@ -23,14 +24,36 @@ struct DeviceInfo {
   std::string compute_capability;  // GPUs: "9.0"
 };
 
+class DeviceRegistry;
+
+// A device runs kernels. Backends (src/backends/<name>/) implement execute();
+// callers use run(), which applies the one fallback policy of the runtime
+// (device.cpp) to what execute() could not do.
 class Device {
  public:
   virtual ~Device() = default;
   virtual const DeviceInfo& info() const = 0;
+
   // Runs a specialised kernel (all dims constant). `key` is the hash of its
-  // CIR: devices cache what they build for it under that key.
-  virtual Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
-                     const std::map<std::string, Scalar>& scalars) = 0;
+  // CIR: devices cache what they build for it under that key. Where this
+  // device cannot compile the kernel, it runs on the host's compiled CPU
+  // device ("cpu"), or where that cannot either, on the reference executor
+  // ("cpu:reference"); where a runtime check fails (an index out of bounds,
+  // a division by zero), the kernel runs again on the reference executor,
+  // which reports the error in the source's words and place (or, for a
+  // conservative check, computes the result).
+  Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+             const std::map<std::string, Scalar>& scalars);
+
+  // What execute() did with a kernel.
+  enum class Outcome { Done, Unsupported, CheckFailed };
+  struct Attempt {
+    Outcome outcome = Outcome::Done;
+    Tensor result;  // when Done
+    static Attempt done(Tensor t) { return {Outcome::Done, std::move(t)}; }
+    static Attempt unsupported() { return {Outcome::Unsupported, {}}; }
+    static Attempt check_failed() { return {Outcome::CheckFailed, {}}; }
+  };
 
   // Zeroed host memory for a tensor this device is to read: page-locked
   // where `pinned` and the device copies it over a bus (copies then run at
@@ -63,29 +86,61 @@ class Device {
                           const std::map<std::string, Scalar>& scalars, int part, int parts, Tensor& out) {
     return Share::Unsupported;
   }
+
+  // Where run() sends what this device cannot do (DeviceRegistry::add sets
+  // them; a device made outside a registry borrows a registry's with
+  // DeviceRegistry::lend_fallbacks).
+  struct Fallbacks {
+    Device* host = nullptr;       // the host's compiled CPU device
+    Device* reference = nullptr;  // the reference executor
+  };
+  void set_fallbacks(Fallbacks f) { fallbacks_ = f; }
+
+ protected:
+  // Runs the kernel here if this device can: Done with the result,
+  // Unsupported where it cannot compile the kernel, CheckFailed where a
+  // runtime check failed. Errors of the program's data throw as usual.
+  virtual Attempt execute(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                          const std::map<std::string, Scalar>& scalars) = 0;
+
+ private:
+  Fallbacks fallbacks_;
 };
 
+// The devices of this process, by id: every device each enabled backend
+// found (backends/registry builds the process's registry).
 class DeviceRegistry {
  public:
-  // The process-wide registry with every device this machine has.
-  static DeviceRegistry& global();
-
   const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
-  // "auto" picks the best device; null if the id names no available device.
+  // "auto" picks the best device (the first GPU, else "cpu", else the first);
+  // null if the id names no available device.
   Device* find(const std::string& id) const;
   // Ids of the available devices, for messages: "cpu, cpu:reference".
   std::string available() const;
-  // Why `id` names no device here, when that can be said ("no CUDA GPU:
-  // no CUDA driver (...)"), else "".
+  // Why `id` names no device here, when a backend said so ("no CUDA GPU:
+  // no CUDA driver (...)"), else "". "gpu" asks every GPU backend.
   std::string unavailable_reason(const std::string& id) const;
   // "device 'cuda:7' is not available (available: cpu, cpu:reference; no CUDA GPU: ...)".
   std::string not_available_message(const std::string& id) const;
 
-  void add(std::unique_ptr<Device> d) { devices_.push_back(std::move(d)); }
+  // Adds a device; its fallbacks are this registry's "cpu" and
+  // "cpu:reference" devices (each device added so far is given them again).
+  void add(std::unique_ptr<Device> d);
+  // A backend with no device here says why, for ids starting with `prefix`
+  // ("cuda"); `gpu` marks a GPU backend.
+  void add_unavailable(const std::string& prefix, std::string why, bool gpu);
+  // Gives a device made outside this registry this registry's fallbacks.
+  void lend_fallbacks(Device& d) const;
 
  private:
+  Device::Fallbacks fallbacks() const;
+
   std::vector<std::unique_ptr<Device>> devices_;
-  std::string gpu_error_;  // a driver error while opening the GPUs
+  struct Unavailable {
+    std::string prefix, why;
+    bool gpu = false;
+  };
+  std::vector<Unavailable> unavailable_;
 };
 
 // What every device on the host processor reports, with its backend's description.

@@ -4,8 +4,7 @@
 #include <map>
 #include <set>
 
-#include "interp/builtins.hpp"
-#include "lower/kernel_lowering.hpp"
+#include "sema/builtin_names.hpp"
 #include "sema/kernel_annotations.hpp"
 #include "sema/static_type.hpp"
 #include "support/scalar.hpp"
@@ -58,7 +57,7 @@ class StaticHostEnv : public HostEnv {
 
 class Checker {
  public:
-  Checker(Session& s, std::vector<CheckedKernel>* kernels) : session_(s), kernels_(kernels) {}
+  Checker(Session& s, ComputeBlockChecker& blocks) : session_(s), blocks_(blocks) {}
 
   void check_module(LoadedModule& m) {
     ModuleInfo& info = modules_[m.path];
@@ -702,49 +701,18 @@ class Checker {
       s.extents = t.extents;
       sigs.push_back(std::move(s));
     }
-    // Without every input's rank (an untyped parameter, load() without a type)
-    // the block is checked when it runs, with the real tensors; here it is
-    // only lowered as far as a guess allows, for --emit cir.
     StaticHostEnv env(*this);
-    std::vector<size_t> unknown;
-    for (size_t i = 0; i < sigs.size(); ++i)
-      if (!sigs[i].rank) unknown.push_back(i);
-    std::optional<LoweredCompute> lc;
-    if (unknown.empty()) {
-      lc = lower_compute(c, session_.kernel_name(&c), sigs, env, diags());
-    } else {
-      // Guess: each unknown input has as many axes as its indexing shows or
-      // one more, and is f32, or i64 (it may be used as an index).
-      size_t n = std::min<size_t>(unknown.size(), 3);
-      std::vector<bool> dtype_known;
-      for (size_t i : unknown) dtype_known.push_back(sigs[i].dtype.has_value());
-      for (unsigned guess = 0; guess < (1u << (2 * n)) && !lc; ++guess) {
-        for (size_t k = 0; k < n; ++k) {
-          InputSignature& s = sigs[unknown[k]];
-          s.rank_guess_extra = (guess >> (2 * k)) & 1;
-          if (!dtype_known[k]) s.dtype = ((guess >> (2 * k + 1)) & 1) ? DType::I64 : DType::F32;
-        }
-        DiagnosticEngine scratch(session_.sources());
-        lc = lower_compute(c, session_.kernel_name(&c), sigs, env, scratch);
-      }
-      if (!lc && kernels_) {
-        std::string names;
-        for (size_t i : unknown) names += (names.empty() ? "" : ", ") + sigs[i].path;
-        kernels_->push_back({&c, {}, "the ranks of its inputs " + names + " are known only when it runs"});
-      }
-    }
-    if (!lc) return {};
-    const cir::Param& out = lc->kernel.output();
-    StaticType result = StaticType::tensor(static_cast<int>(out.type.rank()), out.type.dtype);
-    if (kernels_) kernels_->push_back({&c, lc->kernel, ""});
-    if (!lc->annotations.is_async) return result;
+    std::optional<CheckedBlock> block = blocks_.check(c, std::move(sigs), env, diags());
+    if (!block) return {};
+    StaticType result = StaticType::tensor(block->rank, block->dtype);
+    if (!block->is_async) return result;
     StaticType f = StaticType::of(K::Future);
     f.inner = std::make_shared<StaticType>(result);
     return f;
   }
 
   Session& session_;
-  std::vector<CheckedKernel>* kernels_;
+  ComputeBlockChecker& blocks_;
   std::map<std::string, ModuleInfo> modules_;
   std::set<std::string> importing_;
   ModuleInfo* module_ = nullptr;
@@ -773,9 +741,9 @@ std::optional<HostBinding> StaticHostEnv::lookup(std::string_view name) const {
 
 }  // namespace
 
-bool check_program(Session& session, LoadedModule& main, std::vector<CheckedKernel>* kernels) {
+bool check_host_program(Session& session, LoadedModule& main, ComputeBlockChecker& blocks) {
   size_t before = session.diags().error_count();
-  Checker(session, kernels).check_module(main);
+  Checker(session, blocks).check_module(main);
   return session.diags().error_count() == before;
 }
 

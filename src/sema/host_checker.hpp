@@ -1,26 +1,38 @@
-// Checks a program without running it (`zyntax check`, and before every
-// run): every name resolves, calls to user functions match their parameters,
-// host statements are where they belong, and every compute block lowers to
-// CIR with what the host types say about its inputs (rank, dtype, static
-// sizes). Errors go to the session's diagnostics.
+// Checks a program's host code without running it (`zyntax check`, and
+// before every run): every name resolves, calls to user functions match
+// their parameters, host statements are where they belong, and every
+// compute block is handed, with what the host types say about its inputs
+// (rank, dtype, static sizes), to a ComputeBlockChecker, which lowers it
+// (lower/check_program). Errors go to the session's diagnostics.
 #pragma once
 
+#include <optional>
 #include <vector>
 
-#include "cir/ir.hpp"
 #include "driver/session.hpp"
+#include "sema/host_env.hpp"
+#include "support/diagnostics.hpp"
 
 namespace zyntax {
 
-struct CheckedKernel {
-  const ast::Compute* node = nullptr;
-  cir::Kernel kernel;
-  // Set instead of `kernel` when the block can only be lowered at run time: why.
-  std::string deferred;
+// What the host code sees of a compute block's result.
+struct CheckedBlock {
+  int rank = 0;
+  DType dtype = DType::F32;
+  bool is_async = false;  // @async: the block's value is a future
 };
 
-// Returns false if an error was reported. `kernels`, if given, receives the
-// CIR of every compute block that lowered (for `zyntax compile --emit cir`).
-bool check_program(Session& session, LoadedModule& main, std::vector<CheckedKernel>* kernels = nullptr);
+class ComputeBlockChecker {
+ public:
+  virtual ~ComputeBlockChecker() = default;
+  // Checks one block with its inputs' signatures and the host names around
+  // it; nothing where it reported an error or where its result is known
+  // only when it runs.
+  virtual std::optional<CheckedBlock> check(const ast::Compute& c, std::vector<InputSignature> inputs, const HostEnv& host,
+                                            DiagnosticEngine& diags) = 0;
+};
+
+// Returns false if an error was reported.
+bool check_host_program(Session& session, LoadedModule& main, ComputeBlockChecker& blocks);
 
 }  // namespace zyntax

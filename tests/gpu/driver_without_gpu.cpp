@@ -4,7 +4,7 @@
 // ZYNTAX_CUDA_DRIVER=<this library> to test that path of the runtime.
 #include <cstring>
 
-#include "runtime/cuda/cuda_driver.hpp"
+#include "backends/cuda/cuda_driver.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 #include "driver/session.hpp"
 #include "interp/host_interpreter.hpp"
-#include "sema/host_checker.hpp"
+#include "lower/check_program.hpp"
 
 namespace {
 

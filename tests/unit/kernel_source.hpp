@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "driver/session.hpp"
-#include "sema/host_checker.hpp"
+#include "lower/check_program.hpp"
 
 namespace zyntax::testing {
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/registry.hpp"
 #include "runtime/device.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/tensor_ops.hpp"
@@ -176,7 +177,7 @@ inline void expect_matches_reference(Device& device, const Case& c, bool approxi
   cir::Kernel generic = kernel_of(parity_source(c));
   ASSERT_FALSE(generic.name.empty());
   CompiledCompute compiled(generic);
-  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  Device* ref = device_registry().find("cpu:reference");
   Random rng(42);
   for (int variant = 0; variant < 6; ++variant) {
     std::vector<Tensor> inputs = parity_inputs(c, variant, rng);

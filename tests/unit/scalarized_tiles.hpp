@@ -10,7 +10,7 @@
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
-#include "interp/reference_executor.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "schedule_parity.hpp"
 

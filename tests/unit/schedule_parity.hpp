@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "cir/printer.hpp"
-#include "interp/reference_executor.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "runtime/tensor_ops.hpp"
 
 namespace zyntax::testing {

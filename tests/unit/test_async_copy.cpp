@@ -11,7 +11,7 @@
 #include "codegen/llvm/ir_emitter.hpp"
 #include "gpu_targets.hpp"
 #include "plan/kernel_support.hpp"
-#include "interp/reference_executor.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "ptxas.hpp"
 #include "runtime/tensor_ops.hpp"
 #include "support/diagnostics.hpp"

@@ -8,12 +8,13 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/registry.hpp"
 #include "cir/passes/gpu_loops.hpp"
 #include "cir/printer.hpp"
 #include "cir/verifier.hpp"
 #include "cir/passes/specialize.hpp"
-#include "codegen/llvm/cpu/cpu_device.hpp"
-#include "codegen/llvm/cpu/cpu_plan.hpp"
+#include "backends/cpu/cpu_device.hpp"
+#include "host_plan.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
 #include "gpu_targets.hpp"
 #include "plan/kernel_support.hpp"
@@ -116,8 +117,9 @@ TEST(Atomics, CpuThreadsUpdatingTheSameElementsAgreeWithTheReference) {
   for (int64_t e = 0; e < g.numel(); ++e) g.data_as<float>()[e] = std::floor(g.data_as<float>()[e] * 16.0f);
   Tensor ids = Tensor::zeros(DType::I64, {20000});
   for (int64_t e = 0; e < ids.numel(); ++e) ids.data_as<int64_t>()[e] = (e * 7919) % 50 / 10;  // five rows, hot ones
-  std::unique_ptr<Device> cpu = make_llvm_cpu_device("cpu", codegen::kCpuAtomicThreads);
-  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  std::unique_ptr<Device> cpu = make_llvm_cpu_device("cpu", kCpuAtomicThreads);
+  device_registry().lend_fallbacks(*cpu);  // where what it cannot run goes
+  Device* ref = device_registry().find("cpu:reference");
   ASSERT_TRUE(ref);
   Tensor want = compiled.launch(*ref, {g, ids}, {{"vocab", 50}}, {});
   for (int run = 0; run < 3; ++run) {
@@ -142,19 +144,20 @@ TEST(Atomics, FewCpuCoresRunTheUpdatesInOrder) {
   cir::Kernel k = testing::kernel_of(kEmbeddingBackward);
   ASSERT_FALSE(k.name.empty());
   cir::Kernel s = cir::specialize(k, {{"n", 300}, {"dim", 5}, {"vocab", 50}});
-  codegen::CpuPlan plan = codegen::plan_cpu_kernel(s, 2);
+  CpuPlan plan = testing::host_cpu_plan(s, 2);
   ASSERT_TRUE(plan.kernel) << plan.why_not;
   std::string text = cir::print(*plan.kernel);
   EXPECT_TRUE(contains(text, "  for i in 0..300 {\n    for j in 0..5 {\n      out[ids[i], j] = out[ids[i], j] + g[i, j]")) << text;
   EXPECT_FALSE(contains(text, "atomic")) << text;
-  EXPECT_TRUE(contains(cir::print(*codegen::plan_cpu_kernel(s, codegen::kCpuAtomicThreads).kernel), "atomic_add")) << text;
+  EXPECT_TRUE(contains(cir::print(*testing::host_cpu_plan(s, kCpuAtomicThreads).kernel), "atomic_add")) << text;
   CompiledCompute compiled(k);
   Random rng(3);
   Tensor g = rand_normal(rng, DType::F32, {3000, 7});
   Tensor ids = Tensor::zeros(DType::I64, {3000});
   for (int64_t e = 0; e < ids.numel(); ++e) ids.data_as<int64_t>()[e] = (e * 31) % 50;
-  Tensor want = compiled.launch(*DeviceRegistry::global().find("cpu:reference"), {g, ids}, {{"vocab", 50}}, {});
+  Tensor want = compiled.launch(*device_registry().find("cpu:reference"), {g, ids}, {{"vocab", 50}}, {});
   std::unique_ptr<Device> cpu = make_llvm_cpu_device("cpu", 2);
+  device_registry().lend_fallbacks(*cpu);  // where what it cannot run goes
   Tensor got = compiled.launch(*cpu, {g, ids}, {{"vocab", 50}}, {});
   EXPECT_EQ(std::memcmp(got.data(), want.data(), want.nbytes()), 0);
 }

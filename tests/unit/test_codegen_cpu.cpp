@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/registry.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
 #include "gpu_targets.hpp"
@@ -21,7 +22,7 @@
 #include "runtime/device.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/tensor_ops.hpp"
-#include "sema/host_checker.hpp"
+#include "lower/check_program.hpp"
 #include "support/diagnostics.hpp"
 #include "kernel_source.hpp"
 #include "parity_cases.hpp"
@@ -45,7 +46,7 @@ class CpuParity : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CpuParity, MatchesTheReference) {
   const Case& c = GetParam();
-  expect_matches_reference(*DeviceRegistry::global().find("cpu"), c, c.approximate);
+  expect_matches_reference(*device_registry().find("cpu"), c, c.approximate);
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, CpuParity, ::testing::ValuesIn(kParityCases),
@@ -115,7 +116,7 @@ TEST(CodegenCpu, InlineErfAndGeluAreCloseToTheExactValues) {
   auto run = [&](const std::string& fn) {
     CompiledCompute c(kernel_of("def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = " + fn +
                                 "(x[i])\n }\n}"));
-    return c.launch(*DeviceRegistry::global().find("cpu"), {x}, {}, {});
+    return c.launch(*device_registry().find("cpu"), {x}, {}, {});
   };
   Tensor erf = run("erf"), gelu = run("gelu"), gelu_tanh = run("gelu_tanh");
   int64_t worst_erf = 0, worst_tanh_form = 0;
@@ -157,7 +158,7 @@ TEST(CodegenCpu, FastExpAndTanhAreWithinTwoUlp) {
     std::string src = std::string("def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = ") +
                       fn + "(x[i] * " + scale + ")\n }\n}";
     CompiledCompute c(kernel_of(src));
-    Tensor got = c.launch(*DeviceRegistry::global().find("cpu"), {x}, {}, {});
+    Tensor got = c.launch(*device_registry().find("cpu"), {x}, {}, {});
     int64_t worst = 0;
     for (int64_t i = 0; i < n; ++i) {
       float arg = static_cast<float>(x.get(i).f) * (std::string(fn) == "exp" ? 1.0f : 0.25f);  // the kernel's f32 product
@@ -173,13 +174,13 @@ TEST(CodegenCpu, FastExpAndTanhAreWithinTwoUlp) {
   s.set(2, Scalar::of_float(INFINITY, DType::F32));
   s.set(3, Scalar::of_float(0.0, DType::F32));
   CompiledCompute e(kernel_of("def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = exp(x[i])\n }\n}"));
-  Tensor got = e.launch(*DeviceRegistry::global().find("cpu"), {s}, {}, {});
+  Tensor got = e.launch(*device_registry().find("cpu"), {s}, {}, {});
   EXPECT_TRUE(std::isnan(got.get(0).f));
   EXPECT_EQ(got.get(1).f, 0.0);
   EXPECT_EQ(got.get(2).f, INFINITY);
   EXPECT_EQ(got.get(3).f, 1.0);
   CompiledCompute t(kernel_of("def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = tanh(x[i])\n }\n}"));
-  got = t.launch(*DeviceRegistry::global().find("cpu"), {s}, {}, {});
+  got = t.launch(*device_registry().find("cpu"), {s}, {}, {});
   EXPECT_TRUE(std::isnan(got.get(0).f));
   EXPECT_EQ(got.get(1).f, -1.0);
   EXPECT_EQ(got.get(2).f, 1.0);

@@ -13,14 +13,15 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backends/registry.hpp"
 #include "cir/passes/specialize.hpp"
-#include "codegen/llvm/nvptx/cuda_device.hpp"
+#include "backends/cuda/cuda_device.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "gpu_targets.hpp"
-#include "runtime/cuda/cuda_driver.hpp"
+#include "backends/cuda/cuda_driver.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/launch.hpp"
-#include "interp/reference_executor.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "parity_cases.hpp"
 #include "ptxas.hpp"
 
@@ -33,8 +34,8 @@ using testing::kParityCases;
 class GpuParity : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GpuParity, MatchesTheReference) {
-  Device* gpu = DeviceRegistry::global().find("cuda:0");
-  if (!gpu) GTEST_SKIP() << DeviceRegistry::global().unavailable_reason("cuda:0");
+  Device* gpu = device_registry().find("cuda:0");
+  if (!gpu) GTEST_SKIP() << device_registry().unavailable_reason("cuda:0");
   const Case& c = GetParam();
   testing::expect_matches_reference(*gpu, c, c.approximate || is_float(c.dtype));
 }
@@ -205,7 +206,7 @@ TEST(NvptxCompiler, PtxComesFromTheDiskCacheOnTheNextRun) {
 
 // Without a GPU the registry has none and says why; with one, it lists it.
 TEST(CudaRuntime, RegistryReportsTheGpuOrWhyNot) {
-  DeviceRegistry& r = DeviceRegistry::global();
+  DeviceRegistry& r = device_registry();
   if (cuda::gpu_available()) {
     ASSERT_NE(r.find("cuda:0"), nullptr);
     EXPECT_EQ(r.find("cuda:0")->info().type, "gpu");
@@ -225,8 +226,8 @@ TEST(CudaRuntime, RegistryReportsTheGpuOrWhyNot) {
 // GPU's kernels: nothing is copied in, and what the host writes into the
 // memory is what the next run reads. Views of pinned memory too.
 TEST(CudaRuntime, MappedViewsAreReadInPlace) {
-  Device* gpu = DeviceRegistry::global().find("cuda:0");
-  if (!gpu) GTEST_SKIP() << DeviceRegistry::global().unavailable_reason("cuda:0");
+  Device* gpu = device_registry().find("cuda:0");
+  if (!gpu) GTEST_SKIP() << device_registry().unavailable_reason("cuda:0");
   CompiledCompute compiled(testing::kernel_of(
       "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i] * 2.0 + 1.0\n }\n}\n"));
   auto expect_doubled_plus_one = [](const Tensor& x, const Tensor& y) {
@@ -262,7 +263,7 @@ TEST(CudaRuntime, MappedViewsAreReadInPlace) {
 // write drops the GPU's copy, and the next run copies the new bytes in and
 // keeps them. A reduction's result comes back at once.
 TEST(CudaRuntime, TensorsStayOnTheGpuBetweenKernels) {
-  DeviceRegistry& registry = DeviceRegistry::global();
+  DeviceRegistry& registry = device_registry();
   Device* gpu = registry.find("cuda:0");
   if (!gpu) GTEST_SKIP() << registry.unavailable_reason("cuda:0");
   CompiledCompute affine(testing::kernel_of(
@@ -336,9 +337,9 @@ std::vector<Tensor> magnitudes(const std::vector<Tensor>& in) {
 }
 
 TEST(GpuSchedules, LargeProductsMatchTheReference) {
-  Device* gpu = DeviceRegistry::global().find("cuda:0");
-  if (!gpu) GTEST_SKIP() << DeviceRegistry::global().unavailable_reason("cuda:0");
-  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  Device* gpu = device_registry().find("cuda:0");
+  if (!gpu) GTEST_SKIP() << device_registry().unavailable_reason("cuda:0");
+  Device* ref = device_registry().find("cpu:reference");
   const char* plain = "def f(a: tensor[m, k, DT], b: tensor[k, n, DT]) {\n return compute(a, b) {\n @kernel matmul\n"
                       " for i in 0..m, j in 0..n:\n  var s: f32 = 0.0\n  for p in 0..k:\n   s += f32(a[i, p]) * f32(b[p, j])\n  out[i, j] = s\n }\n}";
   const char* transposed = "def f(a: tensor[m, k, DT], b: tensor[n, k, DT]) {\n return compute(a, b) {\n @kernel matmul\n"
@@ -353,7 +354,7 @@ TEST(GpuSchedules, LargeProductsMatchTheReference) {
   // asynchronous copies); the others run in 64 x 64 tiles. That product is
   // checked against the cpu device (itself checked against the reference),
   // which the reference executor would take minutes over.
-  Device* cpu = DeviceRegistry::global().find("cpu");
+  Device* cpu = device_registry().find("cpu");
   for (const Run& r : {Run{plain, DType::F32, 300, 260, 200, false}, Run{transposed, DType::F32, 300, 258, 200, true},
                        Run{plain, DType::F32, 100, 64, 96, false}, Run{plain, DType::BF16, 300, 264, 200, false},
                        Run{plain, DType::F32, 1408, 72, 1536, false}, Run{transposed, DType::F32, 1408, 66, 1536, true}}) {
@@ -372,9 +373,9 @@ TEST(GpuSchedules, LargeProductsMatchTheReference) {
 }
 
 TEST(GpuSchedules, ArgReductionsOfLongRowsAndWholeTensorsMatchTheReference) {
-  Device* gpu = DeviceRegistry::global().find("cuda:0");
-  if (!gpu) GTEST_SKIP() << DeviceRegistry::global().unavailable_reason("cuda:0");
-  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  Device* gpu = device_registry().find("cuda:0");
+  if (!gpu) GTEST_SKIP() << device_registry().unavailable_reason("cuda:0");
+  Device* ref = device_registry().find("cpu:reference");
   for (const char* op : {"argmax", "argmin"}) {
     CompiledCompute rows(testing::kernel_of(std::string("def f(m: tensor[r, c, f32]) {\n return compute(m) {\n @kernel reduce(") + op +
                                             ", axis=1)\n for i in 0..r, j in 0..c:\n  yield (m[i, j], j)\n }\n}"));

@@ -10,7 +10,7 @@
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
 #include "gpu_targets.hpp"
-#include "interp/reference_executor.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "runtime/tensor_ops.hpp"
 

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/registry.hpp"
 #include "interp/builtins.hpp"
+#include "sema/builtin_names.hpp"
 #include "runtime/device.hpp"
 #include "test_helpers.hpp"
 
@@ -88,6 +90,15 @@ TEST_F(HostBuiltins, NamesAreConsistent) {
     EXPECT_TRUE(is_builtin(name)) << name;
   EXPECT_FALSE(is_builtin("no_such_builtin"));
   EXPECT_TRUE(std::is_sorted(builtin_names().begin(), builtin_names().end()));
+}
+
+// The interpreter implements every function the checker knows by name.
+TEST_F(HostBuiltins, EveryNameTheCheckerKnowsIsImplemented) {
+  for (const std::string& name : builtin_names()) {
+    if (name == "print" || name == "println") continue;
+    EXPECT_EQ(error_of([&] { call(name, {}); }).find("unknown builtin"), std::string::npos) << name;
+  }
+  EXPECT_NE(error_of([&] { call("no_such_builtin", {}); }).find("unknown builtin"), std::string::npos);
 }
 
 // Every builtin answers bad calls with an Error, never a crash or another exception.
@@ -431,10 +442,10 @@ TEST_F(HostBuiltins, LoadSaveRoundTrip) {
 TEST_F(HostBuiltins, Devices) {
   Value devices = call("compute_devices", {});
   ASSERT_EQ(devices.kind, Value::Kind::List);
-  ASSERT_EQ(devices.items->size(), DeviceRegistry::global().devices().size());
+  ASSERT_EQ(devices.items->size(), device_registry().devices().size());
   const Value& first = (*devices.items)[0];
   ASSERT_EQ(first.kind, Value::Kind::Record);
-  EXPECT_EQ(first.record->find("id")->s, DeviceRegistry::global().devices()[0]->info().id);
+  EXPECT_EQ(first.record->find("id")->s, device_registry().devices()[0]->info().id);
   EXPECT_EQ(first.record->find("memory")->kind, Value::Kind::Int);
   EXPECT_EQ(first.record->find("cores")->kind, Value::Kind::Int);
 
@@ -444,14 +455,14 @@ TEST_F(HostBuiltins, Devices) {
   EXPECT_FALSE(moved.tensor.same_storage(t.tensor));
   EXPECT_TRUE(call("to_device", {t, S("cpu")}, {{"copy", B(false)}}).tensor.same_storage(t.tensor));
   EXPECT_EQ(method(t, "to_device", {S("cpu")}).tensor.device(), "cpu");
-  if (!DeviceRegistry::global().find("cuda:0")) {
+  if (!device_registry().find("cuda:0")) {
     EXPECT_EQ(error_of([&] { call("to_device", {t, S("cuda:0")}); }),
-              "device 'cuda:0' is not available (available: " + DeviceRegistry::global().available() + "; " +
-                  DeviceRegistry::global().unavailable_reason("cuda:0") + ")");
+              "device 'cuda:0' is not available (available: " + device_registry().available() + "; " +
+                  device_registry().unavailable_reason("cuda:0") + ")");
     EXPECT_EQ(last_span_.begin, 2u);
   }
   EXPECT_EQ(error_of([&] { call("to_device", {t, S("tpu:7")}); }),
-            "device 'tpu:7' is not available (available: " + DeviceRegistry::global().available() + ")");
+            "device 'tpu:7' is not available (available: " + device_registry().available() + ")");
   Value buf = call("allocate", {}, {{"shape", L({I(2), I(2)})}, {"dtype", D(DType::F16)}, {"device", S("cpu")}});
   EXPECT_EQ(buf.tensor.shape(), (Shape{2, 2}));
   EXPECT_EQ(buf.tensor.dtype(), DType::F16);

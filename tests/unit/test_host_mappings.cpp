@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/cuda/host_mappings.hpp"
+#include "backends/cuda/host_mappings.hpp"
 
 namespace zyntax::cuda {
 namespace {

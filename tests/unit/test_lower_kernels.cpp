@@ -4,7 +4,7 @@
 
 #include "cir/printer.hpp"
 #include "driver/session.hpp"
-#include "sema/host_checker.hpp"
+#include "lower/check_program.hpp"
 
 namespace zyntax {
 namespace {

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "cir/passes/specialize.hpp"
-#include "codegen/llvm/cpu/cpu_plan.hpp"
+#include "host_plan.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "gpu_targets.hpp"
 #include "op_library_kernels.hpp"
@@ -37,7 +37,7 @@ TEST(OpLibrary, EveryKernelCompilesForTheCpuAndTheGpu) {
   std::vector<cir::Kernel> planned;
   std::vector<std::string> names;
   for (const auto& [name, k] : kernels) {
-    codegen::CpuPlan cpu = codegen::plan_cpu_kernel(k, 2);
+    CpuPlan cpu = testing::host_cpu_plan(k, 2);
     EXPECT_TRUE(cpu.kernel.has_value()) << name << " runs on the reference executor: " << cpu.why_not;
     GpuPlan gpu = gpu_plan(k, testing::test_gpu_target());
     EXPECT_TRUE(gpu.kernel.has_value()) << name << " does not compile for the GPU: " << gpu.why_not;

@@ -14,7 +14,7 @@
 #include "cir/visitor.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
 #include "plan/kernel_support.hpp"
-#include "interp/reference_executor.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "ptxas.hpp"
 #include "support/diagnostics.hpp"
 

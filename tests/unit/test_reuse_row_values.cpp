@@ -8,7 +8,7 @@
 #include "cir/passes/reuse_row_values.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
-#include "interp/reference_executor.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "runtime/tensor_ops.hpp"
 

@@ -13,11 +13,12 @@
 
 #include <cmath>
 
+#include "backends/registry.hpp"
 #include "cir/passes/schedule_matmul.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
-#include "codegen/llvm/cpu/cpu_plan.hpp"
-#include "interp/reference_executor.hpp"
+#include "host_plan.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "product_parity.hpp"
 #include "runtime/device.hpp"
@@ -155,15 +156,15 @@ TEST_P(ScheduleConv, ScheduledKernelMatchesTheOriginalOnTheReference) {
 TEST_P(ScheduleConv, CpuDeviceMatchesTheReference) {
   const Conv& c = GetParam();
   CompiledCompute compiled(kernel_of(source(c)));
-  Device* cpu = DeviceRegistry::global().find("cpu");
-  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  Device* cpu = device_registry().find("cpu");
+  Device* ref = device_registry().find("cpu:reference");
   Random rng(5);
   int variant = 0;
   for (const Shape4& s : kShapes) {
     Problem p = problem(c, s, rng);
     std::string what = name(c) + " " + shape_text(s);
     what += add_specials(p.inputs, variant++);
-    codegen::CpuPlan plan = codegen::plan_cpu_kernel(cir::specialize(compiled.generic(), all_dims(p)), 2);
+    CpuPlan plan = testing::host_cpu_plan(cir::specialize(compiled.generic(), all_dims(p)), 2);
     ASSERT_TRUE(plan.kernel.has_value()) << what << ": " << plan.why_not;
     EXPECT_NE(cir::print(*plan.kernel).find("matmul_block"), std::string::npos) << what << ": not scheduled";
     Tensor want = compiled.launch(*ref, p.inputs, p.host_dims, {});
@@ -241,8 +242,8 @@ std::string weight_gradient_source(int stride, int padding) {
 }
 
 TEST(ScheduleConvApplies, ToTheWeightGradientPackingAlongTheImageRows) {
-  Device* cpu = DeviceRegistry::global().find("cpu");
-  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  Device* cpu = device_registry().find("cpu");
+  Device* ref = device_registry().find("cpu:reference");
   Random rng(7);
   for (auto [stride, padding] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{1, 0}, std::pair{1, 2}, std::pair{2, 0}}) {
     CompiledCompute compiled(kernel_of(weight_gradient_source(stride, padding)));

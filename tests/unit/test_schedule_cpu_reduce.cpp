@@ -9,12 +9,13 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/registry.hpp"
 #include "cir/passes/schedule_cpu_reduce.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
-#include "codegen/llvm/cpu/cpu_device.hpp"
-#include "codegen/llvm/cpu/cpu_plan.hpp"
-#include "interp/reference_executor.hpp"
+#include "backends/cpu/cpu_device.hpp"
+#include "host_plan.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/tensor_ops.hpp"
@@ -72,7 +73,8 @@ struct Case {
 // for a result within an f64 rounding of an f32 boundary).
 TEST(ScheduleCpuReduce, CpuDeviceMatchesTheReference) {
   std::unique_ptr<Device> cpu = make_llvm_cpu_device("cpu:reduce", 3);
-  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  device_registry().lend_fallbacks(*cpu);  // where what it cannot run goes
+  Device* ref = device_registry().find("cpu:reference");
   Random rng(9);
   std::vector<Case> cases;
   for (int64_t n : {1, 7, 8193, 100003, 300001}) {
@@ -88,7 +90,7 @@ TEST(ScheduleCpuReduce, CpuDeviceMatchesTheReference) {
     std::string what = "reduce(" + c.op + ") of " + c.value + " over " + std::to_string(c.n) + " " + c.dtype;
     std::string in_dtype = c.dtype == "f64" ? "f64" : "f32";
     CompiledCompute compiled(kernel_of(reduce_source(c.op, in_dtype, c.value)));
-    codegen::CpuPlan plan = codegen::plan_cpu_kernel(cir::specialize(compiled.generic(), {{"n", c.n}}), 3);
+    CpuPlan plan = testing::host_cpu_plan(cir::specialize(compiled.generic(), {{"n", c.n}}), 3);
     ASSERT_TRUE(plan.kernel) << what << ": " << plan.why_not;
     EXPECT_NE(cir::print(*plan.kernel).find("task%r"), std::string::npos) << what;
     Tensor x = rand_normal(rng, in_dtype == "f64" ? DType::F64 : DType::F32, {c.n});
@@ -111,7 +113,8 @@ TEST(ScheduleCpuReduce, CpuDeviceMatchesTheReference) {
 // wins a max wherever its chunk is.
 TEST(ScheduleCpuReduce, NestsAndNaN) {
   std::unique_ptr<Device> cpu = make_llvm_cpu_device("cpu:reduce", 3);
-  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  device_registry().lend_fallbacks(*cpu);  // where what it cannot run goes
+  Device* ref = device_registry().find("cpu:reference");
   CompiledCompute compiled(kernel_of("def f(x: tensor[r, c, f32]) {\n return compute(x) {\n @kernel reduce(max)\n"
                                      " for i in 0..r, j in 0..c:\n  yield x[i, j]\n }\n}"));
   Random rng(4);
@@ -125,7 +128,7 @@ TEST(ScheduleCpuReduce, NestsAndNaN) {
     else
       EXPECT_EQ(got.get(0).f, want.get(0).f);
   }
-  codegen::CpuPlan plan = codegen::plan_cpu_kernel(cir::specialize(compiled.generic(), {{"r", 200}, {"c", 1001}}), 3);
+  CpuPlan plan = testing::host_cpu_plan(cir::specialize(compiled.generic(), {{"r", 200}, {"c", 1001}}), 3);
   ASSERT_TRUE(plan.kernel);
   EXPECT_NE(cir::print(*plan.kernel).find("parallel for task%r in 0..12 {"), std::string::npos) << cir::print(*plan.kernel);
 }

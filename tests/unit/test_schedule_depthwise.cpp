@@ -13,12 +13,13 @@
 
 #include <cmath>
 
+#include "backends/registry.hpp"
 #include "cir/passes/interchange_reductions.hpp"
 #include "cir/passes/partition_guarded_loops.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
-#include "codegen/llvm/cpu/cpu_plan.hpp"
-#include "interp/reference_executor.hpp"
+#include "host_plan.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "product_parity.hpp"
 #include "runtime/device.hpp"
@@ -142,8 +143,8 @@ TEST_P(ScheduleDepthwise, PassesKeepTheReferenceResultBitForBit) {
 TEST_P(ScheduleDepthwise, CpuDeviceMatchesTheReference) {
   const Depthwise& d = GetParam();
   CompiledCompute compiled(kernel_of(source(d)));
-  Device* cpu = DeviceRegistry::global().find("cpu");
-  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  Device* cpu = device_registry().find("cpu");
+  Device* ref = device_registry().find("cpu:reference");
   Random rng(5);
   int variant = 0;
   for (const Shape& s : kShapes) {
@@ -168,7 +169,7 @@ INSTANTIATE_TEST_SUITE_P(Forms, ScheduleDepthwise, ::testing::ValuesIn(kForms),
 std::string planned(const Depthwise& d, const Shape& s) {
   Random rng(1);
   std::optional<Problem> p = problem(d, s, rng);
-  codegen::CpuPlan plan = codegen::plan_cpu_kernel(cir::specialize(kernel_of(source(d)), p->all()), 2);
+  CpuPlan plan = testing::host_cpu_plan(cir::specialize(kernel_of(source(d)), p->all()), 2);
   EXPECT_TRUE(plan.kernel.has_value()) << plan.why_not;
   return plan.kernel ? cir::print(*plan.kernel) : "";
 }

@@ -15,7 +15,7 @@
 #include "cir/printer.hpp"
 #include "cir/verifier.hpp"
 #include "gpu_targets.hpp"
-#include "interp/reference_executor.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "ptxas.hpp"
 #include "runtime/tensor_ops.hpp"

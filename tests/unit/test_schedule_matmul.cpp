@@ -12,12 +12,13 @@
 
 #include <cmath>
 
+#include "backends/registry.hpp"
 #include "cir/passes/schedule_matmul.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
-#include "codegen/llvm/cpu/cpu_plan.hpp"
-#include "interp/reference_executor.hpp"
+#include "host_plan.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "product_parity.hpp"
 #include "runtime/device.hpp"
@@ -139,8 +140,8 @@ TEST_P(ScheduleMatmul, CpuDeviceMatchesTheReference) {
   const Form& f = GetParam();
   CompiledCompute compiled(kernel_of(f.source));
   CompiledCompute bound(kernel_of(f.bound_source));
-  Device* cpu = DeviceRegistry::global().find("cpu");
-  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  Device* cpu = device_registry().find("cpu");
+  Device* ref = device_registry().find("cpu:reference");
   Random rng(11);
   int variant = 0;
   for (Size s : kSizes) {
@@ -152,7 +153,7 @@ TEST_P(ScheduleMatmul, CpuDeviceMatchesTheReference) {
         p.inputs[1].set(p.inputs[1].numel() - 1, Scalar::of_float(INFINITY, DType::F32));
       }
       std::string what = std::string(f.name) + " " + sizes_text(s, batch);
-      codegen::CpuPlan plan = codegen::plan_cpu_kernel(compiled.specialize(p.dims)->kernel, 2);
+      CpuPlan plan = testing::host_cpu_plan(compiled.specialize(p.dims)->kernel, 2);
       ASSERT_TRUE(plan.kernel.has_value()) << what << ": " << plan.why_not;
       EXPECT_NE(cir::print(*plan.kernel).find("matmul_block"), std::string::npos) << what << ": not scheduled";
       Tensor want = compiled.launch(*ref, p.inputs, {}, {});
@@ -242,7 +243,7 @@ TEST(ScheduleMatmulApplies, NotToOtherReductions) {
 // The micro-kernel is vector fused multiply-adds of the host's width.
 TEST(ScheduleMatmulApplies, MicroKernelUsesVectorFusedMultiplyAdds) {
   cir::Kernel k = cir::specialize(kernel_of(kPlain), {{"M", 256}, {"K", 256}, {"N", 256}});
-  codegen::CpuPlan plan = codegen::plan_cpu_kernel(k, 2);
+  CpuPlan plan = testing::host_cpu_plan(k, 2);
   ASSERT_TRUE(plan.kernel.has_value());
   EXPECT_NE(cir::print(*plan.kernel).find("matmul_block<"), std::string::npos);
   std::string asm_text = codegen::CpuJit::instance().emit(*plan.kernel, "asm");

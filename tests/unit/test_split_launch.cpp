@@ -14,6 +14,7 @@
 #include <set>
 #include <tuple>
 
+#include "backends/registry.hpp"
 #include "kernel_source.hpp"
 #include "runtime/split_launch.hpp"
 #include "runtime/tensor_ops.hpp"
@@ -33,7 +34,7 @@ Tensor random_tensor(const Shape& s, uint64_t seed) {
 void expect_same_as_single(const std::string& src, SplitMode mode, const std::vector<Tensor>& inputs, const std::string& device,
                            size_t copies, const std::string& expected_how) {
   CompiledCompute compiled(kernel_of(src));
-  Device* d = DeviceRegistry::global().find(device);
+  Device* d = device_registry().find(device);
   std::vector<Device*> devices(copies, d);
   std::string how;
   Tensor split = launch_split(compiled, devices, mode, inputs, {}, {}, &how);
@@ -96,7 +97,7 @@ TEST(SplitLaunch, AnErrorInOnePartIsTheLaunchsError) {
   const char* reads_past =
       "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i + 1]\n }\n}";
   CompiledCompute compiled(kernel_of(reads_past));
-  Device* cpu = DeviceRegistry::global().find("cpu");
+  Device* cpu = device_registry().find("cpu");
   std::vector<Tensor> in = {random_tensor({10}, 9)};
   std::string single, split;
   try {
@@ -111,7 +112,7 @@ TEST(SplitLaunch, AnErrorInOnePartIsTheLaunchsError) {
   }
   EXPECT_FALSE(single.empty());
   EXPECT_EQ(split, single);
-  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  Device* ref = device_registry().find("cpu:reference");
   std::string split_ref;
   try {
     launch_split(compiled, {ref, ref}, SplitMode::Data, in, {}, {});
@@ -126,19 +127,21 @@ TEST(SplitLaunch, AnErrorInOnePartIsTheLaunchsError) {
 // its own is sent.
 class RecordingDevice : public Device {
  public:
-  RecordingDevice() : inner_(*DeviceRegistry::global().find("cpu:reference")) {}
+  RecordingDevice() : inner_(*device_registry().find("cpu:reference")) {}
   const DeviceInfo& info() const override { return inner_.info(); }
-  Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
-             const std::map<std::string, Scalar>& scalars) override {
+  std::vector<std::vector<Shape>> received;
+
+ protected:
+  Attempt execute(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                  const std::map<std::string, Scalar>& scalars) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       std::vector<Shape> shapes;
       for (const Tensor& t : inputs) shapes.push_back(t.shape());
       received.push_back(shapes);
     }
-    return inner_.run(kernel, key, inputs, scalars);
+    return Attempt::done(inner_.run(kernel, key, inputs, scalars));
   }
-  std::vector<std::vector<Shape>> received;
 
  private:
   Device& inner_;
@@ -161,7 +164,7 @@ TEST(SplitLaunch, DevicesWithMemoryOfTheirOwnGetOnlyTheirSlabs) {
   CompiledCompute matmul(kernel_of(kMatmul));
   RecordingDevice rec;
   std::vector<Device*> three(3, &rec);
-  Tensor single = matmul.launch(*DeviceRegistry::global().find("cpu:reference"), ab, {}, {});
+  Tensor single = matmul.launch(*device_registry().find("cpu:reference"), ab, {}, {});
   Tensor split = launch_split(matmul, three, SplitMode::Data, ab, {}, {});
   EXPECT_EQ(std::memcmp(split.data(), single.data(), single.nbytes()), 0);
   std::multiset<Shape> a_rows, b_shapes;
@@ -188,7 +191,7 @@ TEST(SplitLaunch, DevicesWithMemoryOfTheirOwnGetOnlyTheirSlabs) {
   rec.received.clear();
   std::vector<Tensor> x = {random_tensor({20}, 6)};
   split = launch_split(step3, {&rec, &rec}, SplitMode::Data, x, {}, {});
-  Tensor whole = step3.launch(*DeviceRegistry::global().find("cpu:reference"), x, {}, {});
+  Tensor whole = step3.launch(*device_registry().find("cpu:reference"), x, {}, {});
   EXPECT_EQ(std::memcmp(split.data(), whole.data(), whole.nbytes()), 0);
   std::multiset<Shape> x_rows;
   for (const auto& shapes : rec.received) x_rows.insert(shapes.at(0));

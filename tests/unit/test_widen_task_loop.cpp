@@ -5,13 +5,14 @@
 
 #include <cstring>
 
+#include "backends/registry.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/passes/widen_task_loop.hpp"
 #include "cir/printer.hpp"
-#include "codegen/llvm/cpu/cpu_device.hpp"
-#include "codegen/llvm/cpu/cpu_plan.hpp"
-#include "interp/reference_executor.hpp"
+#include "backends/cpu/cpu_device.hpp"
+#include "host_plan.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "kernel_source.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/tensor_ops.hpp"
@@ -114,7 +115,8 @@ TEST(WidenTaskLoop, LeftAloneWhereThereIsEnoughWorkOrNoWayToSplit) {
 // the reference does, at odd sizes.
 TEST(WidenTaskLoop, CpuDeviceMatchesTheReferenceForABatchOfOne) {
   std::unique_ptr<Device> cpu = make_llvm_cpu_device("cpu:widen", 3);
-  Device* ref = DeviceRegistry::global().find("cpu:reference");
+  device_registry().lend_fallbacks(*cpu);  // where what it cannot run goes
+  Device* ref = device_registry().find("cpu:reference");
   Random rng(11);
   struct Case {
     const char* source;
@@ -129,7 +131,7 @@ TEST(WidenTaskLoop, CpuDeviceMatchesTheReferenceForABatchOfOne) {
     std::map<std::string, int64_t> dims = {{"b", c.shape[0]}};
     if (c.shape.size() == 3) dims.insert({{"r", c.shape[1]}, {"c", c.shape[2]}});
     else dims.insert({"c", c.shape[1]});
-    codegen::CpuPlan plan = codegen::plan_cpu_kernel(cir::specialize(compiled.generic(), dims), 3);
+    CpuPlan plan = testing::host_cpu_plan(cir::specialize(compiled.generic(), dims), 3);
     ASSERT_TRUE(plan.kernel.has_value()) << plan.why_not;
     EXPECT_NE(cir::print(*plan.kernel).find(c.merged), std::string::npos) << cir::print(*plan.kernel);
     Tensor x = rand_normal(rng, DType::F32, c.shape);

@@ -10,12 +10,13 @@
 #include <set>
 #include <sstream>
 
+#include "backends/registry.hpp"
 #include "cir/pass_manager.hpp"
-#include "codegen/llvm/cpu/cpu_plan.hpp"
+#include "plan/cpu_plan.hpp"
 #include "cir/passes/specialize.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
-#include "codegen/llvm/nvptx/cuda_device.hpp"
+#include "backends/cuda/cuda_device.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_target.hpp"
 #include "cir/printer.hpp"
@@ -25,7 +26,7 @@
 #include "runtime/device.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/thread_pool.hpp"
-#include "sema/host_checker.hpp"
+#include "lower/check_program.hpp"
 #include "syntax/ast_printer.hpp"
 
 namespace {
@@ -50,17 +51,17 @@ LoadedModule* load_and_check(Session& session, const std::string& path, std::vec
 
 int run_command(const std::string& path, const std::string& device, uint64_t seed, bool verbose) {
   if (verbose) {
-    if (Device* d = DeviceRegistry::global().find(device)) {
+    if (Device* d = device_registry().find(device)) {
       std::cerr << "zyntax: device " << device;
       if (d->info().id != device) std::cerr << " -> " << d->info().id;
       std::cerr << " (" << d->info().name << "; " << d->info().backend << ")";
       if (device == "auto" && d->info().type != "gpu")
-        std::cerr << "; " << DeviceRegistry::global().unavailable_reason("cuda");
+        std::cerr << "; " << device_registry().unavailable_reason("cuda");
       std::cerr << "\n";
     }
   }
-  if (!DeviceRegistry::global().find(device)) {
-    std::cerr << "zyntax: error: " << DeviceRegistry::global().not_available_message(device) << "; auto picks one\n";
+  if (!device_registry().find(device)) {
+    std::cerr << "zyntax: error: " << device_registry().not_available_message(device) << "; auto picks one\n";
     return kUsageError;
   }
   Session session;
@@ -124,7 +125,7 @@ int emit_native(Session& session, const std::vector<CheckedKernel>& kernels, con
       text += "; kernel " + name + ": lowered when it runs (" + ck.deferred + ")\n";
       continue;
     }
-    codegen::CpuPlan plan = codegen::plan_cpu_kernel(with_dims(ck.kernel, o.dims), ThreadPool::global().size());
+    CpuPlan plan = plan_cpu_kernel(with_dims(ck.kernel, o.dims), ThreadPool::global().size(), codegen::CpuJit::instance().target().vector_bits);
     if (!plan.kernel) {
       std::string reason = !ck.kernel.dims.empty() && o.dims.empty() ? "give every size with --dim to compile its tiles" : plan.why_not;
       text += "; kernel " + name + ": runs on the reference executor (" + reason + ")\n";
@@ -176,8 +177,8 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
   std::optional<codegen::NvptxArch> arch;
   Device* gpu = nullptr;
   if (o.backend == "cuda") {
-    gpu = DeviceRegistry::global().find("cuda:0");
-    if (!gpu) throw std::invalid_argument("--backend cuda needs a GPU: " + DeviceRegistry::global().unavailable_reason("cuda:0"));
+    gpu = device_registry().find("cuda:0");
+    if (!gpu) throw std::invalid_argument("--backend cuda needs a GPU: " + device_registry().unavailable_reason("cuda:0"));
     cuda::Gpu* g = cuda_gpu_of(*gpu);
     arch = codegen::nvptx_arch_for(g->properties().major, g->properties().minor);
   } else {
@@ -300,7 +301,7 @@ int compile_command(const std::string& path, const CompileOptions& o) {
 
 int devices_command() {
   bool gpu = false;
-  for (const auto& d : DeviceRegistry::global().devices()) {
+  for (const auto& d : device_registry().devices()) {
     const DeviceInfo& i = d->info();
     std::cout << i.id << "\t" << i.type << "\t" << i.name << "\t";
     if (i.type == "gpu") {
@@ -311,7 +312,7 @@ int devices_command() {
     }
     std::cout << (i.memory_bytes >> 20) << " MiB\t" << i.backend << "\n";
   }
-  if (!gpu) std::cout << "# " << DeviceRegistry::global().unavailable_reason("cuda") << "\n";
+  if (!gpu) std::cout << "# " << device_registry().unavailable_reason("cuda") << "\n";
   return kOk;
 }
 

@@ -1,4 +1,4 @@
-#include "interp/reference_executor.hpp"
+#include "backends/reference/reference_executor.hpp"
 
 #include <cmath>
 #include <deque>

@@ -1,4 +1,4 @@
-#include "runtime/cuda/cuda_driver.hpp"
+#include "backends/cuda/cuda_driver.hpp"
 
 #include <dlfcn.h>
 

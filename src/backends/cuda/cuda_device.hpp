@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "runtime/cuda/cuda_gpu.hpp"
+#include "backends/cuda/cuda_gpu.hpp"
 #include "runtime/device.hpp"
 
 namespace zyntax {
@@ -21,8 +21,8 @@ namespace zyntax {
 // kernel when the tensor is placed on this GPU. The result stays in the
 // GPU's memory as the output tensor's mirror, copied back when the host
 // first reads it (a reduction's result comes back at once). Kernels the plan
-// cannot compile run on the cpu device; a failed runtime check reruns on
-// the reference executor, which reports the exact error.
+// cannot compile, and a failed runtime check, go where the runtime's
+// fallback policy sends them (runtime/device.hpp).
 std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu);
 
 // For benchmarks: how long the last kernel run on a cuda device took on the

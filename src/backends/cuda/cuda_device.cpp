@@ -1,4 +1,4 @@
-#include "codegen/llvm/nvptx/cuda_device.hpp"
+#include "backends/cuda/cuda_device.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -11,9 +11,8 @@
 #include "codegen/llvm/kernel_operands.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_target.hpp"
-#include "interp/reference_executor.hpp"
 #include "plan/gpu_plan.hpp"
-#include "runtime/cuda/gpu_mirror.hpp"
+#include "backends/cuda/gpu_mirror.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
 
@@ -76,13 +75,10 @@ class CudaDevice : public Device {
   size_t last_run_bytes_copied_in() const { return last_copied_in_; }
   cuda::Gpu& gpu() { return *gpu_; }
 
-  Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
-             const std::map<std::string, Scalar>& scalars) override {
+  Attempt execute(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                  const std::map<std::string, Scalar>& scalars) override {
     std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
-    if (!plan->function) {
-      Device* cpu = DeviceRegistry::global().find("cpu");
-      return cpu->run(kernel, key, inputs, scalars);
-    }
+    if (!plan->function) return Attempt::unsupported();
     // Each run on a stream of its own: runs from several host threads (async
     // compute blocks) copy and compute at the same time.
     cuda::Gpu& gpu = *gpu_;
@@ -180,17 +176,13 @@ class CudaDevice : public Device {
     last_kernel_ms_ = cuda::Event::elapsed_ms(stream.started(), stream.finished());
     last_copied_in_ = copied_in;
     for (auto& [t, b] : to_keep) t->set_mirror(std::make_shared<cuda::GpuMirror>(info_.id, std::move(*b)), /*host_current=*/true);
-    if (status) {
-      // A check failed: the reference executor reports the error with the
-      // source's words and place (or, for a conservative check, computes the result).
-      return ReferenceKernel(kernel).run(inputs, scalars);
-    }
+    if (status) return Attempt::check_failed();
     Tensor result = codegen::finish_operands(kernel, ops);
     if (keep_output) {
       result.set_mirror(std::make_shared<cuda::GpuMirror>(info_.id, std::move(*out)), /*host_current=*/false);
       result.set_device(info_.id);
     }
-    return result;
+    return Attempt::done(std::move(result));
   }
 
  private:
@@ -231,8 +223,8 @@ class CudaDevice : public Device {
     std::unique_ptr<RunStream> s_;
   };
 
-  // The kernel as it runs here: planned, compiled, loaded. No function: it
-  // runs on the cpu device.
+  // The kernel as it runs here: planned, compiled, loaded. No function: the
+  // GPU cannot run it (execute says so, and the runtime's policy takes it).
   struct Plan {
     std::string why_not;
     cuda::CUfunction function = nullptr;

@@ -1,4 +1,4 @@
-#include "codegen/llvm/cpu/cpu_plan.hpp"
+#include "plan/cpu_plan.hpp"
 
 #include "cir/output_coverage.hpp"
 #include "cir/pass_manager.hpp"
@@ -10,13 +10,11 @@
 #include "cir/passes/schedule_cpu_reduce.hpp"
 #include "cir/passes/schedule_matmul.hpp"
 #include "cir/passes/widen_task_loop.hpp"
-#include "codegen/llvm/cpu/cpu_jit.hpp"
-#include "codegen/llvm/ir_emitter.hpp"
 #include "plan/kernel_support.hpp"
 
-namespace zyntax::codegen {
+namespace zyntax {
 
-CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads) {
+CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits) {
   CpuPlan plan;
   plan.writes_whole_output = cir::writes_whole_output(kernel);
   std::vector<cir::Pass> passes;
@@ -35,7 +33,7 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads) {
                       std::optional<cir::Kernel> s = cir::schedule_cpu_reduce(k, 4 * int64_t(threads));
                       return s ? *s : k;
                     }});
-  cir::MatMulSchedule mm = cir::cpu_matmul_schedule(CpuJit::instance().target().vector_bits, threads);
+  cir::MatMulSchedule mm = cir::cpu_matmul_schedule(vector_bits, threads);
   passes.push_back({"schedule_matmul", [mm](const cir::Kernel& k) {
                       std::optional<cir::Kernel> s = cir::schedule_matmul(k, mm);
                       return s ? *s : k;
@@ -56,4 +54,4 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads) {
   return plan;
 }
 
-}  // namespace zyntax::codegen
+}  // namespace zyntax

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "runtime/cuda/cuda_gpu.hpp"
+#include "backends/cuda/cuda_gpu.hpp"
 #include "runtime/tensor.hpp"
 
 namespace zyntax::cuda {

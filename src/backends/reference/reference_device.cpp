@@ -1,6 +1,6 @@
-#include "interp/reference_device.hpp"
+#include "backends/reference/reference_device.hpp"
 
-#include "interp/reference_executor.hpp"
+#include "backends/reference/reference_executor.hpp"
 #include "runtime/kernel_cache.hpp"
 
 namespace zyntax {
@@ -13,11 +13,13 @@ class ReferenceDevice : public Device {
 
   const DeviceInfo& info() const override { return info_; }
 
-  Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
-             const std::map<std::string, Scalar>& scalars) override {
+  // Runs everything (it is where the others fall back to); errors of the
+  // program throw with the source's words and place.
+  Attempt execute(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                  const std::map<std::string, Scalar>& scalars) override {
     std::shared_ptr<ReferenceKernel> k =
         cache_.get(key, [&] { return std::make_shared<ReferenceKernel>(kernel); });
-    return k->run(inputs, scalars);
+    return Attempt::done(k->run(inputs, scalars));
   }
 
  private:

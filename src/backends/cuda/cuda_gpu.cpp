@@ -1,4 +1,4 @@
-#include "runtime/cuda/cuda_gpu.hpp"
+#include "backends/cuda/cuda_gpu.hpp"
 
 #include <algorithm>
 #include <cstring>

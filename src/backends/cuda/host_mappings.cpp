@@ -1,4 +1,4 @@
-#include "runtime/cuda/host_mappings.hpp"
+#include "backends/cuda/host_mappings.hpp"
 
 #include <utility>
 

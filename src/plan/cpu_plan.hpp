@@ -1,10 +1,11 @@
-// The CIR passes that make a kernel what the CPU backend compiles: tile
+// The CIR passes that make a kernel what a CPU backend compiles: tile
 // values rewritten to loops, matrix products packed and register-blocked,
 // row values computed once (reuse_row_values), other reductions inside
 // parallel loops interchanged so they vectorise, and atomic updates run in
 // order on one core unless many share them (serialize_atomic_loops).
-// Shared by the cpu device and `zyntax compile`, so what the command shows
-// is what runs.
+// Shared by the cpu backend and `zyntax compile`, so what the command shows
+// is what runs. The CPU is described by how many threads share a kernel and
+// the width of its vector registers.
 #pragma once
 
 #include <optional>
@@ -12,7 +13,7 @@
 
 #include "cir/ir.hpp"
 
-namespace zyntax::codegen {
+namespace zyntax {
 
 struct CpuPlan {
   std::optional<cir::Kernel> kernel;  // none: the kernel runs on the reference executor
@@ -25,7 +26,8 @@ struct CpuPlan {
 // loops on a few).
 constexpr int kCpuAtomicThreads = 16;
 
-// `threads`: how many threads will share the kernel's outer parallel loop.
-CpuPlan plan_cpu_kernel(const cir::Kernel& k, int threads);
+// `threads`: how many threads will share the kernel's outer parallel loop;
+// `vector_bits`: the widest vector register (256 for AVX2, 512 for AVX-512).
+CpuPlan plan_cpu_kernel(const cir::Kernel& k, int threads, int vector_bits);
 
-}  // namespace zyntax::codegen
+}  // namespace zyntax

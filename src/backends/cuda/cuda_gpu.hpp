@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cuda/cuda_driver.hpp"
-#include "runtime/cuda/host_mappings.hpp"
+#include "backends/cuda/cuda_driver.hpp"
+#include "backends/cuda/host_mappings.hpp"
 #include "runtime/size_class_pool.hpp"
 
 namespace zyntax::cuda {

@@ -1,4 +1,4 @@
-#include "codegen/llvm/cpu/cpu_device.hpp"
+#include "backends/cpu/cpu_device.hpp"
 
 #include <atomic>
 #include <mutex>
@@ -6,11 +6,9 @@
 
 #include "cir/hash.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
-#include "codegen/llvm/cpu/cpu_plan.hpp"
-#include "codegen/llvm/ir_emitter.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/kernel_operands.hpp"
-#include "interp/reference_executor.hpp"
+#include "plan/cpu_plan.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/thread_pool.hpp"
 #include "support/diagnostics.hpp"
@@ -33,10 +31,10 @@ class LlvmCpuDevice : public Device {
 
   const DeviceInfo& info() const override { return info_; }
 
-  Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
-             const std::map<std::string, Scalar>& scalars) override {
+  Attempt execute(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                  const std::map<std::string, Scalar>& scalars) override {
     std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
-    if (!plan->kernel) return reference(kernel, key).run(inputs, scalars);
+    if (!plan->kernel) return Attempt::unsupported();
     const cir::Kernel* native = &*plan->kernel;
     const CpuJit::Compiled& c = CpuJit::instance().compile(*native, plan->hash);
 
@@ -58,13 +56,8 @@ class LlvmCpuDevice : public Device {
       pool().parallel_for(outer->trips, call);
     else
       call(0, 1);
-    if (failed.load()) {
-      // A check failed: the reference executor reports the error with the
-      // source's words and place (or, for a conservative check such as a
-      // tile outgrowing its array, simply computes the result).
-      return reference(kernel, key).run(inputs, scalars);
-    }
-    return codegen::finish_operands(kernel, ops);
+    if (failed.load()) return Attempt::check_failed();
+    return Attempt::done(codegen::finish_operands(kernel, ops));
   }
 
   Share run_share(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
@@ -89,10 +82,6 @@ class LlvmCpuDevice : public Device {
   }
 
  private:
-  ReferenceKernel& reference(const cir::Kernel& kernel, uint64_t key) {
-    return *references_.get(key, [&] { return std::make_shared<ReferenceKernel>(kernel); });
-  }
-
   // The kernel as it is compiled (see cpu_plan.hpp); none when it runs on
   // the reference executor.
   struct Plan {
@@ -109,7 +98,7 @@ class LlvmCpuDevice : public Device {
 
   std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
     auto plan = std::make_shared<Plan>();
-    codegen::CpuPlan p = codegen::plan_cpu_kernel(kernel, pool().size());
+    CpuPlan p = plan_cpu_kernel(kernel, pool().size(), CpuJit::instance().target().vector_bits);
     plan->kernel = std::move(p.kernel);
     plan->writes_whole_output = p.writes_whole_output;
     if (plan->kernel) plan->hash = cir::hash_kernel(*plan->kernel);
@@ -120,7 +109,6 @@ class LlvmCpuDevice : public Device {
   std::once_flag pool_made_;
   std::unique_ptr<ThreadPool> pool_;
   DeviceInfo info_;
-  KernelCache<ReferenceKernel> references_;
   KernelCache<Plan> plans_;
 };
 
