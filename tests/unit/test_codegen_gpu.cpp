@@ -23,6 +23,7 @@
 #include "runtime/launch.hpp"
 #include "backends/reference/reference_executor.hpp"
 #include "parity_cases.hpp"
+#include "plan_parity.hpp"
 #include "ptxas.hpp"
 
 namespace zyntax {
@@ -45,15 +46,6 @@ INSTANTIATE_TEST_SUITE_P(Kernels, GpuParity, ::testing::ValuesIn(kParityCases),
 
 class PtxParity : public ::testing::TestWithParam<Case> {};
 
-// The sizes a parity variant binds, or nothing where its shapes disagree.
-std::optional<std::map<std::string, int64_t>> variant_dims(const cir::Kernel& generic, const std::vector<Tensor>& inputs) {
-  try {
-    return bind_dimensions(generic, inputs, {});
-  } catch (const DataError&) {
-    return std::nullopt;
-  }
-}
-
 // The specialised kernels of the parity variants (the sizes the GPU runs),
 // all in one PTX module per architecture, accepted by ptxas.
 TEST_P(PtxParity, PtxasAcceptsEveryShape) {
@@ -68,7 +60,7 @@ TEST_P(PtxParity, PtxasAcceptsEveryShape) {
   Random rng(42);
   for (int variant = 0; variant < 6; ++variant) {
     std::vector<Tensor> inputs = testing::parity_inputs(c, variant, rng);
-    std::optional<std::map<std::string, int64_t>> dims = variant_dims(generic, inputs);
+    std::optional<std::map<std::string, int64_t>> dims = testing::variant_dims(generic, inputs);
     if (!dims) continue;  // a variant whose shapes disagree: an error on every device
     auto s = compiled.specialize(*dims);
     GpuPlan plan = gpu_plan(s->kernel, testing::test_gpu_target());
@@ -104,39 +96,7 @@ class PlanParity : public ::testing::TestWithParam<Case> {};
 // The GPU plan of each parity variant (sm_90's shared memory) on the
 // reference executor, whose race checker stands in for the threads running
 // at once: the kernel's result, without a race, on every machine.
-TEST_P(PlanParity, GpuPlansMatchTheKernelOnTheReference) {
-  const Case& c = GetParam();
-  cir::Kernel generic = testing::kernel_of(testing::parity_source(c));
-  ASSERT_FALSE(generic.name.empty());
-  CompiledCompute compiled(generic);
-  Random rng(42);
-  for (int variant = 0; variant < 6; ++variant) {
-    std::vector<Tensor> inputs = testing::parity_inputs(c, variant, rng);
-    std::optional<std::map<std::string, int64_t>> dims = variant_dims(generic, inputs);
-    if (!dims) continue;  // a variant whose shapes disagree: an error on every device
-    auto s = compiled.specialize(*dims);
-    GpuPlan plan = gpu_plan(s->kernel, testing::nvidia_target("sm_90"));
-    ASSERT_TRUE(plan.kernel.has_value()) << c.name << " variant " << variant << ": " << plan.why_not;
-    std::string what = std::string(c.name) + " variant " + std::to_string(variant) + " (" + gpu_schedule_name(plan.schedule) + ")";
-    Tensor want, got;
-    std::string want_error, got_error;
-    try {
-      want = ReferenceKernel(s->kernel).run(inputs, {});
-    } catch (const std::exception& e) {
-      want_error = e.what();
-    }
-    try {
-      got = ReferenceKernel(*plan.kernel).run(inputs, {});
-    } catch (const std::exception& e) {
-      got_error = e.what();
-    }
-    EXPECT_EQ(got_error.find("data race"), std::string::npos) << what << ": " << got_error;
-    EXPECT_EQ(want_error.empty(), got_error.empty()) << what << ": " << want_error << " / " << got_error;
-    if (!want_error.empty() || !got_error.empty()) continue;
-    std::string where;
-    EXPECT_TRUE(testing::agree(want, got, true, &where)) << what << ": " << where;
-  }
-}
+TEST_P(PlanParity, GpuPlansMatchTheKernelOnTheReference) { testing::expect_plans_match(GetParam(), testing::nvidia_target("sm_90")); }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, PlanParity, ::testing::ValuesIn(kParityCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });

@@ -10,10 +10,13 @@ namespace zyntax::cir {
 
 namespace {
 
+// Matrix units take a tile step from a subgroup of 32 lanes (a warp);
+// GpuTarget::verify holds any target with matrix units to that.
+constexpr int kMatrixUnitSubgroup = 32;
 constexpr int WARP_ROWS = 2, WARP_COLS = 4, STORE_ROWS = 32;
 constexpr int STAGES = 3;  // depth steps in flight with asynchronous copies
 constexpr int T = kGpuMmaThreads;
-static_assert(WARP_ROWS * WARP_COLS * 32 == T, "a warp per part of the tile");
+static_assert(WARP_ROWS * WARP_COLS * kMatrixUnitSubgroup == T, "a warp per part of the tile");
 
 // The factors as the tensor cores read them, and their dtype (f32: TF32).
 struct Factors {
@@ -158,6 +161,10 @@ std::optional<Kernel> schedule_gpu_mma(const Kernel& k, const GpuTarget& target,
   }
   if (m->guard.defined()) {
     if (why_not) *why_not = "a product with a guard (a padded convolution)";
+    return std::nullopt;
+  }
+  if (target.subgroup_size != kMatrixUnitSubgroup) {
+    if (why_not) *why_not = "matrix units need subgroups of " + std::to_string(kMatrixUnitSubgroup);
     return std::nullopt;
   }
   std::optional<Factors> f = tensor_core_factors(*m, k.hints.tf32, target.matrix_units, why_not);
