@@ -11,6 +11,7 @@
 
 #include "cir/ir.hpp"
 #include "runtime/tensor.hpp"
+#include "target/gpu_target.hpp"
 
 namespace zyntax {
 
@@ -33,6 +34,9 @@ class Device {
  public:
   virtual ~Device() = default;
   virtual const DeviceInfo& info() const = 0;
+  // What the GPU planner uses of this device (plan/gpu_plan), for a GPU;
+  // null for devices that compute on the host.
+  virtual const GpuTarget* gpu_target() const { return nullptr; }
 
   // Runs a specialised kernel (all dims constant). `key` is the hash of its
   // CIR: devices cache what they build for it under that key. Where this

@@ -200,12 +200,8 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
       named.emplace_back(name, with_dims(ck.kernel, o.dims));
     }
   }
-  // What the planner may use: the GPU's own limits, else the architecture's.
-  GpuTarget target = codegen::nvptx_gpu_target(*arch);
-  if (gpu) {
-    const cuda::GpuProperties& p = cuda_gpu_of(*gpu)->properties();
-    target = codegen::nvptx_gpu_target(*arch, {p.multiprocessors, p.shared_per_block_optin, p.max_threads_per_block, p.warp_size});
-  }
+  // What the planner may use: the GPU's own description, else the architecture's.
+  GpuTarget target = gpu ? *gpu->gpu_target() : codegen::nvptx_gpu_target(*arch);
   std::vector<cir::Kernel> planned;
   std::vector<std::string> entries;
   std::set<std::string> used;
@@ -311,8 +307,9 @@ int devices_command() {
       std::cout << i.cores << " cores\t";
     }
     std::cout << (i.memory_bytes >> 20) << " MiB\t" << i.backend << "\n";
+    if (const GpuTarget* t = d->gpu_target()) std::cout << "#   planned for: " << t->describe() << "\n";
   }
-  if (!gpu) std::cout << "# " << device_registry().unavailable_reason("cuda") << "\n";
+  if (!gpu) std::cout << "# " << device_registry().unavailable_reason("gpu") << "\n";
   return kOk;
 }
 

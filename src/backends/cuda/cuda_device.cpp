@@ -43,6 +43,7 @@ class CudaDevice : public Device {
   }
 
   const DeviceInfo& info() const override { return info_; }
+  const GpuTarget* gpu_target() const override { return &target_; }
 
   Tensor host_tensor(DType dtype, Shape shape, bool pinned) override {
     if (!pinned) return Device::host_tensor(dtype, std::move(shape), false);
