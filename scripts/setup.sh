@@ -9,6 +9,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   llvm-19-dev clang-19 libclang-rt-19-dev
   python3 python3-numpy pkg-config
+  libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan-volk-dev
+  mesa-vulkan-drivers vulkan-validationlayers
 )
 
 missing=()

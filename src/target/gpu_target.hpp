@@ -52,6 +52,9 @@ struct GpuTarget {
   bool f64 = true, f16 = true, bf16 = true, i64 = true;
   bool subgroup_shuffles = true;          // lanes exchange registers (block reductions use them)
   bool async_copy = false;                // copies into shared memory that land while the thread goes on
+  // Loop iterations one invocation may run in all, counted over every loop
+  // of the shader (0: no limit). Mesa's lavapipe stops loops at 65,535.
+  int64_t loop_budget = 0;
   GpuAtomics atomics;
   MatrixUnits matrix_units;
   PrecisionContract precision = PrecisionContract::Ieee;

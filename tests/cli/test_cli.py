@@ -109,6 +109,18 @@ def main():
         rc, out, err = run(z, "compile", EXAMPLE, "--backend", "nvptx", "--emit", "cir", "--kernel", "normed")
         expect("--backend nvptx --emit cir prints the GPU schedule", rc == 0 and "// entry normed" in out
                and "gpu_block" in out and "block_reduce" in out, out + err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--backend", "vulkan", "--kernel", "normed", "--sizes-from-run")
+        expect("--backend vulkan writes GLSL", rc == 0 and "#version 450" in out and "// kernel normed" in out
+               and "subgroupShuffleXor" in out, out + err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--emit", "spirv-asm", "--kernel", "normed", "--sizes-from-run")
+        expect("--emit spirv-asm", rc == 0 and "OpEntryPoint GLCompute" in out, out[:500] + err)
+        spv = os.path.join(tmp, "normed.spv")
+        rc, _, err = run(z, "compile", EXAMPLE, "--emit", "spirv", "--kernel", "normed", "--sizes-from-run", "-o", spv)
+        with open(spv, "rb") as f:
+            magic = f.read(4)
+        expect("--emit spirv writes a SPIR-V binary", rc == 0 and magic == bytes([0x03, 0x02, 0x23, 0x07]), err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--emit", "spirv")
+        expect("--emit spirv without -o is a usage error", rc == 2 and "-o FILE" in err, err)
         rc, _, err = run(z, "compile", EXAMPLE, "--emit", "cir", "--arch", "sm_80")
         expect("--arch without nvptx is a usage error", rc == 2, err)
 

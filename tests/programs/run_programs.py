@@ -901,6 +901,8 @@ def main():
     ap.add_argument("-v", action="store_true", help="print passing cases too")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--device", help="run every program with `--device DEVICE` (e.g. cpu:reference)")
+    ap.add_argument("--skip-without-device", action="store_true",
+                    help="exit 77 (skipped) where `zyntax devices` does not list the --device")
     ap.add_argument("--keep", metavar="DIR", help="copy the directory of each failing case (inputs, outputs) "
                     "into DIR, to rerun the printed command there")
     args = ap.parse_args()
@@ -914,6 +916,11 @@ def main():
     if not os.access(zyntax, os.X_OK):
         print("error: zyntax binary not found: %s" % zyntax, file=sys.stderr)
         return 2
+    if args.skip_without_device and args.device:
+        listed = subprocess.run([zyntax, "devices"], stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout.decode()
+        if not any(line.split("\t")[0] == args.device for line in listed.splitlines()):
+            print("skipped: no device %s here:\n%s" % (args.device, listed))
+            return 77
     define_all()
     cases = [c for c in CASES if not args.k or any(k in c.name for k in args.k)]
     if args.list:

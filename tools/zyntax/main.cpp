@@ -18,6 +18,8 @@
 #include "codegen/llvm/ir_emitter.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
+#include "codegen/glsl/glsl_emitter.hpp"
+#include "codegen/glsl/spirv_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_target.hpp"
 #include "cir/printer.hpp"
 #include "driver/session.hpp"
@@ -169,6 +171,61 @@ std::vector<std::pair<std::string, cir::Kernel>> kernels_from_run(Session& sessi
   return out;
 }
 
+// The kernels a GPU backend compiles: the program's, specialised with --dim
+// (or generic), or each at the sizes a run launches it with.
+std::vector<std::pair<std::string, cir::Kernel>> kernels_to_compile(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels,
+                                                                    const CompileOptions& o, std::string& text) {
+  std::vector<std::pair<std::string, cir::Kernel>> named;
+  if (o.sizes_from_run) return kernels_from_run(session, m);
+  for (const CheckedKernel& ck : kernels) {
+    std::string name = session.kernel_name(ck.node);
+    if (!o.kernel.empty() && name != o.kernel) continue;
+    if (!ck.deferred.empty()) {
+      text += "// kernel " + name + ": lowered when it runs (" + ck.deferred + "); try --sizes-from-run\n";
+      continue;
+    }
+    named.emplace_back(name, with_dims(ck.kernel, o.dims));
+  }
+  return named;
+}
+
+// GLSL, SPIR-V assembly or a SPIR-V binary of every kernel, as the Vulkan
+// device vulkan:0 would run it (or, without one, a generic Vulkan device:
+// codegen::generic_vulkan_target).
+int emit_vulkan(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, std::string& text) {
+  Device* device = device_registry().find("vulkan:0");
+  GpuTarget target = device && device->gpu_target() ? *device->gpu_target() : codegen::generic_vulkan_target();
+  std::vector<std::pair<std::string, cir::Kernel>> named = kernels_to_compile(session, m, kernels, o, text);
+  int emitted = 0;
+  for (auto& [name, k] : named) {
+    if (!o.kernel.empty() && name != o.kernel && k.name != o.kernel) continue;
+    GpuPlan plan = gpu_plan(k, target);
+    std::string why = plan.why_not;
+    if (plan.kernel) why = codegen::glsl_unsupported_reason(*plan.kernel, target, plan.block_threads).value_or("");
+    if (!plan.kernel || !why.empty()) {
+      if (!k.dims.empty() && why.find("once every size") != std::string::npos)
+        why = "give every size with --dim, or use --sizes-from-run, to compile its tiles";
+      text += "// kernel " + name + ": not compiled for Vulkan (" + why + ")\n";
+      continue;
+    }
+    codegen::GlslKernel g = codegen::emit_glsl(*plan.kernel, target, plan.block_threads);
+    if (o.emit == "spirv") {
+      if (emitted > 0) throw std::invalid_argument("a SPIR-V binary holds one kernel: choose it with --kernel NAME");
+      codegen::SpirvModule spv = codegen::compile_glsl(g.source, name);
+      if (!spv.error.empty()) throw std::logic_error("the GLSL of kernel " + name + " does not compile: " + spv.error);
+      text.append(reinterpret_cast<const char*>(spv.words.data()), spv.words.size() * 4);
+    } else if (o.emit == "spirv-asm") {
+      text += "; kernel " + name + "\n" + codegen::compile_glsl_to_assembly(g.source, name);
+    } else {
+      text += "// kernel " + name + " (" + gpu_schedule_name(plan.schedule) + ", workgroups of " + std::to_string(g.local_size) + ")\n" +
+              g.source;
+    }
+    ++emitted;
+  }
+  if (o.emit == "spirv" && emitted == 0) throw std::invalid_argument("no kernel was compiled, so there is no SPIR-V binary");
+  return kOk;
+}
+
 // PTX (or the NVPTX backend's LLVM IR) of every kernel, in one module.
 // --backend cuda compiles for the GPU present and has its driver load the
 // module, which compiles the PTX to the GPU's machine code.
@@ -186,20 +243,7 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
   }
   if (!arch)
     throw std::invalid_argument("unknown GPU architecture '" + o.arch + "' (known: " + codegen::nvptx_arch_list() + ")");
-  std::vector<std::pair<std::string, cir::Kernel>> named;
-  if (o.sizes_from_run) {
-    named = kernels_from_run(session, m);
-  } else {
-    for (const CheckedKernel& ck : kernels) {
-      std::string name = session.kernel_name(ck.node);
-      if (!o.kernel.empty() && name != o.kernel) continue;
-      if (!ck.deferred.empty()) {
-        text += "// kernel " + name + ": lowered when it runs (" + ck.deferred + "); try --sizes-from-run\n";
-        continue;
-      }
-      named.emplace_back(name, with_dims(ck.kernel, o.dims));
-    }
-  }
+  std::vector<std::pair<std::string, cir::Kernel>> named = kernels_to_compile(session, m, kernels, o, text);
   // What the planner may use: the GPU's own description, else the architecture's.
   GpuTarget target = gpu ? *gpu->gpu_target() : codegen::nvptx_gpu_target(*arch);
   std::vector<cir::Kernel> planned;
@@ -252,7 +296,18 @@ int compile_command(const std::string& path, const CompileOptions& o) {
   LoadedModule* m = load_and_check(session, path, &kernels);
   if (!m) return kProgramError;
   std::string text;
-  if (o.backend == "nvptx" || o.backend == "cuda") {
+  if (o.backend == "vulkan") {
+    if (o.emit == "spirv" && (output.empty() || output == "-")) {
+      std::cerr << "zyntax: error: --emit spirv needs -o FILE\n";
+      return kUsageError;
+    }
+    try {
+      emit_vulkan(session, *m, kernels, o, text);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "zyntax: error: " << e.what() << "\n";
+      return kUsageError;
+    }
+  } else if (o.backend == "nvptx" || o.backend == "cuda") {
     try {
       emit_gpu(session, *m, kernels, o, text);
     } catch (const std::invalid_argument& e) {
@@ -348,12 +403,14 @@ int main(int argc, char** argv) {
   bool sizes_from_run = false;
   compile->add_option("--emit", emit,
                       "What to print: ast, cir; from the CPU backend llvm, asm, obj; from the nvptx backend ptx (its "
-                      "default), llvm or cir (each kernel as the GPU schedules made it)")
-      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx"}));
+                      "default), llvm or cir (each kernel as the GPU schedules made it); from the vulkan backend glsl (its "
+                      "default), spirv-asm or spirv (a binary: one kernel, with -o)")
+      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx", "glsl", "spirv-asm", "spirv"}));
   compile->add_option("--backend", backend,
                       "cir (the IR itself, the default), llvm (the CPU backend; implied by llvm/asm/obj), nvptx "
-                      "(PTX for NVIDIA GPUs) or cuda (PTX for this machine's GPU, loaded by its driver)")
-      ->check(CLI::IsMember({"cir", "llvm", "nvptx", "cuda"}));
+                      "(PTX for NVIDIA GPUs), cuda (PTX for this machine's GPU, loaded by its driver) or vulkan (GLSL and SPIR-V "
+                      "for vulkan:0, or a generic Vulkan device)")
+      ->check(CLI::IsMember({"cir", "llvm", "nvptx", "cuda", "vulkan"}));
   compile->add_option("--arch", arch, "GPU architecture for --backend nvptx: sm_80 (default), sm_86, sm_89, sm_90, sm_90a, ...");
   compile->add_flag("--sizes-from-run", sizes_from_run,
                     "Run the program (kernels on the CPU, output discarded) and compile each kernel at the sizes it "
@@ -388,7 +445,13 @@ int main(int argc, char** argv) {
     if (check->parsed()) return check_command(path);
     if (compile->parsed()) {
       bool gpu = backend == "nvptx" || backend == "cuda";
-      if (emit.empty()) emit = gpu ? "ptx" : backend == "llvm" ? "llvm" : "cir";
+      bool vulkan = backend == "vulkan";
+      if (emit.empty()) emit = gpu ? "ptx" : vulkan ? "glsl" : backend == "llvm" ? "llvm" : "cir";
+      if ((emit == "glsl" || emit == "spirv-asm" || emit == "spirv") && !vulkan) backend = "vulkan", vulkan = true;
+      if (vulkan && emit != "glsl" && emit != "spirv-asm" && emit != "spirv") {
+        std::cerr << "zyntax: error: --backend vulkan emits glsl, spirv-asm or spirv, not " << emit << "\n";
+        return kUsageError;
+      }
       if (backend == "llvm" && (emit == "ast" || emit == "cir")) emit = "llvm";
       if (emit == "ptx" && !gpu) backend = "nvptx", gpu = true;
       if (gpu && emit != "ptx" && emit != "llvm" && emit != "cir") {
@@ -399,8 +462,8 @@ int main(int argc, char** argv) {
         std::cerr << "zyntax: error: --arch is for --backend nvptx (cuda compiles for the GPU present)\n";
         return kUsageError;
       }
-      if (sizes_from_run && !gpu) {
-        std::cerr << "zyntax: error: --sizes-from-run is for --backend nvptx or cuda\n";
+      if (sizes_from_run && !gpu && !vulkan) {
+        std::cerr << "zyntax: error: --sizes-from-run is for --backend nvptx, cuda or vulkan\n";
         return kUsageError;
       }
       CompileOptions options{emit, output, kernel_filter, dim_values, backend, arch, sizes_from_run};

@@ -1,0 +1,164 @@
+#include "backends/vulkan/vulkan_device.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "cir/hash.hpp"
+#include "codegen/glsl/glsl_emitter.hpp"
+#include "codegen/glsl/spirv_compiler.hpp"
+#include "codegen/llvm/kernel_operands.hpp"
+#include "plan/gpu_plan.hpp"
+#include "runtime/kernel_cache.hpp"
+
+namespace zyntax {
+
+namespace {
+
+using vulkan::Gpu;
+
+// Workgroups launched at most; the shaders' loops stride over the rest.
+constexpr int64_t kMostGroups = int64_t{65535} * 65535;
+
+class VulkanDevice : public Device {
+ public:
+  explicit VulkanDevice(std::unique_ptr<Gpu> gpu) : gpu_(std::move(gpu)) {
+    info_.id = gpu_->id();
+    info_.type = gpu_->is_cpu() ? "cpu" : "gpu";
+    info_.name = gpu_->name();
+    info_.cores = gpu_->target().multiprocessors;
+    info_.memory_bytes = gpu_->memory_bytes();
+    info_.backend = "GLSL → SPIR-V (shaderc), " + gpu_->driver_text();
+  }
+
+  const DeviceInfo& info() const override { return info_; }
+  const GpuTarget* gpu_target() const override { return &gpu_->target(); }
+
+  // The kernel as it runs here: planned, written, compiled. No pipeline:
+  // the device cannot run it (why_not says why).
+  struct Plan {
+    std::string why_not;
+    std::string glsl;
+    codegen::GlslKernel shader;
+    std::unique_ptr<Gpu::Pipeline> pipeline;
+    uint32_t groups_x = 1, groups_y = 1;
+    bool writes_whole_output = false;
+  };
+
+  std::shared_ptr<Plan> plan_of(const cir::Kernel& kernel, uint64_t key) { return plans_.get(key, [&] { return make_plan(kernel); }); }
+
+ protected:
+  Attempt execute(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                  const std::map<std::string, Scalar>& scalars) override {
+    std::shared_ptr<Plan> plan = plan_of(kernel, key);
+    if (!plan->pipeline) return Attempt::unsupported();
+    codegen::KernelOperands ops = codegen::prepare_operands(kernel, inputs, scalars, !plan->writes_whole_output);
+    for (const codegen::KernelOperands::Operand& o : ops.params)
+      if (const Tensor* t = ops.tensor(o); t && t->nbytes() > gpu_->max_buffer_bytes()) return Attempt::unsupported();
+
+    // Storage buffers in the shader's order: tensors, reduce buffers, status.
+    std::vector<std::unique_ptr<Gpu::Buffer>> owned;
+    std::vector<Gpu::Buffer*> bound;
+    auto bind = [&](const Tensor& t, bool copy_in) {
+      owned.push_back(std::make_unique<Gpu::Buffer>(*gpu_, t.nbytes()));
+      if (copy_in && t.nbytes()) std::memcpy(owned.back()->data(), t.data(), t.nbytes());
+      bound.push_back(owned.back().get());
+    };
+    Gpu::Buffer* out = nullptr;
+    for (const codegen::KernelOperands::Operand& o : ops.params) {
+      const Tensor* t = ops.tensor(o);
+      if (!t) continue;
+      bool is_out = o.role == cir::ParamRole::Output;
+      bind(*t, !is_out || !plan->writes_whole_output);
+      if (is_out) out = bound.back();
+    }
+    std::vector<Tensor*> reduce = ops.reduce_tensors();
+    std::vector<Gpu::Buffer*> reduce_buffers;
+    for (Tensor* t : reduce) {
+      bind(*t, true);
+      reduce_buffers.push_back(bound.back());
+    }
+    owned.push_back(std::make_unique<Gpu::Buffer>(*gpu_, 4));
+    std::memset(owned.back()->data(), 0, 4);
+    Gpu::Buffer* status = owned.back().get();
+    bound.push_back(status);
+
+    std::vector<uint8_t> push(plan->shader.push_constant_bytes, 0);
+    for (const codegen::GlslPushConstant& pc : plan->shader.push_constants) {
+      if (pc.source != codegen::GlslPushConstant::Source::Scalar)
+        throw std::logic_error("Vulkan: kernel " + kernel.name + " is not specialised (it takes dimensions)");
+      const cir::Param& p = kernel.params[pc.index];
+      Tensor v = Tensor::scalar(cast(cast(scalars.at(p.name), p.type.dtype), pc.as));
+      std::memcpy(push.data() + pc.offset, v.data(), v.nbytes());
+    }
+    gpu_->dispatch(*plan->pipeline, bound, push, plan->groups_x, plan->groups_y);
+    if (vulkan::Instance* instance = vulkan::Instance::get(); instance && instance->validating()) {
+      std::vector<std::string> messages = instance->take_messages();
+      if (!messages.empty()) throw std::logic_error("Vulkan validation on " + info_.id + " running " + kernel.name + ": " + messages.front());
+    }
+    uint32_t failed = 0;
+    std::memcpy(&failed, status->data(), 4);
+    if (failed) return Attempt::check_failed();
+    if (ops.out.nbytes()) std::memcpy(ops.out.data(), out->data(), ops.out.nbytes());
+    for (size_t i = 0; i < reduce.size(); ++i)
+      if (reduce[i]->nbytes()) std::memcpy(reduce[i]->data(), reduce_buffers[i]->data(), reduce[i]->nbytes());
+    return Attempt::done(codegen::finish_operands(kernel, ops));
+  }
+
+ private:
+  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
+    auto plan = std::make_shared<Plan>();
+    const GpuTarget& target = gpu_->target();
+    GpuPlan p = gpu_plan(kernel, target);
+    if (!p.kernel) {
+      plan->why_not = p.why_not;
+      return plan;
+    }
+    if (std::optional<std::string> why = codegen::glsl_unsupported_reason(*p.kernel, target, p.block_threads)) {
+      plan->why_not = "its GLSL would need " + *why;
+      return plan;
+    }
+    plan->shader = codegen::emit_glsl(*p.kernel, target, p.block_threads);
+    plan->glsl = plan->shader.source;
+    int bindings = plan->shader.status_binding + 1;
+    if (plan->shader.push_constant_bytes > gpu_->push_constant_limit()) {
+      plan->why_not = "its scalars take " + std::to_string(plan->shader.push_constant_bytes) + " bytes of push constants, more than the device's " +
+                      std::to_string(gpu_->push_constant_limit());
+      return plan;
+    }
+    codegen::SpirvModule m = codegen::compile_glsl(plan->shader.source, kernel.name);
+    if (!m.error.empty()) throw std::logic_error("the GLSL of kernel " + kernel.name + " does not compile: " + m.error);
+    std::lock_guard<std::mutex> lock(mu_);
+    plan->pipeline = std::make_unique<Gpu::Pipeline>(*gpu_, m.words, bindings, plan->shader.push_constant_bytes);
+    plan->writes_whole_output = p.writes_whole_output;
+    // A workgroup per block of the plan, in rows of at most max_blocks (so
+    // that the grid's and the blocks' loops run once per invocation, as a
+    // device with a loop budget needs); at most kMostGroups.
+    int64_t blocks = gpu_launch_blocks(p, kMostGroups);
+    plan->groups_x = static_cast<uint32_t>(std::min<int64_t>(blocks, target.max_blocks));
+    plan->groups_y = static_cast<uint32_t>((blocks + plan->groups_x - 1) / plan->groups_x);
+    return plan;
+  }
+
+  std::unique_ptr<Gpu> gpu_;
+  DeviceInfo info_;
+  std::mutex mu_;  // making pipelines
+  KernelCache<Plan> plans_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_vulkan_device(std::unique_ptr<vulkan::Gpu> gpu) { return std::make_unique<VulkanDevice>(std::move(gpu)); }
+
+std::string vulkan_glsl_of(Device& device, const cir::Kernel& kernel, std::string* why_not) {
+  auto* d = dynamic_cast<VulkanDevice*>(&device);
+  if (!d) {
+    if (why_not) *why_not = device.info().id + " is not a Vulkan device";
+    return "";
+  }
+  std::shared_ptr<VulkanDevice::Plan> plan = d->plan_of(kernel, cir::hash_kernel(kernel));
+  if (why_not) *why_not = plan->why_not;
+  return plan->glsl;
+}
+
+}  // namespace zyntax

@@ -1,0 +1,310 @@
+#include "backends/vulkan/vulkan_gpu.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+namespace zyntax::vulkan {
+
+namespace {
+
+// What the device offers, and whether it has what the GLSL backend needs.
+struct Features {
+  VkPhysicalDeviceFeatures2 core = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  VkPhysicalDeviceVulkan11Features v11 = make<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  VkPhysicalDeviceVulkan12Features v12 = make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+
+  explicit Features(VkPhysicalDevice d) {
+    core.pNext = &v11;
+    v11.pNext = &v12;
+    vkGetPhysicalDeviceFeatures2(d, &core);
+  }
+
+  // Why the backend cannot use the device, or "".
+  std::string missing() const {
+    if (!core.features.shaderInt64) return "it has no 64-bit integers in shaders (shaderInt64)";
+    if (!v12.shaderBufferInt64Atomics) return "it has no 64-bit atomics on buffers (shaderBufferInt64Atomics)";
+    if (!v12.storageBuffer8BitAccess) return "it has no 8-bit storage (storageBuffer8BitAccess)";
+    if (!v11.storageBuffer16BitAccess) return "it has no 16-bit storage (storageBuffer16BitAccess)";
+    return "";
+  }
+};
+
+int compute_queue_family(VkPhysicalDevice d) {
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(d, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> families(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(d, &n, families.data());
+  for (uint32_t i = 0; i < n; ++i)
+    if (families[i].queueFlags & VK_QUEUE_COMPUTE_BIT) return static_cast<int>(i);
+  return -1;
+}
+
+std::string version_text(uint32_t v) {
+  return std::to_string(VK_API_VERSION_MAJOR(v)) + "." + std::to_string(VK_API_VERSION_MINOR(v)) + "." + std::to_string(VK_API_VERSION_PATCH(v));
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Gpu>> Gpu::open_all(std::vector<std::string>* skipped) {
+  std::vector<std::unique_ptr<Gpu>> out;
+  Instance* instance = Instance::get();
+  if (!instance) return out;
+  int ordinal = 0;
+  for (VkPhysicalDevice d : instance->physical_devices()) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(d, &p);
+    std::string why;
+    if (p.apiVersion < VK_API_VERSION_1_2) why = "it supports Vulkan " + version_text(p.apiVersion) + ", not 1.2";
+    else if (compute_queue_family(d) < 0) why = "it has no compute queue";
+    else why = Features(d).missing();
+    if (!why.empty()) {
+      if (skipped) skipped->push_back(std::string(p.deviceName) + ": " + why);
+      continue;
+    }
+    out.push_back(std::make_unique<Gpu>(d, ordinal++));
+  }
+  return out;
+}
+
+Gpu::Gpu(VkPhysicalDevice physical, int ordinal) : physical_(physical) {
+  auto subgroup = make<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
+  auto driver = make<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+  auto props = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  props.pNext = &subgroup;
+  subgroup.pNext = &driver;
+  vkGetPhysicalDeviceProperties2(physical, &props);
+  const VkPhysicalDeviceProperties& p = props.properties;
+  id_ = "vulkan:" + std::to_string(ordinal);
+  name_ = p.deviceName;
+  type_ = p.deviceType;
+  api_version_ = p.apiVersion;
+  driver_version_ = p.driverVersion;
+  push_limit_ = p.limits.maxPushConstantsSize;
+  max_buffer_bytes_ = p.limits.maxStorageBufferRange;
+  vkGetPhysicalDeviceMemoryProperties(physical, &memory_);
+  for (uint32_t h = 0; h < memory_.memoryHeapCount; ++h)
+    if (memory_.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) memory_bytes_ = std::max<uint64_t>(memory_bytes_, memory_.memoryHeaps[h].size);
+
+  Features f(physical);
+  // What the planner may use (plan/gpu_plan) and the GLSL emitter writes.
+  target_.api = GpuApi::Vulkan;
+  target_.arch = name_;
+  target_.subgroup_size = static_cast<int>(std::max<uint32_t>(subgroup.subgroupSize, 1));
+  target_.max_threads_per_block = static_cast<int>(std::min(p.limits.maxComputeWorkGroupInvocations, p.limits.maxComputeWorkGroupSize[0]));
+  target_.max_blocks = p.limits.maxComputeWorkGroupCount[0];
+  // Vulkan does not say how many compute units a device has: a CPU's cores
+  // for a software device, else a modest guess (it only sizes tiles).
+  unsigned cores = std::thread::hardware_concurrency();
+  target_.multiprocessors = is_cpu() ? static_cast<int>(std::max(cores, 1u)) : 16;
+  target_.shared_memory_static = target_.shared_memory_max = p.limits.maxComputeSharedMemorySize;
+  target_.private_memory_per_thread = 64 << 10;
+  target_.vector_bytes = 16;
+  target_.index_bits = 64;
+  target_.f64 = f.core.features.shaderFloat64;
+  target_.f16 = target_.bf16 = f.v11.storageBuffer16BitAccess;
+  target_.i64 = true;
+  bool compute_subgroups = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+  target_.subgroup_shuffles = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
+                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+  target_.async_copy = false;
+  // Mesa's lavapipe ends loops once an invocation has run 65,535 iterations of them in all.
+  target_.loop_budget = driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? 65535 : 0;
+  target_.atomics = GpuAtomics{.float_add = false, .block_scope = true, .system_scope = false, .system_scope_min_bytes = 4};
+  target_.matrix_units = {};
+  target_.precision = PrecisionContract::Ieee;
+  if (target_.max_threads_per_block < target_.subgroup_size) target_.max_threads_per_block = target_.subgroup_size;
+
+  // The logical device with every feature the shaders may use that it has.
+  queue_family_ = static_cast<uint32_t>(compute_queue_family(physical));
+  float priority = 1.0f;
+  auto qi = make<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+  qi.queueFamilyIndex = queue_family_;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+  auto core = make<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
+  auto v11 = make<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  auto v12 = make<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  core.pNext = &v11;
+  v11.pNext = &v12;
+  core.features.shaderInt64 = VK_TRUE;
+  core.features.shaderFloat64 = f.core.features.shaderFloat64;
+  core.features.shaderInt16 = f.core.features.shaderInt16;
+  v11.storageBuffer16BitAccess = VK_TRUE;
+  v12.storageBuffer8BitAccess = VK_TRUE;
+  v12.shaderBufferInt64Atomics = VK_TRUE;
+  v12.shaderInt8 = f.v12.shaderInt8;
+  v12.shaderFloat16 = f.v12.shaderFloat16;
+  auto di = make<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+  di.pNext = &core;
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  check(vkCreateDevice(physical, &di, nullptr, &device_), "vkCreateDevice");
+  volkLoadDeviceTable(&api_, device_);
+  api_.vkGetDeviceQueue(device_, queue_family_, 0, &queue_);
+  auto pi = make<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pi.queueFamilyIndex = queue_family_;
+  check(api_.vkCreateCommandPool(device_, &pi, nullptr, &command_pool_), "vkCreateCommandPool");
+}
+
+Gpu::~Gpu() {
+  if (device_ == VK_NULL_HANDLE) return;
+  api_.vkDeviceWaitIdle(device_);
+  if (command_pool_) api_.vkDestroyCommandPool(device_, command_pool_, nullptr);
+  api_.vkDestroyDevice(device_, nullptr);
+}
+
+std::string Gpu::driver_text() const { return "Vulkan " + version_text(api_version_); }
+
+uint32_t Gpu::memory_type(uint32_t allowed) const {
+  // Host-visible and coherent, device-local where the device has such memory
+  // (an integrated or software device's memory is the host's).
+  const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  int best = -1;
+  for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
+    if (!(allowed & (1u << i)) || (memory_.memoryTypes[i].propertyFlags & want) != want) continue;
+    if (best < 0 || (memory_.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) best = static_cast<int>(i);
+  }
+  if (best < 0) throw VulkanError("choosing host-visible, coherent memory for a buffer", VK_ERROR_FEATURE_NOT_PRESENT);
+  return static_cast<uint32_t>(best);
+}
+
+Gpu::Buffer::Buffer(Gpu& gpu, size_t bytes) : gpu_(gpu), bytes_(std::max<size_t>(bytes, 4)) {
+  const VolkDeviceTable& api = gpu.api_;
+  auto bi = make<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+  bi.size = bytes_;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check(api.vkCreateBuffer(gpu.device_, &bi, nullptr, &buffer_), "vkCreateBuffer");
+  VkMemoryRequirements req;
+  api.vkGetBufferMemoryRequirements(gpu.device_, buffer_, &req);
+  auto ai = make<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+  ai.allocationSize = req.size;
+  ai.memoryTypeIndex = gpu.memory_type(req.memoryTypeBits);
+  VkResult r = api.vkAllocateMemory(gpu.device_, &ai, nullptr, &memory_);
+  if (r != VK_SUCCESS) {
+    api.vkDestroyBuffer(gpu.device_, buffer_, nullptr);
+    throw VulkanError("vkAllocateMemory (" + std::to_string(bytes_) + " bytes on " + gpu.id_ + ")", r);
+  }
+  check(api.vkBindBufferMemory(gpu.device_, buffer_, memory_, 0), "vkBindBufferMemory");
+  check(api.vkMapMemory(gpu.device_, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
+}
+
+Gpu::Buffer::~Buffer() {
+  const VolkDeviceTable& api = gpu_.api_;
+  if (mapped_) api.vkUnmapMemory(gpu_.device_, memory_);
+  if (buffer_) api.vkDestroyBuffer(gpu_.device_, buffer_, nullptr);
+  if (memory_) api.vkFreeMemory(gpu_.device_, memory_, nullptr);
+}
+
+Gpu::Pipeline::Pipeline(Gpu& gpu, const std::vector<uint32_t>& spirv, int bindings, uint32_t push_bytes)
+    : gpu_(gpu), bindings_(bindings), push_bytes_(push_bytes) {
+  const VolkDeviceTable& api = gpu.api_;
+  auto si = make<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+  si.codeSize = spirv.size() * 4;
+  si.pCode = spirv.data();
+  check(api.vkCreateShaderModule(gpu.device_, &si, nullptr, &module_), "vkCreateShaderModule");
+  std::vector<VkDescriptorSetLayoutBinding> slots(static_cast<size_t>(bindings));
+  for (int i = 0; i < bindings; ++i) {
+    slots[static_cast<size_t>(i)] = {static_cast<uint32_t>(i), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  }
+  auto li = make<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+  li.bindingCount = static_cast<uint32_t>(slots.size());
+  li.pBindings = slots.data();
+  check(api.vkCreateDescriptorSetLayout(gpu.device_, &li, nullptr, &set_layout_), "vkCreateDescriptorSetLayout");
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
+  auto pl = make<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+  pl.setLayoutCount = 1;
+  pl.pSetLayouts = &set_layout_;
+  pl.pushConstantRangeCount = push_bytes ? 1 : 0;
+  pl.pPushConstantRanges = push_bytes ? &range : nullptr;
+  check(api.vkCreatePipelineLayout(gpu.device_, &pl, nullptr, &layout_), "vkCreatePipelineLayout");
+  auto ci = make<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+  ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0, VK_SHADER_STAGE_COMPUTE_BIT, module_, "main", nullptr};
+  ci.layout = layout_;
+  check(api.vkCreateComputePipelines(gpu.device_, VK_NULL_HANDLE, 1, &ci, nullptr, &pipeline_), "vkCreateComputePipelines");
+}
+
+Gpu::Pipeline::~Pipeline() {
+  const VolkDeviceTable& api = gpu_.api_;
+  if (pipeline_) api.vkDestroyPipeline(gpu_.device_, pipeline_, nullptr);
+  if (layout_) api.vkDestroyPipelineLayout(gpu_.device_, layout_, nullptr);
+  if (set_layout_) api.vkDestroyDescriptorSetLayout(gpu_.device_, set_layout_, nullptr);
+  if (module_) api.vkDestroyShaderModule(gpu_.device_, module_, nullptr);
+}
+
+void Gpu::dispatch(const Pipeline& pipeline, const std::vector<Buffer*>& buffers, const std::vector<uint8_t>& push, uint32_t groups_x,
+                   uint32_t groups_y) {
+  if (static_cast<int>(buffers.size()) != pipeline.bindings_ || push.size() != pipeline.push_bytes_)
+    throw std::logic_error("Vulkan dispatch: the buffers or push constants do not match the pipeline");
+  const VolkDeviceTable& api = api_;
+  // A descriptor pool of the run's own (a few buffers), freed with it.
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, static_cast<uint32_t>(std::max<size_t>(buffers.size(), 1))};
+  auto dpi = make<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+  dpi.maxSets = 1;
+  dpi.poolSizeCount = 1;
+  dpi.pPoolSizes = &size;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  check(api.vkCreateDescriptorPool(device_, &dpi, nullptr, &pool), "vkCreateDescriptorPool");
+  struct Release {
+    const VolkDeviceTable& api;
+    VkDevice device;
+    VkDescriptorPool pool;
+    VkFence fence = VK_NULL_HANDLE;
+    ~Release() {
+      if (fence) api.vkDestroyFence(device, fence, nullptr);
+      api.vkDestroyDescriptorPool(device, pool, nullptr);
+    }
+  } release{api, device_, pool};
+  auto ai = make<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+  ai.descriptorPool = pool;
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &pipeline.set_layout_;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  check(api.vkAllocateDescriptorSets(device_, &ai, &set), "vkAllocateDescriptorSets");
+  std::vector<VkDescriptorBufferInfo> infos(buffers.size());
+  std::vector<VkWriteDescriptorSet> writes(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    infos[i] = {buffers[i]->handle(), 0, VK_WHOLE_SIZE};
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, static_cast<uint32_t>(i), 0, 1, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                 nullptr, &infos[i], nullptr};
+  }
+  api.vkUpdateDescriptorSets(device_, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  auto fi = make<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+  check(api.vkCreateFence(device_, &fi, nullptr, &release.fence), "vkCreateFence");
+
+  std::lock_guard<std::mutex> lock(mu_);
+  auto ci = make<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+  ci.commandPool = command_pool_;
+  ci.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ci.commandBufferCount = 1;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  check(api.vkAllocateCommandBuffers(device_, &ci, &cmd), "vkAllocateCommandBuffers");
+  struct FreeCommands {
+    const VolkDeviceTable& api;
+    VkDevice device;
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+    ~FreeCommands() { api.vkFreeCommandBuffers(device, pool, 1, &cmd); }
+  } free_commands{api, device_, command_pool_, cmd};
+  auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(api.vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+  api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline_);
+  api.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout_, 0, 1, &set, 0, nullptr);
+  if (!push.empty())
+    api.vkCmdPushConstants(cmd, pipeline.layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(push.size()), push.data());
+  api.vkCmdDispatch(cmd, groups_x, groups_y, 1);
+  // The shader's writes visible to the host once the fence signals.
+  VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT};
+  api.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr, 0, nullptr);
+  check(api.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
+  auto submit = make<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &cmd;
+  check(api.vkQueueSubmit(queue_, 1, &submit, release.fence), "vkQueueSubmit");
+  check(api.vkWaitForFences(device_, 1, &release.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+}
+
+}  // namespace zyntax::vulkan

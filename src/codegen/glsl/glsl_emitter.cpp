@@ -1,0 +1,1342 @@
+#include "codegen/glsl/glsl_emitter.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "cir/printer.hpp"
+#include "cir/reads.hpp"
+#include "cir/visitor.hpp"
+#include "codegen/llvm/kernel_abi.hpp"
+
+namespace zyntax::codegen {
+
+namespace {
+
+using cir::Expr;
+
+// lavapipe stops a shader loop after this many iterations.
+constexpr int64_t kLoopLimit = 65535;
+
+// Values live in registers as these types; f16 and bf16 are computed in
+// f32 and rounded back after every operation, 8- and 16-bit integers in 32
+// bits and wrapped back.
+std::string reg_type(DType t) {
+  switch (t) {
+    case DType::F16: case DType::BF16: case DType::F32: return "float";
+    case DType::F64: return "double";
+    case DType::Bool: return "bool";
+    case DType::I8: case DType::I16: case DType::I32: return "int";
+    case DType::U8: case DType::U16: case DType::U32: return "uint";
+    case DType::I64: return "int64_t";
+    case DType::U64: return "uint64_t";
+  }
+  return "int";
+}
+
+// Elements in storage buffers.
+std::string mem_type(DType t) {
+  switch (t) {
+    case DType::F16: case DType::BF16: case DType::U16: return "uint16_t";
+    case DType::I16: return "int16_t";
+    case DType::Bool: case DType::U8: return "uint8_t";
+    case DType::I8: return "int8_t";
+    default: return reg_type(t);
+  }
+}
+
+
+// The unsigned integer type of a value's bits (atomics work on these).
+std::string bits_type(DType t) { return dtype_size(t) == 8 ? "uint64_t" : "uint"; }
+
+// A CIR name as a GLSL identifier (CIR names hold '%' and '.').
+std::string ident(const std::string& name) {
+  std::string s = "v_";
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s;
+}
+
+std::string hex(uint64_t v) {
+  std::ostringstream o;
+  o << "0x" << std::hex << v;
+  return o.str();
+}
+
+// ------------------------------------------------------------ loop iterations per invocation
+
+// Loops a schedule marks unrolled, with a constant trip count up to this, are
+// unrolled whole ([[unroll]]): they cost no iterations.
+constexpr int64_t kUnrollLimit = 64;
+
+std::optional<int64_t> constant_trips(const cir::For& f) {
+  auto lo = f.lo.as<cir::IntImm>(), hi = f.hi.as<cir::IntImm>(), step = f.step.as<cir::IntImm>();
+  if (!lo || !hi || !step || step->value <= 0) return std::nullopt;
+  return hi->value > lo->value ? (hi->value - lo->value + step->value - 1) / step->value : 0;
+}
+
+bool unrolled_whole(const cir::For& f) {
+  std::optional<int64_t> trips = constant_trips(f);
+  return f.loop_kind == cir::LoopKind::Unrolled && trips && *trips <= kUnrollLimit && (f.factor <= 0 || f.factor >= *trips);
+}
+
+// An upper bound of the loop iterations one invocation runs, counted as
+// lavapipe counts them (every loop of the shader; a grid or block loop runs
+// once per invocation, the device launching enough workgroups); nothing
+// where a trip count has no bound (a loop over a variable's value). Bounds
+// come from interval arithmetic over the loop variables and lets around.
+class LoopIterations {
+ public:
+  LoopIterations(const GpuTarget& t, int threads) : t_(t), threads_(std::max(threads, 1)) {}
+
+  using Range = std::pair<int64_t, int64_t>;  // [lo, hi], both included
+
+  // The values an integer expression takes, where they are bounded.
+  std::optional<Range> range(const Expr& e) const {
+    constexpr int64_t kBig = int64_t{1} << 50;
+    auto clamp = [](__int128 v) { return static_cast<int64_t>(std::max<__int128>(-kBig, std::min<__int128>(kBig, v))); };
+    switch (e->kind) {
+      case cir::ExprKind::IntImm: return Range{e.as<cir::IntImm>()->value, e.as<cir::IntImm>()->value};
+      case cir::ExprKind::Var: {
+        auto it = ranges_.find(e.as<cir::Var>()->name);
+        return it == ranges_.end() ? std::nullopt : std::optional<Range>(it->second);
+      }
+      case cir::ExprKind::Cast: return is_int(e->type.dtype) ? range(e.as<cir::Cast>()->value) : std::nullopt;
+      case cir::ExprKind::Select: {
+        std::optional<Range> a = range(e.as<cir::Select>()->t), b = range(e.as<cir::Select>()->f);
+        if (!a || !b) return std::nullopt;
+        return Range{std::min(a->first, b->first), std::max(a->second, b->second)};
+      }
+      case cir::ExprKind::Unary: {
+        auto u = e.as<cir::Unary>();
+        std::optional<Range> a = range(u->a);
+        if (!a || u->op != UnaryOp::Neg) return std::nullopt;
+        return Range{-a->second, -a->first};
+      }
+      case cir::ExprKind::Binary: {
+        auto b = e.as<cir::Binary>();
+        std::optional<Range> x = range(b->a), y = range(b->b);
+        if (!x || !y) return std::nullopt;
+        __int128 xl = x->first, xh = x->second, yl = y->first, yh = y->second;
+        switch (b->op) {
+          case BinaryOp::Add: return Range{clamp(xl + yl), clamp(xh + yh)};
+          case BinaryOp::Sub: return Range{clamp(xl - yh), clamp(xh - yl)};
+          case BinaryOp::Mul: {
+            __int128 c[4] = {xl * yl, xl * yh, xh * yl, xh * yh};
+            return Range{clamp(*std::min_element(c, c + 4)), clamp(*std::max_element(c, c + 4))};
+          }
+          case BinaryOp::Div:
+            if (yl <= 0) return std::nullopt;
+            return Range{clamp(std::min(xl / yl, xl / yh)), clamp(std::max(xh / yl, xh / yh))};
+          case BinaryOp::Mod:
+            if (yl <= 0 || xl < 0) return std::nullopt;
+            return Range{0, clamp(std::min(xh, yh - 1))};
+          case BinaryOp::Min: return Range{clamp(std::min(xl, yl)), clamp(std::min(xh, yh))};
+          case BinaryOp::Max: return Range{clamp(std::max(xl, yl)), clamp(std::max(xh, yh))};
+          default: return std::nullopt;
+        }
+      }
+      case cir::ExprKind::Math: {
+        auto m = e.as<cir::Math>();
+        if ((m->fn != MathFn::Min && m->fn != MathFn::Max) || m->args.size() != 2) return std::nullopt;
+        std::optional<Range> x = range(m->args[0]), y = range(m->args[1]);
+        if (!x || !y) return std::nullopt;
+        if (m->fn == MathFn::Min) return Range{std::min(x->first, y->first), std::min(x->second, y->second)};
+        return Range{std::max(x->first, y->first), std::max(x->second, y->second)};
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  // The most iterations a loop runs, where its range is bounded.
+  std::optional<int64_t> most_trips(const cir::For& f) const {
+    auto step = f.step.as<cir::IntImm>();
+    std::optional<Range> lo = range(f.lo), hi = range(f.hi);
+    if (!step || step->value <= 0 || !lo || !hi) return std::nullopt;
+    int64_t span = hi->second - lo->first;
+    return span > 0 ? (span + step->value - 1) / step->value : 0;
+  }
+
+  std::optional<int64_t> block(const cir::Block& b, bool outermost) {
+    int64_t total = 0;
+    for (const cir::Stmt& s : b) {
+      std::optional<int64_t> n = stmt(s, outermost);
+      if (!n) return std::nullopt;
+      total = std::min<int64_t>(total + *n, int64_t{1} << 40);
+    }
+    return total;
+  }
+
+ private:
+  std::optional<int64_t> stmt(const cir::Stmt& s, bool outermost) {
+    if (auto l = s.as<cir::Let>()) {
+      if (std::optional<Range> r = range(l->value)) ranges_[l->name] = *r;
+      return 0;
+    }
+    if (auto f = s.as<cir::For>()) {
+      bool gpu_block = f->loop_kind == cir::LoopKind::GpuBlock;
+      std::optional<int64_t> trips = most_trips(*f);
+      std::optional<Range> lo = range(f->lo), hi = range(f->hi);
+      if (lo && hi) ranges_[f->var] = Range{lo->first, std::max(lo->first, hi->second - 1)};
+      in_block_ += gpu_block;
+      std::optional<int64_t> body = block(f->body, false);
+      in_block_ -= gpu_block;
+      if (!body) return std::nullopt;
+      if ((outermost && f->loop_kind == cir::LoopKind::Parallel) || f->loop_kind == cir::LoopKind::GpuBlock) return 2 + *body;
+      if (!trips) return std::nullopt;
+      if (unrolled_whole(*f)) return *trips * *body;
+      int64_t per = f->loop_kind == cir::LoopKind::GpuThread ? (*trips + threads_ - 1) / threads_ : *trips;
+      return std::min<int64_t>(per * (1 + *body) + per / kLoopLimit + 1, int64_t{1} << 40);
+    }
+    if (auto i = s.as<cir::If>()) {
+      std::optional<int64_t> a = block(i->then_body, false), b = block(i->else_body, false);
+      if (!a || !b) return std::nullopt;
+      return std::max(*a, *b);
+    }
+    if (auto r = s.as<cir::BlockReduce>()) {
+      std::optional<Range> count = range(r->count);
+      if (!count) return std::nullopt;
+      return (count->second + threads_ - 1) / threads_ + 8 + threads_ / std::max(t_.subgroup_size, 1);
+    }
+    if (auto a = s.as<cir::Allocate>(); a && a->space == cir::MemorySpace::Shared && in_block_ == 0)  // zero-filled
+      return cir::allocation_bytes(*a) / static_cast<int64_t>(dtype_size(a->type.dtype));
+    if (s.as<cir::Atomic>() || s.as<cir::Yield>()) return 2;  // a compare-and-swap retried once
+    return 0;
+  }
+
+  const GpuTarget& t_;
+  int threads_;
+  int in_block_ = 0;
+  std::map<std::string, Range> ranges_;  // of loop variables and integer lets
+};
+
+// ------------------------------------------------------------ what can be written
+
+class Support : public cir::IRVisitor {
+ public:
+  Support(const cir::Kernel& k, const GpuTarget& t, int threads) : k_(k), t_(t), threads_(threads) {}
+
+  std::optional<std::string> run() {
+    for (const cir::Param& p : k_.params) {
+      dtypes_[p.name] = p.type.dtype;
+      need(p.type.dtype);
+    }
+    if (k_.kind == cir::KernelKind::Reduce) {
+      ReduceBuffers rb = reduce_buffers(k_);
+      need(rb.acc_dtype);
+      if (!rb.arg && dtype_size(rb.acc_dtype) < 4) fail("reductions into elements of fewer than 4 bytes");
+    }
+    include(k_.body);
+    if (!why_ && t_.loop_budget > 0) {
+      std::optional<int64_t> n = LoopIterations(t_, threads_).block(k_.body, true);
+      if (!n) fail("loops whose trip counts are known only at run time (the device stops loops after " + std::to_string(t_.loop_budget) +
+                   " iterations in all)");
+      else if (*n > t_.loop_budget)
+        fail("up to " + std::to_string(*n) + " loop iterations per invocation, more than the device's " + std::to_string(t_.loop_budget));
+    }
+    return why_;
+  }
+
+ private:
+  void fail(std::string why) {
+    if (!why_) why_ = std::move(why);
+  }
+  void need(DType t) {
+    if (t == DType::F64 && !t_.f64) fail("f64 (the device has no shaderFloat64)");
+    if ((t == DType::I64 || t == DType::U64) && !t_.i64) fail("i64 (the device has no shaderInt64)");
+    if ((t == DType::F16 || t == DType::BF16) && !t_.f16) fail("16-bit storage");
+  }
+
+  using IRVisitor::visit;
+  void visit(const cir::GpuIndex*) override { fail("GPU thread coordinates"); }
+  void visit(const cir::Dot*) override { fail("tile operations"); }
+  void visit(const cir::Reduce*) override { fail("tile operations"); }
+  void visit(const cir::MatMul*) override { fail("tile operations"); }
+  void visit(const cir::Transpose*) override { fail("tile operations"); }
+  void visit(const cir::Fill*) override { fail("tile operations"); }
+  void visit(const cir::TileMma*) override { fail("tensor-core tile products"); }
+  void visit(const cir::AsyncCopy*) override { fail("asynchronous copies"); }
+  void visit(const cir::MatMulBlock*) override { fail("CPU register blocks"); }
+  void visit(const cir::Math* op) override {
+    DType t = op->type.dtype;
+    if (t == DType::F64) {
+      switch (op->fn) {
+        case MathFn::Sqrt: case MathFn::Abs: case MathFn::Floor: case MathFn::Ceil: case MathFn::Round: case MathFn::Trunc:
+        case MathFn::Sign: case MathFn::Relu: case MathFn::Min: case MathFn::Max: case MathFn::Clamp: case MathFn::Fma:
+        case MathFn::Rsqrt: break;
+        default: fail(std::string("f64 ") + math_fn_name(op->fn) + " (GLSL has no f64 " + math_fn_name(op->fn) + ")");
+      }
+    }
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Binary* op) override {
+    DType t = op->a->type.dtype;
+    if (t == DType::F64 && (op->op == BinaryOp::Mod || op->op == BinaryOp::Pow)) fail("f64 % and ** (GLSL has no exact f64 fmod or pow)");
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Access* op) override {
+    for (const cir::AxisSel& a : op->axes)
+      if (a.is_slice) fail("slices");
+    if (!op->type.is_scalar()) fail("tile values");
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Store* op) override {
+    if (op->axes.empty()) fail("whole-tile stores");
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Decl* op) override {
+    if (!op->type.is_scalar()) fail("tile variables");
+    need(op->type.dtype);
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::For* op) override {
+    bool block = op->loop_kind == cir::LoopKind::GpuBlock;
+    block_depth_ += block;
+    IRVisitor::visit(op);
+    block_depth_ -= block;
+  }
+  void visit(const cir::Allocate* op) override {
+    dtypes_[op->name] = op->type.dtype;
+    need(op->type.dtype);
+    if (op->space == cir::MemorySpace::Fragment) fail("tensor-core fragments");
+    int64_t bytes = cir::allocation_bytes(*op);
+    if (bytes < 0) fail("arrays of non-constant size");
+    // GLSL shared arrays cannot share bytes: each is its own, placed or not.
+    if (op->space == cir::MemorySpace::Shared && block_depth_ > 0 && bytes > 0) {
+      shared_bytes_ += bytes;
+      if (shared_bytes_ > t_.shared_memory_max)
+        fail("shared arrays of " + std::to_string(shared_bytes_) + " bytes (GLSL arrays cannot share bytes), more than the device's " +
+             std::to_string(t_.shared_memory_max));
+    }
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Atomic* op) override {
+    auto it = dtypes_.find(op->buffer);
+    if (it != dtypes_.end() && dtype_size(it->second) < 4) fail("atomic updates of elements of fewer than 4 bytes");
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::BlockReduce* op) override {
+    if (!t_.subgroup_shuffles) fail("block reductions without subgroup shuffles");
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Yield* op) override {
+    if (op->value->type.dtype == DType::F64 && is_arg_reduce(k_.reduce_op)) need(DType::F64);
+    IRVisitor::visit(op);
+  }
+
+  const cir::Kernel& k_;
+  const GpuTarget& t_;
+  int threads_;
+  std::map<std::string, DType> dtypes_;
+  int block_depth_ = 0;
+  int64_t shared_bytes_ = 0;
+  std::optional<std::string> why_;
+};
+
+// ------------------------------------------------------------ the emitter
+
+class Glsl {
+ public:
+  Glsl(const cir::Kernel& k, const GpuTarget& t, int threads) : k_(k), t_(t), threads_(threads) {}
+
+  GlslKernel run() {
+    GlslKernel out;
+    out.local_size = threads_;
+    bind_parameters(out);
+    // The body: the parallel loop shared over the grid's threads, the
+    // scheduled block and thread loops as they stand, or one thread.
+    const cir::For* outer = k_.body.size() == 1 ? k_.body[0].as<cir::For>() : nullptr;
+    if (outer && outer->loop_kind == cir::LoopKind::Parallel) {
+      if (k_.kind == cir::KernelKind::Reduce) task_var_ = outer->var;
+      emit_for(*outer, Stride::Grid);
+    } else if (std::any_of(k_.body.begin(), k_.body.end(), [](const cir::Stmt& s) {
+                 auto f = s.as<cir::For>();
+                 return f && f->loop_kind == cir::LoopKind::GpuBlock;
+               })) {
+      block(k_.body);
+    } else {
+      line("if (gl_GlobalInvocationID.x == 0u && gl_GlobalInvocationID.y == 0u) {");
+      ++indent_;
+      block(k_.body);
+      --indent_;
+      line("}");
+    }
+    out.source = header(out) + helpers() + shared_.str() + "\nvoid main() {\n" + body_.str() + "}\n";
+    out.sites = std::move(sites_);
+    return out;
+  }
+
+ private:
+  enum class Stride { Serial, Grid, Block, Thread };
+  struct Buf {
+    std::string name;   // GLSL array to index
+    std::string bits;   // its view as unsigned words, where atomics need one
+    cir::Type type;
+    bool thread_private = false;  // a GPU block's local array: each thread its own row
+    bool storage = false;         // in a storage buffer (elements in their memory type)
+  };
+
+  // ---------------------------------------------------------- declarations
+
+  void bind_parameters(GlslKernel& out) {
+    int binding = 0;
+    std::ostringstream d;
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      const cir::Param& p = k_.params[i];
+      if (p.role == cir::ParamRole::Scalar) continue;
+      std::string block = "B" + std::to_string(binding), name = "b" + std::to_string(binding);
+      d << "layout(std430, set = 0, binding = " << binding << ") " << (p.role == cir::ParamRole::Input ? "readonly " : "")
+        << "buffer " << block << " { " << mem_type(p.type.dtype) << " d[]; } " << name << ";\n";
+      Buf b{name + ".d", "", p.type, false, true};
+      if (p.role == cir::ParamRole::Output && dtype_size(p.type.dtype) >= 4) {
+        d << "layout(std430, set = 0, binding = " << binding << ") buffer " << block << "w { " << bits_type(p.type.dtype) << " d[]; } "
+          << name << "w;\n";
+        b.bits = name + "w.d";
+      }
+      bufs_[p.name] = b;
+      ++binding;
+    }
+    out.tensor_bindings = binding;
+    if (k_.kind == cir::KernelKind::Reduce) {
+      ReduceBuffers rb = reduce_buffers(k_);
+      auto reduce_buffer = [&](const char* n, DType t) {
+        std::string block = "B" + std::to_string(binding), name = "b" + std::to_string(binding);
+        d << "layout(std430, set = 0, binding = " << binding << ") buffer " << block << " { " << mem_type(t) << " d[]; } " << name << ";\n";
+        Buf b{name + ".d", "", cir::Type::tensor(t, k_.output().type.shape), false, true};
+        if (dtype_size(t) >= 4) {
+          d << "layout(std430, set = 0, binding = " << binding << ") buffer " << block << "w { " << bits_type(t) << " d[]; } " << name
+            << "w;\n";
+          b.bits = name + "w.d";
+        }
+        bufs_[n] = b;
+        ++binding;
+      };
+      reduce_buffer("%acc", rb.arg ? k_.output().type.dtype : rb.acc_dtype);
+      if (rb.arg) {
+        reduce_buffer("%best", rb.best_dtype);
+        reduce_buffer("%has", DType::Bool);
+      }
+      out.reduce_bindings = binding - out.tensor_bindings;
+    }
+    out.status_binding = binding;
+    d << "layout(std430, set = 0, binding = " << binding << ") buffer Status { uint status[]; };\n";
+    // Scalars and dimensions: push constants, each in 4 or 8 bytes.
+    std::ostringstream pc;
+    uint32_t offset = 0;
+    auto push = [&](GlslPushConstant::Source src, size_t index, DType t, const std::string& name) {
+      DType as = t;
+      switch (t) {
+        case DType::F16: case DType::BF16: as = DType::F32; break;
+        case DType::I8: case DType::I16: as = DType::I32; break;
+        case DType::U8: case DType::U16: case DType::Bool: as = DType::U32; break;
+        default: break;
+      }
+      uint32_t size = static_cast<uint32_t>(dtype_size(as));
+      offset = (offset + size - 1) / size * size;
+      out.push_constants.push_back({src, index, as, offset});
+      pc << "  layout(offset = " << offset << ") " << reg_type(as) << " " << ident(name) << ";\n";
+      offset += size;
+      std::string value = "args." + ident(name);
+      if (t == DType::Bool) value = "(" + value + " != 0u)";
+      values_[name] = {value, t};
+    };
+    for (size_t i = 0; i < k_.params.size(); ++i)
+      if (k_.params[i].role == cir::ParamRole::Scalar) push(GlslPushConstant::Source::Scalar, i, k_.params[i].type.dtype, k_.params[i].name);
+    for (size_t i = 0; i < k_.dims.size(); ++i) push(GlslPushConstant::Source::Dim, i, DType::I64, k_.dims[i].name);
+    out.push_constant_bytes = offset;
+    if (offset > 0) d << "layout(push_constant) uniform Args {\n" << pc.str() << "} args;\n";
+    decls_ = d.str();
+  }
+
+  std::string header(const GlslKernel& out) const {
+    std::ostringstream h;
+    h << "#version 450\n"
+      << "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n"
+      << "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n"
+      << "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n"
+      << "#extension GL_EXT_shader_8bit_storage : require\n"
+      << "#extension GL_EXT_shader_16bit_storage : require\n"
+      << "#extension GL_EXT_shader_atomic_int64 : require\n"
+      << "#extension GL_KHR_shader_subgroup_basic : require\n"
+      << "#extension GL_KHR_shader_subgroup_shuffle : require\n"
+      << (unrolled_ ? "#extension GL_EXT_control_flow_attributes : require\n" : "")
+      << "layout(local_size_x = " << out.local_size << ") in;\n"
+      << decls_;
+    return h.str();
+  }
+
+  // Functions the body calls (written out only where it does).
+  std::string helpers() const {
+    std::ostringstream h;
+    h << "void zy_fail(uint id) { atomicCompSwap(status[0], 0u, id); }\n";
+    if (helpers_.count("f16"))
+      h << "float zy_f16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }\n";
+    if (helpers_.count("bf16"))
+      h << "uint zy_bf16_bits(float f) {\n"
+           "  uint bits = floatBitsToUint(f);\n"
+           "  if (isnan(f)) return (bits >> 16) | 0x40u;\n"
+           "  return (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;\n"
+           "}\n"
+           "float zy_bf16(float x) { return uintBitsToFloat(zy_bf16_bits(x) << 16); }\n";
+    for (const char* t : {"float", "double"}) {
+      std::string T = t;
+      if (helpers_.count("minmax_" + T))
+        h << T << " zy_min(" << T << " a, " << T << " b) { return isnan(a) || isnan(b) ? a + b : min(a, b); }\n"
+          << T << " zy_max(" << T << " a, " << T << " b) { return isnan(a) || isnan(b) ? a + b : max(a, b); }\n";
+    }
+    if (helpers_.count("fmod")) h << "float zy_fmod(float a, float b) { return a - b * trunc(a / b); }\n";
+    if (helpers_.count("pow"))  // C's pow, special values included (C99 F.9.4.4)
+      h << "float zy_pow(float x, float y) {\n"
+           "  float inf = uintBitsToFloat(0x7f800000u);\n"
+           "  if (y == 0.0 || x == 1.0) return 1.0;\n"
+           "  if (isnan(x) || isnan(y)) return x + y;\n"
+           "  bool y_odd = !isinf(y) && trunc(y) == y && mod(abs(y), 2.0) == 1.0;\n"
+           "  if (isinf(y)) return abs(x) == 1.0 ? 1.0 : ((abs(x) < 1.0) == (y < 0.0) ? inf : 0.0);\n"
+           "  if (x == 0.0) return y < 0.0 ? (y_odd ? sign(1.0 / x) * inf : inf) : (y_odd ? x : 0.0);\n"
+           "  if (isinf(x)) return x > 0.0 ? (y > 0.0 ? inf : 0.0) : (y > 0.0 ? (y_odd ? -inf : inf) : (y_odd ? -0.0 : 0.0));\n"
+           "  if (x < 0.0 && trunc(y) != y) return uintBitsToFloat(0x7fc00000u);\n"
+           "  float r = exp2(y * log2(abs(x)));\n"
+           "  return x < 0.0 && y_odd ? -r : r;\n"
+           "}\n";
+    if (helpers_.count("erf"))
+      h << "float zy_erf(float x) {\n"  // x P(x^2) / Q(x^2) in f64 where the device has it (the LLVM lowering's rational)
+           "  " << (t_.f64 ? "double" : "float") << " d = clamp(x, -3.92, 3.92), s = d * d;\n"
+           "  " << (t_.f64 ? "double" : "float") << " p = ((((2.0428020050672346e-06 * s + 0.0002857252011551452) * s + 0.00380419366925265) * s"
+           " + 0.05286758831280999) * s + 0.19130654475081452) * s + 1.1283791670955126;\n"
+           "  " << (t_.f64 ? "double" : "float") << " q = ((((3.806039534569143e-05 * s + 0.0011718445442006392) * s + 0.015046480707136246) * s"
+           " + 0.11448093915405412) * s + 0.5028736534848581) * s + 1.0;\n"
+           "  return isnan(x) ? x : float(d * p / q);\n"
+           "}\n";
+    if (helpers_.count("ipow"))
+      h << "int64_t zy_ipow(int64_t b, int64_t e, bool is_signed, inout bool bad) {\n"
+           "  if (is_signed && e < 0) {\n"
+           "    if (b == 1l) return 1l;\n"
+           "    if (b == -1l) return (e % 2l == 0l) ? 1l : -1l;\n"
+           "    bad = true;\n"
+           "    return 0l;\n"
+           "  }\n"
+           "  uint64_t x = uint64_t(b), r = 1ul, n = uint64_t(e);\n"
+           "  for (int i = 0; i < 64 && n != 0ul; ++i) {\n"
+           "    if ((n & 1ul) != 0ul) r *= x;\n"
+           "    x *= x;\n"
+           "    n >>= 1;\n"
+           "  }\n"
+           "  return int64_t(r);\n"
+           "}\n";
+    return h.str();
+  }
+
+  // ---------------------------------------------------------- output
+
+  void line(const std::string& s) {
+    for (int i = 0; i < indent_; ++i) body_ << "  ";
+    body_ << s << "\n";
+  }
+
+  // A new temporary holding `value` (of dtype t); its name.
+  std::string temp(DType t, const std::string& value) {
+    std::string n = "t" + std::to_string(temp_++);
+    line(reg_type(t) + " " + n + " = " + value + ";");
+    return n;
+  }
+
+  std::string fresh(const std::string& base) { return base + std::to_string(temp_++); }
+
+  // Records a runtime check's failure site; the expression that fails it.
+  void check(const std::string& ok, Span span, const std::string& what) {
+    sites_.push_back({span, what});
+    line("if (!(" + ok + ")) zy_fail(" + std::to_string(sites_.size()) + "u);");
+  }
+
+  // ---------------------------------------------------------- types and constants
+
+  std::string round_to(DType t, const std::string& v) {
+    if (t == DType::F16) {
+      helpers_.insert("f16");
+      return "zy_f16(" + v + ")";
+    }
+    if (t == DType::BF16) {
+      helpers_.insert("bf16");
+      return "zy_bf16(" + v + ")";
+    }
+    return v;
+  }
+
+  // An integer result of a narrow dtype wrapped back into its range.
+  std::string wrap(DType t, const std::string& v) {
+    switch (t) {
+      case DType::I8: return "bitfieldExtract(" + v + ", 0, 8)";
+      case DType::I16: return "bitfieldExtract(" + v + ", 0, 16)";
+      case DType::U8: return "((" + v + ") & 0xFFu)";
+      case DType::U16: return "((" + v + ") & 0xFFFFu)";
+      default: return v;
+    }
+  }
+
+  std::string from_memory(DType t, const std::string& v) {
+    switch (t) {
+      case DType::F16: return "unpackHalf2x16(uint(" + v + ")).x";
+      case DType::BF16: return "uintBitsToFloat(uint(" + v + ") << 16)";
+      case DType::Bool: return "(uint(" + v + ") != 0u)";
+      case DType::I8: case DType::I16: return "int(" + v + ")";
+      case DType::U8: case DType::U16: return "uint(" + v + ")";
+      default: return v;
+    }
+  }
+
+  std::string to_memory(DType t, const std::string& v) {
+    switch (t) {
+      case DType::F16: return "uint16_t(packHalf2x16(vec2(" + v + ", 0.0)))";
+      case DType::BF16: helpers_.insert("bf16"); return "uint16_t(zy_bf16_bits(" + v + "))";
+      case DType::Bool: return "uint8_t((" + v + ") ? 1u : 0u)";
+      case DType::I8: return "int8_t(" + v + ")";
+      case DType::I16: return "int16_t(" + v + ")";
+      case DType::U8: return "uint8_t(" + v + ")";
+      case DType::U16: return "uint16_t(" + v + ")";
+      default: return v;
+    }
+  }
+
+  std::string float_constant(double v, DType t) {
+    if (t == DType::F64) {
+      uint64_t bits;
+      std::memcpy(&bits, &v, 8);
+      return "packDouble2x32(uvec2(" + hex(bits & 0xFFFFFFFFu) + "u, " + hex(bits >> 32) + "u))";
+    }
+    float f = static_cast<float>(v);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return "uintBitsToFloat(" + hex(bits) + "u)";
+  }
+
+  std::string int_constant(int64_t v, DType t) {
+    switch (t) {
+      case DType::I64: return v == INT64_MIN ? "int64_t(0x8000000000000000ul)" : std::to_string(v) + "l";
+      case DType::U64: return std::to_string(static_cast<uint64_t>(v)) + "ul";
+      case DType::I8: case DType::I16: case DType::I32:
+        return v == INT32_MIN ? "int(0x80000000u)" : "int(" + std::to_string(static_cast<int32_t>(v)) + ")";
+      case DType::Bool: return v ? "true" : "false";
+      default: return std::to_string(static_cast<uint32_t>(v)) + "u";
+    }
+  }
+
+  std::string zero(DType t) {
+    if (is_float(t)) return t == DType::F64 ? "0.0lf" : "0.0";
+    return int_constant(0, t);
+  }
+
+  std::string scalar_constant(const Scalar& s, DType t) {
+    if (is_float(t)) return float_constant(s.f, t);
+    if (t == DType::Bool) return s.i ? "true" : "false";
+    return int_constant(is_signed_int(t) ? s.i : static_cast<int64_t>(s.u), t);
+  }
+
+  std::string truthy(const std::string& v, DType t) {
+    if (t == DType::Bool) return v;
+    if (is_float(t)) return "!(" + v + " == " + zero(t) + ")";
+    return "(" + v + " != " + zero(t) + ")";
+  }
+
+  std::string convert(const std::string& v, DType from, DType to) {
+    if (from == to) return v;
+    std::string rt = reg_type(to);
+    if (to == DType::Bool) return truthy(v, from);
+    if (is_float(from)) {
+      if (is_float(to)) return round_to(to, rt + "(" + v + ")");
+      // Saturating, NaN to 0, as LLVM's fptosi.sat/fptoui.sat.
+      std::string lo, hi, d = "double(" + v + ")";
+      switch (to) {
+        case DType::I8: lo = "-128.0lf"; hi = "127.0lf"; break;
+        case DType::I16: lo = "-32768.0lf"; hi = "32767.0lf"; break;
+        case DType::I32: lo = "-2147483648.0lf"; hi = "2147483647.0lf"; break;
+        case DType::U8: lo = "0.0lf"; hi = "255.0lf"; break;
+        case DType::U16: lo = "0.0lf"; hi = "65535.0lf"; break;
+        case DType::U32: lo = "0.0lf"; hi = "4294967295.0lf"; break;
+        case DType::I64:
+          return "(isnan(" + v + ") ? 0l : " + d + " >= 9223372036854775807.0lf ? 9223372036854775807l : " + d +
+                 " <= -9223372036854775808.0lf ? int64_t(0x8000000000000000ul) : int64_t(" + v + "))";
+        case DType::U64:
+          return "(isnan(" + v + ") ? 0ul : " + d + " >= 18446744073709551615.0lf ? 18446744073709551615ul : " + d +
+                 " <= 0.0lf ? 0ul : uint64_t(" + v + "))";
+        default: break;
+      }
+      if (!t_.f64) d = "float(" + v + ")", lo.replace(lo.size() - 2, 2, ""), hi.replace(hi.size() - 2, 2, "");
+      return "(isnan(" + v + ") ? " + zero(to) + " : " + rt + "(clamp(" + d + ", " + lo + ", " + hi + ")))";
+    }
+    if (from == DType::Bool) return "(" + v + " ? " + rt + "(1) : " + rt + "(0))";
+    if (is_float(to)) {
+      // Through f64, as the reference (one rounding from the integer).
+      if (to == DType::F64 || !t_.f64) return round_to(to, rt + "(" + v + ")");
+      return round_to(to, "float(double(" + v + "))");
+    }
+    // Integers: widened by the source's signedness, narrowed by wrapping.
+    std::string wide = is_signed_int(from) ? "int64_t(" + v + ")" : "uint64_t(" + v + ")";
+    switch (to) {
+      case DType::I64: return "int64_t(" + wide + ")";
+      case DType::U64: return "uint64_t(" + wide + ")";
+      case DType::I32: return "int(" + wide + ")";
+      case DType::U32: return "uint(" + wide + ")";
+      case DType::I8: case DType::I16: return wrap(to, "int(" + wide + ")");
+      default: return wrap(to, "uint(" + wide + ")");
+    }
+  }
+
+  // ---------------------------------------------------------- expressions
+
+  struct Value {
+    std::string text;
+    DType dtype;
+  };
+
+  std::string expr(const Expr& e) {
+    DType t = e->type.dtype;
+    switch (e->kind) {
+      case cir::ExprKind::IntImm: return int_constant(e.as<cir::IntImm>()->value, t);
+      case cir::ExprKind::FloatImm: return float_constant(e.as<cir::FloatImm>()->value, t);
+      case cir::ExprKind::BoolImm: return e.as<cir::BoolImm>()->value ? "true" : "false";
+      case cir::ExprKind::Var: {
+        const std::string& name = e.as<cir::Var>()->name;
+        auto it = values_.find(name);
+        if (it == values_.end()) throw std::logic_error("GLSL lowering: unknown name " + name);
+        return it->second.text;
+      }
+      case cir::ExprKind::Cast: {
+        auto c = e.as<cir::Cast>();
+        return temp(t, convert(expr(c->value), c->value->type.dtype, t));
+      }
+      case cir::ExprKind::Unary: {
+        auto u = e.as<cir::Unary>();
+        std::string a = expr(u->a);
+        DType at = u->a->type.dtype;
+        if (u->op == UnaryOp::Not) return temp(DType::Bool, "!" + truthy(a, at));
+        if (is_float(at)) return temp(at, round_to(at, "-" + a));
+        if (at == DType::Bool) return a;
+        return temp(at, wrap(at, "-" + a));
+      }
+      case cir::ExprKind::Binary: return binary(*e.as<cir::Binary>());
+      case cir::ExprKind::Select: {
+        auto s = e.as<cir::Select>();
+        std::string c = expr(s->cond), x = expr(s->t), y = expr(s->f);
+        return temp(t, c + " ? " + x + " : " + y);
+      }
+      case cir::ExprKind::Math: return math(*e.as<cir::Math>());
+      case cir::ExprKind::Access: {
+        auto a = e.as<cir::Access>();
+        const Buf& b = buffer(a->buffer);
+        std::string off = element_offset(b, a->axes, a->span, a->buffer, false);
+        return temp(b.type.dtype, b.storage ? from_memory(b.type.dtype, b.name + "[" + off + "]") : b.name + "[" + off + "]");
+      }
+      default: throw std::logic_error("GLSL lowering: unsupported expression " + cir::print(e));
+    }
+  }
+
+  std::string binary(const cir::Binary& bin) {
+    DType t = bin.a->type.dtype;
+    if (bin.op == BinaryOp::And || bin.op == BinaryOp::Or) {
+      // Short-circuit: the right side (and its checks) only where it decides.
+      std::string r = fresh("t");
+      std::string a = expr(bin.a);
+      line("bool " + r + " = " + truthy(a, t) + ";");
+      line(std::string("if (") + (bin.op == BinaryOp::And ? "" : "!") + r + ") {");
+      ++indent_;
+      std::string c = expr(bin.b);
+      line(r + " = " + truthy(c, bin.b->type.dtype) + ";");
+      --indent_;
+      line("}");
+      return r;
+    }
+    std::string a = expr(bin.a), c = expr(bin.b);
+    if (is_comparison(bin.op)) return temp(DType::Bool, compare(bin.op, t, a, c));
+    return temp(t, arith(bin.op, t, a, c, bin.span));
+  }
+
+  std::string compare(BinaryOp op, DType t, const std::string& a, const std::string& c) {
+    if (t == DType::Bool) {
+      std::string x = "int(" + a + ")", y = "int(" + c + ")";
+      return compare(op, DType::I32, x, y);
+    }
+    switch (op) {
+      case BinaryOp::Eq: return "(" + a + " == " + c + ")";
+      case BinaryOp::Ne: return "!(" + a + " == " + c + ")";  // unordered: NaN != anything
+      case BinaryOp::Lt: return "(" + a + " < " + c + ")";
+      case BinaryOp::Le: return "(" + a + " <= " + c + ")";
+      case BinaryOp::Gt: return "(" + a + " > " + c + ")";
+      default: return "(" + a + " >= " + c + ")";
+    }
+  }
+
+  std::string min_max(bool is_min, DType t, const std::string& a, const std::string& c) {
+    if (is_float(t)) {
+      helpers_.insert(t == DType::F64 ? "minmax_double" : "minmax_float");
+      return round_to(t, std::string(is_min ? "zy_min(" : "zy_max(") + a + ", " + c + ")");
+    }
+    return std::string(is_min ? "min(" : "max(") + a + ", " + c + ")";
+  }
+
+  std::string arith(BinaryOp op, DType t, const std::string& a, const std::string& c, Span span) {
+    if (t == DType::Bool) {  // as the reference: 0/1 arithmetic, then "not zero"
+      switch (op) {
+        case BinaryOp::Add: case BinaryOp::Max: return "(" + a + " || " + c + ")";
+        case BinaryOp::Mul: case BinaryOp::Min: return "(" + a + " && " + c + ")";
+        case BinaryOp::Sub: return "(" + a + " != " + c + ")";
+        default: {
+          std::string r = arith(op, DType::I64, "(" + a + " ? 1l : 0l)", "(" + c + " ? 1l : 0l)", span);
+          return "(" + r + " != 0l)";
+        }
+      }
+    }
+    if (is_float(t)) {
+      switch (op) {
+        case BinaryOp::Add: return round_to(t, a + " + " + c);
+        case BinaryOp::Sub: return round_to(t, a + " - " + c);
+        case BinaryOp::Mul: return round_to(t, a + " * " + c);
+        case BinaryOp::Div: return round_to(t, a + " / " + c);
+        case BinaryOp::Mod: helpers_.insert("fmod"); return round_to(t, "zy_fmod(" + a + ", " + c + ")");
+        case BinaryOp::Pow: helpers_.insert("pow"); return round_to(t, "zy_pow(" + a + ", " + c + ")");
+        case BinaryOp::Min: return min_max(true, t, a, c);
+        case BinaryOp::Max: return min_max(false, t, a, c);
+        default: throw std::logic_error("GLSL lowering: bad float operator");
+      }
+    }
+    switch (op) {
+      case BinaryOp::Add: return wrap(t, a + " + " + c);
+      case BinaryOp::Sub: return wrap(t, a + " - " + c);
+      case BinaryOp::Mul: return wrap(t, a + " * " + c);
+      case BinaryOp::Div:
+      case BinaryOp::Mod: {
+        check("(" + c + " != " + zero(t) + ")", span, op == BinaryOp::Div ? "integer division by zero" : "integer remainder by zero");
+        // Truncating; a divisor of 0 gives 0 (the check has failed); x / -1 wraps.
+        std::string d = temp(t, "(" + c + " == " + zero(t) + ") ? " + int_constant(1, t) + " : " + c);
+        std::string q;
+        if (is_signed_int(t)) {
+          std::string minus_one = "(" + d + " == " + int_constant(-1, t) + ")";
+          q = temp(t, minus_one + " ? " + wrap(t, "-" + a) + " : " + a + " / " + d);
+        } else {
+          q = temp(t, a + " / " + d);
+        }
+        if (op == BinaryOp::Div) return q;
+        return wrap(t, a + " - " + q + " * " + d);
+      }
+      case BinaryOp::Pow: {
+        helpers_.insert("ipow");
+        std::string bad = fresh("bad");
+        line("bool " + bad + " = false;");
+        std::string r = temp(DType::I64, "zy_ipow(int64_t(" + a + "), int64_t(" + c + "), " + (is_signed_int(t) ? "true" : "false") + ", " + bad + ")");
+        check("!" + bad, span, "integer power with a negative exponent");
+        return convert(r, DType::I64, t);
+      }
+      case BinaryOp::Min: return min_max(true, t, a, c);
+      case BinaryOp::Max: return min_max(false, t, a, c);
+      default: throw std::logic_error("GLSL lowering: bad integer operator");
+    }
+  }
+
+  std::string math(const cir::Math& m) {
+    DType t = m.type.dtype;
+    std::vector<std::string> args;
+    for (const Expr& a : m.args) args.push_back(expr(a));
+    const std::string& x = args[0];
+    auto call = [&](const char* fn) { return temp(t, round_to(t, std::string(fn) + "(" + x + ")")); };
+    if (!is_float(t)) {
+      bool s = is_signed_int(t);
+      switch (m.fn) {
+        case MathFn::Abs: return s ? temp(t, wrap(t, "abs(" + x + ")")) : x;
+        case MathFn::Sign: return s ? temp(t, "(" + x + " > " + zero(t) + " ? " + int_constant(1, t) + " : " + x + " < " + zero(t) + " ? " +
+                                               int_constant(-1, t) + " : " + zero(t) + ")")
+                                    : temp(t, "(" + x + " != " + zero(t) + " ? " + int_constant(1, t) + " : " + zero(t) + ")");
+        case MathFn::Relu: return s ? temp(t, "max(" + x + ", " + zero(t) + ")") : x;
+        case MathFn::Min: return temp(t, "min(" + x + ", " + args[1] + ")");
+        case MathFn::Max: return temp(t, "max(" + x + ", " + args[1] + ")");
+        case MathFn::Clamp: return temp(t, "min(max(" + x + ", " + args[1] + "), " + args[2] + ")");
+        default: throw std::logic_error(std::string("GLSL lowering: ") + math_fn_name(m.fn) + " on integers");
+      }
+    }
+    std::string one = t == DType::F64 ? "1.0lf" : "1.0";
+    switch (m.fn) {
+      case MathFn::Sin: return call("sin");
+      case MathFn::Cos: return call("cos");
+      case MathFn::Tan: return call("tan");
+      case MathFn::Asin: return call("asin");
+      case MathFn::Acos: return call("acos");
+      case MathFn::Atan: return call("atan");
+      case MathFn::Sinh: return call("sinh");
+      case MathFn::Cosh: return call("cosh");
+      case MathFn::Tanh:  // GLSL's tanh overflows to NaN where exp does: written out
+        return temp(t, round_to(t, "(abs(" + x + ") > 9.1 ? sign(" + x + ") : tanh(" + x + "))"));
+      case MathFn::Exp: return call("exp");
+      case MathFn::Exp2: return call("exp2");
+      case MathFn::Log: return call("log");
+      case MathFn::Log2: return call("log2");
+      case MathFn::Log10: return temp(t, round_to(t, "log2(" + x + ") * 0.30102999566398120"));
+      case MathFn::Sqrt: return call("sqrt");
+      case MathFn::Rsqrt: return temp(t, round_to(t, one + " / sqrt(" + x + ")"));
+      case MathFn::Abs: return call("abs");
+      case MathFn::Floor: return call("floor");
+      case MathFn::Ceil: return call("ceil");
+      case MathFn::Round: return call("roundEven");
+      case MathFn::Trunc: return call("trunc");
+      case MathFn::Sign: return temp(t, "(isnan(" + x + ") ? " + x + " : sign(" + x + "))");
+      case MathFn::Relu: return temp(t, "(isnan(" + x + ") ? " + x + " : " + x + " > " + zero(t) + " ? " + x + " : " + zero(t) + ")");
+      case MathFn::Erf: helpers_.insert("erf"); return call("zy_erf");
+      case MathFn::Gelu:
+        helpers_.insert("erf");
+        return temp(t, round_to(t, "0.5 * " + x + " * (1.0 + zy_erf(" + x + " * 0.70710678118654752440))"));
+      case MathFn::GeluTanh:
+        return temp(t, round_to(t, x + " / (1.0 + exp(-1.5957691216057308 * (" + x + " + 0.044715 * " + x + " * " + x + " * " + x + ")))"));
+      case MathFn::Sigmoid: return temp(t, round_to(t, "1.0 / (1.0 + exp(-" + x + "))"));
+      case MathFn::Silu: return temp(t, round_to(t, x + " / (1.0 + exp(-" + x + "))"));
+      case MathFn::Pow: helpers_.insert("pow"); return temp(t, round_to(t, "zy_pow(" + x + ", " + args[1] + ")"));
+      case MathFn::Atan2:
+        return temp(t, round_to(t, "((" + x + " == 0.0 && " + args[1] + " == 0.0) ? 0.0 : atan(" + x + ", " + args[1] + "))"));
+      case MathFn::Min: return temp(t, min_max(true, t, x, args[1]));
+      case MathFn::Max: return temp(t, min_max(false, t, x, args[1]));
+      case MathFn::Clamp: return temp(t, min_max(true, t, min_max(false, t, x, args[1]), args[2]));
+      case MathFn::Fma: return temp(t, round_to(t, "fma(" + x + ", " + args[1] + ", " + args[2] + ")"));
+    }
+    throw std::logic_error("GLSL lowering: unknown math function");
+  }
+
+  // ---------------------------------------------------------- buffers
+
+  const Buf& buffer(const std::string& name) {
+    auto it = bufs_.find(name);
+    if (it == bufs_.end()) throw std::logic_error("GLSL lowering: unknown buffer " + name);
+    return it->second;
+  }
+
+  // Row-major offset of an element, each index checked against its axis;
+  // where one is out of bounds, the offset of element 0 (harmless) and
+  // `*ok` false.
+  std::string element_offset(const Buf& b, const std::vector<cir::AxisSel>& axes, Span span, const std::string& name, bool write,
+                             std::string* ok_out = nullptr) {
+    std::string offset = "0l", ok = "true";
+    for (size_t a = b.thread_private ? 1 : 0; a < axes.size(); ++a) {
+      std::string extent = "int64_t(" + expr(b.type.shape[a]) + ")";
+      std::string idx = temp(DType::I64, "int64_t(" + expr(axes[a].index) + ")");
+      ok = ok + " && uint64_t(" + idx + ") < uint64_t(" + extent + ")";
+      offset = "(" + offset + ") * " + extent + " + " + idx;
+    }
+    std::string okv = temp(DType::Bool, ok);
+    check(okv, span, std::string(write ? "index out of bounds writing " : "index out of bounds reading ") + name);
+    if (ok_out) *ok_out = okv;
+    return temp(DType::U32, okv + " ? uint(" + offset + ") : 0u");  // buffers hold fewer than 2^32 elements
+  }
+
+  // ---------------------------------------------------------- statements
+
+  void block(const cir::Block& blk) {
+    for (const cir::Stmt& s : blk) stmt(s);
+  }
+
+  void stmt(const cir::Stmt& s) {
+    switch (s->kind) {
+      case cir::StmtKind::For: return emit_for(*s.as<cir::For>(), stride_of(*s.as<cir::For>()));
+      case cir::StmtKind::If: {
+        auto i = s.as<cir::If>();
+        std::string c = expr(i->cond);
+        line("if (" + c + ") {");
+        ++indent_;
+        block(i->then_body);
+        --indent_;
+        if (!i->else_body.empty()) {
+          line("} else {");
+          ++indent_;
+          block(i->else_body);
+          --indent_;
+        }
+        line("}");
+        return;
+      }
+      case cir::StmtKind::Let: {
+        auto l = s.as<cir::Let>();
+        DType t = l->value->type.dtype;
+        std::string v = expr(l->value), n = ident(l->name);
+        line(reg_type(t) + " " + n + " = " + v + ";");
+        values_[l->name] = {n, t};
+        return;
+      }
+      case cir::StmtKind::Decl: {
+        auto d = s.as<cir::Decl>();
+        DType t = d->type.dtype;
+        std::string v = d->init.defined() ? expr(d->init) : zero(t), n = ident(d->name);
+        line(reg_type(t) + " " + n + " = " + v + ";");
+        values_[d->name] = {n, t};
+        return;
+      }
+      case cir::StmtKind::Assign: {
+        auto a = s.as<cir::Assign>();
+        std::string v = expr(a->value);
+        line(values_.at(a->name).text + " = " + v + ";");
+        return;
+      }
+      case cir::StmtKind::Store: {
+        auto st = s.as<cir::Store>();
+        const Buf& b = buffer(st->buffer);
+        std::string v = expr(st->value), ok;
+        std::string off = element_offset(b, st->axes, st->span, st->buffer, true, &ok);
+        line("if (" + ok + ") " + b.name + "[" + off + "] = " + (b.storage ? to_memory(b.type.dtype, v) : v) + ";");
+        return;
+      }
+      case cir::StmtKind::Yield: return emit_yield(*s.as<cir::Yield>());
+      case cir::StmtKind::Allocate: return allocate(*s.as<cir::Allocate>());
+      case cir::StmtKind::Barrier:
+        // A GPU block's threads meet; elsewhere one thread runs each
+        // iteration in order and there is nothing to wait for.
+        if (block_depth_ > 0) line("memoryBarrierShared(); memoryBarrierBuffer(); barrier();");
+        return;
+      case cir::StmtKind::Check: {
+        auto c = s.as<cir::Check>();
+        check(expr(c->cond), c->span, c->message);
+        return;
+      }
+      case cir::StmtKind::Atomic: return emit_atomic(*s.as<cir::Atomic>());
+      case cir::StmtKind::BlockReduce: return emit_block_reduce(*s.as<cir::BlockReduce>());
+      default: throw std::logic_error("GLSL lowering: unsupported statement");
+    }
+  }
+
+  void allocate(const cir::Allocate& a) {
+    DType t = a.type.dtype;
+    int64_t bytes = cir::allocation_bytes(a);
+    uint64_t n = static_cast<uint64_t>(bytes) / dtype_size(t);
+    std::string name = ident(a.name);
+    if (a.space == cir::MemorySpace::Shared && block_depth_ > 0) {
+      // The block's own shared memory, undefined until written; one array each.
+      if (!declared_shared_.insert(a.name).second) throw std::logic_error("GLSL lowering: shared array declared twice");
+      shared_ << "shared " << reg_type(t) << " " << name << "[" << std::max<uint64_t>(n, 1) << "];\n";
+      bufs_[a.name] = {name, "", a.type, false, false};
+      return;
+    }
+    if (a.space == cir::MemorySpace::Local && block_depth_ > 0 && thread_depth_ == 0) {
+      // Thread-private: each thread keeps only its own row (the first axis is the thread).
+      int64_t threads = a.type.shape[0].as<cir::IntImm>()->value;
+      check("gl_WorkGroupSize.x >= " + std::to_string(threads) + "u", a.span,
+            "the GPU block has fewer threads than the schedule's " + std::to_string(threads));
+      line(reg_type(t) + " " + name + "[" + std::to_string(std::max<uint64_t>(n / static_cast<uint64_t>(threads), 1)) + "];");
+      bufs_[a.name] = {name, "", a.type, true, false};
+      return;
+    }
+    // A local array; zero-filled each time it is reached where it is a shared
+    // array (one thread running a whole iteration), as the reference does.
+    line(reg_type(t) + " " + name + "[" + std::to_string(std::max<uint64_t>(n, 1)) + "];");
+    if (a.space == cir::MemorySpace::Shared) {
+      std::string i = fresh("z");
+      line("for (int " + i + " = 0; " + i + " < " + std::to_string(n) + "; ++" + i + ") " + name + "[" + i + "] = " + zero(t) + ";");
+    }
+    bufs_[a.name] = {name, "", a.type, false, false};
+  }
+
+  static Stride stride_of(const cir::For& f) {
+    switch (f.loop_kind) {
+      case cir::LoopKind::GpuBlock: return Stride::Block;
+      case cir::LoopKind::GpuThread: return Stride::Thread;
+      default: return Stride::Serial;
+    }
+  }
+
+  static std::optional<int64_t> constant(const Expr& e) {
+    auto i = e.as<cir::IntImm>();
+    return i ? std::optional<int64_t>(i->value) : std::nullopt;
+  }
+
+  // for var in lo..hi step s, as iterations k = first, first + stride, ...
+  // below trips with var = lo + k * s. A loop that may run more than
+  // kLoopLimit times runs as an outer loop over chunks of kLoopLimit strides.
+  void emit_for(const cir::For& f, Stride how) {
+    std::string lo = temp(DType::I64, "int64_t(" + expr(f.lo) + ")");
+    std::string hi = temp(DType::I64, "int64_t(" + expr(f.hi) + ")");
+    std::string step = temp(DType::I64, "int64_t(" + expr(f.step) + ")");
+    std::string runs = "true";
+    if (!constant(f.step)) {
+      check(step + " > 0l", f.span, "loop step must be positive");
+      runs = step + " > 0l";
+    }
+    std::string trips = temp(DType::I64, "(" + runs + " && " + hi + " > " + lo + ") ? (" + hi + " - " + lo + " + " + step + " - 1l) / " + step + " : 0l");
+    std::string first = "0l", stride = "1l";
+    switch (how) {
+      case Stride::Grid:
+        first = "(int64_t(gl_GlobalInvocationID.y) * int64_t(gl_NumWorkGroups.x) * int64_t(gl_WorkGroupSize.x) + int64_t(gl_GlobalInvocationID.x))";
+        stride = "(int64_t(gl_NumWorkGroups.x) * int64_t(gl_NumWorkGroups.y) * int64_t(gl_WorkGroupSize.x))";
+        break;
+      case Stride::Block:
+        first = "(int64_t(gl_WorkGroupID.y) * int64_t(gl_NumWorkGroups.x) + int64_t(gl_WorkGroupID.x))";
+        stride = "(int64_t(gl_NumWorkGroups.x) * int64_t(gl_NumWorkGroups.y))";
+        break;
+      case Stride::Thread:
+        first = "int64_t(gl_LocalInvocationID.x)";
+        stride = "int64_t(gl_WorkGroupSize.x)";
+        break;
+      case Stride::Serial: break;
+    }
+    std::optional<int64_t> lo_c = constant(f.lo), hi_c = constant(f.hi), step_c = constant(f.step);
+    bool short_loop = how == Stride::Serial && lo_c && hi_c && step_c && *step_c > 0 && (*hi_c - *lo_c) / *step_c < kLoopLimit;
+    std::string k = fresh("k");
+    if (how == Stride::Serial && unrolled_whole(f)) {
+      unrolled_ = true;
+      line("[[unroll]] for (int64_t " + k + " = 0l; " + k + " < " + std::to_string(*constant_trips(f)) + "l; ++" + k + ") {");
+      short_loop = true;
+    } else if (short_loop) {
+      line("for (int64_t " + k + " = " + first + "; " + k + " < " + trips + "; " + k + " += " + stride + ") {");
+    } else {
+      std::string k0 = fresh("k"), end = fresh("e"), st = fresh("s");
+      line("int64_t " + st + " = " + stride + ";");
+      line("for (int64_t " + k0 + " = " + first + "; " + k0 + " < " + trips + "; " + k0 + " += " + st + " * " + std::to_string(kLoopLimit) + "l) {");
+      ++indent_;
+      line("int64_t " + end + " = min(" + trips + ", " + k0 + " + " + st + " * " + std::to_string(kLoopLimit) + "l);");
+      line("for (int64_t " + k + " = " + k0 + "; " + k + " < " + end + "; " + k + " += " + st + ") {");
+    }
+    ++indent_;
+    std::string var = ident(f.var);
+    line("int64_t " + var + " = " + lo + " + " + k + " * " + step + ";");
+    values_[f.var] = {var, DType::I64};
+    block_depth_ += f.loop_kind == cir::LoopKind::GpuBlock;
+    thread_depth_ += f.loop_kind == cir::LoopKind::GpuThread;
+    block(f.body);
+    block_depth_ -= f.loop_kind == cir::LoopKind::GpuBlock;
+    thread_depth_ -= f.loop_kind == cir::LoopKind::GpuThread;
+    --indent_;
+    line("}");
+    if (!short_loop) {
+      --indent_;
+      line("}");
+    }
+  }
+
+  // ---------------------------------------------------------- reductions and atomics
+
+  // *element = update(*element) atomically: a compare-and-swap of its bits,
+  // retried until no other invocation changed them in between, so every op
+  // keeps the semantics of its plain form.
+  template <class Update>
+  void atomic_update(DType t, const Buf& b, const std::string& off, Update update) {
+    if (b.bits.empty()) throw std::logic_error("GLSL lowering: atomics need a 4- or 8-byte element");
+    std::string bt = bits_type(t), seen = fresh("seen"), prev = fresh("prev");
+    auto value_of = [&](const std::string& bits) -> std::string {
+      switch (t) {
+        case DType::F32: return "uintBitsToFloat(" + bits + ")";
+        case DType::F64: return "packDouble2x32(uvec2(uint(" + bits + " & 0xFFFFFFFFul), uint(" + bits + " >> 32)))";
+        case DType::I32: return "int(" + bits + ")";
+        case DType::I64: return "int64_t(" + bits + ")";
+        default: return bits;
+      }
+    };
+    auto bits_of = [&](const std::string& v) -> std::string {
+      switch (t) {
+        case DType::F32: return "floatBitsToUint(" + v + ")";
+        case DType::F64: return "(uint64_t(unpackDouble2x32(" + v + ").y) << 32 | uint64_t(unpackDouble2x32(" + v + ").x))";
+        case DType::I32: return "uint(" + v + ")";
+        case DType::I64: return "uint64_t(" + v + ")";
+        default: return v;
+      }
+    };
+    line(bt + " " + seen + " = " + b.bits + "[" + off + "];");
+    line("while (true) {");
+    ++indent_;
+    std::string cur = temp(t, value_of(seen));
+    std::string next = update(cur);
+    line(bt + " " + prev + " = atomicCompSwap(" + b.bits + "[" + off + "], " + seen + ", " + bits_of(next) + ");");
+    line("if (" + prev + " == " + seen + ") break;");
+    line(seen + " = " + prev + ";");
+    --indent_;
+    line("}");
+  }
+
+  void emit_yield(const cir::Yield& y) {
+    const Buf& acc = buffer("%acc");
+    std::string offset = "0l", ok = "true";
+    for (size_t a = 0; a < y.out_index.size(); ++a) {
+      std::string extent = "int64_t(" + expr(acc.type.shape[a]) + ")";
+      std::string idx = temp(DType::I64, "int64_t(" + expr(y.out_index[a]) + ")");
+      ok += " && uint64_t(" + idx + ") < uint64_t(" + extent + ")";
+      offset = "(" + offset + ") * " + extent + " + " + idx;
+    }
+    std::string okv = temp(DType::Bool, ok);
+    check(okv, y.span, "yield to an output element out of range");
+    std::string off = temp(DType::U32, okv + " ? uint(" + offset + ") : 0u");
+    std::string v = expr(y.value);
+    DType vt = y.value->type.dtype;
+    ReduceOp op = k_.reduce_op;
+    line("if (" + okv + ") {");
+    ++indent_;
+    if (is_arg_reduce(op)) {
+      // One invocation yields at a time here (a block's fold yields once).
+      const Buf& best = buffer("%best");
+      const Buf& has = buffer("%has");
+      std::string index = temp(DType::I64, "int64_t(" + expr(y.index) + ")");
+      std::string seen = temp(DType::Bool, from_memory(DType::Bool, has.name + "[" + off + "]"));
+      std::string cur = temp(vt, from_memory(vt, best.name + "[" + off + "]"));
+      std::string better;
+      if (is_float(vt)) {
+        std::string cmp = op == ReduceOp::ArgMax ? v + " > " + cur : v + " < " + cur;
+        better = "(!isnan(" + cur + ") && (isnan(" + v + ") || " + cmp + "))";
+      } else {
+        better = op == ReduceOp::ArgMax ? "(" + v + " > " + cur + ")" : "(" + v + " < " + cur + ")";
+      }
+      line("if (!" + seen + " || " + better + ") {");
+      ++indent_;
+      line(has.name + "[" + off + "] = uint8_t(1u);");
+      line(best.name + "[" + off + "] = " + to_memory(vt, v) + ";");
+      line(acc.name + "[" + off + "] = " + to_memory(acc.type.dtype, convert(index, DType::I64, acc.type.dtype)) + ";");
+      --indent_;
+      line("}");
+    } else {
+      DType at = acc.type.dtype;
+      std::string x = temp(at, convert(v, vt, at));
+      auto combine = [&](const std::string& cur) {
+        if (std::optional<BinaryOp> b = reduce_binary_op(op)) return arith(*b, at, cur, x, y.span);
+        std::string r = "(" + truthy(cur, at) + (op == ReduceOp::And ? " && " : " || ") + truthy(x, at) + ")";
+        return convert(r, DType::Bool, at);
+      };
+      // Blocks of a GPU schedule, and grid-stride iterations yielding to an
+      // element chosen without their variable, meet there at once.
+      bool shared_target = block_depth_ > 0 || (!task_var_.empty() && !std::any_of(y.out_index.begin(), y.out_index.end(), [&](const Expr& e) {
+        return cir::reads_any(e, {task_var_});
+      }));
+      if (shared_target) {
+        atomic_update(at, acc, off, combine);
+      } else {
+        std::string cur = temp(at, from_memory(at, acc.name + "[" + off + "]"));
+        line(acc.name + "[" + off + "] = " + to_memory(at, combine(cur)) + ";");
+      }
+    }
+    --indent_;
+    line("}");
+  }
+
+  void emit_atomic(const cir::Atomic& a) {
+    const Buf& b = buffer(a.buffer);
+    DType t = b.type.dtype;
+    std::vector<cir::AxisSel> axes;
+    for (const Expr& e : a.index) axes.push_back(cir::AxisSel::at(e));
+    std::string x = expr(a.value), ok;
+    std::string off = element_offset(b, axes, a.span, a.buffer, true, &ok);
+    line("if (" + ok + ") {");
+    ++indent_;
+    bool int_like = is_int(t) && dtype_size(t) >= 4;
+    std::string target = b.name + "[" + off + "]";
+    if (int_like && (a.op == cir::AtomicOp::Add || a.op == cir::AtomicOp::Min || a.op == cir::AtomicOp::Max || a.op == cir::AtomicOp::Exchange)) {
+      const char* fn = a.op == cir::AtomicOp::Add ? "atomicAdd" : a.op == cir::AtomicOp::Min ? "atomicMin" : a.op == cir::AtomicOp::Max ? "atomicMax" : "atomicExchange";
+      line(std::string(fn) + "(" + target + ", " + x + ");");
+    } else {
+      atomic_update(t, b, off, [&](const std::string& cur) -> std::string {
+        switch (a.op) {
+          case cir::AtomicOp::Add: return arith(BinaryOp::Add, t, cur, x, a.span);
+          case cir::AtomicOp::Min: return arith(BinaryOp::Min, t, cur, x, a.span);
+          case cir::AtomicOp::Max: return arith(BinaryOp::Max, t, cur, x, a.span);
+          case cir::AtomicOp::Exchange: return x;
+          case cir::AtomicOp::And:
+          case cir::AtomicOp::Or:
+            return convert("(" + truthy(cur, t) + (a.op == cir::AtomicOp::And ? " && " : " || ") + truthy(x, t) + ")", DType::Bool, t);
+        }
+        return x;
+      });
+    }
+    --indent_;
+    line("}");
+  }
+
+  // A 32-bit word of every lane's value, exchanged with the lane whose index
+  // differs in `offset`'s bit; 64-bit values move as two halves, narrower
+  // ones widened.
+  std::string shuffle_xor(const std::string& v, DType t, const std::string& offset) {
+    auto sh = [&](const std::string& w) { return "subgroupShuffleXor(" + w + ", uint(" + offset + "))"; };
+    switch (t) {
+      case DType::F16: case DType::BF16: case DType::F32: case DType::I8: case DType::I16: case DType::I32: case DType::U8:
+      case DType::U16: case DType::U32:
+        return sh(v);
+      case DType::Bool: return "(" + sh("(" + v + " ? 1u : 0u)") + " != 0u)";
+      case DType::F64: return "packDouble2x32(uvec2(" + sh("unpackDouble2x32(" + v + ").x") + ", " + sh("unpackDouble2x32(" + v + ").y") + "))";
+      default: {
+        std::string u = "uint64_t(" + v + ")";
+        std::string r = "(uint64_t(" + sh("uint(" + u + " & 0xFFFFFFFFul)") + ") | (uint64_t(" + sh("uint(" + u + " >> 32)") + ") << 32))";
+        return t == DType::I64 ? "int64_t(" + r + ")" : r;
+      }
+    }
+  }
+
+  // A block-wide fold (cir::BlockReduce): each invocation folds its elements
+  // of the array, a subgroup folds its invocations' values by butterfly
+  // shuffles, lane 0 of each subgroup leaves the subgroup's value in shared
+  // scratch, and every invocation folds the scratch, so all hold the result.
+  void emit_block_reduce(const cir::BlockReduce& r) {
+    const Buf& array = buffer(r.array);
+    DType t = array.type.dtype;
+    BinaryOp combine = *reduce_binary_op(r.op);
+    std::string identity = scalar_constant(reduce_identity(r.op, t), t);
+    std::string scratch = fresh("zy_scratch");
+    shared_ << "shared " << reg_type(t) << " " << scratch << "[" << threads_ << "];\n";
+    line("memoryBarrierShared(); memoryBarrierBuffer(); barrier();");
+    std::string mine = fresh("mine"), i = fresh("i");
+    std::string count = temp(DType::I64, "int64_t(" + expr(r.count) + ")");
+    line(reg_type(t) + " " + mine + " = " + identity + ";");
+    line("for (int64_t " + i + " = int64_t(gl_LocalInvocationID.x); " + i + " < " + count + "; " + i + " += int64_t(gl_WorkGroupSize.x)) {");
+    ++indent_;
+    std::string element = temp(t, array.name + "[uint(" + i + ")]");
+    line(mine + " = " + arith(combine, t, mine, element, r.span) + ";");
+    --indent_;
+    line("}");
+    std::string off = fresh("o");
+    line("for (uint " + off + " = gl_SubgroupSize / 2u; " + off + " >= 1u; " + off + " /= 2u) {");
+    ++indent_;
+    std::string other = temp(t, shuffle_xor(mine, t, off));
+    line(mine + " = " + arith(combine, t, mine, other, r.span) + ";");
+    --indent_;
+    line("}");
+    line("if (gl_SubgroupInvocationID == 0u) " + scratch + "[gl_SubgroupID] = " + mine + ";");
+    line("memoryBarrierShared(); barrier();");
+    std::string result = ident(r.name), w = fresh("w");
+    line(reg_type(t) + " " + result + " = " + identity + ";");
+    line("for (uint " + w + " = 0u; " + w + " < gl_NumSubgroups; ++" + w + ") " + result + " = " + arith(combine, t, result, scratch + "[" + w + "]", r.span) + ";");
+    values_[r.name] = {result, t};
+  }
+
+  const cir::Kernel& k_;
+  const GpuTarget& t_;
+  int threads_;
+  std::string decls_;
+  std::ostringstream body_, shared_;
+  int indent_ = 1;
+  int temp_ = 0;
+  int block_depth_ = 0, thread_depth_ = 0;
+  bool unrolled_ = false;  // a loop is marked [[unroll]]
+  std::string task_var_;  // a reduce kernel's grid-stride loop variable
+  std::map<std::string, Buf> bufs_;
+  std::map<std::string, Value> values_;
+  std::set<std::string> declared_shared_;
+  std::set<std::string> helpers_;
+  std::vector<CheckSite> sites_;
+};
+
+}  // namespace
+
+GpuTarget generic_vulkan_target() {
+  GpuTarget t;
+  t.api = GpuApi::Vulkan;
+  t.arch = "generic";
+  t.subgroup_size = 32;
+  t.max_threads_per_block = 1024;
+  t.max_blocks = 65535;
+  t.multiprocessors = 16;
+  t.shared_memory_static = t.shared_memory_max = 32 << 10;
+  t.private_memory_per_thread = 64 << 10;
+  t.vector_bytes = 16;
+  t.index_bits = 64;
+  t.subgroup_shuffles = true;
+  t.atomics.float_add = false;
+  t.atomics.system_scope = false;
+  return t;
+}
+
+std::optional<std::string> glsl_unsupported_reason(const cir::Kernel& k, const GpuTarget& target, int block_threads) {
+  return Support(k, target, block_threads).run();
+}
+
+GlslKernel emit_glsl(const cir::Kernel& k, const GpuTarget& target, int block_threads) {
+  if (std::optional<std::string> why = glsl_unsupported_reason(k, target, block_threads))
+    throw std::logic_error("GLSL lowering: kernel " + k.name + " uses " + *why);
+  return Glsl(k, target, block_threads).run();
+}
+
+}  // namespace zyntax::codegen

@@ -1,0 +1,22 @@
+// GLSL compute shaders to SPIR-V, in process (shaderc, with glslang and
+// SPIRV-Tools linked in): the binary a Vulkan device loads, or its
+// disassembly (`zyntax compile --backend vulkan --emit spirv-asm`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace zyntax::codegen {
+
+struct SpirvModule {
+  std::vector<uint32_t> words;  // empty on failure
+  std::string error;            // the compiler's message, with the shader's line numbers
+};
+
+// SPIR-V 1.3 for Vulkan 1.1; optimised for performance (`optimize`).
+SpirvModule compile_glsl(const std::string& glsl, const std::string& name, bool optimize = true);
+// The same module as SPIR-V assembly text.
+std::string compile_glsl_to_assembly(const std::string& glsl, const std::string& name, bool optimize = true);
+
+}  // namespace zyntax::codegen

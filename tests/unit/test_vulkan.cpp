@@ -1,0 +1,116 @@
+// The vulkan backend on vulkan:0 (Mesa's lavapipe in CI; skipped where
+// there is no Vulkan device): every parity case against the reference
+// executor, each variant run on the device itself (not through the
+// fallback) but for the kernels the GLSL backend does not write, loops
+// past lavapipe's budget and grids past one row of workgroups, and a
+// failed check reported with the source's words. The tests run with the
+// validation layer on (ZYNTAX_VULKAN_VALIDATION=1, in ctest), where any
+// message of it fails the run that caused it.
+#include <gtest/gtest.h>
+
+#include "backends/registry.hpp"
+#include "backends/vulkan/vulkan_device.hpp"
+#include "parity_cases.hpp"
+#include "plan_parity.hpp"
+
+namespace zyntax {
+namespace {
+
+using testing::Case;
+
+Device* vulkan_device() { return device_registry().find("vulkan:0"); }
+
+class VulkanParity : public ::testing::TestWithParam<Case> {};
+
+TEST_P(VulkanParity, MatchesTheReference) {
+  Device* d = vulkan_device();
+  if (!d) GTEST_SKIP() << device_registry().unavailable_reason("vulkan:0");
+  const Case& c = GetParam();
+  testing::expect_matches_reference(*d, c, c.approximate || is_float(c.dtype));
+}
+
+// Parity cases that run on the host instead (the GLSL backend does not
+// write them: test_glsl_emitter.cpp says why).
+const std::set<std::string> kOnTheHost = {"math_f64", "scatter_min_bf16"};
+
+TEST_P(VulkanParity, RunsOnTheDevice) {
+  Device* d = vulkan_device();
+  if (!d) GTEST_SKIP() << device_registry().unavailable_reason("vulkan:0");
+  const Case& c = GetParam();
+  cir::Kernel generic = testing::kernel_of(testing::parity_source(c));
+  CompiledCompute compiled(generic);
+  Random rng(42);
+  for (int variant = 0; variant < 6; ++variant) {
+    std::vector<Tensor> inputs = testing::parity_inputs(c, variant, rng);
+    std::optional<std::map<std::string, int64_t>> dims = testing::variant_dims(generic, inputs);
+    if (!dims) continue;
+    std::string why;
+    std::string glsl = vulkan_glsl_of(*d, compiled.specialize(*dims)->kernel, &why);
+    EXPECT_EQ(glsl.empty(), kOnTheHost.count(c.name) > 0) << c.name << " variant " << variant << ": " << why;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, VulkanParity, ::testing::ValuesIn(testing::kParityCases),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+cir::Kernel specialised(const char* source, std::map<std::string, int64_t> dims) {
+  return CompiledCompute(testing::kernel_of(source)).specialize(dims)->kernel;
+}
+
+// A recurrence of 200,001 steps in each invocation: more loop iterations
+// than lavapipe lets one invocation run, so it is not written for it and
+// runs on the host, with the right result.
+TEST(Vulkan, LoopsPastTheDevicesBudgetRunOnTheHost) {
+  Device* d = vulkan_device();
+  if (!d) GTEST_SKIP() << device_registry().unavailable_reason("vulkan:0");
+  const char* src =
+      "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..n:\n  var s = 0\n  for j in 0..200001:\n"
+      "   s = (s * 7 + j) % 1000003\n  out[i] = s + x[i]\n }\n}";
+  cir::Kernel k = specialised(src, {{"n", 3}});
+  std::string why;
+  if (d->gpu_target()->loop_budget > 0) {
+    EXPECT_TRUE(vulkan_glsl_of(*d, k, &why).empty());
+    EXPECT_NE(why.find("loop iterations per invocation"), std::string::npos) << why;
+  }
+  CompiledCompute compiled(testing::kernel_of(src));
+  Tensor got = compiled.launch(*d, {Tensor::full(DType::F32, {3}, Scalar::of_float(1.0, DType::F32))}, {}, {});
+  EXPECT_EQ(got.get(2).f, 548878.0);
+}
+
+// 70,000 workgroups of 256 invocations: more than one row of the grid
+// (65,535 workgroups), every element computed once.
+TEST(Vulkan, GridsOfMoreThanOneRowOfWorkgroups) {
+  Device* d = vulkan_device();
+  if (!d) GTEST_SKIP() << device_registry().unavailable_reason("vulkan:0");
+  const char* src =
+      "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i] * 2.0 + 1.0\n }\n}";
+  int64_t n = int64_t{70000} * 256 * 4 + 3;  // 4 elements per invocation, and a ragged end
+  CompiledCompute compiled(testing::kernel_of(src));
+  Tensor x = Tensor::zeros(DType::F32, {n});
+  for (int64_t i = 0; i < n; ++i) x.data_as<float>()[i] = static_cast<float>(i % 1000);
+  Tensor got = compiled.launch(*d, {x}, {}, {});
+  ASSERT_EQ(got.numel(), n);
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i) wrong += got.data_as<float>()[i] != static_cast<float>(i % 1000) * 2.0f + 1.0f;
+  EXPECT_EQ(wrong, 0);
+  EXPECT_FALSE(vulkan_glsl_of(*d, compiled.specialize({{"n", n}})->kernel, nullptr).empty());
+}
+
+// A failed check (an index past the input) is the reference executor's
+// error, with the source's words, as on every device.
+TEST(Vulkan, AFailedCheckIsTheReferencesError) {
+  Device* d = vulkan_device();
+  if (!d) GTEST_SKIP() << device_registry().unavailable_reason("vulkan:0");
+  const char* src = "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i + 1]\n }\n}";
+  CompiledCompute compiled(testing::kernel_of(src));
+  std::string error;
+  try {
+    compiled.launch(*d, {Tensor::zeros(DType::F32, {5})}, {}, {});
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("out of bounds"), std::string::npos) << error;
+}
+
+}  // namespace
+}  // namespace zyntax
