@@ -51,7 +51,6 @@ std::string validate(const std::vector<uint32_t>& words, const std::string& tag)
 // the host through the fallback policy), and why.
 const std::map<std::string, std::string> kNotInGlsl = {
     {"math_f64", "f64 log (GLSL has no f64 log)"},
-    {"scatter_min_bf16", "atomic updates of elements of fewer than 4 bytes"},
 };
 
 class GlslParity : public ::testing::TestWithParam<Case> {};

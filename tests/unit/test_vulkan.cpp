@@ -31,7 +31,7 @@ TEST_P(VulkanParity, MatchesTheReference) {
 
 // Parity cases that run on the host instead (the GLSL backend does not
 // write them: test_glsl_emitter.cpp says why).
-const std::set<std::string> kOnTheHost = {"math_f64", "scatter_min_bf16"};
+const std::set<std::string> kOnTheHost = {"math_f64"};
 
 TEST_P(VulkanParity, RunsOnTheDevice) {
   Device* d = vulkan_device();

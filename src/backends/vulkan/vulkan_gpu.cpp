@@ -170,7 +170,8 @@ uint32_t Gpu::memory_type(uint32_t allowed) const {
   return static_cast<uint32_t>(best);
 }
 
-Gpu::Buffer::Buffer(Gpu& gpu, size_t bytes) : gpu_(gpu), bytes_(std::max<size_t>(bytes, 4)) {
+// Whole 32-bit words (atomics on narrower elements take their word), at least one.
+Gpu::Buffer::Buffer(Gpu& gpu, size_t bytes) : gpu_(gpu), bytes_(std::max<size_t>((bytes + 3) / 4 * 4, 4)) {
   const VolkDeviceTable& api = gpu.api_;
   auto bi = make<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
   bi.size = bytes_;

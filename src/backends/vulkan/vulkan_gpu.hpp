@@ -37,7 +37,7 @@ class Gpu {
   uint64_t max_buffer_bytes() const { return max_buffer_bytes_; }
   std::string driver_text() const;
 
-  // A storage buffer of `bytes` (at least 4) in host-visible, coherent
+  // A storage buffer of `bytes` (in whole 32-bit words, at least one) in host-visible, coherent
   // memory, mapped for the life of the buffer.
   class Buffer {
    public:

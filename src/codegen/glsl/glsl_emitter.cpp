@@ -314,7 +314,10 @@ class Support : public cir::IRVisitor {
   }
   void visit(const cir::Atomic* op) override {
     auto it = dtypes_.find(op->buffer);
-    if (it != dtypes_.end() && dtype_size(it->second) < 4) fail("atomic updates of elements of fewer than 4 bytes");
+    // 1- and 2-byte elements through their 32-bit word: only in the output's storage buffer.
+    const cir::Param* p = k_.find_param(op->buffer);
+    if (it != dtypes_.end() && dtype_size(it->second) < 4 && (!p || p->role != cir::ParamRole::Output))
+      fail("atomic updates of 1- or 2-byte elements of an array");
     IRVisitor::visit(op);
   }
   void visit(const cir::BlockReduce* op) override {
@@ -390,7 +393,7 @@ class Glsl {
       d << "layout(std430, set = 0, binding = " << binding << ") " << (p.role == cir::ParamRole::Input ? "readonly " : "")
         << "buffer " << block << " { " << mem_type(p.type.dtype) << " d[]; } " << name << ";\n";
       Buf b{name + ".d", "", p.type, false, true};
-      if (p.role == cir::ParamRole::Output && dtype_size(p.type.dtype) >= 4) {
+      if (p.role == cir::ParamRole::Output) {  // for atomics: elements' bits, or the 32-bit words of narrower ones
         d << "layout(std430, set = 0, binding = " << binding << ") buffer " << block << "w { " << bits_type(p.type.dtype) << " d[]; } "
           << name << "w;\n";
         b.bits = name + "w.d";
@@ -1143,6 +1146,30 @@ class Glsl {
     line("}");
   }
 
+  // The same for a 1- or 2-byte element: a compare-and-swap of the 32-bit
+  // word that holds it, the word's other bytes kept as they are.
+  template <class Update>
+  void narrow_atomic_update(DType t, const Buf& b, const std::string& off, Update update) {
+    int bits = static_cast<int>(dtype_size(t)) * 8;
+    std::string per_word = std::to_string(32 / bits), mask = bits == 8 ? "0xFFu" : "0xFFFFu";
+    std::string word = fresh("word"), shift = fresh("shift"), seen = fresh("seen"), prev = fresh("prev");
+    line("uint " + word + " = " + off + " / " + per_word + "u;");
+    line("uint " + shift + " = (" + off + " % " + per_word + "u) * " + std::to_string(bits) + "u;");
+    line("uint " + seen + " = " + b.bits + "[" + word + "];");
+    line("while (true) {");
+    ++indent_;
+    std::string stored = "(" + seen + " >> " + shift + ") & " + mask;
+    std::string cur = temp(t, from_memory(t, mem_type(t) + "(" + stored + ")"));
+    std::string next = update(cur);
+    std::string next_bits = "(uint(" + to_memory(t, next) + ") & " + mask + ")";
+    line("uint " + prev + " = atomicCompSwap(" + b.bits + "[" + word + "], " + seen + ", (" + seen + " & ~(" + mask + " << " + shift + ")) | (" +
+         next_bits + " << " + shift + "));");
+    line("if (" + prev + " == " + seen + ") break;");
+    line(seen + " = " + prev + ";");
+    --indent_;
+    line("}");
+  }
+
   void emit_yield(const cir::Yield& y) {
     const Buf& acc = buffer("%acc");
     std::string offset = "0l", ok = "true";
@@ -1216,22 +1243,25 @@ class Glsl {
     ++indent_;
     bool int_like = is_int(t) && dtype_size(t) >= 4;
     std::string target = b.name + "[" + off + "]";
-    if (int_like && (a.op == cir::AtomicOp::Add || a.op == cir::AtomicOp::Min || a.op == cir::AtomicOp::Max || a.op == cir::AtomicOp::Exchange)) {
+    auto combine = [&](const std::string& cur) -> std::string {
+      switch (a.op) {
+        case cir::AtomicOp::Add: return arith(BinaryOp::Add, t, cur, x, a.span);
+        case cir::AtomicOp::Min: return arith(BinaryOp::Min, t, cur, x, a.span);
+        case cir::AtomicOp::Max: return arith(BinaryOp::Max, t, cur, x, a.span);
+        case cir::AtomicOp::Exchange: return x;
+        case cir::AtomicOp::And:
+        case cir::AtomicOp::Or:
+          return convert("(" + truthy(cur, t) + (a.op == cir::AtomicOp::And ? " && " : " || ") + truthy(x, t) + ")", DType::Bool, t);
+      }
+      return x;
+    };
+    if (dtype_size(t) < 4) {
+      narrow_atomic_update(t, b, off, combine);
+    } else if (int_like && (a.op == cir::AtomicOp::Add || a.op == cir::AtomicOp::Min || a.op == cir::AtomicOp::Max || a.op == cir::AtomicOp::Exchange)) {
       const char* fn = a.op == cir::AtomicOp::Add ? "atomicAdd" : a.op == cir::AtomicOp::Min ? "atomicMin" : a.op == cir::AtomicOp::Max ? "atomicMax" : "atomicExchange";
       line(std::string(fn) + "(" + target + ", " + x + ");");
     } else {
-      atomic_update(t, b, off, [&](const std::string& cur) -> std::string {
-        switch (a.op) {
-          case cir::AtomicOp::Add: return arith(BinaryOp::Add, t, cur, x, a.span);
-          case cir::AtomicOp::Min: return arith(BinaryOp::Min, t, cur, x, a.span);
-          case cir::AtomicOp::Max: return arith(BinaryOp::Max, t, cur, x, a.span);
-          case cir::AtomicOp::Exchange: return x;
-          case cir::AtomicOp::And:
-          case cir::AtomicOp::Or:
-            return convert("(" + truthy(cur, t) + (a.op == cir::AtomicOp::And ? " && " : " || ") + truthy(x, t) + ")", DType::Bool, t);
-        }
-        return x;
-      });
+      atomic_update(t, b, off, combine);
     }
     --indent_;
     line("}");

@@ -8,7 +8,8 @@
 // The semantics are the LLVM lowering's: values of f16/bf16 computed in f32
 // and rounded after every operation, saturating float-to-int conversions,
 // NaN-propagating min/max, integer division checked and wrapping, bounds
-// checks on every access. A failed check records its id in the status
+// checks on every access; atomics by compare-and-swap loops (of the 32-bit
+// word around a 1- or 2-byte element). A failed check records its id in the status
 // word (the first one wins) and the invocation goes on with the access
 // made harmless (a read of element 0, a store skipped, a loop not run): no
 // invocation leaves early, so every barrier is reached by the whole
