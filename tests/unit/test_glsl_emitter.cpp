@@ -6,11 +6,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 #include "codegen/glsl/glsl_emitter.hpp"
 #include "codegen/glsl/spirv_compiler.hpp"
 #include "plan/gpu_plan.hpp"
+#include "runtime/disk_cache.hpp"
 #include "plan_parity.hpp"
 #include "vulkan_targets.hpp"
 
@@ -89,6 +92,31 @@ TEST_P(GlslParity, EveryVariantCompilesToValidSpirv) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, GlslParity, ::testing::ValuesIn(testing::kParityCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+}  // namespace
+}  // namespace zyntax
+
+namespace zyntax {
+namespace {
+
+// The second compilation of a shader comes from the disk cache, word for word.
+TEST(SpirvCompiler, SpirvComesFromTheDiskCacheOnTheNextRun) {
+  std::string dir = ::testing::TempDir() + "/zyntax_spirv_cache_" + std::to_string(::getpid());
+  DiskCache cache(dir);
+  std::string glsl = "#version 450\nlayout(local_size_x = 1) in;\nlayout(std430, binding = 0) buffer B { float d[]; } b;\n"
+                     "void main() { b.d[0] = 1.0; }\n";
+  bool from_disk = true;
+  codegen::SpirvModule first = codegen::cached_spirv(glsl, "k", cache, &from_disk);
+  ASSERT_TRUE(first.error.empty()) << first.error;
+  EXPECT_FALSE(from_disk);
+  codegen::SpirvModule second = codegen::cached_spirv(glsl, "k", cache, &from_disk);
+  EXPECT_TRUE(from_disk);
+  EXPECT_EQ(first.words, second.words);
+  codegen::SpirvModule bad = codegen::cached_spirv("#version 450\nvoid main() { nonsense; }\n", "bad", cache, &from_disk);
+  EXPECT_FALSE(bad.error.empty());
+  EXPECT_NE(bad.error.find("bad:"), std::string::npos) << bad.error;
+  std::filesystem::remove_all(dir);
+}
 
 }  // namespace
 }  // namespace zyntax

@@ -9,7 +9,9 @@
 #include "codegen/glsl/spirv_compiler.hpp"
 #include "codegen/llvm/kernel_operands.hpp"
 #include "plan/gpu_plan.hpp"
+#include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "runtime/size_class_pool.hpp"
 
 namespace zyntax {
 
@@ -22,7 +24,13 @@ constexpr int64_t kMostGroups = int64_t{65535} * 65535;
 
 class VulkanDevice : public Device {
  public:
-  explicit VulkanDevice(std::unique_ptr<Gpu> gpu) : gpu_(std::move(gpu)) {
+  explicit VulkanDevice(std::unique_ptr<Gpu> gpu)
+      : gpu_(std::move(gpu)),
+        // Buffers kept for the next run in size classes (vkAllocateMemory is
+        // slow, and a device allows only so many allocations).
+        pool_(
+            gpu_->id(), [this](size_t bytes) { return reinterpret_cast<uint64_t>(new Gpu::Buffer(*gpu_, bytes)); },
+            [](uint64_t buffer) { delete reinterpret_cast<Gpu::Buffer*>(buffer); }) {
     info_.id = gpu_->id();
     info_.type = gpu_->is_cpu() ? "cpu" : "gpu";
     info_.name = gpu_->name();
@@ -56,13 +64,23 @@ class VulkanDevice : public Device {
     for (const codegen::KernelOperands::Operand& o : ops.params)
       if (const Tensor* t = ops.tensor(o); t && t->nbytes() > gpu_->max_buffer_bytes()) return Attempt::unsupported();
 
-    // Storage buffers in the shader's order: tensors, reduce buffers, status.
-    std::vector<std::unique_ptr<Gpu::Buffer>> owned;
+    // Storage buffers in the shader's order: tensors, reduce buffers, status;
+    // from the pool, and back to it when the run ends, an error included.
+    struct Lease {
+      SizeClassPool& pool;
+      std::vector<uint64_t> held;
+      ~Lease() {
+        for (uint64_t b : held) pool.release(b);
+      }
+      Gpu::Buffer* take(size_t bytes) {
+        held.push_back(pool.allocate(bytes));
+        return reinterpret_cast<Gpu::Buffer*>(held.back());
+      }
+    } lease{pool_, {}};
     std::vector<Gpu::Buffer*> bound;
     auto bind = [&](const Tensor& t, bool copy_in) {
-      owned.push_back(std::make_unique<Gpu::Buffer>(*gpu_, t.nbytes()));
-      if (copy_in && t.nbytes()) std::memcpy(owned.back()->data(), t.data(), t.nbytes());
-      bound.push_back(owned.back().get());
+      bound.push_back(lease.take(t.nbytes()));
+      if (copy_in && t.nbytes()) std::memcpy(bound.back()->data(), t.data(), t.nbytes());
     };
     Gpu::Buffer* out = nullptr;
     for (const codegen::KernelOperands::Operand& o : ops.params) {
@@ -78,9 +96,8 @@ class VulkanDevice : public Device {
       bind(*t, true);
       reduce_buffers.push_back(bound.back());
     }
-    owned.push_back(std::make_unique<Gpu::Buffer>(*gpu_, 4));
-    std::memset(owned.back()->data(), 0, 4);
-    Gpu::Buffer* status = owned.back().get();
+    Gpu::Buffer* status = lease.take(4);
+    std::memset(status->data(), 0, 4);
     bound.push_back(status);
 
     std::vector<uint8_t> push(plan->shader.push_constant_bytes, 0);
@@ -126,7 +143,8 @@ class VulkanDevice : public Device {
                       std::to_string(gpu_->push_constant_limit());
       return plan;
     }
-    codegen::SpirvModule m = codegen::compile_glsl(plan->shader.source, kernel.name);
+    // SPIR-V from an earlier run where there is one (the disk cache).
+    codegen::SpirvModule m = codegen::cached_spirv(plan->shader.source, kernel.name, DiskCache::global());
     if (!m.error.empty()) throw std::logic_error("the GLSL of kernel " + kernel.name + " does not compile: " + m.error);
     std::lock_guard<std::mutex> lock(mu_);
     plan->pipeline = std::make_unique<Gpu::Pipeline>(*gpu_, m.words, bindings, plan->shader.push_constant_bytes);
@@ -141,6 +159,7 @@ class VulkanDevice : public Device {
   }
 
   std::unique_ptr<Gpu> gpu_;
+  SizeClassPool pool_;  // of Gpu::Buffer, by address
   DeviceInfo info_;
   std::mutex mu_;  // making pipelines
   KernelCache<Plan> plans_;

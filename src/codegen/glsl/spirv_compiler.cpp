@@ -2,7 +2,11 @@
 
 #include <shaderc/shaderc.hpp>
 
+#include <cstring>
+#include <optional>
 #include <stdexcept>
+
+#include "runtime/disk_cache.hpp"
 
 namespace zyntax::codegen {
 
@@ -27,6 +31,21 @@ SpirvModule compile_glsl(const std::string& glsl, const std::string& name, bool 
     return m;
   }
   m.words.assign(r.cbegin(), r.cend());
+  return m;
+}
+
+SpirvModule cached_spirv(const std::string& glsl, const std::string& name, const DiskCache& cache, bool* from_disk) {
+  std::string key = std::string("spirv\nzyntax ") + ZYNTAX_VERSION + "\n" + glsl;
+  std::optional<std::string> cached = cache.load(key);
+  if (from_disk) *from_disk = cached && cached->size() % 4 == 0 && !cached->empty();
+  if (from_disk && *from_disk) {
+    SpirvModule m;
+    m.words.resize(cached->size() / 4);
+    std::memcpy(m.words.data(), cached->data(), cached->size());
+    return m;
+  }
+  SpirvModule m = compile_glsl(glsl, name);
+  if (m.error.empty()) cache.store(key, std::string_view(reinterpret_cast<const char*>(m.words.data()), m.words.size() * 4));
   return m;
 }
 

@@ -7,6 +7,10 @@
 #include <string>
 #include <vector>
 
+namespace zyntax {
+class DiskCache;
+}
+
 namespace zyntax::codegen {
 
 struct SpirvModule {
@@ -16,6 +20,10 @@ struct SpirvModule {
 
 // SPIR-V 1.3 for Vulkan 1.1; optimised for performance (`optimize`).
 SpirvModule compile_glsl(const std::string& glsl, const std::string& name, bool optimize = true);
+// The same from `cache` where a run before compiled this shader (the key is
+// the shader's text and this compiler's version), else compiled and stored.
+// `from_disk`, when given, says which.
+SpirvModule cached_spirv(const std::string& glsl, const std::string& name, const DiskCache& cache, bool* from_disk = nullptr);
 // The same module as SPIR-V assembly text.
 std::string compile_glsl_to_assembly(const std::string& glsl, const std::string& name, bool optimize = true);
 
