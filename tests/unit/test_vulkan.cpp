@@ -8,6 +8,8 @@
 // message of it fails the run that caused it.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "backends/registry.hpp"
 #include "backends/vulkan/vulkan_device.hpp"
 #include "parity_cases.hpp"
@@ -110,6 +112,19 @@ TEST(Vulkan, AFailedCheckIsTheReferencesError) {
     error = e.what();
   }
   EXPECT_NE(error.find("out of bounds"), std::string::npos) << error;
+}
+
+// ZYNTAX_VULKAN_STAGING=1 (ctest's vulkan_staging runs this file so) keeps
+// the kernels' buffers in device-local memory filled and emptied through
+// staging buffers, as on a discrete GPU; every test above then runs that way.
+TEST(Vulkan, StagesThroughHostVisibleBuffersWhereAsked) {
+  Device* d = vulkan_device();
+  if (!d) GTEST_SKIP() << device_registry().unavailable_reason("vulkan:0");
+  const char* asked = std::getenv("ZYNTAX_VULKAN_STAGING");
+  bool stages = d->info().backend.find("through staging") != std::string::npos;
+  if (asked && std::string(asked) == "1") {
+    EXPECT_TRUE(stages) << d->info().backend;
+  }
 }
 
 }  // namespace

@@ -28,15 +28,14 @@ class VulkanDevice : public Device {
       : gpu_(std::move(gpu)),
         // Buffers kept for the next run in size classes (vkAllocateMemory is
         // slow, and a device allows only so many allocations).
-        pool_(
-            gpu_->id(), [this](size_t bytes) { return reinterpret_cast<uint64_t>(new Gpu::Buffer(*gpu_, bytes)); },
-            [](uint64_t buffer) { delete reinterpret_cast<Gpu::Buffer*>(buffer); }) {
+        pool_(gpu_->id(), make_buffers(gpu_->stages() ? Gpu::Memory::Device : Gpu::Memory::Shared), free_buffer),
+        staging_(gpu_->id() + " staging", make_buffers(Gpu::Memory::Staging), free_buffer) {
     info_.id = gpu_->id();
     info_.type = gpu_->is_cpu() ? "cpu" : "gpu";
     info_.name = gpu_->name();
     info_.cores = gpu_->target().multiprocessors;
     info_.memory_bytes = gpu_->memory_bytes();
-    info_.backend = "GLSL → SPIR-V (shaderc), " + gpu_->driver_text();
+    info_.backend = "GLSL → SPIR-V (shaderc), " + gpu_->driver_text() + (gpu_->stages() ? ", device-local buffers through staging" : "");
   }
 
   const DeviceInfo& info() const override { return info_; }
@@ -65,7 +64,10 @@ class VulkanDevice : public Device {
       if (const Tensor* t = ops.tensor(o); t && t->nbytes() > gpu_->max_buffer_bytes()) return Attempt::unsupported();
 
     // Storage buffers in the shader's order: tensors, reduce buffers, status;
-    // from the pool, and back to it when the run ends, an error included.
+    // from the pools, and back to them when the run ends, an error included.
+    // Where the device stages, each has a host-visible twin the host fills
+    // and reads, copied to and from it around the dispatch; elsewhere the
+    // device reads the host-visible buffer itself.
     struct Lease {
       SizeClassPool& pool;
       std::vector<uint64_t> held;
@@ -76,29 +78,40 @@ class VulkanDevice : public Device {
         held.push_back(pool.allocate(bytes));
         return reinterpret_cast<Gpu::Buffer*>(held.back());
       }
-    } lease{pool_, {}};
-    std::vector<Gpu::Buffer*> bound;
-    auto bind = [&](const Tensor& t, bool copy_in) {
-      bound.push_back(lease.take(t.nbytes()));
-      if (copy_in && t.nbytes()) std::memcpy(bound.back()->data(), t.data(), t.nbytes());
+    } lease{pool_, {}}, staging_lease{staging_, {}};
+    const bool stages = gpu_->stages();
+    std::vector<Gpu::Buffer*> bound, host;  // host[i]: what the host reads and writes for bound[i]
+    std::vector<Gpu::Copy> before, after;
+    auto bind = [&](size_t bytes, const void* from) -> size_t {
+      bound.push_back(lease.take(bytes));
+      host.push_back(stages ? staging_lease.take(bytes) : bound.back());
+      if (from && bytes) std::memcpy(host.back()->data(), from, bytes);
+      if (stages && from) before.push_back({host.back(), bound.back(), bytes});
+      return bound.size() - 1;
     };
-    Gpu::Buffer* out = nullptr;
+    auto read_back = [&](size_t i, size_t bytes) {
+      if (stages) after.push_back({bound[i], host[i], bytes});
+    };
+    size_t out = 0;
     for (const codegen::KernelOperands::Operand& o : ops.params) {
       const Tensor* t = ops.tensor(o);
       if (!t) continue;
       bool is_out = o.role == cir::ParamRole::Output;
-      bind(*t, !is_out || !plan->writes_whole_output);
-      if (is_out) out = bound.back();
+      size_t i = bind(t->nbytes(), !is_out || !plan->writes_whole_output ? t->data() : nullptr);
+      if (is_out) {
+        out = i;
+        read_back(i, t->nbytes());
+      }
     }
     std::vector<Tensor*> reduce = ops.reduce_tensors();
-    std::vector<Gpu::Buffer*> reduce_buffers;
+    std::vector<size_t> reduce_buffers;
     for (Tensor* t : reduce) {
-      bind(*t, true);
-      reduce_buffers.push_back(bound.back());
+      reduce_buffers.push_back(bind(t->nbytes(), t->data()));
+      read_back(reduce_buffers.back(), t->nbytes());
     }
-    Gpu::Buffer* status = lease.take(4);
-    std::memset(status->data(), 0, 4);
-    bound.push_back(status);
+    const uint32_t no_failure = 0;
+    size_t status = bind(4, &no_failure);
+    read_back(status, 4);
 
     std::vector<uint8_t> push(plan->shader.push_constant_bytes, 0);
     for (const codegen::GlslPushConstant& pc : plan->shader.push_constants) {
@@ -108,17 +121,17 @@ class VulkanDevice : public Device {
       Tensor v = Tensor::scalar(cast(cast(scalars.at(p.name), p.type.dtype), pc.as));
       std::memcpy(push.data() + pc.offset, v.data(), v.nbytes());
     }
-    gpu_->dispatch(*plan->pipeline, bound, push, plan->groups_x, plan->groups_y);
+    gpu_->dispatch(*plan->pipeline, bound, push, plan->groups_x, plan->groups_y, before, after);
     if (vulkan::Instance* instance = vulkan::Instance::get(); instance && instance->validating()) {
       std::vector<std::string> messages = instance->take_messages();
       if (!messages.empty()) throw std::logic_error("Vulkan validation on " + info_.id + " running " + kernel.name + ": " + messages.front());
     }
     uint32_t failed = 0;
-    std::memcpy(&failed, status->data(), 4);
+    std::memcpy(&failed, host[status]->data(), 4);
     if (failed) return Attempt::check_failed();
-    if (ops.out.nbytes()) std::memcpy(ops.out.data(), out->data(), ops.out.nbytes());
+    if (ops.out.nbytes()) std::memcpy(ops.out.data(), host[out]->data(), ops.out.nbytes());
     for (size_t i = 0; i < reduce.size(); ++i)
-      if (reduce[i]->nbytes()) std::memcpy(reduce[i]->data(), reduce_buffers[i]->data(), reduce[i]->nbytes());
+      if (reduce[i]->nbytes()) std::memcpy(reduce[i]->data(), host[reduce_buffers[i]]->data(), reduce[i]->nbytes());
     return Attempt::done(codegen::finish_operands(kernel, ops));
   }
 
@@ -158,8 +171,14 @@ class VulkanDevice : public Device {
     return plan;
   }
 
+  SizeClassPool::RawAllocate make_buffers(Gpu::Memory memory) {
+    return [this, memory](size_t bytes) { return reinterpret_cast<uint64_t>(new Gpu::Buffer(*gpu_, bytes, memory)); };
+  }
+  static void free_buffer(uint64_t buffer) { delete reinterpret_cast<Gpu::Buffer*>(buffer); }
+
   std::unique_ptr<Gpu> gpu_;
-  SizeClassPool pool_;  // of Gpu::Buffer, by address
+  SizeClassPool pool_;     // the kernels' buffers (Gpu::Buffer, by address)
+  SizeClassPool staging_;  // their host-visible twins, where the device stages
   DeviceInfo info_;
   std::mutex mu_;  // making pipelines
   KernelCache<Plan> plans_;

@@ -1,6 +1,7 @@
 #include "backends/vulkan/vulkan_gpu.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -83,6 +84,11 @@ Gpu::Gpu(VkPhysicalDevice physical, int ordinal) : physical_(physical) {
   push_limit_ = p.limits.maxPushConstantsSize;
   max_buffer_bytes_ = p.limits.maxStorageBufferRange;
   vkGetPhysicalDeviceMemoryProperties(physical, &memory_);
+  const VkMemoryPropertyFlags shared = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  stages_ = true;
+  for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+    if ((memory_.memoryTypes[i].propertyFlags & shared) == shared) stages_ = false;
+  if (const char* force = std::getenv("ZYNTAX_VULKAN_STAGING"); force && std::string(force) == "1") stages_ = true;
   for (uint32_t h = 0; h < memory_.memoryHeapCount; ++h)
     if (memory_.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) memory_bytes_ = std::max<uint64_t>(memory_bytes_, memory_.memoryHeaps[h].size);
 
@@ -157,39 +163,45 @@ Gpu::~Gpu() {
 
 std::string Gpu::driver_text() const { return "Vulkan " + version_text(api_version_); }
 
-uint32_t Gpu::memory_type(uint32_t allowed) const {
-  // Host-visible and coherent, device-local where the device has such memory
-  // (an integrated or software device's memory is the host's).
-  const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+uint32_t Gpu::memory_type(uint32_t allowed, Memory memory) const {
+  const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  const VkMemoryPropertyFlags want = memory == Memory::Device ? VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) : host;
+  // Shared: device-local where some host-visible memory is; staging: cached
+  // (the host reads results back from it).
+  const VkMemoryPropertyFlags prefer = memory == Memory::Shared    ? VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
+                                       : memory == Memory::Staging ? VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+                                                                   : VkMemoryPropertyFlags(0);
   int best = -1;
   for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i) {
-    if (!(allowed & (1u << i)) || (memory_.memoryTypes[i].propertyFlags & want) != want) continue;
-    if (best < 0 || (memory_.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)) best = static_cast<int>(i);
+    VkMemoryPropertyFlags flags = memory_.memoryTypes[i].propertyFlags;
+    if (!(allowed & (1u << i)) || (flags & want) != want) continue;
+    if (best < 0 || (prefer && (flags & prefer))) best = static_cast<int>(i);
   }
-  if (best < 0) throw VulkanError("choosing host-visible, coherent memory for a buffer", VK_ERROR_FEATURE_NOT_PRESENT);
+  if (best < 0) throw VulkanError(std::string("choosing ") + (memory == Memory::Device ? "device-local" : "host-visible, coherent") + " memory for a buffer",
+                                  VK_ERROR_FEATURE_NOT_PRESENT);
   return static_cast<uint32_t>(best);
 }
 
 // Whole 32-bit words (atomics on narrower elements take their word), at least one.
-Gpu::Buffer::Buffer(Gpu& gpu, size_t bytes) : gpu_(gpu), bytes_(std::max<size_t>((bytes + 3) / 4 * 4, 4)) {
+Gpu::Buffer::Buffer(Gpu& gpu, size_t bytes, Memory memory) : gpu_(gpu), bytes_(std::max<size_t>((bytes + 3) / 4 * 4, 4)) {
   const VolkDeviceTable& api = gpu.api_;
   auto bi = make<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
   bi.size = bytes_;
-  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   check(api.vkCreateBuffer(gpu.device_, &bi, nullptr, &buffer_), "vkCreateBuffer");
   VkMemoryRequirements req;
   api.vkGetBufferMemoryRequirements(gpu.device_, buffer_, &req);
   auto ai = make<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
   ai.allocationSize = req.size;
-  ai.memoryTypeIndex = gpu.memory_type(req.memoryTypeBits);
+  ai.memoryTypeIndex = gpu.memory_type(req.memoryTypeBits, memory);
   VkResult r = api.vkAllocateMemory(gpu.device_, &ai, nullptr, &memory_);
   if (r != VK_SUCCESS) {
     api.vkDestroyBuffer(gpu.device_, buffer_, nullptr);
     throw VulkanError("vkAllocateMemory (" + std::to_string(bytes_) + " bytes on " + gpu.id_ + ")", r);
   }
   check(api.vkBindBufferMemory(gpu.device_, buffer_, memory_, 0), "vkBindBufferMemory");
-  check(api.vkMapMemory(gpu.device_, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
+  if (memory != Memory::Device) check(api.vkMapMemory(gpu.device_, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
 }
 
 Gpu::Buffer::~Buffer() {
@@ -236,7 +248,7 @@ Gpu::Pipeline::~Pipeline() {
 }
 
 void Gpu::dispatch(const Pipeline& pipeline, const std::vector<Buffer*>& buffers, const std::vector<uint8_t>& push, uint32_t groups_x,
-                   uint32_t groups_y) {
+                   uint32_t groups_y, const std::vector<Copy>& before, const std::vector<Copy>& after) {
   if (static_cast<int>(buffers.size()) != pipeline.bindings_ || push.size() != pipeline.push_bytes_)
     throw std::logic_error("Vulkan dispatch: the buffers or push constants do not match the pipeline");
   const VolkDeviceTable& api = api_;
@@ -292,14 +304,33 @@ void Gpu::dispatch(const Pipeline& pipeline, const std::vector<Buffer*>& buffers
   auto bi = make<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(api.vkBeginCommandBuffer(cmd, &bi), "vkBeginCommandBuffer");
+  auto record = [&](const std::vector<Copy>& copies) {
+    for (const Copy& c : copies) {
+      VkBufferCopy region{0, 0, std::max<size_t>((c.bytes + 3) / 4 * 4, 4)};
+      api.vkCmdCopyBuffer(cmd, c.from->handle(), c.to->handle(), 1, &region);
+    }
+  };
+  if (!before.empty()) {
+    record(before);
+    VkMemoryBarrier copied{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_TRANSFER_WRITE_BIT,
+                           VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    api.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &copied, 0, nullptr, 0, nullptr);
+  }
   api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline_);
   api.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout_, 0, 1, &set, 0, nullptr);
   if (!push.empty())
     api.vkCmdPushConstants(cmd, pipeline.layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(push.size()), push.data());
   api.vkCmdDispatch(cmd, groups_x, groups_y, 1);
-  // The shader's writes visible to the host once the fence signals.
-  VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_HOST_READ_BIT};
-  api.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr, 0, nullptr);
+  if (!after.empty()) {
+    VkMemoryBarrier written{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT};
+    api.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &written, 0, nullptr, 0, nullptr);
+    record(after);
+  }
+  // The shader's (or the copies') writes visible to the host once the fence signals.
+  VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr,
+                          after.empty() ? VkAccessFlags(VK_ACCESS_SHADER_WRITE_BIT) : VkAccessFlags(VK_ACCESS_TRANSFER_WRITE_BIT), VK_ACCESS_HOST_READ_BIT};
+  api.vkCmdPipelineBarrier(cmd, after.empty() ? VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT : VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                           &to_host, 0, nullptr, 0, nullptr);
   check(api.vkEndCommandBuffer(cmd), "vkEndCommandBuffer");
   auto submit = make<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
   submit.commandBufferCount = 1;

@@ -37,11 +37,21 @@ class Gpu {
   uint64_t max_buffer_bytes() const { return max_buffer_bytes_; }
   std::string driver_text() const;
 
-  // A storage buffer of `bytes` (in whole 32-bit words, at least one) in host-visible, coherent
-  // memory, mapped for the life of the buffer.
+  // Where the kernels' buffers live: host-visible memory the device reads
+  // directly where it has such device-local memory (integrated and
+  // software devices, most GPUs with a resizable BAR), else device-local
+  // memory, which staging buffers fill and empty around each dispatch
+  // (ZYNTAX_VULKAN_STAGING=1 asks for staging anywhere, to test it).
+  bool stages() const { return stages_; }
+
+  // A storage buffer of `bytes` (in whole 32-bit words, at least one):
+  // Shared (host-visible, coherent, mapped; device-local where that
+  // exists), Device (device-local, not mapped) or Staging (host-visible,
+  // coherent, mapped, for copies).
+  enum class Memory { Shared, Device, Staging };
   class Buffer {
    public:
-    Buffer(Gpu& gpu, size_t bytes);
+    Buffer(Gpu& gpu, size_t bytes, Memory memory = Memory::Shared);
     ~Buffer();
     Buffer(const Buffer&) = delete;
     Buffer& operator=(const Buffer&) = delete;
@@ -77,13 +87,21 @@ class Gpu {
     VkPipeline pipeline_ = VK_NULL_HANDLE;
   };
 
+  // A copy between buffers, recorded around a dispatch.
+  struct Copy {
+    Buffer* from;
+    Buffer* to;
+    size_t bytes;
+  };
   // Runs `pipeline` over groups_x by groups_y workgroups with these buffers
-  // bound in order and these push constants, and waits for it.
+  // bound in order and these push constants, the copies `before` ahead of
+  // it and `after` behind it, and waits for it all.
   void dispatch(const Pipeline& pipeline, const std::vector<Buffer*>& buffers, const std::vector<uint8_t>& push, uint32_t groups_x,
-                uint32_t groups_y);
+                uint32_t groups_y, const std::vector<Copy>& before = {}, const std::vector<Copy>& after = {});
 
  private:
-  uint32_t memory_type(uint32_t allowed) const;
+  // The memory type for a buffer (allowed: its requirements' bits).
+  uint32_t memory_type(uint32_t allowed, Memory memory) const;
 
   VkPhysicalDevice physical_;
   VkDevice device_ = VK_NULL_HANDLE;
@@ -98,6 +116,7 @@ class Gpu {
   uint64_t memory_bytes_ = 0;
   uint32_t push_limit_ = 0;
   uint64_t max_buffer_bytes_ = 0;
+  bool stages_ = false;
   GpuTarget target_;
   VkPhysicalDeviceMemoryProperties memory_{};
 };
