@@ -51,10 +51,8 @@ std::string validate(const std::vector<uint32_t>& words, const std::string& tag)
 }
 
 // Parity cases whose kernels the GLSL backend does not write (they run on
-// the host through the fallback policy), and why.
-const std::map<std::string, std::string> kNotInGlsl = {
-    {"math_f64", "f64 log (GLSL has no f64 log)"},
-};
+// the host through the fallback policy), and why: none at present.
+const std::map<std::string, std::string> kNotInGlsl = {};
 
 class GlslParity : public ::testing::TestWithParam<Case> {};
 

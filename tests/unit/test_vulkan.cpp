@@ -32,8 +32,8 @@ TEST_P(VulkanParity, MatchesTheReference) {
 }
 
 // Parity cases that run on the host instead (the GLSL backend does not
-// write them: test_glsl_emitter.cpp says why).
-const std::set<std::string> kOnTheHost = {"math_f64"};
+// write them: test_glsl_emitter.cpp says why): none at present.
+const std::set<std::string> kOnTheHost = {};
 
 TEST_P(VulkanParity, RunsOnTheDevice) {
   Device* d = vulkan_device();

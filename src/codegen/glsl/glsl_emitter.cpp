@@ -10,6 +10,7 @@
 #include "cir/printer.hpp"
 #include "cir/reads.hpp"
 #include "cir/visitor.hpp"
+#include "codegen/glsl/glsl_f64_math.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 
 namespace zyntax::codegen {
@@ -261,19 +262,7 @@ class Support : public cir::IRVisitor {
   void visit(const cir::MatMulBlock*) override { fail("CPU register blocks"); }
   void visit(const cir::Math* op) override {
     DType t = op->type.dtype;
-    if (t == DType::F64) {
-      switch (op->fn) {
-        case MathFn::Sqrt: case MathFn::Abs: case MathFn::Floor: case MathFn::Ceil: case MathFn::Round: case MathFn::Trunc:
-        case MathFn::Sign: case MathFn::Relu: case MathFn::Min: case MathFn::Max: case MathFn::Clamp: case MathFn::Fma:
-        case MathFn::Rsqrt: break;
-        default: fail(std::string("f64 ") + math_fn_name(op->fn) + " (GLSL has no f64 " + math_fn_name(op->fn) + ")");
-      }
-    }
-    IRVisitor::visit(op);
-  }
-  void visit(const cir::Binary* op) override {
-    DType t = op->a->type.dtype;
-    if (t == DType::F64 && (op->op == BinaryOp::Mod || op->op == BinaryOp::Pow)) fail("f64 % and ** (GLSL has no exact f64 fmod or pow)");
+    need(t);
     IRVisitor::visit(op);
   }
   void visit(const cir::Access* op) override {
@@ -512,6 +501,7 @@ class Glsl {
            " + 0.11448093915405412) * s + 0.5028736534848581) * s + 1.0;\n"
            "  return isnan(x) ? x : float(d * p / q);\n"
            "}\n";
+    h << glsl_f64_library(f64_);
     if (helpers_.count("ipow"))
       h << "int64_t zy_ipow(int64_t b, int64_t e, bool is_signed, inout bool bad) {\n"
            "  if (is_signed && e < 0) {\n"
@@ -796,8 +786,14 @@ class Glsl {
         case BinaryOp::Sub: return round_to(t, a + " - " + c);
         case BinaryOp::Mul: return round_to(t, a + " * " + c);
         case BinaryOp::Div: return round_to(t, a + " / " + c);
-        case BinaryOp::Mod: helpers_.insert("fmod"); return round_to(t, "zy_fmod(" + a + ", " + c + ")");
-        case BinaryOp::Pow: helpers_.insert("pow"); return round_to(t, "zy_pow(" + a + ", " + c + ")");
+        case BinaryOp::Mod:
+          if (t == DType::F64) return f64_call(kGlslF64Fmod, a + ", " + c);
+          helpers_.insert("fmod");
+          return round_to(t, "zy_fmod(" + a + ", " + c + ")");
+        case BinaryOp::Pow:
+          if (t == DType::F64) return f64_call(kGlslF64Pow, a + ", " + c);
+          helpers_.insert("pow");
+          return round_to(t, "zy_pow(" + a + ", " + c + ")");
         case BinaryOp::Min: return min_max(true, t, a, c);
         case BinaryOp::Max: return min_max(false, t, a, c);
         default: throw std::logic_error("GLSL lowering: bad float operator");
@@ -857,6 +853,7 @@ class Glsl {
       }
     }
     std::string one = t == DType::F64 ? "1.0lf" : "1.0";
+    if (t == DType::F64) return f64_math(m.fn, args);
     switch (m.fn) {
       case MathFn::Sin: return call("sin");
       case MathFn::Cos: return call("cos");
@@ -899,6 +896,45 @@ class Glsl {
       case MathFn::Fma: return temp(t, round_to(t, "fma(" + x + ", " + args[1] + ", " + args[2] + ")"));
     }
     throw std::logic_error("GLSL lowering: unknown math function");
+  }
+
+  // Calls a helper of glsl_f64_math.
+  std::string f64_call(const char* fn, const std::string& args) {
+    f64_.insert(fn);
+    return std::string(fn) + "(" + args + ")";
+  }
+
+  // A math function on doubles: GLSL's where it takes doubles, the helpers
+  // of glsl_f64_math for the rest, compositions of them as in f32.
+  std::string f64_math(MathFn fn, const std::vector<std::string>& args) {
+    const DType t = DType::F64;
+    const std::string& x = args[0];
+    if (const char* helper = glsl_f64_function(fn)) {
+      std::string joined = x;
+      for (size_t i = 1; i < args.size(); ++i) joined += ", " + args[i];
+      return temp(t, f64_call(helper, joined));
+    }
+    switch (fn) {
+      case MathFn::Sqrt: return temp(t, "sqrt(" + x + ")");
+      case MathFn::Rsqrt: return temp(t, "1.0LF / sqrt(" + x + ")");
+      case MathFn::Abs: return temp(t, "abs(" + x + ")");
+      case MathFn::Floor: return temp(t, "floor(" + x + ")");
+      case MathFn::Ceil: return temp(t, "ceil(" + x + ")");
+      case MathFn::Round: return temp(t, "roundEven(" + x + ")");
+      case MathFn::Trunc: return temp(t, "trunc(" + x + ")");
+      case MathFn::Sign: return temp(t, "(isnan(" + x + ") ? " + x + " : sign(" + x + "))");
+      case MathFn::Relu: return temp(t, "(isnan(" + x + ") ? " + x + " : " + x + " > 0.0LF ? " + x + " : 0.0LF)");
+      case MathFn::Gelu: return temp(t, "0.5LF * " + x + " * (1.0LF + " + f64_call("zy_d_erf", x + " * 0.70710678118654752LF") + ")");
+      case MathFn::GeluTanh:
+        return temp(t, x + " / (1.0LF + " + f64_call("zy_d_exp", "-1.5957691216057308LF * (" + x + " + 0.044715LF * " + x + " * " + x + " * " + x + ")") + ")");
+      case MathFn::Sigmoid: return temp(t, "1.0LF / (1.0LF + " + f64_call("zy_d_exp", "-" + x) + ")");
+      case MathFn::Silu: return temp(t, x + " / (1.0LF + " + f64_call("zy_d_exp", "-" + x) + ")");
+      case MathFn::Min: return temp(t, min_max(true, t, x, args[1]));
+      case MathFn::Max: return temp(t, min_max(false, t, x, args[1]));
+      case MathFn::Clamp: return temp(t, min_max(true, t, min_max(false, t, x, args[1]), args[2]));
+      case MathFn::Fma: return temp(t, "fma(" + x + ", " + args[1] + ", " + args[2] + ")");
+      default: throw std::logic_error(std::string("GLSL lowering: f64 ") + math_fn_name(fn));
+    }
   }
 
   // ---------------------------------------------------------- buffers
@@ -1336,6 +1372,7 @@ class Glsl {
   std::map<std::string, Value> values_;
   std::set<std::string> declared_shared_;
   std::set<std::string> helpers_;
+  std::set<std::string> f64_;  // helpers of glsl_f64_math the shader calls
   std::vector<CheckSite> sites_;
 };
 

@@ -16,8 +16,8 @@
 // workgroup. The device then reruns the kernel on the reference executor.
 //
 // Math functions are GLSL's in f32 (within a few ulp; the parity tests
-// compare float results within 1e-4); f64 kernels take the arithmetic GLSL
-// has for doubles (+ - * /, sqrt, fma, rounding) and nothing else.
+// compare float results within 1e-4); on doubles, GLSL's arithmetic, sqrt,
+// fma and rounding, and glsl_f64_math's functions for the rest.
 //
 // Loops: some devices stop a loop after 65,535 iterations, so a loop whose
 // trip count is not known to be below that runs as two nested loops, each

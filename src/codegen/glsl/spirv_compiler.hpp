@@ -18,7 +18,8 @@ struct SpirvModule {
   std::string error;            // the compiler's message, with the shader's line numbers
 };
 
-// SPIR-V 1.3 for Vulkan 1.1; optimised for performance (`optimize`).
+// SPIR-V 1.3 for Vulkan 1.1; optimised for performance (`optimize`) unless
+// the shader has `precise` values (see spirv_compiler.cpp).
 SpirvModule compile_glsl(const std::string& glsl, const std::string& name, bool optimize = true);
 // The same from `cache` where a run before compiled this shader (the key is
 // the shader's text and this compiler's version), else compiled and stored.
