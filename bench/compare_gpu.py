@@ -2,11 +2,13 @@
 """GPU benchmarks: zyntax and its anchors on the same GPU in one run.
 
 Runs zyntax_gpu_bench (runtime costs, and zyntax kernels timed with CUDA
-events) and, in this process, the same work in PyTorch (eager, cuBLAS with
+events; then the same kernels on vulkan:0, timed by the queue's timestamps,
+where the machine has a Vulkan driver) and, in this process, the same work in PyTorch (eager, cuBLAS with
 and without TF32, bf16, fused scaled-dot-product attention) and through
 Triton (torch.compile of the fused chain). Writes the table with the device
 and the date to bench/results/gpu-<device>-<date>.md and to the
-"## NVIDIA GPU" section of docs/performance.md.
+"## NVIDIA GPU" and "## Vulkan on the NVIDIA GPU" sections of
+docs/performance.md.
 
     python3 bench/compare_gpu.py --bench PATH/zyntax_gpu_bench [--results DIR] [--performance FILE]
 """
@@ -24,11 +26,11 @@ ROOT = os.path.dirname(HERE)
 GPU_HEADER = "## NVIDIA GPU"
 
 
-def ours(bench):
+def ours(bench, device=None):
     # A benchmark that fails part-way keeps what it measured before: the
     # table shows the rest as missing and the error is printed and kept.
     try:
-        p = subprocess.run([bench], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
+        p = subprocess.run([bench] + ([device] if device else []), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
         out, err, rc = p.stdout.decode(), p.stderr.decode(), p.returncode
     except subprocess.TimeoutExpired as e:
         out, err, rc = (e.stdout or b"").decode(), "timed out after 900 s", -1
@@ -42,7 +44,9 @@ def ours(bench):
             rows[obj["name"]] = obj["value"]
         else:
             device = obj
-    if rc != 0:
+    if rc == 77:  # no such device here
+        rows["missing"] = err.strip()[-500:]
+    elif rc != 0:
         rows["error"] = "zyntax_gpu_bench exited %d: %s" % (rc, err[-1500:])
         print(rows["error"], file=sys.stderr)
     return rows, device
@@ -168,6 +172,46 @@ def table(z, t, device):
     return "\n".join(out) + "\n"
 
 
+VULKAN_HEADER = "## Vulkan on the NVIDIA GPU"
+
+
+def vulkan_table(v, vdevice, z, t):
+    """The same kernels through the Vulkan backend (the first Vulkan GPU:
+    NVIDIA's Vulkan driver) beside cuda:0 and PyTorch on the same GPU."""
+    def ratio(a, b):
+        return None if a is None or b is None or b == 0 else a / b
+    out = [VULKAN_HEADER, ""]
+    if "missing" in v or not vdevice:
+        out += ["No Vulkan GPU on this machine: `%s`" % v.get("missing", "?").splitlines()[-1][:300] if v.get("missing") else
+                "No Vulkan GPU on this machine."]
+        return "\n".join(out) + "\n"
+    out += ["- Device: %s (%s)" % (vdevice.get("device", "?"), vdevice.get("backend", "?")),
+            "- Date: %s; measured by `bench/compare_gpu.py` in the same run as the section above: zyntax_gpu_bench "
+            "on %s (the queue's timestamps around each dispatch, copies excluded, median)." % (
+                datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), vdevice.get("id", "?")),
+            "", "| what | Vulkan | cuda:0 | PyTorch | speed, Vulkan / cuda:0 |", "|---|---|---|---|---|"]
+    rate_rows = [("device copy", "zyntax_copy", "GB/s", "torch_copy"),
+                 ("matmul f32 4096", "zyntax_matmul_f32_4096", "TFLOP/s", "torch_matmul_f32"),
+                 ("matmul tf32 4096", "zyntax_matmul_tf32_4096", "TFLOP/s", "torch_matmul_tf32"),
+                 ("matmul bf16 4096", "zyntax_matmul_bf16_4096", "TFLOP/s", "torch_matmul_bf16")]
+    for what, key, unit, anchor in rate_rows:
+        out.append("| %s | %s %s | %s %s | %s %s | %s |" % (what, fmt(v.get(key)), unit, fmt(z.get(key)), unit, fmt(t.get(anchor)), unit,
+                                                          fmt(ratio(v.get(key), z.get(key)))))
+    time_rows = [("fused chain, 2^26 elements", "zyntax_fused_chain_ms", "torch_fused_chain_eager_ms"),
+                 ("softmax 32768×2048", "zyntax_softmax_2048_ms", "torch_softmax_ms"),
+                 ("layernorm 4096×768", "zyntax_layernorm_4096x768_ms", "torch_layernorm_ms"),
+                 ("embedding gradient", "zyntax_embedding_grad_ms", "torch_index_add_ms")]
+    for bh, sq in [(96, 128), (12, 4096)]:
+        time_rows.append(("attention %d×%d (blocks of 32)" % (bh, sq), "zyntax_attention_%dx%d_ms" % (bh, sq), "torch_sdpa_%dx%d_ms" % (bh, sq)))
+    for what, key, anchor in time_rows:
+        # times: the speed ratio is cuda's time over vulkan's
+        out.append("| %s | %s ms | %s ms | %s ms | %s |" % (what, fmt(v.get(key)), fmt(z.get(key)), fmt(t.get(anchor)),
+                                                        fmt(ratio(z.get(key), v.get(key)))))
+    if "error" in v:
+        out += ["", "The Vulkan benchmark stopped early: `%s`" % v["error"].strip().splitlines()[-1][:300]]
+    return "\n".join(out) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", default=os.path.join(ROOT, "build", "zyntax_gpu_bench"))
@@ -175,17 +219,18 @@ def main():
     ap.add_argument("--performance", default=os.path.join(ROOT, "docs", "performance.md"))
     args = ap.parse_args()
     z, device = ours(args.bench)
+    v, vdevice = ours(args.bench, "vulkan")  # the first Vulkan device that is a GPU
     t = torch_anchors()
-    text = table(z, t, device)
+    text = table(z, t, device) + "\n" + vulkan_table(v, vdevice, z, t)
     print(text)
     os.makedirs(args.results, exist_ok=True)
     name = re.sub(r"[^A-Za-z0-9]+", "-", t.get("gpu", "gpu")).strip("-").lower()
     path = os.path.join(args.results, "gpu-%s-%s.md" % (name, datetime.date.today().isoformat()))
     with open(path, "w") as f:
-        f.write(text + "\nRaw:\n\n```\n" + json.dumps({"zyntax": z, "anchors": t}, indent=1) + "\n```\n")
+        f.write(text + "\nRaw:\n\n```\n" + json.dumps({"zyntax": z, "vulkan": v, "anchors": t}, indent=1) + "\n```\n")
     sys.path.insert(0, HERE)
     import performance_doc
-    performance_doc.replace_sections(args.performance, ["NVIDIA GPU"], text)
+    performance_doc.replace_sections(args.performance, ["NVIDIA GPU", "Vulkan on the NVIDIA GPU"], text)
 
 
 if __name__ == "__main__":

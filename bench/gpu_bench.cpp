@@ -1,10 +1,14 @@
-// GPU benchmarks on cuda:0, one JSON object per line on standard output for
+// GPU benchmarks, one JSON object per line on standard output for
 // bench/compare_gpu.py, which runs PyTorch and Triton beside it:
 //   {"name": "launch_latency", "value": 2.1, "unit": "us"}
-// Runtime costs (launch, round trip, module lookup, transfers) and zyntax
-// kernels written in ZynML, each timed on the GPU with CUDA events around
-// the kernel alone (the inputs' copies excluded), median of several runs.
-// Exit status 77 without a GPU. Timings belong here, never in tests.
+// On cuda:0 (the default): runtime costs (launch, round trip, module
+// lookup, transfers) and zyntax kernels written in ZynML, each timed on the
+// GPU with CUDA events around the kernel alone (the inputs' copies
+// excluded), median of several runs. On another device (`zyntax_gpu_bench
+// vulkan:0`, or `vulkan` for the first Vulkan GPU): the same kernels, timed by that device (Vulkan: the queue's
+// timestamps around the dispatch). `--small` shrinks every shape by 16 or
+// more (for slow software devices). Exit status 77 without the device.
+// Timings belong here, never in tests.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -109,18 +113,28 @@ double kernel_ms(Device& dev, const char* source, const std::vector<Tensor>& in,
   k.launch(dev, in, host_dims, {});
   std::vector<double> ms;
   for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
     k.launch(dev, in, host_dims, {});
-    ms.push_back(cuda_last_kernel_milliseconds(dev));
+    double device_ms = dev.last_kernel_milliseconds();
+    ms.push_back(device_ms >= 0 ? device_ms : seconds_since(t0) * 1e3);  // wall time where the device keeps none
   }
   return median(ms);
 }
 
-void kernels(Device& dev) {
-  const int64_t n = int64_t{1} << 26;  // 256 MiB of f32
+// `small`: every shape shrunk (a slow software device); the names say so.
+void kernels(Device& dev, bool small) {
+  const int64_t n = int64_t{1} << (small ? 20 : 26);  // 256 MiB of f32
   double copy = kernel_ms(dev, kCopy, {random({n}, 1)}, 10);
   report("zyntax_copy", 2.0 * n * 4 / (copy / 1e3) / 1e9, "GB/s", "bytes read and written");
   double fused = kernel_ms(dev, kFusedChain, {random({n}, 2), random({n}, 3)}, 10);
-  report("zyntax_fused_chain_ms", fused, "ms", "n=2^26");
+  report("zyntax_fused_chain_ms", fused, "ms", small ? "n=2^20" : "n=2^26");
+  if (small) {
+    double mm = kernel_ms(dev, kMatmul, {random({256, 256}, 4), random({256, 256}, 5)}, 3);
+    report("zyntax_matmul_f32_256", 2.0 * 256 * 256 * 256 / (mm / 1e3) / 1e12, "TFLOP/s");
+    double sm = kernel_ms(dev, kSoftmax, {random({1024, 2048}, 6)}, 3);
+    report("zyntax_softmax_1024x2048_ms", sm, "ms");
+    return;
+  }
   for (int64_t size : {4096}) {
     double mm = kernel_ms(dev, kMatmul, {random({size, size}, 4), random({size, size}, 5)}, 3);
     report("zyntax_matmul_f32_" + std::to_string(size), 2.0 * size * size * size / (mm / 1e3) / 1e12, "TFLOP/s");
@@ -149,15 +163,35 @@ void kernels(Device& dev) {
 
 }  // namespace
 
-int main() {
-  Device* dev = device_registry().find("cuda:0");
+int main(int argc, char** argv) {
+  std::string id = "cuda:0";
+  bool small = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--small") small = true;
+    else if (!a.empty() && a[0] != '-') id = a;
+    else {
+      std::fprintf(stderr, "usage: zyntax_gpu_bench [DEVICE] [--small]\n");
+      return 2;
+    }
+  }
+  Device* dev = nullptr;
+  if (id == "vulkan") {  // the first Vulkan device that is a GPU (not a software one)
+    for (const auto& d : device_registry().devices())
+      if (!dev && d->info().id.rfind("vulkan:", 0) == 0 && d->info().type == "gpu") dev = d.get();
+  } else {
+    dev = device_registry().find(id);
+  }
   if (!dev) {
-    std::fprintf(stderr, "no GPU: %s\n", device_registry().unavailable_reason("cuda:0").c_str());
+    std::string why = id != "vulkan"                             ? device_registry().unavailable_reason(id)
+                      : device_registry().find("vulkan:0") ? "the Vulkan devices here are software ones"
+                                                           : device_registry().unavailable_reason("vulkan:0");
+    std::fprintf(stderr, "no device %s: %s\n", id == "vulkan" ? "Vulkan GPU" : id.c_str(), why.c_str());
     return 77;
   }
   const DeviceInfo& info = dev->info();
-  std::printf("{\"device\": \"%s\", \"backend\": \"%s\"}\n", info.name.c_str(), info.backend.c_str());
-  runtime_costs(*cuda_gpu_of(*dev));
-  kernels(*dev);
+  std::printf("{\"device\": \"%s\", \"id\": \"%s\", \"backend\": \"%s\"}\n", info.name.c_str(), info.id.c_str(), info.backend.c_str());
+  if (cuda::Gpu* gpu = cuda_gpu_of(*dev)) runtime_costs(*gpu);
+  kernels(*dev, small);
   return 0;
 }

@@ -10,8 +10,9 @@
 #
 # On the GPU machine (with python3, NumPy and PyTorch), one line:
 #   tar xf zyntax-gpu.tar.xz -C /tmp && /tmp/zyntax-gpu/run.sh all OUTDIR
-# runs the GPU parity suites (`test`) and the benchmarks (`bench`), writing
-# the logs and bench results into OUTDIR.
+# runs the GPU parity suites (`test`), the Vulkan suites on NVIDIA's Vulkan
+# driver (`vulkan`) and the benchmarks (`bench`), writing the logs and bench
+# results into OUTDIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >/dev/null  # the packages the build needs
@@ -27,6 +28,8 @@ for b in zyntax zyntax_gpu_bench tests/zyntax_unit_tests tests/zyntax_api_tests 
   strip -o "$root/bin/$(basename "$b")" "build-bundle/$b"
 done
 strip -o "$root/lib/libzyntax.so.0.1" build-bundle/libzyntax.so.0.1.0
+# The Vulkan loader (run.sh uses it where the machine has none).
+cp -L "$(ldconfig -p | awk '/libvulkan\.so\.1 .*x86-64/{print $NF; exit}')" "$root/lib/libvulkan.so.1"
 cp -r tests/programs "$root/tests/"
 cp examples/*.zynml "$root/examples/"
 mkdir -p "$root/examples/tiny_lm/data" "$root/tests/api/data"

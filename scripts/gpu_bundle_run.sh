@@ -3,7 +3,9 @@
 #   run.sh test OUTDIR    the GPU parity suites: every parity case on cuda:0 against the
 #                         reference executor, every test program on cuda:0 against NumPy
 #   run.sh bench OUTDIR   bench/compare_gpu.py: zyntax beside PyTorch and Triton
-#   run.sh all OUTDIR     both
+#   run.sh vulkan OUTDIR  the Vulkan suites on the machine's Vulkan driver (NVIDIA's, where
+#                         its ICD or its library is there): parity, f64 math, program suite
+#   run.sh all OUTDIR     test, vulkan and bench
 #   run.sh sanitize OUTDIR the GPU parity suites under compute-sanitizer's memcheck and racecheck
 #                         (racecheck also reports shared loads LLVM hoists above a guard, whose
 #                         values no thread uses: flash attention's maps that one thread runs)
@@ -45,6 +47,39 @@ if [ "$what" = test ] || [ "$what" = all ]; then
   LD_LIBRARY_PATH="$here/lib" timeout 240 bin/tiny_lm --device cuda:0 --data examples/tiny_lm/data/kjv_genesis_exodus.txt --quiet \
     > "$out/tiny_lm.txt" 2>&1 || status=1
   tail -n 3 "$out/tiny_lm.txt"
+fi
+if [ "$what" = vulkan ] || [ "$what" = all ]; then
+  # The Vulkan loader: the machine's, else the bundle's (Debian's). NVIDIA's
+  # driver: its ICD file where installed, else one written here for its
+  # library (containers often have libGLX_nvidia without the ICD file).
+  {
+    if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan\.so\.1 '; then
+      export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      echo "== no Vulkan loader on the machine: the bundle's"
+    fi
+    icd=$(ls /etc/vulkan/icd.d/nvidia*.json /usr/share/vulkan/icd.d/nvidia*.json /usr/local/share/vulkan/icd.d/nvidia*.json 2>/dev/null | head -n 1)
+    if [ -n "$icd" ]; then
+      echo "== NVIDIA's Vulkan ICD: $icd"
+    else
+      lib=$(ldconfig -p 2>/dev/null | awk '/libGLX_nvidia\.so\.0 /{print $NF; exit}')
+      [ -z "$lib" ] && lib=$(ls /usr/lib/x86_64-linux-gnu/libGLX_nvidia.so.0 /usr/lib64/libGLX_nvidia.so.0 2>/dev/null | head -n 1)
+      if [ -n "$lib" ]; then
+        printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "%s", "api_version": "1.3.0"}}\n' "$lib" > "$out/nvidia_icd.json"
+        export VK_DRIVER_FILES="$out/nvidia_icd.json" VK_ICD_FILENAMES="$out/nvidia_icd.json"
+        echo "== no NVIDIA Vulkan ICD file: one written for $lib"
+      else
+        echo "== no NVIDIA Vulkan ICD and no libGLX_nvidia.so.0: the driver here has no Vulkan"
+      fi
+    fi
+    bin/zyntax devices
+  } > "$out/vulkan.txt" 2>&1
+  cat "$out/vulkan.txt"
+  if grep -q 'vulkan:0' "$out/vulkan.txt"; then
+    unit_tests 'Kernels/VulkanParity.*:Vulkan.*:VulkanF64Math.*:Kernels/GlslParity.*' "$out/vulkan.txt" || status=1
+    grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/vulkan.txt" | tail -n 20
+    python3 tests/programs/run_programs.py --zyntax bin/zyntax --device vulkan:0 -j 8 > "$out/programs_vulkan.txt" 2>&1 || status=1
+    tail -n 25 "$out/programs_vulkan.txt"
+  fi
 fi
 if [ "$what" = sanitize ]; then
   for tool in memcheck racecheck; do

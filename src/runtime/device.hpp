@@ -59,6 +59,11 @@ class Device {
     static Attempt check_failed() { return {Outcome::CheckFailed, {}}; }
   };
 
+  // For benchmarks: how long the last kernel this device ran took on it,
+  // timed by the device itself (CUDA events, Vulkan timestamps) around the
+  // kernel alone, copies excluded; -1 where the device keeps no such time.
+  virtual double last_kernel_milliseconds() const { return -1; }
+
   // Zeroed host memory for a tensor this device is to read: page-locked
   // where `pinned` and the device copies it over a bus (copies then run at
   // the bus's speed and beside kernels); plain memory elsewhere.

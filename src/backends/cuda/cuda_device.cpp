@@ -72,7 +72,7 @@ class CudaDevice : public Device {
     return c;
   }
 
-  double last_kernel_milliseconds() const { return last_kernel_ms_; }
+  double last_kernel_milliseconds() const override { return last_kernel_ms_; }
   size_t last_run_bytes_copied_in() const { return last_copied_in_; }
   cuda::Gpu& gpu() { return *gpu_; }
 
@@ -278,10 +278,6 @@ class CudaDevice : public Device {
 
 std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu) { return std::make_unique<CudaDevice>(std::move(gpu)); }
 
-double cuda_last_kernel_milliseconds(Device& device) {
-  auto* d = dynamic_cast<CudaDevice*>(&device);
-  return d ? d->last_kernel_milliseconds() : -1;
-}
 
 size_t cuda_last_run_bytes_copied_in(Device& device) {
   auto* d = dynamic_cast<CudaDevice*>(&device);

@@ -25,9 +25,6 @@ namespace zyntax {
 // fallback policy sends them (runtime/device.hpp).
 std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu);
 
-// For benchmarks: how long the last kernel run on a cuda device took on the
-// GPU (CUDA events around the launch, copies excluded); -1 for other devices.
-double cuda_last_kernel_milliseconds(Device& device);
 // Bytes of input tensors the last run on a cuda device copied to the GPU
 // (not views of mapped host memory, not inputs already held there, not a
 // reduction's starting values); 0 for other devices.

@@ -40,6 +40,7 @@ class VulkanDevice : public Device {
 
   const DeviceInfo& info() const override { return info_; }
   const GpuTarget* gpu_target() const override { return &gpu_->target(); }
+  double last_kernel_milliseconds() const override { return gpu_->last_dispatch_milliseconds(); }
 
   // The kernel as it runs here: planned, written, compiled. No pipeline:
   // the device cannot run it (why_not says why).

@@ -10,10 +10,11 @@ namespace zyntax {
 // A Vulkan device: kernels planned for its GpuTarget (plan/gpu_plan),
 // written as GLSL (codegen/glsl), compiled to SPIR-V in process and made a
 // compute pipeline once per kernel (a cache keyed by the kernel's hash);
-// each run copies its inputs into host-visible storage buffers (kept in a
-// size-class pool for the next run), dispatches
-// a workgroup per block of the plan (in rows, so that every block has its
-// own), waits, and copies the output back.
+// each run puts its inputs into storage buffers (kept in a size-class pool
+// for the next run; host-visible where the device has such device-local
+// memory, else device-local ones filled through staging buffers),
+// dispatches a workgroup per block of the plan (in rows, so that every
+// block has its own), waits, and reads the output back.
 // Kernels the GLSL emitter cannot write, that need more bindings or push
 // constants than the device has, or tensors larger than one buffer may
 // hold, and runs whose checks fail, go where the runtime's fallback policy

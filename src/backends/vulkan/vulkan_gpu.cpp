@@ -152,11 +152,26 @@ Gpu::Gpu(VkPhysicalDevice physical, int ordinal) : physical_(physical) {
   pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pi.queueFamilyIndex = queue_family_;
   check(api_.vkCreateCommandPool(device_, &pi, nullptr, &command_pool_), "vkCreateCommandPool");
+  // Timestamps around each dispatch, where the compute queue keeps them.
+  uint32_t families = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, nullptr);
+  std::vector<VkQueueFamilyProperties> family(families);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &families, family.data());
+  uint32_t bits = family[queue_family_].timestampValidBits;
+  if (bits > 0 && p.limits.timestampPeriod > 0) {
+    auto qpi = make<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+    qpi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qpi.queryCount = 2;
+    check(api_.vkCreateQueryPool(device_, &qpi, nullptr, &timestamps_), "vkCreateQueryPool");
+    timestamp_ns_ = p.limits.timestampPeriod;
+    timestamp_mask_ = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+  }
 }
 
 Gpu::~Gpu() {
   if (device_ == VK_NULL_HANDLE) return;
   api_.vkDeviceWaitIdle(device_);
+  if (timestamps_) api_.vkDestroyQueryPool(device_, timestamps_, nullptr);
   if (command_pool_) api_.vkDestroyCommandPool(device_, command_pool_, nullptr);
   api_.vkDestroyDevice(device_, nullptr);
 }
@@ -316,11 +331,16 @@ void Gpu::dispatch(const Pipeline& pipeline, const std::vector<Buffer*>& buffers
                            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
     api.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &copied, 0, nullptr, 0, nullptr);
   }
+  if (timestamps_) {
+    api.vkCmdResetQueryPool(cmd, timestamps_, 0, 2);
+    api.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, timestamps_, 0);
+  }
   api.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.pipeline_);
   api.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout_, 0, 1, &set, 0, nullptr);
   if (!push.empty())
     api.vkCmdPushConstants(cmd, pipeline.layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(push.size()), push.data());
   api.vkCmdDispatch(cmd, groups_x, groups_y, 1);
+  if (timestamps_) api.vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, timestamps_, 1);
   if (!after.empty()) {
     VkMemoryBarrier written{VK_STRUCTURE_TYPE_MEMORY_BARRIER, nullptr, VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_TRANSFER_READ_BIT};
     api.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &written, 0, nullptr, 0, nullptr);
@@ -337,6 +357,13 @@ void Gpu::dispatch(const Pipeline& pipeline, const std::vector<Buffer*>& buffers
   submit.pCommandBuffers = &cmd;
   check(api.vkQueueSubmit(queue_, 1, &submit, release.fence), "vkQueueSubmit");
   check(api.vkWaitForFences(device_, 1, &release.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  last_dispatch_ms_ = -1;
+  if (timestamps_) {
+    uint64_t ticks[2] = {0, 0};
+    check(api.vkGetQueryPoolResults(device_, timestamps_, 0, 2, sizeof ticks, ticks, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+          "vkGetQueryPoolResults");
+    last_dispatch_ms_ = static_cast<double>((ticks[1] - ticks[0]) & timestamp_mask_) * timestamp_ns_ / 1e6;
+  }
 }
 
 }  // namespace zyntax::vulkan

@@ -99,6 +99,10 @@ class Gpu {
   void dispatch(const Pipeline& pipeline, const std::vector<Buffer*>& buffers, const std::vector<uint8_t>& push, uint32_t groups_x,
                 uint32_t groups_y, const std::vector<Copy>& before = {}, const std::vector<Copy>& after = {});
 
+  // Milliseconds the last dispatch's shader ran, by the queue's timestamps
+  // around it (the copies excluded); -1 where the queue has no timestamps.
+  double last_dispatch_milliseconds() const { return last_dispatch_ms_; }
+
  private:
   // The memory type for a buffer (allowed: its requirements' bits).
   uint32_t memory_type(uint32_t allowed, Memory memory) const;
@@ -117,6 +121,10 @@ class Gpu {
   uint32_t push_limit_ = 0;
   uint64_t max_buffer_bytes_ = 0;
   bool stages_ = false;
+  VkQueryPool timestamps_ = VK_NULL_HANDLE;  // two, around the dispatch; null where the queue has none
+  double timestamp_ns_ = 0;                  // nanoseconds per tick
+  uint64_t timestamp_mask_ = 0;              // the bits the queue's timestamps keep
+  double last_dispatch_ms_ = -1;
   GpuTarget target_;
   VkPhysicalDeviceMemoryProperties memory_{};
 };
