@@ -11,7 +11,11 @@ PACKAGES=(
   python3 python3-numpy pkg-config
   libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan-volk-dev
   mesa-vulkan-drivers vulkan-validationlayers
+  libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri
 )
+# node and npm for the WebGPU runtime (js/) and its tests, where the machine
+# has none of its own.
+command -v node >/dev/null && command -v npm >/dev/null || PACKAGES+=(nodejs npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -26,6 +30,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The WebGPU runtime's test dependency: Dawn for node (npm's webgpu), as
+# locked in js/package-lock.json.
+if [ ! -d js/node_modules/webgpu ]; then
+  (cd js && npm ci --no-audit --no-fund --loglevel=error) || echo "setup: npm could not install js/'s packages: the WebGPU tests will be skipped" >&2
 fi
 
 JOBS=$(nproc)

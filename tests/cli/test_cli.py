@@ -121,6 +121,15 @@ def main():
         expect("--emit spirv writes a SPIR-V binary", rc == 0 and magic == bytes([0x03, 0x02, 0x23, 0x07]), err)
         rc, _, err = run(z, "compile", EXAMPLE, "--emit", "spirv")
         expect("--emit spirv without -o is a usage error", rc == 2 and "-o FILE" in err, err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--backend", "webgpu", "--kernel", "qkv")
+        expect("--backend webgpu writes WGSL", rc == 0 and "@compute @workgroup_size(128)" in out and "// kernel qkv" in out
+               and "var<uniform> args" in out, out + err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--emit", "wgsl", "--kernel", "attn_out")
+        expect("a kernel WGSL is not written for says why", rc == 0 and "not compiled for WebGPU (" in out, out + err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--backend", "webgpu", "--emit", "glsl")
+        expect("--backend webgpu --emit glsl is a usage error", rc == 2 and "emits wgsl" in err, err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--backend", "vulkan", "--emit", "wgsl")
+        expect("--backend vulkan --emit wgsl is a usage error", rc == 2 and "--emit wgsl is for --backend webgpu" in err, err)
         rc, _, err = run(z, "compile", EXAMPLE, "--emit", "cir", "--arch", "sm_80")
         expect("--arch without nvptx is a usage error", rc == 2, err)
 

@@ -20,6 +20,7 @@
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/glsl/glsl_emitter.hpp"
 #include "codegen/glsl/spirv_compiler.hpp"
+#include "codegen/wgsl/wgsl_emitter.hpp"
 #include "codegen/llvm/nvptx/nvptx_target.hpp"
 #include "cir/printer.hpp"
 #include "driver/session.hpp"
@@ -226,6 +227,27 @@ int emit_vulkan(Session& session, LoadedModule& m, const std::vector<CheckedKern
   return kOk;
 }
 
+// WGSL of every kernel, as planned for what every WebGPU adapter offers
+// (codegen::webgpu_target), with its bindings and uniforms in a comment.
+int emit_webgpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, std::string& text) {
+  GpuTarget target = codegen::webgpu_target();
+  std::vector<std::pair<std::string, cir::Kernel>> named = kernels_to_compile(session, m, kernels, o, text);
+  for (auto& [name, k] : named) {
+    if (!o.kernel.empty() && name != o.kernel && k.name != o.kernel) continue;
+    GpuPlan plan = gpu_plan(k, target);
+    std::string why = plan.why_not;
+    if (plan.kernel) why = codegen::wgsl_unsupported_reason(*plan.kernel, target, plan.block_threads).value_or("");
+    if (!plan.kernel || !why.empty()) {
+      text += "// kernel " + name + ": not compiled for WebGPU (" + why + ")\n";
+      continue;
+    }
+    codegen::WgslKernel w = codegen::emit_wgsl(*plan.kernel, target, plan.block_threads);
+    text += "// kernel " + name + " (" + gpu_schedule_name(plan.schedule) + ", workgroups of " + std::to_string(w.workgroup_size) + ")\n" +
+            w.source;
+  }
+  return kOk;
+}
+
 // PTX (or the NVPTX backend's LLVM IR) of every kernel, in one module.
 // --backend cuda compiles for the GPU present and has its driver load the
 // module, which compiles the PTX to the GPU's machine code.
@@ -307,6 +329,8 @@ int compile_command(const std::string& path, const CompileOptions& o) {
       std::cerr << "zyntax: error: " << e.what() << "\n";
       return kUsageError;
     }
+  } else if (o.backend == "webgpu") {
+    emit_webgpu(session, *m, kernels, o, text);
   } else if (o.backend == "nvptx" || o.backend == "cuda") {
     try {
       emit_gpu(session, *m, kernels, o, text);
@@ -404,13 +428,13 @@ int main(int argc, char** argv) {
   compile->add_option("--emit", emit,
                       "What to print: ast, cir; from the CPU backend llvm, asm, obj; from the nvptx backend ptx (its "
                       "default), llvm or cir (each kernel as the GPU schedules made it); from the vulkan backend glsl (its "
-                      "default), spirv-asm or spirv (a binary: one kernel, with -o)")
-      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx", "glsl", "spirv-asm", "spirv"}));
+                      "default), spirv-asm or spirv (a binary: one kernel, with -o); from the webgpu backend wgsl")
+      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx", "glsl", "spirv-asm", "spirv", "wgsl"}));
   compile->add_option("--backend", backend,
                       "cir (the IR itself, the default), llvm (the CPU backend; implied by llvm/asm/obj), nvptx "
                       "(PTX for NVIDIA GPUs), cuda (PTX for this machine's GPU, loaded by its driver) or vulkan (GLSL and SPIR-V "
-                      "for vulkan:0, or a generic Vulkan device)")
-      ->check(CLI::IsMember({"cir", "llvm", "nvptx", "cuda", "vulkan"}));
+                      "for vulkan:0, or a generic Vulkan device) or webgpu (WGSL for any WebGPU adapter)")
+      ->check(CLI::IsMember({"cir", "llvm", "nvptx", "cuda", "vulkan", "webgpu"}));
   compile->add_option("--arch", arch, "GPU architecture for --backend nvptx: sm_80 (default), sm_86, sm_89, sm_90, sm_90a, ...");
   compile->add_flag("--sizes-from-run", sizes_from_run,
                     "Run the program (kernels on the CPU, output discarded) and compile each kernel at the sizes it "
@@ -446,7 +470,16 @@ int main(int argc, char** argv) {
     if (compile->parsed()) {
       bool gpu = backend == "nvptx" || backend == "cuda";
       bool vulkan = backend == "vulkan";
-      if (emit.empty()) emit = gpu ? "ptx" : vulkan ? "glsl" : backend == "llvm" ? "llvm" : "cir";
+      if (emit.empty()) emit = gpu ? "ptx" : vulkan ? "glsl" : backend == "webgpu" ? "wgsl" : backend == "llvm" ? "llvm" : "cir";
+      if (backend == "webgpu" && emit != "wgsl") {
+        std::cerr << "zyntax: error: --backend webgpu emits wgsl, not " << emit << "\n";
+        return kUsageError;
+      }
+      if (emit == "wgsl" && backend != "webgpu" && backend != "cir") {
+        std::cerr << "zyntax: error: --emit wgsl is for --backend webgpu, not " << backend << "\n";
+        return kUsageError;
+      }
+      if (emit == "wgsl") backend = "webgpu";
       if ((emit == "glsl" || emit == "spirv-asm" || emit == "spirv") && !vulkan) backend = "vulkan", vulkan = true;
       if (vulkan && emit != "glsl" && emit != "spirv-asm" && emit != "spirv") {
         std::cerr << "zyntax: error: --backend vulkan emits glsl, spirv-asm or spirv, not " << emit << "\n";

@@ -1,0 +1,130 @@
+// Runs a kernel compiled for WebGPU (zyntax compile --backend webgpu) on a
+// GPUDevice: its WGSL made a pipeline once, its tensors in storage buffers
+// of 32-bit words, its scalars and dimensions in one uniform buffer, its
+// status word read back with the output. A failed check (an index out of
+// bounds, a division by zero, an index past 32 bits) throws a KernelError
+// saying which.
+//
+// A kernel description is what the compiler writes for each kernel:
+//   { name, wgsl, workgroupSize, params: [{ name, role, dtype }],
+//     statusBinding, uniformBinding, uniformBytes,
+//     uniforms: [{ source: "scalar" | "dim", index, as, offset }],
+//     sites: ["index out of bounds reading x", ...] }
+// Tensors travel as their bytes (any TypedArray or ArrayBuffer), in the
+// element layout the compiler's dtypes have (bool and 8-bit types one byte,
+// f32/i32/u32 four, little-endian).
+
+export class KernelError extends Error {}
+
+const kDtypeBytes = { bool: 1, i8: 1, u8: 1, i16: 2, u16: 2, f16: 2, bf16: 2, i32: 4, u32: 4, f32: 4, i64: 8, u64: 8, f64: 8 };
+
+export function dtypeBytes(dtype) {
+  const n = kDtypeBytes[dtype];
+  if (!n) throw new TypeError(`unknown dtype ${dtype}`);
+  return n;
+}
+
+function bytesOf(data) {
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  if (ArrayBuffer.isView(data)) return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  throw new TypeError('a tensor is a TypedArray or an ArrayBuffer');
+}
+
+const padded = (bytes) => Math.max(4, Math.ceil(bytes / 4) * 4);
+
+// Compiles the kernel's pipeline on `device` (once per device and kernel).
+// Validation errors (with the WGSL's line:col) throw.
+const pipelines = new WeakMap();
+export async function pipelineFor(device, kernel) {
+  let perDevice = pipelines.get(device);
+  if (!perDevice) pipelines.set(device, (perDevice = new Map()));
+  const cached = perDevice.get(kernel.wgsl);
+  if (cached) return cached;
+  device.pushErrorScope('validation');
+  const module = device.createShaderModule({ code: kernel.wgsl, label: kernel.name });
+  const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' }, label: kernel.name });
+  const error = await device.popErrorScope();
+  if (error) throw new KernelError(`kernel ${kernel.name}: the WGSL does not compile: ${error.message}`);
+  perDevice.set(kernel.wgsl, pipeline);
+  return pipeline;
+}
+
+// Runs `kernel` with `tensors` (the tensor params in order: inputs, then
+// the output's initial contents or its byte length), `scalars` (by param
+// index) and `dims` (the kernel's dimensions, in order). Returns the
+// output's bytes.
+export async function runKernel(device, kernel, { tensors, scalars = {}, dims = [], workgroups }) {
+  const pipeline = await pipelineFor(device, kernel);
+  const tensorParams = kernel.params.filter((p) => p.role !== 'scalar');
+  if (tensors.length !== tensorParams.length)
+    throw new TypeError(`kernel ${kernel.name} takes ${tensorParams.length} tensors, not ${tensors.length}`);
+  const buffers = [];
+  const release = () => buffers.forEach((b) => b.destroy());
+  try {
+    const bindings = [];
+    let output = null, outputBytes = 0;
+    tensorParams.forEach((p, i) => {
+      const isOutput = p.role === 'output';
+      const data = typeof tensors[i] === 'number' ? new Uint8Array(tensors[i]) : bytesOf(tensors[i]);
+      if (data.byteLength / dtypeBytes(p.dtype) >= 2 ** 31)
+        throw new KernelError(`kernel ${kernel.name}: ${p.name} has 2^31 elements or more (WebGPU indexes in 32 bits)`);
+      const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | (isOutput ? GPUBufferUsage.COPY_SRC : 0);
+      const buffer = device.createBuffer({ size: padded(data.byteLength), usage, label: p.name });
+      buffers.push(buffer);
+      const words = new Uint8Array(padded(data.byteLength));
+      words.set(data);
+      device.queue.writeBuffer(buffer, 0, words);
+      bindings.push({ binding: i, resource: { buffer } });
+      if (isOutput) (output = buffer), (outputBytes = data.byteLength);
+    });
+    const status = device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
+    buffers.push(status);
+    device.queue.writeBuffer(status, 0, new Uint32Array([0]));
+    bindings.push({ binding: kernel.statusBinding, resource: { buffer: status } });
+    if (kernel.uniformBinding >= 0) {
+      const fields = new DataView(new ArrayBuffer(kernel.uniformBytes));
+      for (const u of kernel.uniforms) {
+        const value = u.source === 'dim' ? dims[u.index] : scalars[u.index];
+        if (value === undefined) throw new TypeError(`kernel ${kernel.name}: no value for ${u.source} ${u.index}`);
+        if (u.as === 'f32') fields.setFloat32(u.offset, Number(value), true);
+        else {
+          const v = typeof value === 'boolean' ? Number(value) : Number(value);
+          if (!Number.isInteger(v) || (u.as === 'i32' ? v < -(2 ** 31) || v >= 2 ** 31 : v < 0 || v >= 2 ** 32))
+            throw new KernelError(`kernel ${kernel.name}: ${u.source} ${u.index} = ${value} does not fit in ${u.as} (WebGPU computes in 32 bits)`);
+          if (u.as === 'i32') fields.setInt32(u.offset, v, true);
+          else fields.setUint32(u.offset, v, true);
+        }
+      }
+      const uniforms = device.createBuffer({ size: kernel.uniformBytes, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+      buffers.push(uniforms);
+      device.queue.writeBuffer(uniforms, 0, fields.buffer);
+      bindings.push({ binding: kernel.uniformBinding, resource: { buffer: uniforms } });
+    }
+    device.pushErrorScope('validation');
+    const group = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: bindings });
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, group);
+    // Any count of workgroups is right (the kernel's loops stride over the
+    // grid); enough for the output's elements, at most 65,535.
+    const count = workgroups ?? Math.min(65535, Math.max(1, Math.ceil(outputBytes / dtypeBytes(tensorParams.at(-1).dtype) / kernel.workgroupSize)));
+    pass.dispatchWorkgroups(count);
+    pass.end();
+    const readback = device.createBuffer({ size: padded(outputBytes) + 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    buffers.push(readback);
+    encoder.copyBufferToBuffer(status, 0, readback, 0, 4);
+    encoder.copyBufferToBuffer(output, 0, readback, 4, padded(outputBytes));
+    device.queue.submit([encoder.finish()]);
+    const error = await device.popErrorScope();
+    if (error) throw new KernelError(`kernel ${kernel.name}: ${error.message}`);
+    await readback.mapAsync(GPUMapMode.READ);
+    const bytes = new Uint8Array(readback.getMappedRange()).slice();
+    readback.unmap();
+    const failed = new Uint32Array(bytes.buffer, 0, 1)[0];
+    if (failed) throw new KernelError(`kernel ${kernel.name}: ${kernel.sites[failed - 1] ?? 'a check failed'}`);
+    return bytes.slice(4, 4 + outputBytes);
+  } finally {
+    release();
+  }
+}

@@ -1,0 +1,820 @@
+#include "codegen/wgsl/wgsl_emitter.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "cir/printer.hpp"
+#include "cir/visitor.hpp"
+
+namespace zyntax::codegen {
+
+namespace {
+
+using cir::Expr;
+
+// Values live in registers as these types: narrow integers in 32 bits and
+// wrapped back, CIR's i64 index values as i32 (checked).
+std::string reg_type(DType t) {
+  switch (t) {
+    case DType::F16: case DType::BF16: case DType::F32: return "f32";
+    case DType::Bool: return "bool";
+    case DType::U8: case DType::U16: case DType::U32: return "u32";
+    default: return "i32";
+  }
+}
+
+// A CIR name as a WGSL identifier (CIR names hold '%' and '.').
+std::string ident(const std::string& name) {
+  std::string s = "v_";
+  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return s;
+}
+
+std::string hex(uint32_t v) {
+  std::ostringstream o;
+  o << "0x" << std::hex << v << "u";
+  return o.str();
+}
+
+bool storable(DType t) { return t != DType::F64 && t != DType::I64 && t != DType::U64 && t != DType::F16 && t != DType::BF16; }
+
+// ------------------------------------------------------------ what can be written
+
+class Support : public cir::IRVisitor {
+ public:
+  explicit Support(const cir::Kernel& k) : k_(k) {}
+
+  std::optional<std::string> run() {
+    for (const cir::Param& p : k_.params) {
+      if (p.role == cir::ParamRole::Scalar) {
+        if (p.type.dtype == DType::F64 || p.type.dtype == DType::U64 || p.type.dtype == DType::F16 || p.type.dtype == DType::BF16)
+          fail(std::string(dtype_name(p.type.dtype)) + " scalars");
+      } else if (!storable(p.type.dtype)) {
+        bool wide = dtype_size(p.type.dtype) == 8;
+        fail(std::string(dtype_name(p.type.dtype)) + (wide ? " tensors (WGSL has no 64-bit types)" : " tensors (not written yet)"));
+      }
+    }
+    if (k_.kind == cir::KernelKind::Reduce) fail("reductions (not written yet)");
+    include(k_.body);
+    return why_;
+  }
+
+ private:
+  void fail(std::string why) {
+    if (!why_) why_ = std::move(why);
+  }
+  void value(DType t) {
+    if (t == DType::F64 || t == DType::U64) fail(std::string(dtype_name(t)) + " values (WGSL has no 64-bit types)");
+  }
+
+  using IRVisitor::visit;
+  void visit(const cir::GpuIndex*) override { fail("GPU thread coordinates"); }
+  void visit(const cir::Dot*) override { fail("tile operations"); }
+  void visit(const cir::Reduce*) override { fail("tile operations"); }
+  void visit(const cir::MatMul*) override { fail("tile operations"); }
+  void visit(const cir::Transpose*) override { fail("tile operations"); }
+  void visit(const cir::Fill*) override { fail("tile operations"); }
+  void visit(const cir::TileMma*) override { fail("tensor-core tile products"); }
+  void visit(const cir::AsyncCopy*) override { fail("asynchronous copies"); }
+  void visit(const cir::MatMulBlock*) override { fail("CPU register blocks"); }
+  void visit(const cir::Yield*) override { fail("reductions (not written yet)"); }
+  void visit(const cir::Atomic*) override { fail("atomic updates (not written yet)"); }
+  void visit(const cir::BlockReduce*) override { fail("block reductions (not written yet)"); }
+  void visit(const cir::IntImm* op) override {
+    if (op->value < INT32_MIN || op->value > static_cast<int64_t>(UINT32_MAX) ||
+        (op->value > INT32_MAX && op->type.dtype != DType::U32))
+      fail("an integer constant past 32 bits");
+  }
+  void visit(const cir::Math* op) override {
+    value(op->type.dtype);
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Cast* op) override {
+    value(op->type.dtype);
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Access* op) override {
+    for (const cir::AxisSel& a : op->axes)
+      if (a.is_slice) fail("slices");
+    if (!op->type.is_scalar()) fail("tile values");
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Store* op) override {
+    if (op->axes.empty()) fail("whole-tile stores");
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Decl* op) override {
+    if (!op->type.is_scalar()) fail("tile variables");
+    value(op->type.dtype);
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::For* op) override {
+    if (op->loop_kind == cir::LoopKind::GpuBlock || op->loop_kind == cir::LoopKind::GpuThread) fail("GPU block schedules (not written yet)");
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::Allocate* op) override {
+    if (!storable(op->type.dtype) && op->type.dtype != DType::I64) fail(std::string(dtype_name(op->type.dtype)) + " arrays");
+    IRVisitor::visit(op);
+  }
+
+  const cir::Kernel& k_;
+  std::optional<std::string> why_;
+};
+
+// ------------------------------------------------------------ the writer
+
+class Wgsl {
+ public:
+  Wgsl(const cir::Kernel& k, int threads) : k_(k), threads_(threads) {}
+
+  WgslKernel run() {
+    WgslKernel out;
+    out.workgroup_size = threads_;
+    bind_parameters(out);
+    const cir::For* outer = k_.body.size() == 1 ? k_.body[0].as<cir::For>() : nullptr;
+    if (outer && outer->loop_kind == cir::LoopKind::Parallel) {
+      emit_for(*outer, true);
+    } else {
+      line("if (gid.x == 0u && gid.y == 0u) {");
+      ++indent_;
+      block(k_.body);
+      --indent_;
+      line("}");
+    }
+    std::ostringstream s;
+    s << decls_ << helpers() << "\n@compute @workgroup_size(" << threads_ << ")\n"
+      << "fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {\n"
+      << body_.str() << "}\n";
+    out.source = s.str();
+    out.sites = std::move(sites_);
+    return out;
+  }
+
+ private:
+  struct Buf {
+    std::string name;  // the WGSL array (of words, for tensors)
+    cir::Type type;
+    bool tensor = false;  // a binding: elements packed in 32-bit words
+    bool output = false;  // words are atomic<u32>
+  };
+  struct Value {
+    std::string text;
+    DType dtype;
+  };
+
+  // ---------------------------------------------------------- declarations
+
+  void bind_parameters(WgslKernel& out) {
+    int binding = 0;
+    std::ostringstream d;
+    for (const cir::Param& p : k_.params) {
+      if (p.role == cir::ParamRole::Scalar) continue;
+      std::string name = "b" + std::to_string(binding);
+      bool output = p.role == cir::ParamRole::Output;
+      d << "@group(0) @binding(" << binding << ") var<storage, " << (output ? "read_write> " : "read> ") << name << ": array<"
+        << (output ? "atomic<u32>" : "u32") << ">;\n";
+      bufs_[p.name] = {name, p.type, true, output};
+      ++binding;
+    }
+    out.tensor_bindings = binding;
+    out.status_binding = binding;
+    d << "@group(0) @binding(" << binding++ << ") var<storage, read_write> status: array<atomic<u32>>;\n";
+    std::ostringstream fields;
+    uint32_t offset = 0;
+    auto uniform = [&](WgslUniform::Source src, size_t index, DType t, const std::string& name) {
+      DType as = is_float(t) ? DType::F32 : (t == DType::Bool || !is_signed_int(t)) && t != DType::I64 ? DType::U32 : DType::I32;
+      out.uniforms.push_back({src, index, as, offset});
+      fields << "  " << ident(name) << ": " << reg_type(as) << ",\n";
+      offset += 4;
+      std::string v = "args." + ident(name);
+      if (t == DType::Bool) v = "(" + v + " != 0u)";
+      values_[name] = {v, t};
+    };
+    for (size_t i = 0; i < k_.params.size(); ++i)
+      if (k_.params[i].role == cir::ParamRole::Scalar) uniform(WgslUniform::Source::Scalar, i, k_.params[i].type.dtype, k_.params[i].name);
+    for (size_t i = 0; i < k_.dims.size(); ++i) uniform(WgslUniform::Source::Dim, i, DType::I64, k_.dims[i].name);
+    if (offset > 0) {
+      out.uniform_binding = binding;
+      out.uniform_bytes = (offset + 15) / 16 * 16;
+      d << "struct Args {\n" << fields.str() << "}\n@group(0) @binding(" << binding << ") var<uniform> args: Args;\n";
+    }
+    decls_ = d.str();
+  }
+
+  // Functions the body calls (written out only where it does).
+  std::string helpers() const {
+    std::ostringstream h;
+    // Any failure marks the run failed; which one is the host's to find.
+    h << "fn zy_fail(id: u32) { atomicMax(&status[0], id); }\n";
+    if (helpers_.count("bits")) h << "fn zy_f32(bits: u32) -> f32 { return bitcast<f32>(bits); }\n";
+    if (helpers_.count("minmax"))
+      h << "fn zy_min(a: f32, b: f32) -> f32 { if (a != a || b != b) { return a + b; } return min(a, b); }\n"
+        << "fn zy_max(a: f32, b: f32) -> f32 { if (a != a || b != b) { return a + b; } return max(a, b); }\n";
+    if (helpers_.count("fmod")) h << "fn zy_fmod(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }\n";
+    if (helpers_.count("pow"))  // C's pow, special values included (C99 F.9.4.4)
+      h << "fn zy_pow(x: f32, y: f32) -> f32 {\n"
+           "  let inf = bitcast<f32>(0x7f800000u);\n"
+           "  if (y == 0.0 || x == 1.0) { return 1.0; }\n"
+           "  if (x != x || y != y) { return x + y; }\n"
+           "  let y_inf = abs(y) == inf;\n"
+           "  let y_odd = !y_inf && trunc(y) == y && abs(y) % 2.0 == 1.0;\n"
+           "  if (y_inf) { if (abs(x) == 1.0) { return 1.0; } return select(0.0, inf, (abs(x) < 1.0) == (y < 0.0)); }\n"
+           "  let neg = (bitcast<u32>(x) & 0x80000000u) != 0u;\n"
+           "  if (x == 0.0) {\n"
+           "    if (y < 0.0) { return select(inf, select(inf, -inf, neg), y_odd); }\n"
+           "    return select(0.0, x, y_odd);\n"
+           "  }\n"
+           "  if (abs(x) == inf) {\n"
+           "    if (x > 0.0) { return select(0.0, inf, y > 0.0); }\n"
+           "    if (y > 0.0) { return select(inf, -inf, y_odd); }\n"
+           "    return select(0.0, -0.0, y_odd);\n"
+           "  }\n"
+           "  if (x < 0.0 && trunc(y) != y) { return bitcast<f32>(0x7fc00000u); }\n"
+           "  let r = exp2(y * log2(abs(x)));\n"
+           "  return select(r, -r, x < 0.0 && y_odd);\n"
+           "}\n";
+    if (helpers_.count("erf"))  // x P(x^2) / Q(x^2), the LLVM lowering's rational
+      h << "fn zy_erf(x: f32) -> f32 {\n"
+           "  let d = clamp(x, -3.92, 3.92);\n"
+           "  let s = d * d;\n"
+           "  let p = ((((2.0428020050672346e-06 * s + 0.0002857252011551452) * s + 0.00380419366925265) * s"
+           " + 0.05286758831280999) * s + 0.19130654475081452) * s + 1.1283791670955126;\n"
+           "  let q = ((((3.806039534569143e-05 * s + 0.0011718445442006392) * s + 0.015046480707136246) * s"
+           " + 0.11448093915405412) * s + 0.5028736534848581) * s + 1.0;\n"
+           "  if (x != x) { return x; }\n"
+           "  return d * p / q;\n"
+           "}\n";
+    if (helpers_.count("ipow"))  // b^e in 32-bit wrapping arithmetic (the result is at most 32 bits wide)
+      h << "fn zy_ipow(b: u32, e: u32) -> u32 {\n"
+           "  var x = b;\n"
+           "  var r = 1u;\n"
+           "  var n = e;\n"
+           "  for (var i = 0; i < 32 && n != 0u; i++) {\n"
+           "    if ((n & 1u) != 0u) { r *= x; }\n"
+           "    x *= x;\n"
+           "    n >>= 1u;\n"
+           "  }\n"
+           "  return r;\n"
+           "}\n";
+    return h.str();
+  }
+
+  // ---------------------------------------------------------- output
+
+  void line(const std::string& s) {
+    for (int i = 0; i < indent_; ++i) body_ << "  ";
+    body_ << s << "\n";
+  }
+
+  std::string temp(DType t, const std::string& value) {
+    std::string n = "t" + std::to_string(temp_++);
+    line("let " + n + ": " + reg_type(t) + " = " + value + ";");
+    return n;
+  }
+
+  std::string fresh(const std::string& base) { return base + std::to_string(temp_++); }
+
+  void check(const std::string& ok, Span span, const std::string& what) {
+    sites_.push_back({span, what});
+    line("if (!(" + ok + ")) { zy_fail(" + std::to_string(sites_.size()) + "u); }");
+  }
+
+  // ---------------------------------------------------------- types and constants
+
+  // An integer result of a narrow dtype wrapped back into its range.
+  std::string wrap(DType t, const std::string& v) {
+    switch (t) {
+      case DType::I8: return "extractBits(" + v + ", 0u, 8u)";
+      case DType::I16: return "extractBits(" + v + ", 0u, 16u)";
+      case DType::U8: return "((" + v + ") & 0xFFu)";
+      case DType::U16: return "((" + v + ") & 0xFFFFu)";
+      default: return v;
+    }
+  }
+
+  std::string float_constant(double v) {
+    float f = static_cast<float>(v);
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    if (std::isfinite(f)) return "bitcast<f32>(" + hex(bits) + ")";
+    // WGSL's constant expressions hold no infinity or NaN: through a function.
+    helpers_.insert("bits");
+    return "zy_f32(" + hex(bits) + ")";
+  }
+
+  std::string int_constant(int64_t v, DType t) {
+    switch (t) {
+      case DType::Bool: return v ? "true" : "false";
+      case DType::U8: case DType::U16: case DType::U32: return std::to_string(static_cast<uint32_t>(v)) + "u";
+      default: {
+        int32_t w = static_cast<int32_t>(v);
+        return w == INT32_MIN ? "i32(-2147483647 - 1)" : "i32(" + std::to_string(w) + ")";
+      }
+    }
+  }
+
+  std::string zero(DType t) { return is_float(t) ? "0.0" : int_constant(0, t); }
+
+  std::string scalar_constant(const Scalar& s, DType t) {
+    if (is_float(t)) return float_constant(s.f);
+    if (t == DType::Bool) return s.i ? "true" : "false";
+    return int_constant(is_signed_int(t) ? s.i : static_cast<int64_t>(s.u), t);
+  }
+
+  std::string truthy(const std::string& v, DType t) {
+    if (t == DType::Bool) return v;
+    if (is_float(t)) return "!(" + v + " == 0.0)";
+    return "(" + v + " != " + zero(t) + ")";
+  }
+
+  std::string convert(const std::string& v, DType from, DType to, Span span) {
+    if (from == to) return v;
+    std::string rt = reg_type(to);
+    if (to == DType::Bool) return truthy(v, from);
+    if (from == DType::Bool) return "select(" + rt + "(0), " + rt + "(1), " + v + ")";
+    if (is_float(from)) {
+      if (is_float(to)) return v;
+      // Saturating, NaN to 0, as LLVM's fptosi.sat/fptoui.sat; an i64
+      // index past i32 fails instead.
+      std::string lo, hi;
+      switch (to) {
+        case DType::I8: lo = "-128.0"; hi = "127.0"; break;
+        case DType::I16: lo = "-32768.0"; hi = "32767.0"; break;
+        case DType::U8: lo = "0.0"; hi = "255.0"; break;
+        case DType::U16: lo = "0.0"; hi = "65535.0"; break;
+        case DType::I64:
+          check("(" + v + " != " + v + " || (" + v + " > -2147483904.0 && " + v + " < 2147483648.0))", span,
+                "an integer past 32 bits (WebGPU computes indices in 32 bits)");
+          [[fallthrough]];
+        default:
+          return "select(" + rt + "(" + v + "), " + zero(to) + ", " + v + " != " + v + ")";  // WGSL's conversion saturates
+      }
+      return "select(" + rt + "(clamp(" + v + ", " + lo + ", " + hi + ")), " + zero(to) + ", " + v + " != " + v + ")";
+    }
+    if (is_float(to)) return "f32(" + v + ")";
+    // Integers: the value wrapped into the target's width; into i64 (i32
+    // here) a u32 past i32 fails.
+    if (to == DType::I64) {
+      if (from == DType::U32) check("(" + v + " < 0x80000000u)", span, "an integer past 32 bits (WebGPU computes indices in 32 bits)");
+      return "bitcast<i32>(" + v + ")";
+    }
+    std::string word = is_signed_int(from) ? "bitcast<u32>(" + v + ")" : v;
+    switch (to) {
+      case DType::I32: return "bitcast<i32>(" + word + ")";
+      case DType::U32: return word;
+      case DType::I8: case DType::I16: return wrap(to, "bitcast<i32>(" + word + ")");
+      default: return wrap(to, word);
+    }
+  }
+
+  // ---------------------------------------------------------- memory
+
+  // The element at flat index `off` (u32) of a tensor, as a register value.
+  std::string load(const Buf& b, const std::string& off) {
+    DType t = b.type.dtype;
+    int size = static_cast<int>(dtype_size(t));
+    auto word_at = [&](const std::string& w) { return b.output ? "atomicLoad(&" + b.name + "[" + w + "])" : b.name + "[" + w + "]"; };
+    if (size == 4) {
+      std::string w = word_at(off);
+      return t == DType::U32 ? w : "bitcast<" + reg_type(t) + ">(" + w + ")";
+    }
+    std::string per = std::to_string(4 / size), bits = std::to_string(size * 8);
+    std::string raw = temp(DType::U32, "extractBits(" + word_at(off + " / " + per + "u") + ", (" + off + " % " + per + "u) * " + bits + "u, " + bits + "u)");
+    switch (t) {
+      case DType::Bool: return "(" + raw + " != 0u)";
+      case DType::I8: case DType::I16: return "extractBits(bitcast<i32>(" + raw + "), 0u, " + bits + "u)";
+      default: return raw;
+    }
+  }
+
+  // Stores a register value into the element at flat index `off` of the output.
+  void store(const Buf& b, const std::string& off, const std::string& v) {
+    DType t = b.type.dtype;
+    int size = static_cast<int>(dtype_size(t));
+    std::string bits_of = t == DType::Bool ? "select(0u, 1u, " + v + ")" : t == DType::U8 || t == DType::U16 || t == DType::U32 ? v
+                                                                                                                      : "bitcast<u32>(" + v + ")";
+    if (size == 4) {
+      line("atomicStore(&" + b.name + "[" + off + "], " + bits_of + ");");
+      return;
+    }
+    std::string per = std::to_string(4 / size), width = std::to_string(size * 8);
+    std::string word = temp(DType::U32, off + " / " + per + "u"), shift = temp(DType::U32, "(" + off + " % " + per + "u) * " + width + "u");
+    std::string bits = temp(DType::U32, bits_of);
+    line("loop {");
+    ++indent_;
+    std::string seen = temp(DType::U32, "atomicLoad(&" + b.name + "[" + word + "])");
+    line("if (atomicCompareExchangeWeak(&" + b.name + "[" + word + "], " + seen + ", insertBits(" + seen + ", " + bits + ", " + shift + ", " + width +
+         "u)).exchanged) { break; }");
+    --indent_;
+    line("}");
+  }
+
+  const Buf& buffer(const std::string& name) {
+    auto it = bufs_.find(name);
+    if (it == bufs_.end()) throw std::logic_error("WGSL lowering: unknown buffer " + name);
+    return it->second;
+  }
+
+  // Row-major offset of an element, each index checked against its axis;
+  // where one is out of bounds, element 0's (harmless) and `*ok` false.
+  std::string element_offset(const Buf& b, const std::vector<cir::AxisSel>& axes, Span span, const std::string& name, bool write,
+                             std::string* ok_out = nullptr) {
+    std::string offset = "0u", ok = "true";
+    for (size_t a = 0; a < axes.size(); ++a) {
+      std::string extent = temp(DType::U32, "bitcast<u32>(" + expr(b.type.shape[a]) + ")");
+      std::string idx = temp(DType::U32, "bitcast<u32>(" + expr(axes[a].index) + ")");
+      ok += " && " + idx + " < " + extent;
+      offset = "(" + offset + ") * " + extent + " + " + idx;  // below the element count, which fits in 32 bits
+    }
+    std::string okv = temp(DType::Bool, ok);
+    check(okv, span, std::string(write ? "index out of bounds writing " : "index out of bounds reading ") + name);
+    if (ok_out) *ok_out = okv;
+    return temp(DType::U32, "select(0u, " + offset + ", " + okv + ")");
+  }
+
+  // ---------------------------------------------------------- expressions
+
+  std::string expr(const Expr& e) {
+    DType t = e->type.dtype;
+    switch (e->kind) {
+      case cir::ExprKind::IntImm: return int_constant(e.as<cir::IntImm>()->value, t);
+      case cir::ExprKind::FloatImm: return float_constant(e.as<cir::FloatImm>()->value);
+      case cir::ExprKind::BoolImm: return e.as<cir::BoolImm>()->value ? "true" : "false";
+      case cir::ExprKind::Var: {
+        const std::string& name = e.as<cir::Var>()->name;
+        auto it = values_.find(name);
+        if (it == values_.end()) throw std::logic_error("WGSL lowering: unknown name " + name);
+        return it->second.text;
+      }
+      case cir::ExprKind::Cast: {
+        auto c = e.as<cir::Cast>();
+        return temp(t, convert(expr(c->value), c->value->type.dtype, t, c->span));
+      }
+      case cir::ExprKind::Unary: {
+        auto u = e.as<cir::Unary>();
+        std::string a = expr(u->a);
+        DType at = u->a->type.dtype;
+        if (u->op == UnaryOp::Not) return temp(DType::Bool, "!" + truthy(a, at));
+        if (is_float(at)) return temp(at, "-" + a);
+        if (at == DType::Bool) return a;
+        if (at == DType::I64) return arith(BinaryOp::Sub, at, "i32(0)", a, u->span);
+        if (!is_signed_int(at)) return temp(at, wrap(at, "(0u - " + a + ")"));
+        return temp(at, wrap(at, "bitcast<i32>(0u - bitcast<u32>(" + a + "))"));
+      }
+      case cir::ExprKind::Binary: return binary(*e.as<cir::Binary>());
+      case cir::ExprKind::Select: {
+        auto s = e.as<cir::Select>();
+        std::string c = expr(s->cond), x = expr(s->t), y = expr(s->f);
+        return temp(t, "select(" + y + ", " + x + ", " + c + ")");
+      }
+      case cir::ExprKind::Math: return math(*e.as<cir::Math>());
+      case cir::ExprKind::Access: {
+        auto a = e.as<cir::Access>();
+        const Buf& b = buffer(a->buffer);
+        std::string off = element_offset(b, a->axes, a->span, a->buffer, false);
+        return temp(b.type.dtype, b.tensor ? load(b, off) : b.name + "[" + off + "]");
+      }
+      default: throw std::logic_error("WGSL lowering: unsupported expression " + cir::print(e));
+    }
+  }
+
+  std::string binary(const cir::Binary& bin) {
+    DType t = bin.a->type.dtype;
+    if (bin.op == BinaryOp::And || bin.op == BinaryOp::Or) {
+      // Short-circuit: the right side (and its checks) only where it decides.
+      std::string r = fresh("t");
+      std::string a = expr(bin.a);
+      line("var " + r + ": bool = " + truthy(a, t) + ";");
+      line(std::string("if (") + (bin.op == BinaryOp::And ? "" : "!") + r + ") {");
+      ++indent_;
+      std::string c = expr(bin.b);
+      line(r + " = " + truthy(c, bin.b->type.dtype) + ";");
+      --indent_;
+      line("}");
+      return r;
+    }
+    std::string a = expr(bin.a), c = expr(bin.b);
+    if (is_comparison(bin.op)) return temp(DType::Bool, compare(bin.op, t, a, c));
+    return arith(bin.op, t, a, c, bin.span);
+  }
+
+  std::string compare(BinaryOp op, DType t, const std::string& a, const std::string& c) {
+    if (t == DType::Bool) return compare(op, DType::I32, "select(0, 1, " + a + ")", "select(0, 1, " + c + ")");
+    switch (op) {
+      case BinaryOp::Eq: return "(" + a + " == " + c + ")";
+      case BinaryOp::Ne: return "!(" + a + " == " + c + ")";  // unordered: NaN != anything
+      case BinaryOp::Lt: return "(" + a + " < " + c + ")";
+      case BinaryOp::Le: return "(" + a + " <= " + c + ")";
+      case BinaryOp::Gt: return "(" + a + " > " + c + ")";
+      default: return "(" + a + " >= " + c + ")";
+    }
+  }
+
+  std::string min_max(bool is_min, DType t, const std::string& a, const std::string& c) {
+    if (is_float(t)) {
+      helpers_.insert("minmax");
+      return std::string(is_min ? "zy_min(" : "zy_max(") + a + ", " + c + ")";
+    }
+    return std::string(is_min ? "min(" : "max(") + a + ", " + c + ")";
+  }
+
+  // A temporary with `a op c` in dtype t.
+  std::string arith(BinaryOp op, DType t, const std::string& a, const std::string& c, Span span) {
+    if (t == DType::Bool) {  // as the reference: 0/1 arithmetic, then "not zero"
+      switch (op) {
+        case BinaryOp::Add: case BinaryOp::Max: return temp(t, "(" + a + " || " + c + ")");
+        case BinaryOp::Mul: case BinaryOp::Min: return temp(t, "(" + a + " && " + c + ")");
+        case BinaryOp::Sub: return temp(t, "(" + a + " != " + c + ")");
+        default: {
+          std::string r = arith(op, DType::I32, "select(0, 1, " + a + ")", "select(0, 1, " + c + ")", span);
+          return temp(t, "(" + r + " != 0)");
+        }
+      }
+    }
+    if (is_float(t)) {
+      switch (op) {
+        case BinaryOp::Add: return temp(t, a + " + " + c);
+        case BinaryOp::Sub: return temp(t, a + " - " + c);
+        case BinaryOp::Mul: return temp(t, a + " * " + c);
+        case BinaryOp::Div: return temp(t, a + " / " + c);
+        case BinaryOp::Mod: helpers_.insert("fmod"); return temp(t, "zy_fmod(" + a + ", " + c + ")");
+        case BinaryOp::Pow: helpers_.insert("pow"); return temp(t, "zy_pow(" + a + ", " + c + ")");
+        case BinaryOp::Min: return temp(t, min_max(true, t, a, c));
+        case BinaryOp::Max: return temp(t, min_max(false, t, a, c));
+        default: throw std::logic_error("WGSL lowering: bad float operator");
+      }
+    }
+    bool is_signed = is_signed_int(t);
+    // Wrapping arithmetic on the words; an index value (i64 in CIR) that
+    // leaves 32 bits fails.
+    auto word = [&](const std::string& x) { return is_signed ? "bitcast<u32>(" + x + ")" : x; };
+    auto back = [&](const std::string& w) { return is_signed ? wrap(t, "bitcast<i32>(" + w + ")") : wrap(t, w); };
+    const char* overflow = "an integer past 32 bits (WebGPU computes indices in 32 bits)";
+    switch (op) {
+      case BinaryOp::Add: {
+        std::string r = temp(t, back(word(a) + " + " + word(c)));
+        if (t == DType::I64) check("((" + a + " ^ " + r + ") & (" + c + " ^ " + r + ")) >= 0", span, overflow);
+        return r;
+      }
+      case BinaryOp::Sub: {
+        std::string r = temp(t, back(word(a) + " - " + word(c)));
+        if (t == DType::I64) check("((" + a + " ^ " + c + ") & (" + a + " ^ " + r + ")) >= 0", span, overflow);
+        return r;
+      }
+      case BinaryOp::Mul: {
+        std::string r = temp(t, back(word(a) + " * " + word(c)));
+        if (t == DType::I64)
+          check("(" + a + " == 0 || (" + r + " / " + a + " == " + c + " && !(" + a + " == -1 && " + c + " == i32(-2147483647 - 1))))", span,
+                overflow);
+        return r;
+      }
+      case BinaryOp::Div:
+      case BinaryOp::Mod: {
+        check("(" + c + " != " + zero(t) + ")", span, op == BinaryOp::Div ? "integer division by zero" : "integer remainder by zero");
+        // Truncating; a divisor of 0 gives 0 (the check has failed); x / -1 wraps.
+        std::string d = temp(t, "select(" + c + ", " + int_constant(1, t) + ", " + c + " == " + zero(t) + ")");
+        std::string q;
+        if (is_signed) {
+          std::string minus_one = "(" + d + " == " + int_constant(-1, t) + ")";
+          q = temp(t, "select(" + a + " / " + d + ", " + back("0u - " + word(a)) + ", " + minus_one + ")");
+          if (t == DType::I64 && op == BinaryOp::Div) check("!(" + minus_one + " && " + a + " == i32(-2147483647 - 1))", span, overflow);
+        } else {
+          q = temp(t, a + " / " + d);
+        }
+        if (op == BinaryOp::Div) return q;
+        return temp(t, back(word(a) + " - " + word(q) + " * " + word(d)));
+      }
+      case BinaryOp::Pow: {
+        helpers_.insert("ipow");
+        if (is_signed) {
+          // A negative exponent: 1 and -1 have powers, others fail.
+          check("(" + c + " >= " + zero(t) + " || " + a + " == " + int_constant(1, t) + " || " + a + " == " + int_constant(-1, t) + ")", span,
+                "integer power with a negative exponent");
+          std::string e = temp(DType::U32, "select(bitcast<u32>(" + c + "), bitcast<u32>(" + c + ") & 1u, " + c + " < " + zero(t) + ")");
+          std::string r = temp(t, back("zy_ipow(" + word(a) + ", " + e + ")"));
+          if (t == DType::I64) check("(" + c + " < 0 || abs(f32(" + a + ")) <= 1.0 || pow(abs(f32(" + a + ")), f32(" + c + ")) < 2147483000.0)", span, overflow);
+          return r;
+        }
+        return temp(t, back("zy_ipow(" + a + ", " + c + ")"));
+      }
+      case BinaryOp::Min: return temp(t, min_max(true, t, a, c));
+      case BinaryOp::Max: return temp(t, min_max(false, t, a, c));
+      default: throw std::logic_error("WGSL lowering: bad integer operator");
+    }
+  }
+
+  std::string math(const cir::Math& m) {
+    DType t = m.type.dtype;
+    std::vector<std::string> args;
+    for (const Expr& a : m.args) args.push_back(expr(a));
+    const std::string& x = args[0];
+    auto call = [&](const char* fn) { return temp(t, std::string(fn) + "(" + x + ")"); };
+    if (!is_float(t)) {
+      bool s = is_signed_int(t);
+      switch (m.fn) {
+        case MathFn::Abs: return s ? temp(t, wrap(t, "bitcast<i32>(select(bitcast<u32>(" + x + "), 0u - bitcast<u32>(" + x + "), " + x + " < 0))")) : x;
+        case MathFn::Sign: return s ? temp(t, "sign(" + x + ")") : temp(t, "select(0u, 1u, " + x + " != 0u)");
+        case MathFn::Relu: return s ? temp(t, "max(" + x + ", 0)") : x;
+        case MathFn::Min: return temp(t, "min(" + x + ", " + args[1] + ")");
+        case MathFn::Max: return temp(t, "max(" + x + ", " + args[1] + ")");
+        case MathFn::Clamp: return temp(t, "min(max(" + x + ", " + args[1] + "), " + args[2] + ")");
+        default: throw std::logic_error(std::string("WGSL lowering: ") + math_fn_name(m.fn) + " on integers");
+      }
+    }
+    switch (m.fn) {
+      case MathFn::Sin: return call("sin");
+      case MathFn::Cos: return call("cos");
+      case MathFn::Tan: return call("tan");
+      case MathFn::Asin: return call("asin");
+      case MathFn::Acos: return call("acos");
+      case MathFn::Atan: return call("atan");
+      case MathFn::Sinh: return call("sinh");
+      case MathFn::Cosh: return call("cosh");
+      case MathFn::Tanh: return temp(t, "select(tanh(" + x + "), sign(" + x + "), abs(" + x + ") > 9.1)");  // tanh may overflow where exp does
+      case MathFn::Exp: return call("exp");
+      case MathFn::Exp2: return call("exp2");
+      case MathFn::Log: return call("log");
+      case MathFn::Log2: return call("log2");
+      case MathFn::Log10: return temp(t, "log2(" + x + ") * 0.30102999566398120");
+      case MathFn::Sqrt: return call("sqrt");
+      case MathFn::Rsqrt: return temp(t, "1.0 / sqrt(" + x + ")");
+      case MathFn::Abs: return call("abs");
+      case MathFn::Floor: return call("floor");
+      case MathFn::Ceil: return call("ceil");
+      case MathFn::Round: return call("round");  // half to even
+      case MathFn::Trunc: return call("trunc");
+      case MathFn::Sign: return temp(t, "select(sign(" + x + "), " + x + ", " + x + " != " + x + ")");
+      case MathFn::Relu: return temp(t, "select(select(0.0, " + x + ", " + x + " > 0.0), " + x + ", " + x + " != " + x + ")");
+      case MathFn::Erf: helpers_.insert("erf"); return call("zy_erf");
+      case MathFn::Gelu: helpers_.insert("erf"); return temp(t, "0.5 * " + x + " * (1.0 + zy_erf(" + x + " * 0.70710678118654752440))");
+      case MathFn::GeluTanh:
+        return temp(t, x + " / (1.0 + exp(-1.5957691216057308 * (" + x + " + 0.044715 * " + x + " * " + x + " * " + x + ")))");
+      case MathFn::Sigmoid: return temp(t, "1.0 / (1.0 + exp(-" + x + "))");
+      case MathFn::Silu: return temp(t, x + " / (1.0 + exp(-" + x + "))");
+      case MathFn::Pow: helpers_.insert("pow"); return temp(t, "zy_pow(" + x + ", " + args[1] + ")");
+      case MathFn::Atan2: return temp(t, "select(atan2(" + x + ", " + args[1] + "), 0.0, " + x + " == 0.0 && " + args[1] + " == 0.0)");
+      case MathFn::Min: return temp(t, min_max(true, t, x, args[1]));
+      case MathFn::Max: return temp(t, min_max(false, t, x, args[1]));
+      case MathFn::Clamp: return temp(t, min_max(true, t, min_max(false, t, x, args[1]), args[2]));
+      case MathFn::Fma: return temp(t, "fma(" + x + ", " + args[1] + ", " + args[2] + ")");
+    }
+    throw std::logic_error("WGSL lowering: unknown math function");
+  }
+
+  // ---------------------------------------------------------- statements
+
+  void block(const cir::Block& blk) {
+    for (const cir::Stmt& s : blk) stmt(s);
+  }
+
+  void stmt(const cir::Stmt& s) {
+    switch (s->kind) {
+      case cir::StmtKind::For: return emit_for(*s.as<cir::For>(), false);
+      case cir::StmtKind::If: {
+        auto i = s.as<cir::If>();
+        std::string c = expr(i->cond);
+        line("if (" + c + ") {");
+        ++indent_;
+        block(i->then_body);
+        --indent_;
+        if (!i->else_body.empty()) {
+          line("} else {");
+          ++indent_;
+          block(i->else_body);
+          --indent_;
+        }
+        line("}");
+        return;
+      }
+      case cir::StmtKind::Let: {
+        auto l = s.as<cir::Let>();
+        DType t = l->value->type.dtype;
+        std::string v = expr(l->value), n = ident(l->name) + "_" + std::to_string(temp_++);
+        line("let " + n + ": " + reg_type(t) + " = " + v + ";");
+        values_[l->name] = {n, t};
+        return;
+      }
+      case cir::StmtKind::Decl: {
+        auto d = s.as<cir::Decl>();
+        DType t = d->type.dtype;
+        std::string v = d->init.defined() ? expr(d->init) : zero(t), n = ident(d->name) + "_" + std::to_string(temp_++);
+        line("var " + n + ": " + reg_type(t) + " = " + v + ";");
+        values_[d->name] = {n, t};
+        return;
+      }
+      case cir::StmtKind::Assign: {
+        auto a = s.as<cir::Assign>();
+        std::string v = expr(a->value);
+        line(values_.at(a->name).text + " = " + v + ";");
+        return;
+      }
+      case cir::StmtKind::Store: {
+        auto st = s.as<cir::Store>();
+        const Buf& b = buffer(st->buffer);
+        std::string v = expr(st->value), ok;
+        std::string off = element_offset(b, st->axes, st->span, st->buffer, true, &ok);
+        line("if (" + ok + ") {");
+        ++indent_;
+        if (b.tensor) store(b, off, v);
+        else line(b.name + "[" + off + "] = " + v + ";");
+        --indent_;
+        line("}");
+        return;
+      }
+      case cir::StmtKind::Allocate: {
+        // A local array, zero-filled (WGSL's variables start at zero), as the
+        // reference fills a shared one each time one thread reaches it.
+        auto a = s.as<cir::Allocate>();
+        uint64_t n = static_cast<uint64_t>(cir::allocation_bytes(*a)) / dtype_size(a->type.dtype);
+        std::string name = ident(a->name) + "_" + std::to_string(temp_++);
+        line("var " + name + ": array<" + reg_type(a->type.dtype) + ", " + std::to_string(std::max<uint64_t>(n, 1)) + ">;");
+        bufs_[a->name] = {name, a->type, false, false};
+        return;
+      }
+      case cir::StmtKind::Barrier: return;  // one invocation runs each iteration in order: nothing to wait for
+      case cir::StmtKind::Check: {
+        auto c = s.as<cir::Check>();
+        check(expr(c->cond), c->span, c->message);
+        return;
+      }
+      default: throw std::logic_error("WGSL lowering: unsupported statement");
+    }
+  }
+
+  // for var in lo..hi step s, as iterations k = first, first + stride, ...
+  // below trips (u32) with var = lo + k * s.
+  void emit_for(const cir::For& f, bool grid) {
+    std::string lo = temp(DType::I64, expr(f.lo)), hi = temp(DType::I64, expr(f.hi)), step = temp(DType::I64, expr(f.step));
+    std::string runs = "true";
+    if (!f.step.as<cir::IntImm>()) {
+      check(step + " > 0", f.span, "loop step must be positive");
+      runs = step + " > 0";
+    }
+    std::string span = "bitcast<u32>(" + hi + ") - bitcast<u32>(" + lo + ")";  // hi - lo, exact below 2^32
+    std::string trips = temp(DType::U32, "select(0u, (" + span + " - 1u) / bitcast<u32>(" + step + ") + 1u, " + runs + " && " + hi + " > " + lo + ")");
+    std::string k = fresh("k");
+    if (grid) {
+      line("let " + k + "_stride = nwg.x * nwg.y * " + std::to_string(threads_) + "u;");
+      line("for (var " + k + " = gid.y * nwg.x * " + std::to_string(threads_) + "u + gid.x; " + k + " < " + trips + "; " + k + " += " + k + "_stride) {");
+    } else {
+      line("for (var " + k + " = 0u; " + k + " < " + trips + "; " + k + "++) {");
+    }
+    ++indent_;
+    std::string var = ident(f.var) + "_" + std::to_string(temp_++);
+    line("let " + var + ": i32 = bitcast<i32>(bitcast<u32>(" + lo + ") + " + k + " * bitcast<u32>(" + step + "));");
+    values_[f.var] = {var, DType::I64};
+    block(f.body);
+    --indent_;
+    line("}");
+  }
+
+  const cir::Kernel& k_;
+  int threads_;
+  std::string decls_;
+  std::ostringstream body_;
+  int indent_ = 1;
+  int temp_ = 0;
+  std::map<std::string, Buf> bufs_;
+  std::map<std::string, Value> values_;
+  std::set<std::string> helpers_;
+  std::vector<CheckSite> sites_;
+};
+
+}  // namespace
+
+GpuTarget webgpu_target() {
+  GpuTarget t;
+  t.api = GpuApi::WebGpu;
+  t.arch = "webgpu";
+  t.subgroup_size = 32;  // for planning only: no subgroup operations are used
+  t.max_threads_per_block = 128;  // compatibility mode's limit (WebGPU's core promises 256)
+  t.max_blocks = 65535;
+  t.multiprocessors = 16;
+  t.shared_memory_static = t.shared_memory_max = 16352;  // compatibility mode's (core: 16 KiB)
+  t.private_memory_per_thread = 16 << 10;
+  t.vector_bytes = 16;
+  t.index_bits = 32;
+  t.f64 = t.f16 = t.bf16 = t.i64 = false;
+  t.subgroup_shuffles = false;
+  t.async_copy = false;
+  t.atomics.float_add = false;
+  t.atomics.system_scope = false;
+  t.matrix_units = {};
+  return t;
+}
+
+std::optional<std::string> wgsl_unsupported_reason(const cir::Kernel& k, const GpuTarget&, int) { return Support(k).run(); }
+
+WgslKernel emit_wgsl(const cir::Kernel& k, const GpuTarget& target, int block_threads) {
+  if (std::optional<std::string> why = wgsl_unsupported_reason(k, target, block_threads))
+    throw std::logic_error("WGSL lowering: kernel " + k.name + " uses " + *why);
+  return Wgsl(k, std::max(block_threads, 1)).run();
+}
+
+}  // namespace zyntax::codegen

@@ -1,0 +1,75 @@
+// CIR → WGSL compute shaders for WebGPU. The emitter takes a kernel planned
+// for a WebGPU GpuTarget (plan/gpu_plan with webgpu_target()) and writes one
+// shader computing what the reference executor computes, within what WGSL
+// has:
+//
+// - No 64-bit types: tensors of f64, i64 and u64 are not written. CIR's
+//   index values (i64) are i32; their additions, subtractions and products
+//   are checked, and an overflow fails the run (a check, as an index out of
+//   bounds), never a wrapped index. Scalars of i64 travel as i32 (the host
+//   refuses values outside its range).
+// - No 8- or 16-bit storage and no aliased bindings: every tensor is an
+//   array of 32-bit words. Inputs are read-only `array<u32>`; the output is
+//   `array<atomic<u32>>`, written by atomicStore, and 1- and 2-byte elements
+//   by a compare-and-swap of the word around them (its neighbours belong to
+//   other invocations).
+// - Scalars and dimensions: one uniform buffer of 4-byte fields.
+//
+// The semantics are the GLSL emitter's: NaN-propagating min/max,
+// saturating float-to-int conversion (NaN to 0), integer division checked
+// and wrapping, bounds checks on every access; a failed check records its
+// id in the status word and the invocation goes on with the access made
+// harmless. WGSL does not promise IEEE infinities and NaN; the devices we
+// test on keep them.
+//
+// Written so far: kernels whose work is one parallel loop spread over the
+// grid (element-wise, fused, broadcast and map kernels, with any serial
+// loops, local arrays and checks inside) or one invocation's; f32, i32,
+// u32, bool, i8, u8, i16 and u16 tensors. Not yet: reductions, GPU block
+// schedules (tiles, shared memory, barriers), atomics, f16 and bf16.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cir/ir.hpp"
+#include "codegen/llvm/ir_emitter.hpp"
+#include "target/gpu_target.hpp"
+
+namespace zyntax::codegen {
+
+// One 4-byte field of the uniform buffer.
+struct WgslUniform {
+  enum class Source { Scalar, Dim } source;
+  size_t index = 0;      // the kernel's param (Scalar) or dim (Dim) index
+  DType as = DType::I32;  // how it is stored: I32, U32 or F32
+  uint32_t offset = 0;   // bytes
+};
+
+struct WgslKernel {
+  std::string source;  // the shader, entry point `main`
+  int workgroup_size = 1;
+  // Bindings of group 0: the tensor params in order (inputs, then the
+  // output), then the status word (one u32), then the uniforms (where any).
+  int tensor_bindings = 0;
+  int status_binding = 0;
+  int uniform_binding = -1;
+  std::vector<WgslUniform> uniforms;
+  uint32_t uniform_bytes = 0;  // a multiple of 16
+  std::vector<CheckSite> sites;  // a failed check's id is its index + 1
+};
+
+// What every WebGPU adapter offers, compatibility mode's included (the
+// limits WebGPU guarantees): no subgroups, 128 invocations per workgroup,
+// 16,352 bytes of workgroup storage, no f64/i64/f16, 32-bit indices.
+GpuTarget webgpu_target();
+
+// Why the WGSL emitter cannot write this kernel (a reduction, f64, a GPU
+// block schedule, ...), or nothing. `block_threads`: the plan's workgroup.
+std::optional<std::string> wgsl_unsupported_reason(const cir::Kernel& k, const GpuTarget& target, int block_threads);
+
+WgslKernel emit_wgsl(const cir::Kernel& k, const GpuTarget& target, int block_threads);
+
+}  // namespace zyntax::codegen

@@ -1,0 +1,114 @@
+// Runs the WebGPU parity cases (zyntax_webgpu_cases' lines) on a WebGPU
+// adapter in node (Dawn, from the npm package `webgpu` in js/), through the
+// JavaScript runtime: each kernel's WGSL must pass Dawn's validation, run,
+// and give the reference executor's output (within 1e-4 relative + 1e-5
+// for approximate cases; NaN where NaN), or fail its check where the
+// reference reports an error.
+//
+//   node tests/webgpu/run_cases.mjs cases.jsonl
+// Without a node module `webgpu` or an adapter: exit 77 (skipped). The
+// adapter: any Dawn finds, else OpenGL ES on Mesa's llvmpipe (EGL without a
+// display) in compatibility mode.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..', '..');
+const { runKernel, KernelError } = await import(join(root, 'js', 'src', 'runtime.mjs'));
+
+let webgpu;
+try {
+  webgpu = await import(createRequire(join(root, 'js', 'package.json')).resolve('webgpu'));
+} catch (e) {
+  console.log(`skipped: no node module webgpu (npm install in js/): ${e.message}`);
+  process.exit(77);
+}
+Object.assign(globalThis, webgpu.globals);
+
+// The instances stay referenced for the whole run: Dawn's objects die with
+// theirs.
+const instances = [];
+async function adapter() {
+  process.env.EGL_PLATFORM ??= 'surfaceless';
+  for (const [flags, options] of [[[], {}], [['backend=opengles'], { featureLevel: 'compatibility' }]]) {
+    const gpu = webgpu.create(flags);
+    instances.push(gpu);
+    const a = await gpu.requestAdapter(options);
+    if (a) return a;
+  }
+  return null;
+}
+const found = await adapter();
+if (!found) {
+  console.log('skipped: no WebGPU adapter');
+  process.exit(77);
+}
+const device = await found.requestDevice();
+console.log(`adapter: ${found.info.vendor} ${found.info.description || found.info.device} (${found.info.architecture})`);
+
+const decode = (b64) => new Uint8Array(Buffer.from(b64, 'base64'));
+const view = (bytes, dtype) => {
+  const b = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+  switch (dtype) {
+    case 'f32': return new Float32Array(b);
+    case 'i32': return new Int32Array(b);
+    case 'u32': return new Uint32Array(b);
+    case 'i16': return new Int16Array(b);
+    case 'u16': return new Uint16Array(b);
+    case 'i8': return new Int8Array(b);
+    default: return new Uint8Array(b);
+  }
+};
+
+function agree(got, want, dtype, approximate) {
+  const g = view(got, dtype), w = view(want, dtype);
+  if (g.length !== w.length) return `length ${g.length} vs ${w.length}`;
+  for (let i = 0; i < g.length; ++i) {
+    const x = g[i], y = w[i];
+    if (Object.is(x, y) || x === y || (Number.isNaN(x) && Number.isNaN(y))) continue;
+    if (approximate && Number.isFinite(x) && Number.isFinite(y) && Math.abs(x - y) <= 1e-4 * Math.abs(y) + 1e-5) continue;
+    return `element ${i}: ${x} vs ${y}`;
+  }
+  return '';
+}
+
+const lines = readFileSync(process.argv[2], 'utf8').split('\n').filter((l) => l.trim());
+let passed = 0, failed = 0;
+const unsupported = new Map();
+for (const l of lines) {
+  const c = JSON.parse(l);
+  const what = `${c.case} variant ${c.variant}`;
+  if (c.unsupported) {
+    unsupported.set(c.case, c.unsupported);
+    continue;
+  }
+  try {
+    const tensors = c.tensors.map((t) => (typeof t === 'number' ? t : decode(t)));
+    let got, error = '';
+    try {
+      got = await runKernel(device, c.kernel, { tensors, dims: c.dims });
+    } catch (e) {
+      if (!(e instanceof KernelError) || /does not compile/.test(e.message)) throw e;
+      error = e.message;
+    }
+    let wrong = '';
+    if (c.error !== undefined) wrong = error ? '' : `the reference reports "${c.error}", WebGPU ran`;
+    else if (error) wrong = `failed: ${error}`;
+    else wrong = agree(got, decode(c.expected.bytes), c.expected.dtype, c.approximate);
+    if (wrong) {
+      ++failed;
+      console.log(`FAIL ${what}: ${wrong}`);
+    } else {
+      ++passed;
+    }
+  } catch (e) {
+    ++failed;
+    console.log(`FAIL ${what}: ${e.message}`);
+  }
+}
+for (const [name, why] of unsupported) console.log(`not written for WebGPU yet: ${name} (${why})`);
+console.log(`${passed} passed, ${failed} failed; ${unsupported.size} kinds not written for WebGPU yet`);
+device.destroy();
+process.exit(failed ? 1 : 0);
