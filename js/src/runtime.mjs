@@ -9,7 +9,8 @@
 //   { name, wgsl, workgroupSize, params: [{ name, role, dtype }],
 //     statusBinding, uniformBinding, uniformBytes,
 //     uniforms: [{ source: "scalar" | "dim", index, as, offset }],
-//     sites: ["index out of bounds reading x", ...] }
+//     sites: ["index out of bounds reading x", ...],
+//     reduce: null | { op, arg, identity (one element, base64) | bestDtype, bestBinding, hasBinding } }
 // Tensors travel as their bytes (any TypedArray or ArrayBuffer), in the
 // element layout the compiler's dtypes have (bool and 8-bit types one byte,
 // f32/i32/u32 four, little-endian).
@@ -31,6 +32,14 @@ function bytesOf(data) {
 }
 
 const padded = (bytes) => Math.max(4, Math.ceil(bytes / 4) * 4);
+
+// `bytes` bytes of one element (base64) repeated.
+function filled(bytes, elementBase64) {
+  const one = Uint8Array.from(atob(elementBase64), (c) => c.charCodeAt(0));
+  const out = new Uint8Array(bytes);
+  for (let i = 0; i < bytes; i += one.length) out.set(one.subarray(0, Math.min(one.length, bytes - i)), i);
+  return out;
+}
 
 // Compiles the kernel's pipeline on `device` (once per device and kernel).
 // Validation errors (with the WGSL's line:col) throw.
@@ -63,9 +72,11 @@ export async function runKernel(device, kernel, { tensors, scalars = {}, dims = 
   try {
     const bindings = [];
     let output = null, outputBytes = 0;
+    const reduce = kernel.reduce;
     tensorParams.forEach((p, i) => {
       const isOutput = p.role === 'output';
-      const data = typeof tensors[i] === 'number' ? new Uint8Array(tensors[i]) : bytesOf(tensors[i]);
+      let data = typeof tensors[i] === 'number' ? new Uint8Array(tensors[i]) : bytesOf(tensors[i]);
+      if (isOutput && reduce && !reduce.arg) data = filled(data.byteLength, reduce.identity);  // the accumulator starts at the identity
       if (data.byteLength / dtypeBytes(p.dtype) >= 2 ** 31)
         throw new KernelError(`kernel ${kernel.name}: ${p.name} has 2^31 elements or more (WebGPU indexes in 32 bits)`);
       const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | (isOutput ? GPUBufferUsage.COPY_SRC : 0);
@@ -77,6 +88,16 @@ export async function runKernel(device, kernel, { tensors, scalars = {}, dims = 
       bindings.push({ binding: i, resource: { buffer } });
       if (isOutput) (output = buffer), (outputBytes = data.byteLength);
     });
+    // argmin/argmax: the best value of each output element and whether it has one.
+    let has = null, elements = 0;
+    if (reduce?.arg) {
+      elements = outputBytes / dtypeBytes(tensorParams.at(-1).dtype);
+      const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+      const best = device.createBuffer({ size: padded(elements * dtypeBytes(reduce.bestDtype)), usage });
+      has = device.createBuffer({ size: padded(elements * 4), usage });
+      buffers.push(best, has);
+      bindings.push({ binding: reduce.bestBinding, resource: { buffer: best } }, { binding: reduce.hasBinding, resource: { buffer: has } });
+    }
     const status = device.createBuffer({ size: 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST });
     buffers.push(status);
     device.queue.writeBuffer(status, 0, new Uint32Array([0]));
@@ -111,10 +132,12 @@ export async function runKernel(device, kernel, { tensors, scalars = {}, dims = 
     const count = workgroups ?? Math.min(65535, Math.max(1, Math.ceil(outputBytes / dtypeBytes(tensorParams.at(-1).dtype) / kernel.workgroupSize)));
     pass.dispatchWorkgroups(count);
     pass.end();
-    const readback = device.createBuffer({ size: padded(outputBytes) + 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const hasBytes = has ? padded(elements * 4) : 0;
+    const readback = device.createBuffer({ size: padded(outputBytes) + 4 + hasBytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     buffers.push(readback);
     encoder.copyBufferToBuffer(status, 0, readback, 0, 4);
     encoder.copyBufferToBuffer(output, 0, readback, 4, padded(outputBytes));
+    if (has) encoder.copyBufferToBuffer(has, 0, readback, 4 + padded(outputBytes), hasBytes);
     device.queue.submit([encoder.finish()]);
     const error = await device.popErrorScope();
     if (error) throw new KernelError(`kernel ${kernel.name}: ${error.message}`);
@@ -123,7 +146,15 @@ export async function runKernel(device, kernel, { tensors, scalars = {}, dims = 
     readback.unmap();
     const failed = new Uint32Array(bytes.buffer, 0, 1)[0];
     if (failed) throw new KernelError(`kernel ${kernel.name}: ${kernel.sites[failed - 1] ?? 'a check failed'}`);
-    return bytes.slice(4, 4 + outputBytes);
+    if (has && new Uint32Array(bytes.buffer, 4 + padded(outputBytes), elements).includes(0))
+      throw new KernelError(`kernel ${kernel.name}: ${reduce.op} of an empty range has no index`);
+    const result = bytes.slice(4, 4 + outputBytes);
+    // i64 elements: the kernel wrote the low words; the high ones are their sign.
+    if (tensorParams.at(-1).dtype === 'i64') {
+      const words = new Int32Array(result.buffer);
+      for (let i = 0; i < words.length; i += 2) words[i + 1] = words[i] < 0 ? -1 : 0;
+    }
+    return result;
   } finally {
     release();
   }

@@ -21,20 +21,6 @@ namespace {
 
 using namespace zyntax;
 
-std::string base64(const void* data, size_t n) {
-  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  const auto* p = static_cast<const unsigned char*>(data);
-  std::string out;
-  for (size_t i = 0; i < n; i += 3) {
-    uint32_t v = p[i] << 16 | (i + 1 < n ? p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-    out += k[v >> 18 & 63];
-    out += k[v >> 12 & 63];
-    out += i + 1 < n ? k[v >> 6 & 63] : '=';
-    out += i + 2 < n ? k[v & 63] : '=';
-  }
-  return out;
-}
-
 }  // namespace
 
 int main() {
@@ -59,7 +45,7 @@ int main() {
       codegen::WgslKernel w = codegen::emit_wgsl(*plan.kernel, target, plan.block_threads);
       line << ", \"approximate\": " << (c.approximate || is_float(c.dtype) ? "true" : "false")
            << ", \"kernel\": " << codegen::wgsl_kernel_json(*plan.kernel, w) << ", \"tensors\": [";
-      for (size_t i = 0; i < inputs.size(); ++i) line << (i ? ", " : "") << "\"" << base64(inputs[i].data(), inputs[i].nbytes()) << "\"";
+      for (size_t i = 0; i < inputs.size(); ++i) line << (i ? ", " : "") << "\"" << codegen::base64(inputs[i].data(), inputs[i].nbytes()) << "\"";
       // The output: its size from the specialised kernel's shape.
       const cir::Param& out = compiled.specialize(*dims)->kernel.output();
       int64_t numel = 1;
@@ -69,7 +55,7 @@ int main() {
       line << "]";
       try {
         Tensor want = compiled.launch(*ref, inputs, {}, {});
-        line << ", \"expected\": {\"dtype\": \"" << dtype_name(want.dtype()) << "\", \"bytes\": \"" << base64(want.data(), want.nbytes()) << "\"}";
+        line << ", \"expected\": {\"dtype\": \"" << dtype_name(want.dtype()) << "\", \"bytes\": \"" << codegen::base64(want.data(), want.nbytes()) << "\"}";
       } catch (const std::exception& e) {
         line << ", \"error\": " << codegen::json_string(e.what());
       }

@@ -8,8 +8,11 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "cir/printer.hpp"
+#include "cir/reads.hpp"
+#include "codegen/llvm/kernel_abi.hpp"
 #include "cir/visitor.hpp"
 
 namespace zyntax::codegen {
@@ -42,9 +45,19 @@ std::string hex(uint32_t v) {
   return o.str();
 }
 
-bool storable(DType t) { return t != DType::F64 && t != DType::I64 && t != DType::U64 && t != DType::F16 && t != DType::BF16; }
+// Tensors WGSL can hold: 64-bit integers only as i64 (two words, the value
+// in the low one, checked to fit in 32 bits where read).
+bool storable(DType t) { return t != DType::F64 && t != DType::U64 && t != DType::F16 && t != DType::BF16; }
+
+// Words an element takes, or a fraction of one (4 / bytes elements a word).
+int element_bytes(DType t) { return static_cast<int>(dtype_size(t)); }
 
 // ------------------------------------------------------------ what can be written
+
+// The dtype a reduce kernel accumulates in: the output's (f32 sums in f32,
+// integer sums wrapping in their width, as the reference's cast of its
+// wider sum does); argmin/argmax the index itself.
+DType reduce_accumulator(const cir::Kernel& k) { return k.output().type.dtype; }
 
 class Support : public cir::IRVisitor {
  public:
@@ -60,7 +73,13 @@ class Support : public cir::IRVisitor {
         fail(std::string(dtype_name(p.type.dtype)) + (wide ? " tensors (WGSL has no 64-bit types)" : " tensors (not written yet)"));
       }
     }
-    if (k_.kind == cir::KernelKind::Reduce) fail("reductions (not written yet)");
+    if (k_.kind == cir::KernelKind::Reduce) {
+      DType acc = reduce_accumulator(k_);
+      if (!storable(acc)) fail(std::string("reductions into ") + dtype_name(acc));
+      // An i64 accumulator holds 32-bit values: min/max's identities do not fit.
+      if (acc == DType::I64 && (k_.reduce_op == ReduceOp::Min || k_.reduce_op == ReduceOp::Max))
+        fail("min and max reductions into i64 (their identities need 64 bits)");
+    }
     include(k_.body);
     return why_;
   }
@@ -83,8 +102,6 @@ class Support : public cir::IRVisitor {
   void visit(const cir::TileMma*) override { fail("tensor-core tile products"); }
   void visit(const cir::AsyncCopy*) override { fail("asynchronous copies"); }
   void visit(const cir::MatMulBlock*) override { fail("CPU register blocks"); }
-  void visit(const cir::Yield*) override { fail("reductions (not written yet)"); }
-  void visit(const cir::Atomic*) override { fail("atomic updates (not written yet)"); }
   void visit(const cir::BlockReduce*) override { fail("block reductions (not written yet)"); }
   void visit(const cir::IntImm* op) override {
     if (op->value < INT32_MIN || op->value > static_cast<int64_t>(UINT32_MAX) ||
@@ -139,6 +156,7 @@ class Wgsl {
     bind_parameters(out);
     const cir::For* outer = k_.body.size() == 1 ? k_.body[0].as<cir::For>() : nullptr;
     if (outer && outer->loop_kind == cir::LoopKind::Parallel) {
+      if (k_.kind == cir::KernelKind::Reduce) task_var_ = outer->var;
       emit_for(*outer, true);
     } else {
       line("if (gid.x == 0u && gid.y == 0u) {");
@@ -183,6 +201,24 @@ class Wgsl {
       ++binding;
     }
     out.tensor_bindings = binding;
+    if (k_.kind == cir::KernelKind::Reduce) {
+      // The output is the accumulator (for argmin/argmax: the index).
+      const cir::Param& o = k_.output();
+      bufs_["%acc"] = bufs_.at(o.name);
+      out.reduce = true;
+      out.arg = is_arg_reduce(k_.reduce_op);
+      if (out.arg) {
+        out.best_dtype = reduce_buffers(k_).best_dtype;
+        for (auto [n, t, at] : {std::tuple{"%best", out.best_dtype, &out.best_binding}, std::tuple{"%has", DType::U32, &out.has_binding}}) {
+          std::string name = "b" + std::to_string(binding);
+          d << "@group(0) @binding(" << binding << ") var<storage, read_write> " << name << ": array<atomic<u32>>;\n";
+          bufs_[n] = {name, cir::Type::tensor(t, o.type.shape), true, true};
+          *at = binding++;
+        }
+      } else {
+        out.identity = reduce_identity(k_.reduce_op, o.type.dtype);
+      }
+    }
     out.status_binding = binding;
     d << "@group(0) @binding(" << binding++ << ") var<storage, read_write> status: array<atomic<u32>>;\n";
     std::ostringstream fields;
@@ -375,44 +411,89 @@ class Wgsl {
 
   // ---------------------------------------------------------- memory
 
-  // The element at flat index `off` (u32) of a tensor, as a register value.
-  std::string load(const Buf& b, const std::string& off) {
-    DType t = b.type.dtype;
-    int size = static_cast<int>(dtype_size(t));
-    auto word_at = [&](const std::string& w) { return b.output ? "atomicLoad(&" + b.name + "[" + w + "])" : b.name + "[" + w + "]"; };
-    if (size == 4) {
-      std::string w = word_at(off);
-      return t == DType::U32 ? w : "bitcast<" + reg_type(t) + ">(" + w + ")";
-    }
-    std::string per = std::to_string(4 / size), bits = std::to_string(size * 8);
-    std::string raw = temp(DType::U32, "extractBits(" + word_at(off + " / " + per + "u") + ", (" + off + " % " + per + "u) * " + bits + "u, " + bits + "u)");
+  // A register value from the bits of its element (in the low bits of `raw`).
+  std::string from_bits(DType t, const std::string& raw) {
     switch (t) {
+      case DType::F32: return "bitcast<f32>(" + raw + ")";
+      case DType::I32: case DType::I64: return "bitcast<i32>(" + raw + ")";
       case DType::Bool: return "(" + raw + " != 0u)";
-      case DType::I8: case DType::I16: return "extractBits(bitcast<i32>(" + raw + "), 0u, " + bits + "u)";
+      case DType::I8: case DType::I16: return "extractBits(bitcast<i32>(" + raw + "), 0u, " + std::to_string(element_bytes(t) * 8) + "u)";
       default: return raw;
     }
+  }
+
+  // The bits of a register value as its element stores them (i64: the low word).
+  std::string to_bits(DType t, const std::string& v) {
+    if (t == DType::Bool) return "select(0u, 1u, " + v + ")";
+    if (t == DType::U8 || t == DType::U16 || t == DType::U32) return v;
+    return "bitcast<u32>(" + v + ")";
+  }
+
+  // Where an element lives: its word, and for 1- and 2-byte elements the
+  // bit offset and width within it.
+  struct Slot {
+    std::string word, shift, width;
+  };
+  Slot slot(DType t, const std::string& off) {
+    int size = element_bytes(t);
+    if (size == 8) return {temp(DType::U32, "2u * " + off), "", ""};
+    if (size == 4) return {off, "", ""};
+    std::string per = std::to_string(4 / size);
+    return {temp(DType::U32, off + " / " + per + "u"), temp(DType::U32, "(" + off + " % " + per + "u) * " + std::to_string(size * 8) + "u"),
+            std::to_string(size * 8) + "u"};
+  }
+
+  std::string word_at(const Buf& b, const std::string& w) { return b.output ? "atomicLoad(&" + b.name + "[" + w + "])" : b.name + "[" + w + "]"; }
+
+  // The element at flat index `off` (u32) of a tensor, as a register value.
+  // An i64 read from an input must fit in 32 bits (its high word the sign
+  // of the low one); outputs keep only the low word (the host writes the
+  // high ones after the run).
+  std::string load(const Buf& b, const std::string& off, Span span) {
+    DType t = b.type.dtype;
+    Slot at = slot(t, off);
+    std::string raw = temp(DType::U32, word_at(b, at.word));
+    if (!at.width.empty()) raw = temp(DType::U32, "extractBits(" + raw + ", " + at.shift + ", " + at.width + ")");
+    if (t == DType::I64 && !b.output)
+      check("(" + word_at(b, at.word + " + 1u") + " == bitcast<u32>(bitcast<i32>(" + raw + ") >> 31u))", span,
+            "an i64 value past 32 bits (WebGPU computes in 32 bits)");
+    return from_bits(t, raw);
+  }
+
+  // *element = update(*element), atomically where `atomic` (a
+  // compare-and-swap of its word, retried until no other invocation changed
+  // it in between), else a plain read and write; 1- and 2-byte elements
+  // always by compare-and-swap (the rest of their word is other elements').
+  template <class Update>
+  void update(const Buf& b, const std::string& off, bool atomic, Update next_of) {
+    DType t = b.type.dtype;
+    Slot at = slot(t, off);
+    std::string target = "&" + b.name + "[" + at.word + "]";
+    if (!atomic && at.width.empty()) {
+      std::string cur = temp(t, from_bits(t, "atomicLoad(" + target + ")"));
+      line("atomicStore(" + target + ", " + to_bits(t, next_of(cur)) + ");");
+      return;
+    }
+    line("loop {");
+    ++indent_;
+    std::string seen = temp(DType::U32, "atomicLoad(" + target + ")");
+    std::string cur = temp(t, from_bits(t, at.width.empty() ? seen : "extractBits(" + seen + ", " + at.shift + ", " + at.width + ")"));
+    std::string bits = to_bits(t, next_of(cur));
+    std::string word = at.width.empty() ? bits : "insertBits(" + seen + ", " + bits + ", " + at.shift + ", " + at.width + ")";
+    line("if (atomicCompareExchangeWeak(" + target + ", " + seen + ", " + word + ").exchanged) { break; }");
+    --indent_;
+    line("}");
   }
 
   // Stores a register value into the element at flat index `off` of the output.
   void store(const Buf& b, const std::string& off, const std::string& v) {
     DType t = b.type.dtype;
-    int size = static_cast<int>(dtype_size(t));
-    std::string bits_of = t == DType::Bool ? "select(0u, 1u, " + v + ")" : t == DType::U8 || t == DType::U16 || t == DType::U32 ? v
-                                                                                                                      : "bitcast<u32>(" + v + ")";
-    if (size == 4) {
-      line("atomicStore(&" + b.name + "[" + off + "], " + bits_of + ");");
+    if (element_bytes(t) >= 4) {
+      Slot at = slot(t, off);
+      line("atomicStore(&" + b.name + "[" + at.word + "], " + to_bits(t, v) + ");");
       return;
     }
-    std::string per = std::to_string(4 / size), width = std::to_string(size * 8);
-    std::string word = temp(DType::U32, off + " / " + per + "u"), shift = temp(DType::U32, "(" + off + " % " + per + "u) * " + width + "u");
-    std::string bits = temp(DType::U32, bits_of);
-    line("loop {");
-    ++indent_;
-    std::string seen = temp(DType::U32, "atomicLoad(&" + b.name + "[" + word + "])");
-    line("if (atomicCompareExchangeWeak(&" + b.name + "[" + word + "], " + seen + ", insertBits(" + seen + ", " + bits + ", " + shift + ", " + width +
-         "u)).exchanged) { break; }");
-    --indent_;
-    line("}");
+    update(b, off, true, [&](const std::string&) { return v; });
   }
 
   const Buf& buffer(const std::string& name) {
@@ -478,7 +559,7 @@ class Wgsl {
         auto a = e.as<cir::Access>();
         const Buf& b = buffer(a->buffer);
         std::string off = element_offset(b, a->axes, a->span, a->buffer, false);
-        return temp(b.type.dtype, b.tensor ? load(b, off) : b.name + "[" + off + "]");
+        return temp(b.type.dtype, b.tensor ? load(b, off, a->span) : b.name + "[" + off + "]");
       }
       default: throw std::logic_error("WGSL lowering: unsupported expression " + cir::print(e));
     }
@@ -737,6 +818,8 @@ class Wgsl {
         bufs_[a->name] = {name, a->type, false, false};
         return;
       }
+      case cir::StmtKind::Yield: return emit_yield(*s.as<cir::Yield>());
+      case cir::StmtKind::Atomic: return emit_atomic(*s.as<cir::Atomic>());
       case cir::StmtKind::Barrier: return;  // one invocation runs each iteration in order: nothing to wait for
       case cir::StmtKind::Check: {
         auto c = s.as<cir::Check>();
@@ -745,6 +828,98 @@ class Wgsl {
       }
       default: throw std::logic_error("WGSL lowering: unsupported statement");
     }
+  }
+
+  // ---------------------------------------------------------- reductions and atomics
+
+  void emit_yield(const cir::Yield& y) {
+    const Buf& acc = buffer("%acc");
+    std::string offset = "0u", ok = "true";
+    for (size_t a = 0; a < y.out_index.size(); ++a) {
+      std::string extent = temp(DType::U32, "bitcast<u32>(" + expr(acc.type.shape[a]) + ")");
+      std::string idx = temp(DType::U32, "bitcast<u32>(" + expr(y.out_index[a]) + ")");
+      ok += " && " + idx + " < " + extent;
+      offset = "(" + offset + ") * " + extent + " + " + idx;
+    }
+    std::string okv = temp(DType::Bool, ok);
+    check(okv, y.span, "yield to an output element out of range");
+    std::string off = temp(DType::U32, "select(0u, " + offset + ", " + okv + ")");
+    std::string v = expr(y.value);
+    DType vt = y.value->type.dtype;
+    ReduceOp op = k_.reduce_op;
+    line("if (" + okv + ") {");
+    ++indent_;
+    if (is_arg_reduce(op)) {
+      // One invocation yields at a time here (the plan's fold yields once).
+      const Buf& best = buffer("%best");
+      const Buf& has = buffer("%has");
+      std::string index = expr(y.index);
+      std::string seen = temp(DType::Bool, "atomicLoad(&" + has.name + "[" + off + "]) != 0u");
+      std::string cur = temp(vt, load(best, off, y.span));
+      std::string better;
+      if (is_float(vt)) {
+        std::string cmp = op == ReduceOp::ArgMax ? v + " > " + cur : v + " < " + cur;
+        better = "(!(" + cur + " != " + cur + ") && (" + v + " != " + v + " || " + cmp + "))";
+      } else {
+        better = op == ReduceOp::ArgMax ? "(" + v + " > " + cur + ")" : "(" + v + " < " + cur + ")";
+      }
+      line("if (!" + seen + " || " + better + ") {");
+      ++indent_;
+      line("atomicStore(&" + has.name + "[" + off + "], 1u);");
+      store(best, off, v);
+      store(acc, off, temp(acc.type.dtype, convert(index, y.index->type.dtype, acc.type.dtype, y.span)));
+      --indent_;
+      line("}");
+    } else {
+      DType at = acc.type.dtype;
+      std::string x = temp(at, convert(v, vt, at, y.span));
+      // Grid-stride iterations yielding to an element chosen without their
+      // variable meet there at once.
+      bool shared_target = !task_var_.empty() && !std::any_of(y.out_index.begin(), y.out_index.end(), [&](const Expr& e) {
+        return cir::reads_any(e, {task_var_});
+      });
+      update(acc, off, shared_target, [&](const std::string& cur) {
+        if (std::optional<BinaryOp> b = reduce_binary_op(op)) return arith(*b, at, cur, x, y.span);
+        std::string r = temp(DType::Bool, "(" + truthy(cur, at) + (op == ReduceOp::And ? " && " : " || ") + truthy(x, at) + ")");
+        return temp(at, convert(r, DType::Bool, at, y.span));
+      });
+    }
+    --indent_;
+    line("}");
+  }
+
+  void emit_atomic(const cir::Atomic& a) {
+    const Buf& b = buffer(a.buffer);
+    DType t = b.type.dtype;
+    std::vector<cir::AxisSel> axes;
+    for (const Expr& e : a.index) axes.push_back(cir::AxisSel::at(e));
+    std::string x = expr(a.value), ok;
+    std::string off = element_offset(b, axes, a.span, a.buffer, true, &ok);
+    line("if (" + ok + ") {");
+    ++indent_;
+    if (!b.tensor) {  // a local array: one invocation's own
+      std::string target = b.name + "[" + off + "]";
+      line(target + " = " + combine(a, t, target, x) + ";");
+    } else {
+      update(b, off, true, [&](const std::string& cur) { return combine(a, t, cur, x); });
+    }
+    --indent_;
+    line("}");
+  }
+
+  std::string combine(const cir::Atomic& a, DType t, const std::string& cur, const std::string& x) {
+    switch (a.op) {
+      case cir::AtomicOp::Add: return arith(BinaryOp::Add, t, cur, x, a.span);
+      case cir::AtomicOp::Min: return arith(BinaryOp::Min, t, cur, x, a.span);
+      case cir::AtomicOp::Max: return arith(BinaryOp::Max, t, cur, x, a.span);
+      case cir::AtomicOp::Exchange: return x;
+      case cir::AtomicOp::And:
+      case cir::AtomicOp::Or: {
+        std::string r = temp(DType::Bool, "(" + truthy(cur, t) + (a.op == cir::AtomicOp::And ? " && " : " || ") + truthy(x, t) + ")");
+        return temp(t, convert(r, DType::Bool, t, a.span));
+      }
+    }
+    return x;
   }
 
   // for var in lo..hi step s, as iterations k = first, first + stride, ...
@@ -784,6 +959,7 @@ class Wgsl {
   std::map<std::string, Value> values_;
   std::set<std::string> helpers_;
   std::vector<CheckSite> sites_;
+  std::string task_var_;  // a reduce kernel's grid-stride loop variable
 };
 
 }  // namespace

@@ -24,9 +24,11 @@
 //
 // Written so far: kernels whose work is one parallel loop spread over the
 // grid (element-wise, fused, broadcast and map kernels, with any serial
-// loops, local arrays and checks inside) or one invocation's; f32, i32,
-// u32, bool, i8, u8, i16 and u16 tensors. Not yet: reductions, GPU block
-// schedules (tiles, shared memory, barriers), atomics, f16 and bf16.
+// loops, local arrays and checks inside) or one invocation's, reductions
+// and atomic updates (compare-and-swap of the element's word); f32, i32,
+// u32, bool, i8, u8, i16, u16 and i64 tensors (i64 as two words, its values
+// within 32 bits). Not yet: GPU block schedules (tiles, shared memory,
+// barriers), f16 and bf16.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +61,15 @@ struct WgslKernel {
   std::vector<WgslUniform> uniforms;
   uint32_t uniform_bytes = 0;  // a multiple of 16
   std::vector<CheckSite> sites;  // a failed check's id is its index + 1
+  // Reduce kernels accumulate in the output itself, which the host fills
+  // with the reduction's identity first; argmin/argmax also keep the best
+  // value and whether there was one (a u32 word each) in two more
+  // bindings, zeroed, and the host reports an empty range.
+  bool reduce = false;
+  bool arg = false;
+  Scalar identity;  // in the output's dtype (not for argmin/argmax)
+  DType best_dtype = DType::F32;
+  int best_binding = -1, has_binding = -1;
 };
 
 // What every WebGPU adapter offers, compatibility mode's included (the
