@@ -7,7 +7,9 @@
 // reason, so the runner can count them.
 //
 //   zyntax_webgpu_cases > cases.jsonl
+#include <cmath>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "backends/registry.hpp"
@@ -21,46 +23,72 @@ namespace {
 
 using namespace zyntax;
 
+// One case: the kernel planned and written for WebGPU (or why not), its
+// inputs, and the reference's output or error.
+void write_case(const std::string& name, int variant, const cir::Kernel& generic, CompiledCompute& compiled, const std::vector<Tensor>& inputs,
+                bool approximate) {
+  Device* ref = device_registry().find("cpu:reference");
+  GpuTarget target = codegen::webgpu_target();
+  std::optional<std::map<std::string, int64_t>> dims = zyntax::testing::variant_dims(generic, inputs);
+  if (!dims) return;  // shapes that disagree: an error on every device
+  std::ostringstream line;
+  line << "{\"case\": " << codegen::json_string(name) << ", \"variant\": " << variant;
+  GpuPlan plan = gpu_plan(generic, target);
+  std::string why = plan.kernel ? codegen::wgsl_unsupported_reason(*plan.kernel, target, plan.block_threads).value_or("") : plan.why_not;
+  if (!why.empty()) {
+    std::cout << line.str() << ", \"unsupported\": " << codegen::json_string(why) << "}\n";
+    return;
+  }
+  codegen::WgslKernel w = codegen::emit_wgsl(*plan.kernel, target, plan.block_threads);
+  line << ", \"approximate\": " << (approximate ? "true" : "false") << ", \"kernel\": " << codegen::wgsl_kernel_json(*plan.kernel, w)
+       << ", \"tensors\": [";
+  for (size_t i = 0; i < inputs.size(); ++i) line << (i ? ", " : "") << "\"" << codegen::base64(inputs[i].data(), inputs[i].nbytes()) << "\"";
+  // The output: its size from the specialised kernel's shape.
+  const cir::Param& out = compiled.specialize(*dims)->kernel.output();
+  int64_t numel = 1;
+  for (const cir::Expr& e : out.type.shape) numel *= e.as<cir::IntImm>()->value;
+  line << ", " << numel * static_cast<int64_t>(dtype_size(out.type.dtype)) << "], \"dims\": [";
+  for (size_t i = 0; i < generic.dims.size(); ++i) line << (i ? ", " : "") << dims->at(generic.dims[i].name);
+  line << "]";
+  try {
+    Tensor want = compiled.launch(*ref, inputs, {}, {});
+    line << ", \"expected\": {\"dtype\": \"" << dtype_name(want.dtype()) << "\", \"bytes\": \"" << codegen::base64(want.data(), want.nbytes()) << "\"}";
+  } catch (const std::exception& e) {
+    line << ", \"error\": " << codegen::json_string(e.what());
+  }
+  std::cout << line.str() << "}\n";
+}
+
+// Conversions at the edges of the narrow types, compared bit for bit:
+// f16's and bf16's rounding (ties, overflow to infinity, subnormals, NaN)
+// and the integers' saturation.
+void write_edge_cases() {
+  std::vector<float> edges = {0.0f, -0.0f, 1.0f, -1.5f, 65504.0f, 65519.9f, 65520.0f, -65520.0f, 1e5f, 6.1035156e-5f, 6.097555e-5f,
+                              5.9604645e-8f, 2.9802322e-8f, 2.98024e-8f, 8.940697e-8f, 1e-10f, 3.3895314e38f, 3.4e38f, 1.0009766f,
+                              1.0004883f, 1.0014648f, 0.33333334f, 300.0f, -129.0f, 127.5f, 2147483520.0f, 3e9f, -3e9f,
+                              std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), std::nanf("")};
+  Tensor x = Tensor::zeros(DType::F32, {static_cast<int64_t>(edges.size())});
+  for (size_t i = 0; i < edges.size(); ++i) x.data_as<float>()[i] = edges[i];
+  int variant = 0;
+  for (const char* to : {"f16", "bf16", "i8", "u8", "i16", "u16", "i32", "u32", "bool"}) {
+    std::string src = std::string("def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = ") + to +
+                      "(x[i])\n }\n}";
+    cir::Kernel generic = zyntax::testing::kernel_of(src);
+    CompiledCompute compiled(generic);
+    write_case("edge_conversions", variant++, generic, compiled, {x}, false);
+  }
+}
+
 }  // namespace
 
 int main() {
-  Device* ref = device_registry().find("cpu:reference");
-  GpuTarget target = codegen::webgpu_target();
   for (const zyntax::testing::Case& c : zyntax::testing::kParityCases) {
     cir::Kernel generic = zyntax::testing::kernel_of(zyntax::testing::parity_source(c));
     CompiledCompute compiled(generic);
     Random rng(42);
-    for (int variant = 0; variant < 6; ++variant) {
-      std::vector<Tensor> inputs = zyntax::testing::parity_inputs(c, variant, rng);
-      std::optional<std::map<std::string, int64_t>> dims = zyntax::testing::variant_dims(generic, inputs);
-      if (!dims) continue;  // shapes that disagree: an error on every device
-      std::ostringstream line;
-      line << "{\"case\": " << codegen::json_string(c.name) << ", \"variant\": " << variant;
-      GpuPlan plan = gpu_plan(generic, target);
-      std::string why = plan.kernel ? codegen::wgsl_unsupported_reason(*plan.kernel, target, plan.block_threads).value_or("") : plan.why_not;
-      if (!why.empty()) {
-        std::cout << line.str() << ", \"unsupported\": " << codegen::json_string(why) << "}\n";
-        continue;
-      }
-      codegen::WgslKernel w = codegen::emit_wgsl(*plan.kernel, target, plan.block_threads);
-      line << ", \"approximate\": " << (c.approximate || is_float(c.dtype) ? "true" : "false")
-           << ", \"kernel\": " << codegen::wgsl_kernel_json(*plan.kernel, w) << ", \"tensors\": [";
-      for (size_t i = 0; i < inputs.size(); ++i) line << (i ? ", " : "") << "\"" << codegen::base64(inputs[i].data(), inputs[i].nbytes()) << "\"";
-      // The output: its size from the specialised kernel's shape.
-      const cir::Param& out = compiled.specialize(*dims)->kernel.output();
-      int64_t numel = 1;
-      for (const cir::Expr& e : out.type.shape) numel *= e.as<cir::IntImm>()->value;
-      line << ", " << numel * static_cast<int64_t>(dtype_size(out.type.dtype)) << "], \"dims\": [";
-      for (size_t i = 0; i < generic.dims.size(); ++i) line << (i ? ", " : "") << dims->at(generic.dims[i].name);
-      line << "]";
-      try {
-        Tensor want = compiled.launch(*ref, inputs, {}, {});
-        line << ", \"expected\": {\"dtype\": \"" << dtype_name(want.dtype()) << "\", \"bytes\": \"" << codegen::base64(want.data(), want.nbytes()) << "\"}";
-      } catch (const std::exception& e) {
-        line << ", \"error\": " << codegen::json_string(e.what());
-      }
-      std::cout << line.str() << "}\n";
-    }
+    for (int variant = 0; variant < 6; ++variant)
+      write_case(c.name, variant, generic, compiled, zyntax::testing::parity_inputs(c, variant, rng), c.approximate || is_float(c.dtype));
   }
+  write_edge_cases();
   return 0;
 }

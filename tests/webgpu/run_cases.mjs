@@ -77,7 +77,7 @@ function agree(got, want, dtype, approximate) {
 // Where the reference's 64-bit integers reach past 32 bits and come back
 // (i64(-inf) saturates to -2^63, then % 4 brings it back), WebGPU fails the
 // run saying so instead; these cases must fail that way.
-const k32BitLimits = new Set(['scatter_max variant 2']);
+const k32BitLimits = new Set(['scatter_max variant 2', 'scatter_min_bf16 variant 2']);
 
 const lines = readFileSync(process.argv[2], 'utf8').split('\n').filter((l) => l.trim());
 let passed = 0, failed = 0;

@@ -47,7 +47,7 @@ std::string hex(uint32_t v) {
 
 // Tensors WGSL can hold: 64-bit integers only as i64 (two words, the value
 // in the low one, checked to fit in 32 bits where read).
-bool storable(DType t) { return t != DType::F64 && t != DType::U64 && t != DType::F16 && t != DType::BF16; }
+bool storable(DType t) { return t != DType::F64 && t != DType::U64; }
 
 // Words an element takes, or a fraction of one (4 / bytes elements a word).
 int element_bytes(DType t) { return static_cast<int>(dtype_size(t)); }
@@ -66,8 +66,7 @@ class Support : public cir::IRVisitor {
   std::optional<std::string> run() {
     for (const cir::Param& p : k_.params) {
       if (p.role == cir::ParamRole::Scalar) {
-        if (p.type.dtype == DType::F64 || p.type.dtype == DType::U64 || p.type.dtype == DType::F16 || p.type.dtype == DType::BF16)
-          fail(std::string(dtype_name(p.type.dtype)) + " scalars");
+        if (p.type.dtype == DType::F64 || p.type.dtype == DType::U64) fail(std::string(dtype_name(p.type.dtype)) + " scalars");
       } else if (!storable(p.type.dtype)) {
         bool wide = dtype_size(p.type.dtype) == 8;
         fail(std::string(dtype_name(p.type.dtype)) + (wide ? " tensors (WGSL has no 64-bit types)" : " tensors (not written yet)"));
@@ -249,6 +248,24 @@ class Wgsl {
     // Any failure marks the run failed; which one is the host's to find.
     h << "fn zy_fail(id: u32) { atomicMax(&status[0], id); }\n";
     if (helpers_.count("bits")) h << "fn zy_f32(bits: u32) -> f32 { return bitcast<f32>(bits); }\n";
+    // f32 to f16's bits in integer arithmetic (WGSL's pack2x16float leaves
+    // values past f16's range undefined): ties to even, overflow to infinity.
+    if (helpers_.count("f16"))
+      h << "fn zy_f16_bits(f: f32) -> u32 {\n"
+           "  let x = bitcast<u32>(f);\n"
+           "  let sign = (x >> 16u) & 0x8000u;\n"
+           "  let a = x & 0x7fffffffu;\n"
+           "  if (a > 0x7f800000u) { return sign | 0x7e00u; }\n"
+           "  if (a >= 0x477ff000u) { return sign | 0x7c00u; }\n"
+           "  if (a >= 0x38800000u) { return sign | ((a - 0x38000000u + 0xfffu + ((a >> 13u) & 1u)) >> 13u); }\n"
+           "  return sign | u32(round(bitcast<f32>(a) * 16777216.0));\n"  // subnormal: units of 2^-24, round() ties to even
+           "}\n";
+    if (helpers_.count("bf16"))
+      h << "fn zy_bf16_bits(f: f32) -> u32 {\n"
+           "  let x = bitcast<u32>(f);\n"
+           "  if ((x & 0x7fffffffu) > 0x7f800000u) { return (x >> 16u) | 0x40u; }\n"
+           "  return (x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u;\n"
+           "}\n";
     if (helpers_.count("minmax"))
       h << "fn zy_min(a: f32, b: f32) -> f32 { if (a != a || b != b) { return a + b; } return min(a, b); }\n"
         << "fn zy_max(a: f32, b: f32) -> f32 { if (a != a || b != b) { return a + b; } return max(a, b); }\n";
@@ -323,6 +340,20 @@ class Wgsl {
 
   // ---------------------------------------------------------- types and constants
 
+  // An f32 value rounded to f16 or bf16 (to nearest, ties to even; past
+  // the range to infinity), as the reference rounds after every operation.
+  std::string round_to(DType t, const std::string& v) {
+    if (t == DType::F16) {
+      helpers_.insert("f16");
+      return "unpack2x16float(zy_f16_bits(" + v + ")).x";
+    }
+    if (t == DType::BF16) {
+      helpers_.insert("bf16");
+      return "bitcast<f32>(zy_bf16_bits(" + v + ") << 16u)";
+    }
+    return v;
+  }
+
   // An integer result of a narrow dtype wrapped back into its range.
   std::string wrap(DType t, const std::string& v) {
     switch (t) {
@@ -375,7 +406,7 @@ class Wgsl {
     if (to == DType::Bool) return truthy(v, from);
     if (from == DType::Bool) return "select(" + rt + "(0), " + rt + "(1), " + v + ")";
     if (is_float(from)) {
-      if (is_float(to)) return v;
+      if (is_float(to)) return round_to(to, v);
       // Saturating, NaN to 0, as LLVM's fptosi.sat/fptoui.sat; an i64
       // index past i32 fails instead.
       std::string lo, hi;
@@ -388,12 +419,16 @@ class Wgsl {
           check("(" + v + " != " + v + " || (" + v + " > -2147483904.0 && " + v + " < 2147483648.0))", span,
                 "an integer past 32 bits (WebGPU computes indices in 32 bits)");
           [[fallthrough]];
+        case DType::I32:  // WGSL's conversion saturates at the largest f32 below 2^31: past it, the type's maximum
+          return "select(select(i32(" + v + "), 2147483647, " + v + " >= 2147483648.0), 0, " + v + " != " + v + ")";
+        case DType::U32:
+          return "select(select(u32(" + v + "), 4294967295u, " + v + " >= 4294967296.0), 0u, " + v + " != " + v + ")";
         default:
-          return "select(" + rt + "(" + v + "), " + zero(to) + ", " + v + " != " + v + ")";  // WGSL's conversion saturates
+          return "select(" + rt + "(" + v + "), " + zero(to) + ", " + v + " != " + v + ")";
       }
       return "select(" + rt + "(clamp(" + v + ", " + lo + ", " + hi + ")), " + zero(to) + ", " + v + " != " + v + ")";
     }
-    if (is_float(to)) return "f32(" + v + ")";
+    if (is_float(to)) return round_to(to, "f32(" + v + ")");
     // Integers: the value wrapped into the target's width; into i64 (i32
     // here) a u32 past i32 fails.
     if (to == DType::I64) {
@@ -415,6 +450,8 @@ class Wgsl {
   std::string from_bits(DType t, const std::string& raw) {
     switch (t) {
       case DType::F32: return "bitcast<f32>(" + raw + ")";
+      case DType::F16: return "unpack2x16float(" + raw + ").x";
+      case DType::BF16: return "bitcast<f32>(" + raw + " << 16u)";
       case DType::I32: case DType::I64: return "bitcast<i32>(" + raw + ")";
       case DType::Bool: return "(" + raw + " != 0u)";
       case DType::I8: case DType::I16: return "extractBits(bitcast<i32>(" + raw + "), 0u, " + std::to_string(element_bytes(t) * 8) + "u)";
@@ -425,6 +462,10 @@ class Wgsl {
   // The bits of a register value as its element stores them (i64: the low word).
   std::string to_bits(DType t, const std::string& v) {
     if (t == DType::Bool) return "select(0u, 1u, " + v + ")";
+    if (t == DType::F16 || t == DType::BF16) {
+      helpers_.insert(t == DType::F16 ? "f16" : "bf16");
+      return std::string(t == DType::F16 ? "zy_f16_bits(" : "zy_bf16_bits(") + v + ")";
+    }
     if (t == DType::U8 || t == DType::U16 || t == DType::U32) return v;
     return "bitcast<u32>(" + v + ")";
   }
@@ -618,6 +659,7 @@ class Wgsl {
         }
       }
     }
+    if (t == DType::F16 || t == DType::BF16) return temp(t, round_to(t, arith(op, DType::F32, a, c, span)));
     if (is_float(t)) {
       switch (op) {
         case BinaryOp::Add: return temp(t, a + " + " + c);
@@ -695,7 +737,6 @@ class Wgsl {
     std::vector<std::string> args;
     for (const Expr& a : m.args) args.push_back(expr(a));
     const std::string& x = args[0];
-    auto call = [&](const char* fn) { return temp(t, std::string(fn) + "(" + x + ")"); };
     if (!is_float(t)) {
       bool s = is_signed_int(t);
       switch (m.fn) {
@@ -708,7 +749,15 @@ class Wgsl {
         default: throw std::logic_error(std::string("WGSL lowering: ") + math_fn_name(m.fn) + " on integers");
       }
     }
-    switch (m.fn) {
+    if (t == DType::F16 || t == DType::BF16) return temp(t, round_to(t, math_f32(m.fn, args)));  // computed in f32, rounded once
+    return math_f32(m.fn, args);
+  }
+
+  std::string math_f32(MathFn fn, const std::vector<std::string>& args) {
+    const DType t = DType::F32;
+    const std::string& x = args[0];
+    auto call = [&](const char* name) { return temp(t, std::string(name) + "(" + x + ")"); };
+    switch (fn) {
       case MathFn::Sin: return call("sin");
       case MathFn::Cos: return call("cos");
       case MathFn::Tan: return call("tan");

@@ -26,9 +26,10 @@
 // grid (element-wise, fused, broadcast and map kernels, with any serial
 // loops, local arrays and checks inside) or one invocation's, reductions
 // and atomic updates (compare-and-swap of the element's word); f32, i32,
-// u32, bool, i8, u8, i16, u16 and i64 tensors (i64 as two words, its values
-// within 32 bits). Not yet: GPU block schedules (tiles, shared memory,
-// barriers), f16 and bf16.
+// u32, bool, i8, u8, i16, u16, f16, bf16 (computed in f32, rounded after
+// every operation in integer arithmetic) and i64 tensors (two words, the
+// values within 32 bits). Not yet: GPU block schedules (tiles, shared
+// memory, barriers).
 #pragma once
 
 #include <cstdint>
