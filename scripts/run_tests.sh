@@ -20,7 +20,7 @@ cmake --build build-asan -j"$JOBS"
 # large shapes through the reference executor, the PTX corpus and the
 # program suite on the reference executor and on Vulkan run once, above:
 # under the sanitizers they would mostly measure the reference executor.
-ASAN_SKIP='^(programs_reference|programs_vulkan|vulkan_staging|ptx_corpus)$|^Forms/Schedule(Matmul|Conv)\.|^ScheduleGpuMatmul\.WithinRounding|^ScheduleGpuMma\.TheReferences|^ScheduleConvApplies\.ToTheWeightGradient'
+ASAN_SKIP='^(programs_reference|programs_vulkan|vulkan_staging|vulkan_no_subgroups|ptx_corpus)$|^Forms/Schedule(Matmul|Conv)\.|^ScheduleGpuMatmul\.WithinRounding|^ScheduleGpuMma\.TheReferences|^ScheduleConvApplies\.ToTheWeightGradient'
 LSAN_OPTIONS=suppressions="$PWD/tests/sanitizers/lsan.supp" \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$JOBS" -E "$ASAN_SKIP"

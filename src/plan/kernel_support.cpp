@@ -130,7 +130,6 @@ class SupportCheck {
         case cir::StmtKind::Check: expr(s.as<cir::Check>()->cond); break;
         case cir::StmtKind::BlockReduce:
           if (!gpu_) return fail("GPU block reductions");
-          if (!gpu_->subgroup_shuffles) return fail("block reductions without subgroup shuffles");
           expr(s.as<cir::BlockReduce>()->count);
           break;
         case cir::StmtKind::TileMma:

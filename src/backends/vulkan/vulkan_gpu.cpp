@@ -113,6 +113,9 @@ Gpu::Gpu(VkPhysicalDevice physical, int ordinal) : physical_(physical) {
   bool compute_subgroups = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
   target_.subgroup_shuffles = compute_subgroups && (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) &&
                               (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_BASIC_BIT);
+  // ZYNTAX_VULKAN_NO_SUBGROUPS=1: plan and write as for a device without
+  // subgroup shuffles (block reductions in shared memory), to test that path.
+  if (const char* off = std::getenv("ZYNTAX_VULKAN_NO_SUBGROUPS"); off && std::string(off) == "1") target_.subgroup_shuffles = false;
   target_.async_copy = false;
   // Mesa's lavapipe ends loops once an invocation has run 65,535 iterations of them in all.
   target_.loop_budget = driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? 65535 : 0;

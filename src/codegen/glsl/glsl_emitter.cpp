@@ -309,10 +309,6 @@ class Support : public cir::IRVisitor {
       fail("atomic updates of 1- or 2-byte elements of an array");
     IRVisitor::visit(op);
   }
-  void visit(const cir::BlockReduce* op) override {
-    if (!t_.subgroup_shuffles) fail("block reductions without subgroup shuffles");
-    IRVisitor::visit(op);
-  }
   void visit(const cir::Yield* op) override {
     if (op->value->type.dtype == DType::F64 && is_arg_reduce(k_.reduce_op)) need(DType::F64);
     IRVisitor::visit(op);
@@ -1326,6 +1322,7 @@ class Glsl {
   // of the array, a subgroup folds its invocations' values by butterfly
   // shuffles, lane 0 of each subgroup leaves the subgroup's value in shared
   // scratch, and every invocation folds the scratch, so all hold the result.
+  // A device without subgroup shuffles folds in shared memory instead.
   void emit_block_reduce(const cir::BlockReduce& r) {
     const Buf& array = buffer(r.array);
     DType t = array.type.dtype;
@@ -1343,6 +1340,33 @@ class Glsl {
     line(mine + " = " + arith(combine, t, mine, element, r.span) + ";");
     --indent_;
     line("}");
+    if (!t_.subgroup_shuffles) {
+      // Without shuffles: the scratch holds every invocation's value and
+      // halving strides fold it into its first element.
+      shared_ << "shared " << reg_type(t) << " " << scratch << "_all[" << threads_ << "];\n";
+      line(scratch + "_all[gl_LocalInvocationID.x] = " + mine + ";");
+      line("memoryBarrierShared(); barrier();");
+      int half = 1;
+      while (half * 2 < threads_) half *= 2;
+      std::string st = fresh("s");
+      line("for (uint " + st + " = " + std::to_string(half) + "u; " + st + " > 0u; " + st + " >>= 1) {");
+      ++indent_;
+      line("if (gl_LocalInvocationID.x < " + st + " && gl_LocalInvocationID.x + " + st + " < " + std::to_string(threads_) + "u) {");
+      ++indent_;
+      std::string lhs = scratch + "_all[gl_LocalInvocationID.x]";
+      std::string folded = temp(t, arith(combine, t, lhs, scratch + "_all[gl_LocalInvocationID.x + " + st + "]", r.span));
+      line(lhs + " = " + folded + ";");
+      --indent_;
+      line("}");
+      line("memoryBarrierShared(); barrier();");
+      --indent_;
+      line("}");
+      std::string result = ident(r.name);
+      line(reg_type(t) + " " + result + " = " + scratch + "_all[0];");
+      line("memoryBarrierShared(); barrier();");
+      values_[r.name] = {result, t};
+      return;
+    }
     std::string off = fresh("o");
     line("for (uint " + off + " = gl_SubgroupSize / 2u; " + off + " >= 1u; " + off + " /= 2u) {");
     ++indent_;

@@ -25,7 +25,7 @@ using cir::Expr;
 // wrapped back, CIR's i64 index values as i32 (checked).
 std::string reg_type(DType t) {
   switch (t) {
-    case DType::F16: case DType::BF16: case DType::F32: return "f32";
+    case DType::F16: case DType::BF16: case DType::F32: case DType::F64: return "f32";  // f64 values: in f32 (WGSL has no f64)
     case DType::Bool: return "bool";
     case DType::U8: case DType::U16: case DType::U32: return "u32";
     default: return "i32";
@@ -87,8 +87,9 @@ class Support : public cir::IRVisitor {
   void fail(std::string why) {
     if (!why_) why_ = std::move(why);
   }
+  // f64 values (the schedules' f32 sums) are computed in f32.
   void value(DType t) {
-    if (t == DType::F64 || t == DType::U64) fail(std::string(dtype_name(t)) + " values (WGSL has no 64-bit types)");
+    if (t == DType::U64) fail("u64 values (WGSL has no 64-bit types)");
   }
 
   using IRVisitor::visit;
@@ -101,8 +102,10 @@ class Support : public cir::IRVisitor {
   void visit(const cir::TileMma*) override { fail("tensor-core tile products"); }
   void visit(const cir::AsyncCopy*) override { fail("asynchronous copies"); }
   void visit(const cir::MatMulBlock*) override { fail("CPU register blocks"); }
-  void visit(const cir::BlockReduce*) override { fail("block reductions (not written yet)"); }
   void visit(const cir::IntImm* op) override {
+    // i64's extremes are the schedules' sentinels ("no index yet"): i32's
+    // serve, as every index here is below 2^31.
+    if (op->type.dtype == DType::I64 && (op->value == INT64_MAX || op->value == INT64_MIN)) return;
     if (op->value < INT32_MIN || op->value > static_cast<int64_t>(UINT32_MAX) ||
         (op->value > INT32_MAX && op->type.dtype != DType::U32))
       fail("an integer constant past 32 bits");
@@ -130,17 +133,20 @@ class Support : public cir::IRVisitor {
     value(op->type.dtype);
     IRVisitor::visit(op);
   }
-  void visit(const cir::For* op) override {
-    if (op->loop_kind == cir::LoopKind::GpuBlock || op->loop_kind == cir::LoopKind::GpuThread) fail("GPU block schedules (not written yet)");
+  void visit(const cir::BlockReduce* op) override {
+    auto it = dtypes_of_arrays_.find(op->array);
+    if (it != dtypes_of_arrays_.end() && it->second == DType::U64) fail("block reductions of u64 values");
     IRVisitor::visit(op);
   }
   void visit(const cir::Allocate* op) override {
-    if (!storable(op->type.dtype) && op->type.dtype != DType::I64) fail(std::string(dtype_name(op->type.dtype)) + " arrays");
+    if (op->type.dtype == DType::U64) fail("u64 arrays");
+    dtypes_of_arrays_[op->name] = op->type.dtype;
     IRVisitor::visit(op);
   }
 
   const cir::Kernel& k_;
   std::optional<std::string> why_;
+  std::map<std::string, DType> dtypes_of_arrays_;
 };
 
 // ------------------------------------------------------------ the writer
@@ -156,7 +162,12 @@ class Wgsl {
     const cir::For* outer = k_.body.size() == 1 ? k_.body[0].as<cir::For>() : nullptr;
     if (outer && outer->loop_kind == cir::LoopKind::Parallel) {
       if (k_.kind == cir::KernelKind::Reduce) task_var_ = outer->var;
-      emit_for(*outer, true);
+      emit_for(*outer, Stride::Grid);
+    } else if (std::any_of(k_.body.begin(), k_.body.end(), [](const cir::Stmt& st) {
+                 auto f = st.as<cir::For>();
+                 return f && f->loop_kind == cir::LoopKind::GpuBlock;
+               })) {
+      block(k_.body);  // the scheduled block and thread loops as they stand
     } else {
       line("if (gid.x == 0u && gid.y == 0u) {");
       ++indent_;
@@ -165,8 +176,9 @@ class Wgsl {
       line("}");
     }
     std::ostringstream s;
-    s << decls_ << helpers() << "\n@compute @workgroup_size(" << threads_ << ")\n"
-      << "fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {\n"
+    s << decls_ << shared_.str() << helpers() << "\n@compute @workgroup_size(" << threads_ << ")\n"
+      << "fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(workgroup_id) wid: vec3u,\n"
+      << "        @builtin(local_invocation_id) lid: vec3u) {\n"
       << body_.str() << "}\n";
     out.source = s.str();
     out.sites = std::move(sites_);
@@ -174,11 +186,13 @@ class Wgsl {
   }
 
  private:
+  enum class Stride { Serial, Grid, Block, Thread };
   struct Buf {
     std::string name;  // the WGSL array (of words, for tensors)
     cir::Type type;
     bool tensor = false;  // a binding: elements packed in 32-bit words
     bool output = false;  // words are atomic<u32>
+    bool thread_private = false;  // a GPU block's local array: each invocation its own row
   };
   struct Value {
     std::string text;
@@ -196,7 +210,7 @@ class Wgsl {
       bool output = p.role == cir::ParamRole::Output;
       d << "@group(0) @binding(" << binding << ") var<storage, " << (output ? "read_write> " : "read> ") << name << ": array<"
         << (output ? "atomic<u32>" : "u32") << ">;\n";
-      bufs_[p.name] = {name, p.type, true, output};
+      bufs_[p.name] = {name, p.type, true, output, false};
       ++binding;
     }
     out.tensor_bindings = binding;
@@ -211,7 +225,7 @@ class Wgsl {
         for (auto [n, t, at] : {std::tuple{"%best", out.best_dtype, &out.best_binding}, std::tuple{"%has", DType::U32, &out.has_binding}}) {
           std::string name = "b" + std::to_string(binding);
           d << "@group(0) @binding(" << binding << ") var<storage, read_write> " << name << ": array<atomic<u32>>;\n";
-          bufs_[n] = {name, cir::Type::tensor(t, o.type.shape), true, true};
+          bufs_[n] = {name, cir::Type::tensor(t, o.type.shape), true, true, false};
           *at = binding++;
         }
       } else {
@@ -380,6 +394,7 @@ class Wgsl {
       case DType::Bool: return v ? "true" : "false";
       case DType::U8: case DType::U16: case DType::U32: return std::to_string(static_cast<uint32_t>(v)) + "u";
       default: {
+        if (t == DType::I64) v = std::clamp<int64_t>(v, INT32_MIN, INT32_MAX);  // i64's extremes: sentinels (see Support)
         int32_t w = static_cast<int32_t>(v);
         return w == INT32_MIN ? "i32(-2147483647 - 1)" : "i32(" + std::to_string(w) + ")";
       }
@@ -548,7 +563,7 @@ class Wgsl {
   std::string element_offset(const Buf& b, const std::vector<cir::AxisSel>& axes, Span span, const std::string& name, bool write,
                              std::string* ok_out = nullptr) {
     std::string offset = "0u", ok = "true";
-    for (size_t a = 0; a < axes.size(); ++a) {
+    for (size_t a = b.thread_private ? 1 : 0; a < axes.size(); ++a) {
       std::string extent = temp(DType::U32, "bitcast<u32>(" + expr(b.type.shape[a]) + ")");
       std::string idx = temp(DType::U32, "bitcast<u32>(" + expr(axes[a].index) + ")");
       ok += " && " + idx + " < " + extent;
@@ -805,7 +820,12 @@ class Wgsl {
 
   void stmt(const cir::Stmt& s) {
     switch (s->kind) {
-      case cir::StmtKind::For: return emit_for(*s.as<cir::For>(), false);
+      case cir::StmtKind::For: {
+        const cir::For& f = *s.as<cir::For>();
+        return emit_for(f, f.loop_kind == cir::LoopKind::GpuBlock    ? Stride::Block
+                           : f.loop_kind == cir::LoopKind::GpuThread ? Stride::Thread
+                                                                     : Stride::Serial);
+      }
       case cir::StmtKind::If: {
         auto i = s.as<cir::If>();
         std::string c = expr(i->cond);
@@ -857,19 +877,15 @@ class Wgsl {
         line("}");
         return;
       }
-      case cir::StmtKind::Allocate: {
-        // A local array, zero-filled (WGSL's variables start at zero), as the
-        // reference fills a shared one each time one thread reaches it.
-        auto a = s.as<cir::Allocate>();
-        uint64_t n = static_cast<uint64_t>(cir::allocation_bytes(*a)) / dtype_size(a->type.dtype);
-        std::string name = ident(a->name) + "_" + std::to_string(temp_++);
-        line("var " + name + ": array<" + reg_type(a->type.dtype) + ", " + std::to_string(std::max<uint64_t>(n, 1)) + ">;");
-        bufs_[a->name] = {name, a->type, false, false};
-        return;
-      }
+      case cir::StmtKind::Allocate: return allocate(*s.as<cir::Allocate>());
+      case cir::StmtKind::BlockReduce: return emit_block_reduce(*s.as<cir::BlockReduce>());
       case cir::StmtKind::Yield: return emit_yield(*s.as<cir::Yield>());
       case cir::StmtKind::Atomic: return emit_atomic(*s.as<cir::Atomic>());
-      case cir::StmtKind::Barrier: return;  // one invocation runs each iteration in order: nothing to wait for
+      case cir::StmtKind::Barrier:
+        // A GPU block's invocations meet; elsewhere one invocation runs each
+        // iteration in order and there is nothing to wait for.
+        if (block_depth_ > 0) line("storageBarrier(); workgroupBarrier();");
+        return;
       case cir::StmtKind::Check: {
         auto c = s.as<cir::Check>();
         check(expr(c->cond), c->span, c->message);
@@ -971,9 +987,77 @@ class Wgsl {
     return x;
   }
 
+  void allocate(const cir::Allocate& a) {
+    DType t = a.type.dtype;
+    uint64_t n = static_cast<uint64_t>(cir::allocation_bytes(a)) / dtype_size(t);
+    std::string name = ident(a.name) + "_" + std::to_string(temp_++);
+    if (a.space == cir::MemorySpace::Shared && block_depth_ > 0) {
+      // The block's own workgroup memory, one array each.
+      shared_ << "var<workgroup> " << name << ": array<" << reg_type(t) << ", " << std::max<uint64_t>(n, 1) << ">;\n";
+      bufs_[a.name] = {name, a.type, false, false, false};
+      return;
+    }
+    if (a.space == cir::MemorySpace::Local && block_depth_ > 0 && thread_depth_ == 0) {
+      // Thread-private: each invocation keeps only its own row (the first axis is the thread).
+      int64_t threads = a.type.shape[0].as<cir::IntImm>()->value;
+      check(std::to_string(threads_) + "u >= " + std::to_string(threads) + "u", a.span,
+            "the GPU block has fewer threads than the schedule's " + std::to_string(threads));
+      line("var " + name + ": array<" + reg_type(t) + ", " + std::to_string(std::max<uint64_t>(n / static_cast<uint64_t>(threads), 1)) + ">;");
+      bufs_[a.name] = {name, a.type, false, false, true};
+      return;
+    }
+    // A local array, zero-filled (WGSL's variables start at zero), as the
+    // reference fills a shared one each time one invocation reaches it.
+    line("var " + name + ": array<" + reg_type(t) + ", " + std::to_string(std::max<uint64_t>(n, 1)) + ">;");
+    bufs_[a.name] = {name, a.type, false, false, false};
+  }
+
+  // A block-wide fold (cir::BlockReduce) in workgroup memory: each
+  // invocation folds its elements of the array, leaves its value in the
+  // scratch, and halving strides fold the scratch into its first element,
+  // which every invocation then reads.
+  void emit_block_reduce(const cir::BlockReduce& r) {
+    const Buf& array = buffer(r.array);
+    DType t = array.type.dtype;
+    BinaryOp combine = *reduce_binary_op(r.op);
+    std::string identity = scalar_constant(reduce_identity(r.op, t), t);
+    std::string scratch = fresh("zy_scratch");
+    shared_ << "var<workgroup> " << scratch << ": array<" << reg_type(t) << ", " << threads_ << ">;\n";
+    line("storageBarrier(); workgroupBarrier();");
+    std::string mine = fresh("mine"), i = fresh("i");
+    std::string count = temp(DType::U32, "bitcast<u32>(" + expr(r.count) + ")");
+    line("var " + mine + ": " + reg_type(t) + " = " + identity + ";");
+    line("for (var " + i + " = lid.x; " + i + " < " + count + "; " + i + " += " + std::to_string(threads_) + "u) {");
+    ++indent_;
+    std::string element = temp(t, array.name + "[" + i + "]");
+    line(mine + " = " + arith(combine, t, mine, element, r.span) + ";");
+    --indent_;
+    line("}");
+    line(scratch + "[lid.x] = " + mine + ";");
+    line("workgroupBarrier();");
+    int half = 1;
+    while (half * 2 < threads_) half *= 2;
+    std::string st = fresh("s");
+    line("for (var " + st + " = " + std::to_string(half) + "u; " + st + " > 0u; " + st + " >>= 1u) {");
+    ++indent_;
+    line("if (lid.x < " + st + " && lid.x + " + st + " < " + std::to_string(threads_) + "u) {");
+    ++indent_;
+    std::string folded = arith(combine, t, scratch + "[lid.x]", scratch + "[lid.x + " + st + "]", r.span);
+    line(scratch + "[lid.x] = " + folded + ";");
+    --indent_;
+    line("}");
+    line("workgroupBarrier();");
+    --indent_;
+    line("}");
+    std::string result = ident(r.name) + "_" + std::to_string(temp_++);
+    line("let " + result + ": " + reg_type(t) + " = " + scratch + "[0];");
+    line("workgroupBarrier();");  // the scratch is read before anyone writes it again
+    values_[r.name] = {result, t};
+  }
+
   // for var in lo..hi step s, as iterations k = first, first + stride, ...
   // below trips (u32) with var = lo + k * s.
-  void emit_for(const cir::For& f, bool grid) {
+  void emit_for(const cir::For& f, Stride how) {
     std::string lo = temp(DType::I64, expr(f.lo)), hi = temp(DType::I64, expr(f.hi)), step = temp(DType::I64, expr(f.step));
     std::string runs = "true";
     if (!f.step.as<cir::IntImm>()) {
@@ -982,18 +1066,24 @@ class Wgsl {
     }
     std::string span = "bitcast<u32>(" + hi + ") - bitcast<u32>(" + lo + ")";  // hi - lo, exact below 2^32
     std::string trips = temp(DType::U32, "select(0u, (" + span + " - 1u) / bitcast<u32>(" + step + ") + 1u, " + runs + " && " + hi + " > " + lo + ")");
-    std::string k = fresh("k");
-    if (grid) {
-      line("let " + k + "_stride = nwg.x * nwg.y * " + std::to_string(threads_) + "u;");
-      line("for (var " + k + " = gid.y * nwg.x * " + std::to_string(threads_) + "u + gid.x; " + k + " < " + trips + "; " + k + " += " + k + "_stride) {");
-    } else {
-      line("for (var " + k + " = 0u; " + k + " < " + trips + "; " + k + "++) {");
+    std::string k = fresh("k"), threads = std::to_string(threads_) + "u";
+    std::string first = "0u", stride = "1u";
+    switch (how) {
+      case Stride::Grid: first = "gid.y * nwg.x * " + threads + " + gid.x", stride = "nwg.x * nwg.y * " + threads; break;
+      case Stride::Block: first = "wid.y * nwg.x + wid.x", stride = "nwg.x * nwg.y"; break;
+      case Stride::Thread: first = "lid.x", stride = threads; break;
+      case Stride::Serial: break;
     }
+    line("for (var " + k + " = " + first + "; " + k + " < " + trips + "; " + k + " += " + stride + ") {");
     ++indent_;
     std::string var = ident(f.var) + "_" + std::to_string(temp_++);
     line("let " + var + ": i32 = bitcast<i32>(bitcast<u32>(" + lo + ") + " + k + " * bitcast<u32>(" + step + "));");
     values_[f.var] = {var, DType::I64};
+    block_depth_ += f.loop_kind == cir::LoopKind::GpuBlock;
+    thread_depth_ += f.loop_kind == cir::LoopKind::GpuThread;
     block(f.body);
+    block_depth_ -= f.loop_kind == cir::LoopKind::GpuBlock;
+    thread_depth_ -= f.loop_kind == cir::LoopKind::GpuThread;
     --indent_;
     line("}");
   }
@@ -1009,6 +1099,8 @@ class Wgsl {
   std::set<std::string> helpers_;
   std::vector<CheckSite> sites_;
   std::string task_var_;  // a reduce kernel's grid-stride loop variable
+  std::ostringstream shared_;  // workgroup arrays, at module scope
+  int block_depth_ = 0, thread_depth_ = 0;
 };
 
 }  // namespace

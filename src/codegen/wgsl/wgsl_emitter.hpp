@@ -3,7 +3,9 @@
 // shader computing what the reference executor computes, within what WGSL
 // has:
 //
-// - No 64-bit types: tensors of f64, i64 and u64 are not written. CIR's
+// - No 64-bit types: tensors of f64 and u64 are not written; f64 values
+//   (the schedules accumulate f32 sums in f64, as the reference does) are
+//   computed in f32, so such sums round more often. CIR's
 //   index values (i64) are i32; their additions, subtractions and products
 //   are checked, and an overflow fails the run (a check, as an index out of
 //   bounds), never a wrapped index. Scalars of i64 travel as i32 (the host
@@ -22,14 +24,12 @@
 // harmless. WGSL does not promise IEEE infinities and NaN; the devices we
 // test on keep them.
 //
-// Written so far: kernels whose work is one parallel loop spread over the
-// grid (element-wise, fused, broadcast and map kernels, with any serial
-// loops, local arrays and checks inside) or one invocation's, reductions
-// and atomic updates (compare-and-swap of the element's word); f32, i32,
-// u32, bool, i8, u8, i16, u16, f16, bf16 (computed in f32, rounded after
-// every operation in integer arithmetic) and i64 tensors (two words, the
-// values within 32 bits). Not yet: GPU block schedules (tiles, shared
-// memory, barriers).
+// Written: every kernel type (element-wise, fused, reductions, atomic
+// updates, GPU block schedules with workgroup memory, barriers and block
+// reductions folded in workgroup memory) of f32, f16, bf16 (computed in f32,
+// rounded after every operation in integer arithmetic), i8 to i32, u8 to
+// u32, bool and i64 tensors (two words, the values within 32 bits). Not
+// written: f64 and u64 tensors.
 #pragma once
 
 #include <cstdint>
