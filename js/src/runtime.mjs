@@ -159,3 +159,69 @@ export async function runKernel(device, kernel, { tensors, scalars = {}, dims = 
     release();
   }
 }
+
+// The typed array that views a dtype's elements (16-bit floats: their bits).
+const kArrays = {
+  f32: Float32Array, i32: Int32Array, u32: Uint32Array, i64: BigInt64Array, i16: Int16Array, u16: Uint16Array, f16: Uint16Array,
+  bf16: Uint16Array, i8: Int8Array, u8: Uint8Array, bool: Uint8Array,
+};
+export function typedArrayOf(dtype, bytes) {
+  const Array = kArrays[dtype];
+  if (!Array) throw new TypeError(`no typed array holds ${dtype}`);
+  return new Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / Array.BYTES_PER_ELEMENT);
+}
+
+const shapeText = (s) => `[${s.join(', ')}]`;
+
+// Runs a kernel of a module written by `zyntax compile --backend webgpu
+// --emit js` (its plan: the kernel's description, where each size comes
+// from, each tensor's shape as a function of the sizes) with `args` by
+// param name: tensors as typed arrays ({ data, shape } for more than one
+// axis), scalars and host sizes as numbers. Returns { data, shape }.
+export async function launch(device, plan, args) {
+  const { kernel } = plan;
+  const name = kernel.name;
+  const tensorParams = kernel.params.filter((p) => p.role !== 'scalar');
+  const inputs = new Map();
+  for (const p of tensorParams.filter((q) => q.role === 'input')) {
+    const a = args[p.name];
+    if (a === undefined) throw new TypeError(`${name}: no argument ${p.name}`);
+    const t = ArrayBuffer.isView(a) ? { data: a, shape: [a.length] } : a;
+    if (!t || !t.data || !Array.isArray(t.shape)) throw new TypeError(`${name}: argument ${p.name} is a typed array or { data, shape }`);
+    const elements = t.shape.reduce((x, y) => x * y, 1);
+    if (t.data.byteLength !== elements * dtypeBytes(p.dtype))
+      throw new TypeError(`${name}: argument ${p.name} (${p.dtype}) holds ${t.data.byteLength} bytes, not the ${elements * dtypeBytes(p.dtype)} of shape ${shapeText(t.shape)}`);
+    inputs.set(p.name, t);
+  }
+  // The sizes: from the inputs' axes, or arguments of their own.
+  const d = {};
+  for (const s of plan.sizes) {
+    if (s.input !== undefined) {
+      const t = inputs.get(s.input);
+      if (!t || s.axis >= t.shape.length) throw new TypeError(`${name}: argument ${s.input} has no axis ${s.axis} (for size ${s.name})`);
+      d[s.name] = t.shape[s.axis];
+    } else {
+      if (!Number.isInteger(args[s.name])) throw new TypeError(`${name}: size ${s.name} is an argument (an integer)`);
+      d[s.name] = args[s.name];
+    }
+  }
+  // Every input's shape as the sizes make it.
+  tensorParams.forEach((p, i) => {
+    if (p.role !== 'input') return;
+    const want = plan.shapes[i](d), got = inputs.get(p.name).shape;
+    if (want.length !== got.length || want.some((x, a) => x !== got[a]))
+      throw new TypeError(`${name}: argument ${p.name} has shape ${shapeText(got)}, the kernel wants ${shapeText(want)}`);
+  });
+  const outParam = tensorParams.at(-1);
+  const outShape = plan.shapes.at(-1)(d);
+  const outBytes = outShape.reduce((x, y) => x * y, 1) * dtypeBytes(outParam.dtype);
+  const scalars = {};
+  kernel.params.forEach((p, i) => {
+    if (p.role !== 'scalar') return;
+    if (args[p.name] === undefined) throw new TypeError(`${name}: no argument ${p.name}`);
+    scalars[i] = args[p.name];
+  });
+  const tensors = tensorParams.map((p) => (p.role === 'input' ? bytesOf(inputs.get(p.name).data) : outBytes));
+  const bytes = await runKernel(device, kernel, { tensors, scalars, dims: plan.kernel.dims.map((n) => d[n]) });
+  return { data: typedArrayOf(outParam.dtype, bytes), shape: outShape };
+}

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -21,6 +22,7 @@
 #include "codegen/glsl/glsl_emitter.hpp"
 #include "codegen/glsl/spirv_compiler.hpp"
 #include "codegen/wgsl/wgsl_emitter.hpp"
+#include "codegen/wgsl/wgsl_module.hpp"
 #include "codegen/llvm/nvptx/nvptx_target.hpp"
 #include "cir/printer.hpp"
 #include "driver/session.hpp"
@@ -228,23 +230,49 @@ int emit_vulkan(Session& session, LoadedModule& m, const std::vector<CheckedKern
 }
 
 // WGSL of every kernel, as planned for what every WebGPU adapter offers
-// (codegen::webgpu_target), with its bindings and uniforms in a comment.
-int emit_webgpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, std::string& text) {
+// (codegen::webgpu_target); with --emit js, an ES module of them all
+// (codegen::wgsl_js_module) and the runtime it imports, in the folder -o
+// names.
+int emit_webgpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, const std::string& path,
+                std::string& text) {
   GpuTarget target = codegen::webgpu_target();
   std::vector<std::pair<std::string, cir::Kernel>> named = kernels_to_compile(session, m, kernels, o, text);
+  std::vector<codegen::WgslModuleKernel> module;
   for (auto& [name, k] : named) {
     if (!o.kernel.empty() && name != o.kernel && k.name != o.kernel) continue;
     GpuPlan plan = gpu_plan(k, target);
     std::string why = plan.why_not;
     if (plan.kernel) why = codegen::wgsl_unsupported_reason(*plan.kernel, target, plan.block_threads).value_or("");
+    if (plan.kernel && why.empty() && o.emit == "js") why = codegen::js_shape_problem(*plan.kernel).value_or("");
     if (!plan.kernel || !why.empty()) {
+      if (!k.dims.empty() && why.find("once every size") != std::string::npos)
+        why = "give every size with --dim, or use --sizes-from-run, to compile its tiles";
       text += "// kernel " + name + ": not compiled for WebGPU (" + why + ")\n";
       continue;
     }
     codegen::WgslKernel w = codegen::emit_wgsl(*plan.kernel, target, plan.block_threads);
+    if (o.emit == "js") {
+      module.push_back({name, *plan.kernel, std::move(w)});
+      continue;
+    }
     text += "// kernel " + name + " (" + gpu_schedule_name(plan.schedule) + ", workgroups of " + std::to_string(w.workgroup_size) + ")\n" +
             w.source;
   }
+  if (o.emit != "js") return kOk;
+  // The module and its runtime, in the folder -o names; what was left out on standard error.
+  std::cerr << text;
+  text.clear();
+  if (module.empty()) throw std::invalid_argument("no kernel was compiled for WebGPU, so there is no module");
+  std::filesystem::path dir(o.output);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::string stem = std::filesystem::path(path).stem().string();
+  const char* runtime = "zyntax_webgpu.mjs";
+  std::ofstream js(dir / (stem + ".mjs"), std::ios::binary), rt(dir / runtime, std::ios::binary);
+  if (!(js << codegen::wgsl_js_module(module, std::filesystem::path(path).filename().string(), runtime)) || !(rt << codegen::webgpu_runtime_source()))
+    throw std::runtime_error("cannot write the module into '" + o.output + "'");
+  std::cerr << "zyntax: wrote " << (dir / (stem + ".mjs")).string() << " (" << module.size() << " kernel" << (module.size() == 1 ? "" : "s")
+            << ") and " << (dir / runtime).string() << "\n";
   return kOk;
 }
 
@@ -330,7 +358,20 @@ int compile_command(const std::string& path, const CompileOptions& o) {
       return kUsageError;
     }
   } else if (o.backend == "webgpu") {
-    emit_webgpu(session, *m, kernels, o, text);
+    if (o.emit == "js" && (output.empty() || output == "-")) {
+      std::cerr << "zyntax: error: --emit js writes a module and its runtime into a folder: give -o DIR\n";
+      return kUsageError;
+    }
+    try {
+      emit_webgpu(session, *m, kernels, o, path, text);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "zyntax: error: " << e.what() << "\n";
+      return kUsageError;
+    } catch (const std::runtime_error& e) {
+      std::cerr << "zyntax: error: " << e.what() << "\n";
+      return kProgramError;
+    }
+    if (o.emit == "js") return kOk;
   } else if (o.backend == "nvptx" || o.backend == "cuda") {
     try {
       emit_gpu(session, *m, kernels, o, text);
@@ -428,8 +469,9 @@ int main(int argc, char** argv) {
   compile->add_option("--emit", emit,
                       "What to print: ast, cir; from the CPU backend llvm, asm, obj; from the nvptx backend ptx (its "
                       "default), llvm or cir (each kernel as the GPU schedules made it); from the vulkan backend glsl (its "
-                      "default), spirv-asm or spirv (a binary: one kernel, with -o); from the webgpu backend wgsl")
-      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx", "glsl", "spirv-asm", "spirv", "wgsl"}));
+                      "default), spirv-asm or spirv (a binary: one kernel, with -o); from the webgpu backend wgsl (its default) or js (an ES "
+                      "module of the kernels and the runtime it imports, into the folder -o names)")
+      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx", "glsl", "spirv-asm", "spirv", "wgsl", "js"}));
   compile->add_option("--backend", backend,
                       "cir (the IR itself, the default), llvm (the CPU backend; implied by llvm/asm/obj), nvptx "
                       "(PTX for NVIDIA GPUs), cuda (PTX for this machine's GPU, loaded by its driver) or vulkan (GLSL and SPIR-V "
@@ -471,15 +513,16 @@ int main(int argc, char** argv) {
       bool gpu = backend == "nvptx" || backend == "cuda";
       bool vulkan = backend == "vulkan";
       if (emit.empty()) emit = gpu ? "ptx" : vulkan ? "glsl" : backend == "webgpu" ? "wgsl" : backend == "llvm" ? "llvm" : "cir";
-      if (backend == "webgpu" && emit != "wgsl") {
-        std::cerr << "zyntax: error: --backend webgpu emits wgsl, not " << emit << "\n";
+      bool web_emit = emit == "wgsl" || emit == "js";
+      if (backend == "webgpu" && !web_emit) {
+        std::cerr << "zyntax: error: --backend webgpu emits wgsl or js, not " << emit << "\n";
         return kUsageError;
       }
-      if (emit == "wgsl" && backend != "webgpu" && backend != "cir") {
-        std::cerr << "zyntax: error: --emit wgsl is for --backend webgpu, not " << backend << "\n";
+      if (web_emit && backend != "webgpu" && backend != "cir") {
+        std::cerr << "zyntax: error: --emit " << emit << " is for --backend webgpu, not " << backend << "\n";
         return kUsageError;
       }
-      if (emit == "wgsl") backend = "webgpu";
+      if (web_emit) backend = "webgpu";
       if ((emit == "glsl" || emit == "spirv-asm" || emit == "spirv") && !vulkan) backend = "vulkan", vulkan = true;
       if (vulkan && emit != "glsl" && emit != "spirv-asm" && emit != "spirv") {
         std::cerr << "zyntax: error: --backend vulkan emits glsl, spirv-asm or spirv, not " << emit << "\n";
