@@ -11,7 +11,7 @@ PACKAGES=(
   python3 python3-numpy pkg-config
   libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan-volk-dev
   mesa-vulkan-drivers vulkan-validationlayers
-  libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri
+  libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri chromium
 )
 # node and npm for the WebGPU runtime (js/) and its tests, where the machine
 # has none of its own.
@@ -32,9 +32,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# The WebGPU runtime's test dependency: Dawn for node (npm's webgpu), as
-# locked in js/package-lock.json.
-if [ ! -d js/node_modules/webgpu ]; then
+# The WebGPU runtime's test dependencies: Dawn for node (npm's webgpu) and
+# puppeteer-core (drives Chromium for examples/web), as locked in
+# js/package-lock.json.
+if [ ! -d js/node_modules/webgpu ] || [ ! -d js/node_modules/puppeteer-core ]; then
   (cd js && npm ci --no-audit --no-fund --loglevel=error) || echo "setup: npm could not install js/'s packages: the WebGPU tests will be skipped" >&2
 fi
 

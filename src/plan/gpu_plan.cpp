@@ -90,6 +90,7 @@ Attempt tensor_core_matmul(const Kernel& k, const GpuTarget& target) {
 Attempt tiled_matmul(const Kernel& k, const GpuTarget& target) {
   std::optional<cir::ProductForm> m = cir::match_product(k);
   if (!m || m->rows.size() * m->cols.size() < 1024 || m->depth.size() < 8) return std::nullopt;
+  if (target.max_threads_per_block < cir::kGpuMatmulThreads) return std::nullopt;  // its blocks have that many threads
   Attempt tiles = cir::schedule_gpu_matmul(k, target);
   if (!tiles || !gpu_support(*tiles, target).ok()) return std::nullopt;
   return tiles;

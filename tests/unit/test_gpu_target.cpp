@@ -98,6 +98,11 @@ TEST(GpuTarget, ThePlanUsesOnlyWhatTheTargetHas) {
   GpuPlan p = gpu_plan(rows, small);
   EXPECT_EQ(p.schedule, GpuSchedule::Rows);
   EXPECT_LE(p.block_threads, 128);
+  // Nor a product's (the tiled product's blocks are larger: another schedule).
+  GpuPlan mm = gpu_plan(product("f32", 512, 512, 256), small);
+  ASSERT_TRUE(mm.kernel) << mm.why_not;
+  EXPECT_NE(mm.schedule, GpuSchedule::TiledMatmul);
+  EXPECT_LE(mm.block_threads, 128);
 }
 
 TEST(GpuTarget, TheTargetsMultiprocessorsDecideTheTileSize) {

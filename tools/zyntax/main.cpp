@@ -538,8 +538,8 @@ int main(int argc, char** argv) {
         std::cerr << "zyntax: error: --arch is for --backend nvptx (cuda compiles for the GPU present)\n";
         return kUsageError;
       }
-      if (sizes_from_run && !gpu && !vulkan) {
-        std::cerr << "zyntax: error: --sizes-from-run is for --backend nvptx, cuda or vulkan\n";
+      if (sizes_from_run && !gpu && !vulkan && backend != "webgpu") {
+        std::cerr << "zyntax: error: --sizes-from-run is for --backend nvptx, cuda, vulkan or webgpu\n";
         return kUsageError;
       }
       CompileOptions options{emit, output, kernel_filter, dim_values, backend, arch, sizes_from_run};
