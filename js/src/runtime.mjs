@@ -32,6 +32,7 @@ function bytesOf(data) {
 }
 
 const padded = (bytes) => Math.max(4, Math.ceil(bytes / 4) * 4);
+const isGpuBuffer = (x) => typeof GPUBuffer !== 'undefined' && x instanceof GPUBuffer;
 
 // `bytes` bytes of one element (base64) repeated.
 function filled(bytes, elementBase64) {
@@ -58,8 +59,9 @@ export async function pipelineFor(device, kernel) {
   return pipeline;
 }
 
-// Runs `kernel` with `tensors` (the tensor params in order: inputs, then
-// the output's initial contents or its byte length), `scalars` (by param
+// Runs `kernel` with `tensors` (the tensor params in order: inputs, as bytes
+// or as GPUBuffers already holding them (STORAGE usage), then the output's
+// initial contents or its byte length), `scalars` (by param
 // index) and `dims` (the kernel's dimensions, in order). Returns the
 // output's bytes.
 export async function runKernel(device, kernel, { tensors, scalars = {}, dims = [], workgroups }) {
@@ -75,6 +77,12 @@ export async function runKernel(device, kernel, { tensors, scalars = {}, dims = 
     const reduce = kernel.reduce;
     tensorParams.forEach((p, i) => {
       const isOutput = p.role === 'output';
+      if (!isOutput && isGpuBuffer(tensors[i])) {  // already on the device: bound as it is
+        const buffer = tensors[i];
+        if (!(buffer.usage & GPUBufferUsage.STORAGE)) throw new TypeError(`kernel ${kernel.name}: the GPUBuffer for ${p.name} lacks STORAGE usage`);
+        bindings.push({ binding: i, resource: { buffer } });
+        return;
+      }
       let data = typeof tensors[i] === 'number' ? new Uint8Array(tensors[i]) : bytesOf(tensors[i]);
       if (isOutput && reduce && !reduce.arg) data = filled(data.byteLength, reduce.identity);  // the accumulator starts at the identity
       if (data.byteLength / dtypeBytes(p.dtype) >= 2 ** 31)
@@ -177,7 +185,8 @@ const shapeText = (s) => `[${s.join(', ')}]`;
 // --emit js` (its plan: the kernel's description, where each size comes
 // from, each tensor's shape as a function of the sizes) with `args` by
 // param name: tensors as typed arrays ({ data, shape } for more than one
-// axis), scalars and host sizes as numbers. Returns { data, shape }.
+// axis, `data` a typed array or a GPUBuffer with the elements), scalars and
+// host sizes as numbers. Returns { data, shape }.
 export async function launch(device, plan, args) {
   const { kernel } = plan;
   const name = kernel.name;
@@ -187,10 +196,11 @@ export async function launch(device, plan, args) {
     const a = args[p.name];
     if (a === undefined) throw new TypeError(`${name}: no argument ${p.name}`);
     const t = ArrayBuffer.isView(a) ? { data: a, shape: [a.length] } : a;
-    if (!t || !t.data || !Array.isArray(t.shape)) throw new TypeError(`${name}: argument ${p.name} is a typed array or { data, shape }`);
-    const elements = t.shape.reduce((x, y) => x * y, 1);
-    if (t.data.byteLength !== elements * dtypeBytes(p.dtype))
-      throw new TypeError(`${name}: argument ${p.name} (${p.dtype}) holds ${t.data.byteLength} bytes, not the ${elements * dtypeBytes(p.dtype)} of shape ${shapeText(t.shape)}`);
+    if (!t || !t.data || !Array.isArray(t.shape))
+      throw new TypeError(`${name}: argument ${p.name} is a typed array, or { data, shape } with data a typed array or a GPUBuffer`);
+    const elements = t.shape.reduce((x, y) => x * y, 1), bytes = elements * dtypeBytes(p.dtype);
+    if (isGpuBuffer(t.data) ? t.data.size < bytes : t.data.byteLength !== bytes)
+      throw new TypeError(`${name}: argument ${p.name} (${p.dtype}) holds ${isGpuBuffer(t.data) ? t.data.size : t.data.byteLength} bytes, not the ${bytes} of shape ${shapeText(t.shape)}`);
     inputs.set(p.name, t);
   }
   // The sizes: from the inputs' axes, or arguments of their own.
@@ -221,7 +231,11 @@ export async function launch(device, plan, args) {
     if (args[p.name] === undefined) throw new TypeError(`${name}: no argument ${p.name}`);
     scalars[i] = args[p.name];
   });
-  const tensors = tensorParams.map((p) => (p.role === 'input' ? bytesOf(inputs.get(p.name).data) : outBytes));
+  const tensors = tensorParams.map((p) => {
+    if (p.role !== 'input') return outBytes;
+    const data = inputs.get(p.name).data;
+    return isGpuBuffer(data) ? data : bytesOf(data);
+  });
   const bytes = await runKernel(device, kernel, { tensors, scalars, dims: plan.kernel.dims.map((n) => d[n]) });
   return { data: typedArrayOf(outParam.dtype, bytes), shape: outShape };
 }

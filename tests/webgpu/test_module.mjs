@@ -62,6 +62,14 @@ try {
   expect('scaled_sum: shape', scaled.shape.join() === `${r},${c}`, JSON.stringify(scaled.shape));
   expect('scaled_sum: values', close(scaled.data, Array.from(m, (x, i) => Math.fround(Math.fround(x * 1.5) + v[i % c]))));
 
+  // An input already on the device, as a GPUBuffer.
+  const onDevice = device.createBuffer({ size: m.byteLength, usage: GPUBufferUsage.STORAGE, mappedAtCreation: true });
+  new Float32Array(onDevice.getMappedRange()).set(m);
+  onDevice.unmap();
+  const fromBuffer = await mod.scaled_sum(device, { m: { data: onDevice, shape: [r, c] }, v, s: 1.5 });
+  expect('a GPUBuffer argument', close(fromBuffer.data, scaled.data, 0));
+  onDevice.destroy();
+
   const sums = await mod.row_sums(device, { m: { data: m, shape: [r, c] } });
   const want = Array.from({ length: r }, (_, i) => m.slice(i * c, (i + 1) * c).reduce((a, b) => a + b, 0));
   expect('row_sums', sums.shape.join() === `${r}` && close(sums.data, want, 1e-5), `${Array.from(sums.data)} vs ${want}`);
@@ -93,6 +101,8 @@ try {
     error = e.message;
   }
   expect('an index out of bounds is a KernelError naming the read', /index out of bounds reading x/.test(error), error);
+} catch (e) {
+  expect('the module runs', false, e.stack ?? String(e));
 } finally {
   rmSync(out, { recursive: true, force: true });
   device.destroy();
