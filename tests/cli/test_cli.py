@@ -128,6 +128,12 @@ def main():
         expect("a kernel WGSL is not written for says why", rc == 0 and "not compiled for WebGPU (" in out, out + err)
         rc, _, err = run(z, "compile", EXAMPLE, "--backend", "webgpu", "--emit", "glsl")
         expect("--backend webgpu --emit glsl is a usage error", rc == 2 and "emits wgsl or js" in err, err)
+        for bad in ("x=abc", "x=12abc", "x=-3", "x=", "=4", "x=99999999999999999999"):
+            rc, _, err = run(z, "compile", EXAMPLE, "--emit", "llvm", "--dim", bad)
+            expect("--dim %s is a usage error saying why" % bad, rc == 2 and "--dim" in err and "stoll" not in err, err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--kernel", "nosuch")
+        expect("--kernel of a kernel the program lacks is a usage error naming them", rc == 2 and "no kernel named 'nosuch'" in err
+               and "qkv" in err, err)
         rc, _, err = run(z, "compile", EXAMPLE, "--emit", "js")
         expect("--emit js without -o is a usage error", rc == 2 and "-o DIR" in err, err)
         jsdir = os.path.join(tmp, "web")

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -110,8 +111,13 @@ cir::Kernel with_dims(const cir::Kernel& k, const std::vector<std::string>& give
   std::map<std::string, int64_t> dims;
   for (const std::string& g : given) {
     size_t eq = g.find('=');
-    if (eq == std::string::npos) throw std::invalid_argument("--dim takes NAME=VALUE, got '" + g + "'");
-    dims[g.substr(0, eq)] = std::stoll(g.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--dim takes NAME=VALUE, got '" + g + "'");
+    std::string text = g.substr(eq + 1);
+    int64_t value = -1;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 0)
+      throw std::invalid_argument("--dim " + g + ": '" + text + "' is not a size (a whole number, 0 or more, below 2^63)");
+    dims[g.substr(0, eq)] = value;
   }
   std::string missing;
   for (const cir::DimParam& d : k.dims)
@@ -345,6 +351,20 @@ int compile_command(const std::string& path, const CompileOptions& o) {
   std::vector<CheckedKernel> kernels;
   LoadedModule* m = load_and_check(session, path, &kernels);
   if (!m) return kProgramError;
+  if (!o.kernel.empty() && !o.sizes_from_run) {
+    std::string names;
+    bool found = false;
+    for (const CheckedKernel& k : kernels) {
+      std::string name = session.kernel_name(k.node);
+      found = found || name == o.kernel || k.kernel.name == o.kernel;
+      names += (names.empty() ? "" : ", ") + name;
+    }
+    if (!found) {
+      std::cerr << "zyntax: error: " << path << " has no kernel named '" << o.kernel << "'"
+                << (names.empty() ? std::string(" (it has no compute blocks)") : " (its kernels: " + names + ")") << "\n";
+      return kUsageError;
+    }
+  }
   std::string text;
   if (o.backend == "vulkan") {
     if (o.emit == "spirv" && (output.empty() || output == "-")) {
