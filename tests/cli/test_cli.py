@@ -131,6 +131,21 @@ def main():
         for bad in ("x=abc", "x=12abc", "x=-3", "x=", "=4", "x=99999999999999999999"):
             rc, _, err = run(z, "compile", EXAMPLE, "--emit", "llvm", "--dim", bad)
             expect("--dim %s is a usage error saying why" % bad, rc == 2 and "--dim" in err and "stoll" not in err, err)
+        if os.path.exists("/dev/full"):
+            rc, _, err = run(z, "compile", EXAMPLE, "--emit", "cir", "-o", "/dev/full")
+            expect("a full disk is an error, not a silent loss", rc == 1 and "cannot write" in err, err)
+        failing = os.path.join(tmp, "fails.zynml")
+        with open(failing, "w") as f:
+            f.write("def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i]\n }\n}\n"
+                    "let a = ones([3])\nprint(f(a))\nlet b = a[10]\n")
+        rc, _, err = run(z, "compile", failing, "--backend", "nvptx", "--sizes-from-run")
+        expect("--sizes-from-run of a program that fails is a program error (1)", rc == 1 and "failed while running" in err, err)
+        tiles_only = os.path.join(tmp, "tiles.zynml")
+        with open(tiles_only, "w") as f:
+            f.write("def f(x: tensor[r, c, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..r:\n  out[i] = reduce(argmax, x[i])\n }\n}\n")
+        rc, out, err = run(z, "compile", tiles_only, "--backend", "nvptx")
+        expect("a PTX module without kernels is an error saying why", rc == 2 and "no kernel was compiled" in err
+               and "give every size" in err and ".entry" not in out, out + err)
         rc, _, err = run(z, "compile", EXAMPLE, "--kernel", "nosuch")
         expect("--kernel of a kernel the program lacks is a usage error naming them", rc == 2 and "no kernel named 'nosuch'" in err
                and "qkv" in err, err)

@@ -155,6 +155,11 @@ int emit_native(Session& session, const std::vector<CheckedKernel>& kernels, con
 // The specialised kernels a run of the program launches, each once, named
 // by its block (name, name_2, ... for further sizes). The program runs on
 // the CPU with its printing discarded.
+// An error of the program itself (exit status 1), not of the command line.
+struct ProgramFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 std::vector<std::pair<std::string, cir::Kernel>> kernels_from_run(Session& session, LoadedModule& m) {
   std::mutex mu;
   std::set<uint64_t> seen;
@@ -175,7 +180,7 @@ std::vector<std::pair<std::string, cir::Kernel>> kernels_from_run(Session& sessi
   set_launch_observer(nullptr);
   if (!ok) {
     session.diags().print(std::cerr);
-    throw std::invalid_argument("the program failed while running to learn its kernels' sizes");
+    throw ProgramFailed("the program failed while running to learn its kernels' sizes");
   }
   return out;
 }
@@ -320,9 +325,10 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
     planned.push_back(std::move(*plan.kernel));
     entries.push_back(entry);
   }
-  if (planned.empty()) {
-    text += "// no kernel was compiled for the GPU\n";
-    return kOk;
+  if (planned.empty()) {  // a module without kernels would look like success
+    std::cerr << text;
+    text.clear();
+    throw std::invalid_argument("no kernel was compiled for the GPU, so there is no module");
   }
   if (o.emit == "cir") {  // the GPU schedules themselves, as the emitter receives them
     for (size_t i = 0; i < planned.size(); ++i) text += (i ? "\n// entry " : "// entry ") + entries[i] + "\n" + cir::print(planned[i]);
@@ -344,9 +350,10 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
   return kOk;
 }
 
+int compile_to(Session& session, LoadedModule& mod, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, const std::string& path,
+               std::string& text);
+
 int compile_command(const std::string& path, const CompileOptions& o) {
-  const std::string& emit = o.emit;
-  const std::string& output = o.output;
   Session session;
   std::vector<CheckedKernel> kernels;
   LoadedModule* m = load_and_check(session, path, &kernels);
@@ -366,6 +373,20 @@ int compile_command(const std::string& path, const CompileOptions& o) {
     }
   }
   std::string text;
+  try {
+    return compile_to(session, *m, kernels, o, path, text);
+  } catch (const ProgramFailed& e) {
+    std::cerr << "zyntax: error: " << e.what() << "\n";
+    return kProgramError;
+  }
+}
+
+// compile_command's work once the program is loaded and checked.
+int compile_to(Session& session, LoadedModule& mod, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, const std::string& path,
+               std::string& text) {
+  LoadedModule* m = &mod;
+  const std::string& emit = o.emit;
+  const std::string& output = o.output;
   if (o.backend == "vulkan") {
     if (o.emit == "spirv" && (output.empty() || output == "-")) {
       std::cerr << "zyntax: error: --emit spirv needs -o FILE\n";
@@ -424,11 +445,17 @@ int compile_command(const std::string& path, const CompileOptions& o) {
     }
   }
   if (output.empty() || output == "-") {
-    std::cout << text;
+    std::cout << text << std::flush;
+    if (!std::cout) {
+      std::cerr << "zyntax: error: cannot write to standard output\n";
+      return kProgramError;
+    }
     return kOk;
   }
   std::ofstream out(output, std::ios::binary);
-  if (!(out << text)) {
+  out << text;
+  out.close();  // a full disk shows when the data is written out, not before
+  if (!out) {
     std::cerr << "zyntax: error: cannot write '" << output << "'\n";
     return kProgramError;
   }
