@@ -88,6 +88,10 @@ Value Lowering::lower_name(const ast::Name& n) {
   if (name == "nan") return {cir::FloatImm::make(std::numeric_limits<double>::quiet_NaN(), DType::F64, n.span), true};
   if (name == "pi") return {cir::FloatImm::make(3.14159265358979323846, DType::F64, n.span), true};
   if (auto h = host_.lookup(name)) return host_value(name, *h, n.span);
+  if (header_vars_.count(name)) {  // `for i in 0..i`, `for i in 0..j, j in 0..n`
+    error_if_final(n.span, "the range reads '" + name + "', a variable of this same loop header, which has no value yet");
+    return {};
+  }
   // Unbound for now: a dimension if the body's indexing binds it.
   auto& uses = unresolved_[name];
   if (uses.empty()) unresolved_order_.push_back(name);

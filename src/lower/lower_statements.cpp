@@ -319,9 +319,15 @@ void Lowering::lower_for(const ast::For& f, size_t range_index, cir::Block& out)
     error_if_final(r.span, "kernel loops run over a range: `for i in 0..n`");
     return;
   }
+  // A range may read the variables of the loops around it, not its own
+  // header's: those have no value yet.
+  std::set<std::string> outer_header = std::move(header_vars_);
+  header_vars_.clear();
+  for (size_t i = range_index; i < f.ranges.size(); ++i) header_vars_.insert(f.ranges[i].var);
   Value lo = int_operand(*r.lo, "loop start");
   Value hi = int_operand(*r.hi, "loop bound");
   Value step = r.step ? int_operand(*r.step, "loop step") : Value{cir::IntImm::make(1), false};
+  header_vars_ = std::move(outer_header);
   if (step.ok())
     if (auto k = step.e.as<cir::IntImm>(); k && k->value <= 0)
       error_if_final(r.step->span, "the loop step must be positive");

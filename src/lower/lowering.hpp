@@ -293,6 +293,7 @@ class Lowering {
   std::set<std::string> local_names_;  // every local's CIR name, in any iteration
 
   std::map<std::string, std::vector<Span>> unresolved_;
+  std::set<std::string> header_vars_;  // while lowering a loop range: its header's variables not yet defined
 
   std::vector<std::string> unresolved_order_;
 

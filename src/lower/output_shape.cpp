@@ -163,6 +163,14 @@ class ShapeInference {
   // An upper (or lower) bound of an integer index over all loop iterations.
   std::optional<Expr> bound(const Expr& e, bool upper) {
     if (!e.defined() || !e->type.is_scalar() || !is_int(e->type.dtype)) return std::nullopt;
+    // Ranges read only outer loops' variables, so this ends; a deep chain
+    // (or a range that reads itself, which the front end refuses) has no bound.
+    struct Depth {
+      int& d;
+      explicit Depth(int& x) : d(++x) {}
+      ~Depth() { --d; }
+    } depth(depth_);
+    if (depth_ > 256) return std::nullopt;
     if (e.as<cir::IntImm>()) return e;
     if (auto v = e.as<cir::Var>()) {
       auto it = loops_.find(v->name);
@@ -221,6 +229,7 @@ class ShapeInference {
   DiagnosticEngine& diags_;
   std::map<std::string, Loop> loops_;
   std::map<std::string, Expr> lets_;
+  int depth_ = 0;  // bound()'s recursion
   std::set<std::string> mutables_;
   std::optional<std::vector<Expr>> shape_;  // undefined where only data-dependent indices wrote
   struct Unsized {
