@@ -411,6 +411,27 @@ Value Interpreter::eval_name(const ast::Name& n, Frame& f) {
 }
 
 Value Interpreter::eval_await(const ast::Await& a, Frame& f) {
+  // `await all(list)` / `await any(list)` wait for futures: of none, all's
+  // results are none, and any has nothing to wait for.
+  if (a.value->kind == ast::ExprKind::Call && !a.timeout) {
+    const auto& call = ast::as<ast::Call>(*a.value);
+    if (call.callee->kind == ast::ExprKind::Name && call.args.size() == 1 && call.args[0].name.empty()) {
+      const std::string& fn = ast::as<ast::Name>(*call.callee).name;
+      if ((fn == "all" || fn == "any") && !f.lookup(fn)) {
+        Value list = eval(*call.args[0].value, f);
+        if (list.kind == Value::Kind::List && list.items->empty()) {
+          if (fn == "all") return Value::of_list({});
+          throw Error(call.span, "await any([]): there is no future to wait for");
+        }
+        CallArgs args;
+        args.span = call.span;
+        args.positional.push_back(list);
+        args.positional_spans.push_back(call.args[0].value->span);
+        Value v = call_function(Value::of_builtin(fn), args);
+        return v.kind == Value::Kind::Future ? v.future->get() : v;
+      }
+    }
+  }
   Value v = eval(*a.value, f);
   if (v.kind != Value::Kind::Future) return v;  // awaiting a finished value gives it back
   if (!a.timeout) return v.future->get();

@@ -42,6 +42,10 @@ class Reader {
         diags_.error(a.span, "@shared takes one argument: the shared memory size in bytes");
         return;
       }
+      if (std::optional<int64_t> bytes = constant_int(*a.args[0].value); bytes && *bytes < 0) {
+        diags_.error(a.args[0].span, "@shared size is " + std::to_string(*bytes) + " bytes: a size is 0 or more");
+        return;
+      }
       out_.shared_bytes = a.args[0].value.get();
       return;
     }
@@ -180,7 +184,12 @@ class Reader {
         diags_.error(e.span, "@device takes a device name in quotes: @device(\"cuda:0\")");
         return;
       }
-      out_.devices.push_back(ast::as<ast::StringLit>(e).value);
+      const std::string& name = ast::as<ast::StringLit>(e).value;
+      if (name.empty()) {
+        diags_.error(e.span, "@device names a device: \"\" is none").with_hint("\"auto\", \"cpu\", \"cuda:0\", \"vulkan:0\", ... (`zyntax devices` lists them)");
+        return;
+      }
+      out_.devices.push_back(name);
     };
     if (a.args.size() != 1 || !a.args[0].value) {
       diags_.error(a.span, "@device takes one device name or a list of them");
@@ -188,6 +197,7 @@ class Reader {
     }
     const ast::Expr& v = *a.args[0].value;
     if (v.kind == ast::ExprKind::List) {
+      if (ast::as<ast::List>(v).elems.empty()) diags_.error(v.span, "@device([]) names no device").with_hint("name one or more: @device([\"cpu:0\", \"cpu:1\"])");
       for (const ast::ExprPtr& e : ast::as<ast::List>(v).elems) add(*e);
     } else {
       add(v);

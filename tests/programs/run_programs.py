@@ -254,6 +254,13 @@ def define_elementwise():
     x = np.array([-10.0, -3.0, -1e-3, 0.0, 1e-3, 3.0, 10.0], dtype=F32)
     add("gelu", "edges", {"x": x}, {"activated": ref_gelu(x)}, ELEMENTWISE)
 
+    for n in (1, 2, 3, 17):
+        r = rng_for("host_negative", n)
+        x = randn(r, (n,))
+        x64 = x.astype(F64)
+        window = np.array([x64[max(0, i - 2):i + 1].sum() for i in range(n)])
+        add("host_negative", "n=%d" % n, {"x": x}, {"shifted": (x64 - 3).astype(F32), "windowed": window.astype(F32)}, ELEMENTWISE)
+
 
 def define_reductions():
     for n in VECTOR_SIZES:
