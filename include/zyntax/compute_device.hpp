@@ -221,6 +221,8 @@ class ZYNTAX_API ComputeDevice {
   const std::shared_ptr<DeviceImpl>& impl() const { return impl_; }
 
  private:
+  // The device; a ComputeError for a moved-from one.
+  DeviceImpl& dev() const;
   std::shared_ptr<DeviceImpl> impl_;
 };
 

@@ -2,6 +2,7 @@
 // public error types, version and element type names.
 #include "api/api_internal.hpp"
 
+#include <cstdint>
 #include <cstring>
 
 #include "api/op_library.hpp"
@@ -80,7 +81,15 @@ const Tensor& tensor_of(const DeviceImpl& dev, const Buffer& b, const char* op, 
 }
 
 void check_size(const char* op, const char* arg, const Buffer& b, const std::vector<size_t>& shape, const char* names) {
-  size_t want = product(shape);
+  // Sizes whose product leaves 63 bits describe no buffer (and would wrap).
+  uint64_t want = 1;
+  bool overflow = false;
+  for (size_t d : shape)
+    overflow = overflow || d > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(want, static_cast<uint64_t>(d), &want) ||
+               want > static_cast<uint64_t>(INT64_MAX);
+  if (overflow)
+    throw ShapeError(std::string(op) + ": " + names + " = " + shape_text(shape) + " is more elements than a buffer can hold (argument " +
+                     arg + " has " + std::to_string(b.size()) + ")");
   if (b.size() != want)
     throw ShapeError(std::string(op) + ": argument " + arg + " has " + std::to_string(b.size()) + " elements, but " +
                      names + " = " + shape_text(shape) + " needs " + std::to_string(want));

@@ -1,4 +1,5 @@
 // BufferPool: the runtime's memory pool behind the API, keyed by buffer.
+#include <limits>
 #include <mutex>
 
 #include "api/api_internal.hpp"
@@ -52,7 +53,10 @@ size_t BufferPool::capacity() const { return static_cast<size_t>(impl_->pool.cap
 size_t BufferPool::used() const { return static_cast<size_t>(impl_->pool.used()); }
 
 BufferPool ComputeDevice::memory_pool(size_t bytes) const {
-  return BufferPool(std::make_shared<PoolImpl>(impl_->description.id, static_cast<int64_t>(bytes)));
+  // The pool counts in int64: a larger size is no size at all.
+  if (bytes > static_cast<size_t>(std::numeric_limits<int64_t>::max()))
+    throw ShapeError("memory_pool: argument bytes is " + std::to_string(bytes) + ", more than a pool can hold (2^63 - 1)");
+  return BufferPool(std::make_shared<PoolImpl>(dev().description.id, static_cast<int64_t>(bytes)));
 }
 
 }  // namespace zyntax

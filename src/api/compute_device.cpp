@@ -36,6 +36,11 @@ std::vector<DeviceDescription> compute_devices() {
 
 ComputeDevice::ComputeDevice(std::shared_ptr<DeviceImpl> impl) : impl_(std::move(impl)) {}
 
+DeviceImpl& ComputeDevice::dev() const {
+  if (!impl_) throw ComputeError("this ComputeDevice holds no device (it was moved from): open one with ComputeDevice::open");
+  return *impl_;
+}
+
 ComputeDevice ComputeDevice::open(const std::string& id) { return open(std::vector<std::string>{id}, Parallel::Data); }
 
 ComputeDevice ComputeDevice::open(const std::vector<std::string>& ids, Parallel mode) {
@@ -59,20 +64,20 @@ ComputeDevice ComputeDevice::open(const std::vector<std::string>& ids, Parallel 
   return ComputeDevice(std::move(impl));
 }
 
-const DeviceDescription& ComputeDevice::description() const { return impl_->description; }
+const DeviceDescription& ComputeDevice::description() const { return dev().description; }
 
 Buffer ComputeDevice::upload(const std::vector<float>& data) const { return upload(data.data(), data.size()); }
 
 Buffer ComputeDevice::upload(const float* data, size_t n) const {
   Tensor t = Tensor::empty(DType::F32, {static_cast<int64_t>(n)});
   if (n) std::memcpy(t.data(), data, n * sizeof(float));
-  return wrap(*impl_, placed(*impl_, std::move(t)));
+  return wrap(dev(), placed(dev(), std::move(t)));
 }
 
 Buffer ComputeDevice::upload_u32(const std::vector<uint32_t>& data) const {
   Tensor t = Tensor::empty(DType::U32, {static_cast<int64_t>(data.size())});
   if (!data.empty()) std::memcpy(t.data(), data.data(), data.size() * sizeof(uint32_t));
-  return wrap(*impl_, placed(*impl_, std::move(t)));
+  return wrap(dev(), placed(dev(), std::move(t)));
 }
 
 Buffer ComputeDevice::upload_as(const std::vector<float>& data, ElementType storage) const {
@@ -80,25 +85,25 @@ Buffer ComputeDevice::upload_as(const std::vector<float>& data, ElementType stor
   if (storage == ElementType::F32) return upload(data);
   Tensor f = Tensor::empty(DType::F32, {static_cast<int64_t>(data.size())});
   if (!data.empty()) std::memcpy(f.data(), data.data(), data.size() * sizeof(float));
-  return wrap(*impl_, placed(*impl_, f.astype(api::dtype_of(storage))));
+  return wrap(dev(), placed(dev(), f.astype(api::dtype_of(storage))));
 }
 
-Buffer ComputeDevice::alloc(size_t n) const { return wrap(*impl_, Tensor::zeros(DType::F32, {static_cast<int64_t>(n)})); }
+Buffer ComputeDevice::alloc(size_t n) const { return wrap(dev(), Tensor::zeros(DType::F32, {static_cast<int64_t>(n)})); }
 
 std::vector<float> ComputeDevice::download(const Buffer& b) const {
-  tensor_of(*impl_, b, "download", "buffer");
+  tensor_of(dev(), b, "download", "buffer");
   return b.to_vector();
 }
 
 Buffer ComputeDevice::copy_buffer(const Buffer& src) const {
-  const Tensor& t = tensor_of(*impl_, src, "copy_buffer", "src");
+  const Tensor& t = tensor_of(dev(), src, "copy_buffer", "src");
   Tensor copy = Tensor::empty(t.dtype(), t.shape());
   std::memcpy(copy.data(), t.data(), t.nbytes());
-  return wrap(*impl_, placed(*impl_, std::move(copy)));
+  return wrap(dev(), placed(dev(), std::move(copy)));
 }
 
 void ComputeDevice::zero_buffer(Buffer& b) const {
-  const Tensor& t = tensor_of(*impl_, b, "zero_buffer", "buffer");
+  const Tensor& t = tensor_of(dev(), b, "zero_buffer", "buffer");
   std::memset(b.impl()->tensor.data_for_overwrite(), 0, t.nbytes());  // a GPU's copy is not fetched only to be zeroed
 }
 
@@ -108,16 +113,16 @@ Buffer ComputeDevice::to_device(const Buffer& b, bool copy) const {
   if (!b.impl()) throw ShapeError("to_device: the buffer is empty");
   Tensor t = b.impl()->tensor;
   if (copy) {
-    t = impl_->devices.size() == 1 ? impl_->device->copy_in(t) : t.clone();
+    t = dev().devices.size() == 1 ? dev().device->copy_in(t) : t.clone();
   } else {
     // A view every device of the group reads in place.
     try {
-      for (Device* d : impl_->devices) t = d->share_host(t);
+      for (Device* d : dev().devices) t = d->share_host(t);
     } catch (const std::runtime_error& e) {
-      throw ComputeError(std::string("to_device(copy=false) onto ") + impl_->description.id + ": " + e.what());
+      throw ComputeError(std::string("to_device(copy=false) onto ") + dev().description.id + ": " + e.what());
     }
   }
-  return Buffer(std::make_shared<BufferImpl>(std::move(t), impl_->description.id));
+  return Buffer(std::make_shared<BufferImpl>(std::move(t), dev().description.id));
 }
 
 }  // namespace zyntax

@@ -46,7 +46,7 @@ std::vector<Buffer> ComputeDevice::elementwise_multi(const std::vector<Buffer>& 
   std::vector<size_t> lengths;
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::string arg = "inputs[" + std::to_string(i) + "]";
-    const Tensor& t = tensor_of(*impl_, inputs[i], "elementwise", arg.c_str());
+    const Tensor& t = tensor_of(dev(), inputs[i], "elementwise", arg.c_str());
     size_t len = static_cast<size_t>(t.numel());
     if (len == 0 ? numel != 0 : numel % len != 0)
       throw ShapeError("elementwise: argument " + arg + " has " + std::to_string(len) +
@@ -66,11 +66,11 @@ std::vector<Buffer> ComputeDevice::elementwise_multi(const std::vector<Buffer>& 
     return empty;
   }
   const TracedKernel& k = traced_kernel(trace, outputs, numel, dtypes, lengths);
-  Tensor result = api::run_kernel(*impl_, k.kernel, k.hash, tensors);
-  if (outputs.size() == 1) return {wrap(*impl_, std::move(result))};
+  Tensor result = api::run_kernel(dev(), k.kernel, k.hash, tensors);
+  if (outputs.size() == 1) return {wrap(dev(), std::move(result))};
   std::vector<Buffer> out;
   for (size_t o = 0; o < outputs.size(); ++o) {
-    out.push_back(wrap(*impl_, result.bytes_copy(o * numel * sizeof(float), DType::F32, {static_cast<int64_t>(numel)})));
+    out.push_back(wrap(dev(), result.bytes_copy(o * numel * sizeof(float), DType::F32, {static_cast<int64_t>(numel)})));
   }
   return out;
 }

@@ -43,63 +43,63 @@ Tensor sum_over_row_blocks(const DeviceImpl& dev, const char* op, const std::vec
 }  // namespace
 
 Buffer ComputeDevice::matmul(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
-  return wrap(*impl_, run_op(*impl_, "matmul", {shaped(*impl_, a, "matmul", "a", {m, k}, "[m, k]"),
-                                                 shaped(*impl_, b, "matmul", "b", {k, n}, "[k, n]")}));
+  return wrap(dev(), run_op(dev(), "matmul", {shaped(dev(), a, "matmul", "a", {m, k}, "[m, k]"),
+                                                 shaped(dev(), b, "matmul", "b", {k, n}, "[k, n]")}));
 }
 
 Buffer ComputeDevice::matmul_transposed_a(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
   const char* op = "matmul_transposed_a";
-  return wrap(*impl_, run_op(*impl_, "matmul_at", {shaped(*impl_, a, op, "a", {k, m}, "[k, m]"),
-                                                    shaped(*impl_, b, op, "b", {k, n}, "[k, n]")}));
+  return wrap(dev(), run_op(dev(), "matmul_at", {shaped(dev(), a, op, "a", {k, m}, "[k, m]"),
+                                                    shaped(dev(), b, op, "b", {k, n}, "[k, n]")}));
 }
 
 Buffer ComputeDevice::matmul_transposed_b(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
   const char* op = "matmul_transposed_b";
-  return wrap(*impl_, run_op(*impl_, "matmul_bt", {shaped(*impl_, a, op, "a", {m, k}, "[m, k]"),
-                                                    shaped(*impl_, b, op, "b", {n, k}, "[n, k]")}));
+  return wrap(dev(), run_op(dev(), "matmul_bt", {shaped(dev(), a, op, "a", {m, k}, "[m, k]"),
+                                                    shaped(dev(), b, op, "b", {n, k}, "[n, k]")}));
 }
 
 void ComputeDevice::matmul_accumulate(Buffer& c, const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
   const char* op = "matmul_accumulate";
-  Tensor r = run_op(*impl_, "matmul_acc", {shaped(*impl_, a, op, "a", {m, k}, "[m, k]"), shaped(*impl_, b, op, "b", {k, n}, "[k, n]"),
-                                            shaped(*impl_, c, op, "c", {m, n}, "[m, n]")});
+  Tensor r = run_op(dev(), "matmul_acc", {shaped(dev(), a, op, "a", {m, k}, "[m, k]"), shaped(dev(), b, op, "b", {k, n}, "[k, n]"),
+                                            shaped(dev(), c, op, "c", {m, n}, "[m, n]")});
   api::write_into(c, r);
 }
 
 Buffer ComputeDevice::transpose_2d(const Buffer& x, size_t rows, size_t cols) const {
-  return wrap(*impl_, run_op(*impl_, "transpose_2d", {shaped(*impl_, x, "transpose_2d", "x", {rows, cols}, "[rows, cols]")}));
+  return wrap(dev(), run_op(dev(), "transpose_2d", {shaped(dev(), x, "transpose_2d", "x", {rows, cols}, "[rows, cols]")}));
 }
 
 Buffer ComputeDevice::bias_add(const Buffer& matrix, const Buffer& bias, size_t numel, size_t dim) const {
   if (dim == 0 || numel % dim != 0)
     throw ShapeError("bias_add: numel = " + std::to_string(numel) + " is not a multiple of dim = " + std::to_string(dim));
-  return wrap(*impl_, run_op(*impl_, "bias_add", {shaped(*impl_, matrix, "bias_add", "matrix", {numel / dim, dim}, "[numel / dim, dim]"),
-                                                   shaped(*impl_, bias, "bias_add", "bias", {dim}, "[dim]")}));
+  return wrap(dev(), run_op(dev(), "bias_add", {shaped(dev(), matrix, "bias_add", "matrix", {numel / dim, dim}, "[numel / dim, dim]"),
+                                                   shaped(dev(), bias, "bias_add", "bias", {dim}, "[dim]")}));
 }
 
 void ComputeDevice::add_assign(Buffer& dst, const Buffer& src) const {
   size_t n = dst.size();
-  Tensor r = run_op(*impl_, "add", {shaped(*impl_, dst, "add_assign", "dst", {n}, "[n]"), shaped(*impl_, src, "add_assign", "src", {n}, "[n] (dst's size)")});
+  Tensor r = run_op(dev(), "add", {shaped(dev(), dst, "add_assign", "dst", {n}, "[n]"), shaped(dev(), src, "add_assign", "src", {n}, "[n] (dst's size)")});
   api::write_into(dst, r);
 }
 
 Buffer ComputeDevice::softmax(const Buffer& x, size_t n_rows, size_t row_len) const {
-  return wrap(*impl_, run_op(*impl_, "softmax", {shaped(*impl_, x, "softmax", "data", {n_rows, row_len}, "[n_rows, row_len]")}));
+  return wrap(dev(), run_op(dev(), "softmax", {shaped(dev(), x, "softmax", "data", {n_rows, row_len}, "[n_rows, row_len]")}));
 }
 
 Buffer ComputeDevice::rms_norm(const Buffer& x, const Buffer& weight, size_t n_groups, size_t dim, float eps) const {
-  return wrap(*impl_, run_op(*impl_, "rms_norm",
-                             {shaped(*impl_, x, "rms_norm", "data", {n_groups, dim}, "[n_groups, dim]"),
-                              shaped(*impl_, weight, "rms_norm", "weight", {dim}, "[dim]")},
+  return wrap(dev(), run_op(dev(), "rms_norm",
+                             {shaped(dev(), x, "rms_norm", "data", {n_groups, dim}, "[n_groups, dim]"),
+                              shaped(dev(), weight, "rms_norm", "weight", {dim}, "[dim]")},
                              {}, {{"eps", f32(eps)}}));
 }
 
 Buffer ComputeDevice::layer_norm(const Buffer& x, const Buffer& gamma, const Buffer& beta, size_t n_rows, size_t dim,
                                  float eps) const {
   const char* op = "layer_norm";
-  return wrap(*impl_, run_op(*impl_, op,
-                             {shaped(*impl_, x, op, "data", {n_rows, dim}, "[n_rows, dim]"), shaped(*impl_, gamma, op, "gamma", {dim}, "[dim]"),
-                              shaped(*impl_, beta, op, "beta", {dim}, "[dim]")},
+  return wrap(dev(), run_op(dev(), op,
+                             {shaped(dev(), x, op, "data", {n_rows, dim}, "[n_rows, dim]"), shaped(dev(), gamma, op, "gamma", {dim}, "[dim]"),
+                              shaped(dev(), beta, op, "beta", {dim}, "[dim]")},
                              {}, {{"eps", f32(eps)}}));
 }
 
@@ -107,12 +107,12 @@ std::tuple<Buffer, Buffer, Buffer> ComputeDevice::layer_norm_backward(const Buff
                                                                       const Buffer& grad_output, size_t n_rows, size_t dim,
                                                                       float eps) const {
   const char* op = "layer_norm_backward";
-  Tensor x = shaped(*impl_, input, op, "input", {n_rows, dim}, "[n_rows, dim]");
-  Tensor g = shaped(*impl_, gamma, op, "gamma", {dim}, "[dim]");
-  Tensor dy = shaped(*impl_, grad_output, op, "grad_output", {n_rows, dim}, "[n_rows, dim]");
-  Buffer dx = wrap(*impl_, run_op(*impl_, "layer_norm_backward_input", {x, g, dy}, {}, {{"eps", f32(eps)}}));
-  Tensor stats = run_op(*impl_, "layer_norm_stats", {x}, {}, {{"eps", f32(eps)}});  // [n_rows, 2]: mean, 1 / std
-  Tensor params = sum_over_row_blocks(*impl_, "layer_norm_backward_params", {x, dy, stats}, n_rows, 2 * dim);  // [2, dim]
+  Tensor x = shaped(dev(), input, op, "input", {n_rows, dim}, "[n_rows, dim]");
+  Tensor g = shaped(dev(), gamma, op, "gamma", {dim}, "[dim]");
+  Tensor dy = shaped(dev(), grad_output, op, "grad_output", {n_rows, dim}, "[n_rows, dim]");
+  Buffer dx = wrap(dev(), run_op(dev(), "layer_norm_backward_input", {x, g, dy}, {}, {{"eps", f32(eps)}}));
+  Tensor stats = run_op(dev(), "layer_norm_stats", {x}, {}, {{"eps", f32(eps)}});  // [n_rows, 2]: mean, 1 / std
+  Tensor params = sum_over_row_blocks(dev(), "layer_norm_backward_params", {x, dy, stats}, n_rows, 2 * dim);  // [2, dim]
   Buffer dgamma = alloc(dim), dbeta = alloc(dim);
   api::write_into(dgamma, params);
   api::write_into(dbeta, params, dim * sizeof(float));
@@ -125,10 +125,10 @@ Buffer ComputeDevice::reduce_sum(const Buffer& x, const std::vector<size_t>& sha
   size_t outer = 1, inner = 1;
   for (size_t i = 0; i < axis; ++i) outer *= shape[i];
   for (size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
-  const Tensor& t = tensor_of(*impl_, x, "reduce_sum", "data");
+  const Tensor& t = tensor_of(dev(), x, "reduce_sum", "data");
   check_size("reduce_sum", "data", x, shape, "shape");
   Tensor view = t.reshaped({static_cast<int64_t>(outer), static_cast<int64_t>(shape[axis]), static_cast<int64_t>(inner)});
-  return wrap(*impl_, run_op(*impl_, "reduce_sum_axis", {view}));
+  return wrap(dev(), run_op(dev(), "reduce_sum_axis", {view}));
 }
 
 Buffer ComputeDevice::embedding(const Buffer& weight, const Buffer& ids, size_t seq_len, size_t dim) const {
@@ -137,25 +137,25 @@ Buffer ComputeDevice::embedding(const Buffer& weight, const Buffer& ids, size_t 
     throw ShapeError("embedding: argument weight has " + std::to_string(weight.size()) + " elements, not a multiple of dim = " +
                      std::to_string(dim));
   size_t vocab = weight.size() / dim;
-  return wrap(*impl_, run_op(*impl_, "embedding", {shaped(*impl_, weight, "embedding", "weight", {vocab, dim}, "[vocab, dim]"),
-                                                    shaped(*impl_, ids, "embedding", "ids", {seq_len}, "[seq_len]")}));
+  return wrap(dev(), run_op(dev(), "embedding", {shaped(dev(), weight, "embedding", "weight", {vocab, dim}, "[vocab, dim]"),
+                                                    shaped(dev(), ids, "embedding", "ids", {seq_len}, "[seq_len]")}));
 }
 
 Buffer ComputeDevice::softmax_backward(const Buffer& y, const Buffer& grad, size_t n_rows, size_t row_len) const {
   const char* op = "softmax_backward";
-  return wrap(*impl_, run_op(*impl_, op, {shaped(*impl_, y, op, "softmax_out", {n_rows, row_len}, "[n_rows, row_len]"),
-                                           shaped(*impl_, grad, op, "grad_output", {n_rows, row_len}, "[n_rows, row_len]")}));
+  return wrap(dev(), run_op(dev(), op, {shaped(dev(), y, op, "softmax_out", {n_rows, row_len}, "[n_rows, row_len]"),
+                                           shaped(dev(), grad, op, "grad_output", {n_rows, row_len}, "[n_rows, row_len]")}));
 }
 
 std::pair<Buffer, Buffer> ComputeDevice::rms_norm_backward(const Buffer& input, const Buffer& weight, const Buffer& grad_output,
                                                            size_t n_groups, size_t dim, float eps) const {
   const char* op = "rms_norm_backward";
-  Tensor x = shaped(*impl_, input, op, "input", {n_groups, dim}, "[n_groups, dim]");
-  Tensor w = shaped(*impl_, weight, op, "weight", {dim}, "[dim]");
-  Tensor g = shaped(*impl_, grad_output, op, "grad_output", {n_groups, dim}, "[n_groups, dim]");
-  Buffer dx = wrap(*impl_, run_op(*impl_, "rms_norm_backward_input", {x, w, g}, {}, {{"eps", f32(eps)}}));
-  Tensor inv = run_op(*impl_, "rms_norm_inverse", {x}, {}, {{"eps", f32(eps)}});
-  Buffer dw = wrap(*impl_, sum_over_row_blocks(*impl_, "rms_norm_backward_weight", {x, g, inv}, n_groups, dim));
+  Tensor x = shaped(dev(), input, op, "input", {n_groups, dim}, "[n_groups, dim]");
+  Tensor w = shaped(dev(), weight, op, "weight", {dim}, "[dim]");
+  Tensor g = shaped(dev(), grad_output, op, "grad_output", {n_groups, dim}, "[n_groups, dim]");
+  Buffer dx = wrap(dev(), run_op(dev(), "rms_norm_backward_input", {x, w, g}, {}, {{"eps", f32(eps)}}));
+  Tensor inv = run_op(dev(), "rms_norm_inverse", {x}, {}, {{"eps", f32(eps)}});
+  Buffer dw = wrap(dev(), sum_over_row_blocks(dev(), "rms_norm_backward_weight", {x, g, inv}, n_groups, dim));
   return {dx, dw};
 }
 
@@ -163,9 +163,9 @@ Buffer ComputeDevice::embedding_backward(const Buffer& grad_output, const Buffer
                                          size_t dim) const {
   const char* op = "embedding_backward";
   check_ids(op, "ids", ids);
-  return wrap(*impl_, run_op(*impl_, op,
-                             {shaped(*impl_, grad_output, op, "grad_output", {seq_len, dim}, "[seq_len, dim]"),
-                              shaped(*impl_, ids, op, "ids", {seq_len}, "[seq_len]")},
+  return wrap(dev(), run_op(dev(), op,
+                             {shaped(dev(), grad_output, op, "grad_output", {seq_len, dim}, "[seq_len, dim]"),
+                              shaped(dev(), ids, op, "ids", {seq_len}, "[seq_len]")},
                              {{"vocab", static_cast<int64_t>(vocab_size)}}));
 }
 
@@ -206,10 +206,10 @@ Buffer ComputeDevice::conv2d(const Buffer& x, const Buffer& weight, const Buffer
   std::map<std::string, int64_t> dims = conv_steps(s);
   dims["oh"] = static_cast<int64_t>(s.out_height());
   dims["ow"] = static_cast<int64_t>(s.out_width());
-  return wrap(*impl_, run_op(*impl_, op,
-                             {shaped(*impl_, x, op, "x", {s.batch, s.in_channels, s.height, s.width}, kInputShape),
-                              shaped(*impl_, weight, op, "weight", {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, kWeightShape),
-                              shaped(*impl_, bias, op, "bias", {s.out_channels}, "[out_channels]")},
+  return wrap(dev(), run_op(dev(), op,
+                             {shaped(dev(), x, op, "x", {s.batch, s.in_channels, s.height, s.width}, kInputShape),
+                              shaped(dev(), weight, op, "weight", {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, kWeightShape),
+                              shaped(dev(), bias, op, "bias", {s.out_channels}, "[out_channels]")},
                              dims));
 }
 
@@ -222,21 +222,21 @@ std::tuple<Buffer, Buffer, Buffer> ComputeDevice::conv2d_backward(const Buffer& 
                                                                   const Buffer& weight, const Conv2dShape& s) const {
   const char* op = "conv2d_backward";
   check_conv(op, s);
-  Tensor X = shaped(*impl_, x, op, "x", {s.batch, s.in_channels, s.height, s.width}, kInputShape);
-  Tensor W = shaped(*impl_, weight, op, "weight", {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, kWeightShape);
-  Tensor G = shaped(*impl_, grad_output, op, "grad_output", {s.batch, s.out_channels, s.out_height(), s.out_width()}, kOutputShape);
+  Tensor X = shaped(dev(), x, op, "x", {s.batch, s.in_channels, s.height, s.width}, kInputShape);
+  Tensor W = shaped(dev(), weight, op, "weight", {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, kWeightShape);
+  Tensor G = shaped(dev(), grad_output, op, "grad_output", {s.batch, s.out_channels, s.out_height(), s.out_width()}, kOutputShape);
   std::map<std::string, int64_t> input_dims = conv_steps(s), weight_dims = conv_steps(s);
   input_dims["h"] = static_cast<int64_t>(s.height);
   input_dims["w"] = static_cast<int64_t>(s.width);
   weight_dims["kh"] = static_cast<int64_t>(s.kernel_h);
   weight_dims["kw"] = static_cast<int64_t>(s.kernel_w);
-  Buffer dx = wrap(*impl_, run_op(*impl_, "conv2d_backward_input", {G, W}, input_dims));
-  Tensor dw_t = run_op(*impl_, "conv2d_backward_weight", {X, G}, weight_dims);  // [in_channels, kernel_h, kernel_w, out_channels]
+  Buffer dx = wrap(dev(), run_op(dev(), "conv2d_backward_input", {G, W}, input_dims));
+  Tensor dw_t = run_op(dev(), "conv2d_backward_weight", {X, G}, weight_dims);  // [in_channels, kernel_h, kernel_w, out_channels]
   int64_t taps = static_cast<int64_t>(s.in_channels * s.kernel_h * s.kernel_w);
-  Buffer dw = wrap(*impl_, run_op(*impl_, "transpose_2d", {dw_t.reshaped({taps, static_cast<int64_t>(s.out_channels)})}));
+  Buffer dw = wrap(dev(), run_op(dev(), "transpose_2d", {dw_t.reshaped({taps, static_cast<int64_t>(s.out_channels)})}));
   int64_t batch = static_cast<int64_t>(s.batch), oc = static_cast<int64_t>(s.out_channels);
-  Tensor per_image = run_op(*impl_, "conv2d_backward_bias", {G.reshaped({batch, oc, static_cast<int64_t>(s.out_height() * s.out_width())})});
-  Buffer db = wrap(*impl_, run_op(*impl_, "reduce_sum_axis", {per_image.reshaped({1, batch, oc})}));
+  Tensor per_image = run_op(dev(), "conv2d_backward_bias", {G.reshaped({batch, oc, static_cast<int64_t>(s.out_height() * s.out_width())})});
+  Buffer db = wrap(dev(), run_op(dev(), "reduce_sum_axis", {per_image.reshaped({1, batch, oc})}));
   return {dx, dw, db};
 }
 
@@ -264,21 +264,21 @@ Buffer rotate(const DeviceImpl& dev, const char* op, const Buffer& x, size_t seq
 }  // namespace
 
 Buffer ComputeDevice::rope(const Buffer& x, size_t seq, size_t nh, size_t hd, size_t offset) const {
-  return rotate(*impl_, "rope", x, seq, nh, hd, offset, 1.0f);
+  return rotate(dev(), "rope", x, seq, nh, hd, offset, 1.0f);
 }
 
 Buffer ComputeDevice::rope_backward(const Buffer& grad, size_t seq, size_t nh, size_t hd, size_t offset) const {
-  return rotate(*impl_, "rope_backward", grad, seq, nh, hd, offset, -1.0f);
+  return rotate(dev(), "rope_backward", grad, seq, nh, hd, offset, -1.0f);
 }
 
 Buffer ComputeDevice::causal_attention(const Buffer& q, const Buffer& k, const Buffer& v, size_t seq, size_t nh, size_t nkv,
                                        size_t hd) const {
   const char* op = "causal_attention";
   check_heads(op, nh, nkv, hd);
-  return wrap(*impl_, run_op(*impl_, op,
-                             {shaped(*impl_, q, op, "q", {seq, nh, hd}, "[seq_len, n_heads, head_dim]"),
-                              shaped(*impl_, k, op, "k", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]"),
-                              shaped(*impl_, v, op, "v", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]")},
+  return wrap(dev(), run_op(dev(), op,
+                             {shaped(dev(), q, op, "q", {seq, nh, hd}, "[seq_len, n_heads, head_dim]"),
+                              shaped(dev(), k, op, "k", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]"),
+                              shaped(dev(), v, op, "v", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]")},
                              {{"group", static_cast<int64_t>(nh / nkv)}}));
 }
 
@@ -287,10 +287,10 @@ Buffer ComputeDevice::kv_attention(const Buffer& q, const Buffer& k_cache, const
   const char* op = "kv_attention";
   check_heads(op, nh, nkv, hd);
   size_t total = cache_start + q_len;
-  return wrap(*impl_, run_op(*impl_, op,
-                             {shaped(*impl_, q, op, "q", {q_len, nh, hd}, "[q_len, n_heads, head_dim]"),
-                              shaped(*impl_, k_cache, op, "k_cache", {total, nkv, hd}, "[cache_start + q_len, n_kv_heads, head_dim]"),
-                              shaped(*impl_, v_cache, op, "v_cache", {total, nkv, hd}, "[cache_start + q_len, n_kv_heads, head_dim]")},
+  return wrap(dev(), run_op(dev(), op,
+                             {shaped(dev(), q, op, "q", {q_len, nh, hd}, "[q_len, n_heads, head_dim]"),
+                              shaped(dev(), k_cache, op, "k_cache", {total, nkv, hd}, "[cache_start + q_len, n_kv_heads, head_dim]"),
+                              shaped(dev(), v_cache, op, "v_cache", {total, nkv, hd}, "[cache_start + q_len, n_kv_heads, head_dim]")},
                              {{"group", static_cast<int64_t>(nh / nkv)}, {"cache_start", static_cast<int64_t>(cache_start)}}));
 }
 
@@ -299,17 +299,17 @@ std::tuple<Buffer, Buffer, Buffer> ComputeDevice::causal_attention_backward(cons
                                                                             size_t nh, size_t nkv, size_t hd) const {
   const char* op = "causal_attention_backward";
   check_heads(op, nh, nkv, hd);
-  Tensor Q = shaped(*impl_, q, op, "q", {seq, nh, hd}, "[seq_len, n_heads, head_dim]");
-  Tensor K = shaped(*impl_, k, op, "k", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]");
-  Tensor V = shaped(*impl_, v, op, "v", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]");
-  Tensor dO = shaped(*impl_, grad_output, op, "grad_output", {seq, nh, hd}, "[seq_len, n_heads, head_dim]");
+  Tensor Q = shaped(dev(), q, op, "q", {seq, nh, hd}, "[seq_len, n_heads, head_dim]");
+  Tensor K = shaped(dev(), k, op, "k", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]");
+  Tensor V = shaped(dev(), v, op, "v", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]");
+  Tensor dO = shaped(dev(), grad_output, op, "grad_output", {seq, nh, hd}, "[seq_len, n_heads, head_dim]");
   std::map<std::string, int64_t> group = {{"group", static_cast<int64_t>(nh / nkv)}};
-  Tensor O = run_op(*impl_, "causal_attention", {Q, K, V}, group);
-  Tensor lse = run_op(*impl_, "attention_logsumexp", {Q, K}, group);
-  Tensor delta = run_op(*impl_, "attention_delta", {O, dO});
-  Buffer dq = wrap(*impl_, run_op(*impl_, "attention_backward_q", {Q, K, V, dO, lse, delta}, group));
-  Buffer dk = wrap(*impl_, run_op(*impl_, "attention_backward_k", {Q, K, V, dO, lse, delta}, group));
-  Buffer dv = wrap(*impl_, run_op(*impl_, "attention_backward_v", {Q, K, dO, lse}, group));
+  Tensor O = run_op(dev(), "causal_attention", {Q, K, V}, group);
+  Tensor lse = run_op(dev(), "attention_logsumexp", {Q, K}, group);
+  Tensor delta = run_op(dev(), "attention_delta", {O, dO});
+  Buffer dq = wrap(dev(), run_op(dev(), "attention_backward_q", {Q, K, V, dO, lse, delta}, group));
+  Buffer dk = wrap(dev(), run_op(dev(), "attention_backward_k", {Q, K, V, dO, lse, delta}, group));
+  Buffer dv = wrap(dev(), run_op(dev(), "attention_backward_v", {Q, K, dO, lse}, group));
   return {dq, dk, dv};
 }
 
@@ -317,13 +317,13 @@ std::pair<float, Buffer> ComputeDevice::cross_entropy_forward_backward(const Buf
                                                                        size_t vocab, uint32_t pad_id) const {
   const char* op = "cross_entropy_forward_backward";
   check_ids(op, "targets", targets);
-  Tensor L = shaped(*impl_, logits, op, "logits", {n, vocab}, "[n_positions, vocab_size]");
-  Tensor T = shaped(*impl_, targets, op, "targets", {n}, "[n_positions]");
+  Tensor L = shaped(dev(), logits, op, "logits", {n, vocab}, "[n_positions, vocab_size]");
+  Tensor T = shaped(dev(), targets, op, "targets", {n}, "[n_positions]");
   std::map<std::string, int64_t> pad = {{"pad_id", static_cast<int64_t>(pad_id)}};
-  Tensor count = run_op(*impl_, "cross_entropy_count", {T}, pad);
-  Tensor rows = run_op(*impl_, "cross_entropy_rows", {L, T}, pad);
-  Tensor mean = run_op(*impl_, "cross_entropy_mean", {rows, count});
-  Buffer grad = wrap(*impl_, run_op(*impl_, "cross_entropy_grad", {L, T, count}, pad));
+  Tensor count = run_op(dev(), "cross_entropy_count", {T}, pad);
+  Tensor rows = run_op(dev(), "cross_entropy_rows", {L, T}, pad);
+  Tensor mean = run_op(dev(), "cross_entropy_mean", {rows, count});
+  Buffer grad = wrap(dev(), run_op(dev(), "cross_entropy_grad", {L, T, count}, pad));
   return {static_cast<const float*>(mean.data())[0], grad};
 }
 
@@ -332,8 +332,8 @@ void ComputeDevice::adamw_step(Buffer& param, const Buffer& grad, Buffer& m, Buf
   const char* op = "adamw_step";
   if (step_t == 0) throw ShapeError("adamw_step: step_t counts from 1");
   size_t n = param.size();
-  std::vector<Tensor> in = {shaped(*impl_, param, op, "param", {n}, "[n]"), shaped(*impl_, grad, op, "grad", {n}, "[n] (param's size)"),
-                            shaped(*impl_, m, op, "m", {n}, "[n] (param's size)"), shaped(*impl_, v, op, "v", {n}, "[n] (param's size)")};
+  std::vector<Tensor> in = {shaped(dev(), param, op, "param", {n}, "[n]"), shaped(dev(), grad, op, "grad", {n}, "[n] (param's size)"),
+                            shaped(dev(), m, op, "m", {n}, "[n] (param's size)"), shaped(dev(), v, op, "v", {n}, "[n] (param's size)")};
   double t = static_cast<double>(step_t);
   std::map<std::string, Scalar> s = {{"lr", f32(lr)},
                                      {"beta1", f32(beta1)},
@@ -342,7 +342,7 @@ void ComputeDevice::adamw_step(Buffer& param, const Buffer& grad, Buffer& m, Buf
                                      {"weight_decay", f32(weight_decay)},
                                      {"bc1", f32(static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), t)))},
                                      {"bc2", f32(static_cast<float>(1.0 - std::pow(static_cast<double>(beta2), t)))}};
-  Tensor r = run_op(*impl_, op, in, {}, s);
+  Tensor r = run_op(dev(), op, in, {}, s);
   api::write_into(param, r);
   api::write_into(m, r, n * sizeof(float));
   api::write_into(v, r, 2 * n * sizeof(float));

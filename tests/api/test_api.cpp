@@ -550,3 +550,33 @@ TEST(Api, ShapeMismatchesNameTheOpTheArgumentAndBothShapes) {
 }
 
 }  // namespace
+
+// Misuse is an error that says what is wrong, never a crash: a moved-from
+// device, sizes whose product leaves 63 bits, a pool larger than any.
+TEST(Api, MisuseIsAClearError) {
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  Buffer a = dev.upload(std::vector<float>(8, 1.0f));
+  ComputeDevice moved = std::move(dev);
+  try {
+    (void)dev.alloc(4);
+    ADD_FAILURE() << "a moved-from device ran";
+  } catch (const ComputeError& e) {
+    EXPECT_NE(std::string(e.what()).find("moved from"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)dev.description(), ComputeError);
+  EXPECT_THROW((void)dev.matmul(a, a, 2, 2, 2), ComputeError);
+  // 2^63 + 3 rows: the product of the sizes wraps in 64 bits.
+  size_t huge = (size_t{1} << 63) + 3;
+  try {
+    (void)moved.matmul(a, a, huge, 2, 4);
+    ADD_FAILURE() << "a wrapped size passed the check";
+  } catch (const ShapeError& e) {
+    EXPECT_NE(std::string(e.what()).find("more elements than a buffer can hold"), std::string::npos) << e.what();
+  }
+  try {
+    (void)moved.memory_pool(SIZE_MAX);
+    ADD_FAILURE() << "a pool of SIZE_MAX bytes was made";
+  } catch (const ShapeError& e) {
+    EXPECT_EQ(std::string(e.what()).find("-1"), std::string::npos) << e.what();
+  }
+}

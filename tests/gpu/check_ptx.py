@@ -66,6 +66,8 @@ def check(zyntax, ptxas, program, arch, inputs, label):
         if inputs is not None:
             cmd.append("--sizes-from-run")
         rc, text = run(cmd, tmp)
+        if rc == 2 and inputs is None and "no kernel was compiled for the GPU" in text and "give every size" in text:
+            return True, "", 0  # generic: only tile kernels, which need sizes; the sized run compiles them
         if rc != 0:
             return False, "%s: %s\n  %s" % (label, " ".join(cmd), text.strip().replace("\n", "\n  ")), 0
         with open(out) as f:

@@ -325,7 +325,11 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
     planned.push_back(std::move(*plan.kernel));
     entries.push_back(entry);
   }
-  if (planned.empty()) {  // a module without kernels would look like success
+  if (planned.empty() && named.empty()) {  // a program without compute blocks: nothing to compile
+    text += "// no kernel to compile for the GPU\n";
+    return kOk;
+  }
+  if (planned.empty()) {  // kernels, none compiled: a module without them would look like success
     std::cerr << text;
     text.clear();
     throw std::invalid_argument("no kernel was compiled for the GPU, so there is no module");
