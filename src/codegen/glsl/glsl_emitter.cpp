@@ -1088,7 +1088,9 @@ class Glsl {
       check(step + " > 0l", f.span, "loop step must be positive");
       runs = step + " > 0l";
     }
-    std::string trips = temp(DType::I64, "(" + runs + " && " + hi + " > " + lo + ") ? (" + hi + " - " + lo + " + " + step + " - 1l) / " + step + " : 0l");
+    // (hi - lo - 1) / step + 1 unsigned: exact where hi - lo + step - 1 would overflow.
+    std::string trips = temp(DType::I64, "(" + runs + " && " + hi + " > " + lo + ") ? int64_t((uint64_t(" + hi + " - " + lo + ") - 1ul) / uint64_t(" + step +
+                                             ") + 1ul) : 0l");
     std::string first = "0l", stride = "1l";
     switch (how) {
       case Stride::Grid:

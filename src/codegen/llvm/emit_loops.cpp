@@ -70,9 +70,12 @@ void Emitter::emit_for(const cir::For& f, bool outer) {
   llvm::Value* hi = b_.CreateSExt(expr(f.hi), i64);
   llvm::Value* step = b_.CreateSExt(expr(f.step), i64);
   if (!f.step.as<cir::IntImm>()) check(b_.CreateICmpSGT(step, b_.getInt64(0)), f.span, "loop step must be positive");
+  // (hi - lo - 1) / step + 1 in unsigned arithmetic: exact for any range and
+  // step (hi - lo + step - 1 would overflow near 2^63). Counts past 2^63 read
+  // as unsigned wherever they are compared.
   llvm::Value* span = b_.CreateSub(hi, lo);
   llvm::Value* trips = b_.CreateSelect(b_.CreateICmpSGT(hi, lo),
-                                       b_.CreateSDiv(b_.CreateAdd(span, b_.CreateSub(step, b_.getInt64(1))), step),
+                                       b_.CreateAdd(b_.CreateUDiv(b_.CreateSub(span, b_.getInt64(1)), step), b_.getInt64(1)),
                                        b_.getInt64(0));
   llvm::Value* first = b_.getInt64(0);
   bool gpu_loop = gpu_ && (f.loop_kind == cir::LoopKind::GpuBlock || f.loop_kind == cir::LoopKind::GpuThread);
@@ -89,7 +92,7 @@ void Emitter::emit_for(const cir::For& f, bool outer) {
     stride = thread_count_;
   } else if (outer) {
     first = b_.CreateSelect(b_.CreateICmpSGT(begin_, first), begin_, first);
-    trips = b_.CreateSelect(b_.CreateICmpSLT(end_, trips), end_, trips);
+    trips = b_.CreateSelect(b_.CreateICmpULT(end_, trips), end_, trips);
   }
   std::vector<Site> sites = outer ? std::vector<Site>{} : provable_sites(f);
   gpu_block_depth_ += f.loop_kind == cir::LoopKind::GpuBlock;
@@ -136,7 +139,7 @@ void Emitter::emit_loop(const cir::For& f, llvm::Value* lo, llvm::Value* step, l
   b_.SetInsertPoint(header);
   llvm::PHINode* k = b_.CreatePHI(i64, 2, "k." + f.var);
   k->addIncoming(first, pre);
-  b_.CreateCondBr(b_.CreateICmpSLT(k, trips), body, done);
+  b_.CreateCondBr(b_.CreateICmpULT(k, trips), body, done);
   b_.SetInsertPoint(body);
   values_[f.var] = b_.CreateAdd(lo, b_.CreateMul(k, step), f.var);
   block(f.body);
@@ -244,7 +247,7 @@ llvm::Value* Emitter::in_bounds_at_ends(const cir::For& f, const std::vector<Sit
     }
   }
   if (saved) values_[f.var] = saved; else values_.erase(f.var);
-  return b_.CreateOr(b_.CreateICmpSLE(trips, first), ok);
+  return b_.CreateOr(b_.CreateICmpULE(trips, first), ok);
 }
 
 }  // namespace zyntax::codegen

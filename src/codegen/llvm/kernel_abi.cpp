@@ -1,5 +1,8 @@
 #include "codegen/llvm/kernel_abi.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "support/scalar.hpp"
 
 namespace zyntax::codegen {
@@ -42,7 +45,13 @@ std::optional<OuterLoop> outer_parallel_loop(const cir::Kernel& k) {
   OuterLoop o;
   o.lo = lo->value;
   o.step = step->value;
-  o.trips = hi->value > lo->value ? (hi->value - lo->value + step->value - 1) / step->value : 0;
+  // (hi - lo - 1) / step + 1, unsigned: hi - lo + step - 1 may overflow.
+  if (hi->value > lo->value) {
+    uint64_t trips = (static_cast<uint64_t>(hi->value) - static_cast<uint64_t>(lo->value) - 1) / static_cast<uint64_t>(step->value) + 1;
+    o.trips = static_cast<int64_t>(std::min<uint64_t>(trips, INT64_MAX));
+  } else {
+    o.trips = 0;
+  }
   return o;
 }
 
