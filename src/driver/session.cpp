@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/bounded_read.hpp"
 #include "syntax/parser.hpp"
 
 namespace zyntax {
@@ -104,24 +105,13 @@ class KernelNamer {
 LoadedModule* Session::load(const std::string& path, Span site) {
   auto it = modules_.find(path);
   if (it != modules_.end()) return it->second.get();
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    diags_.error(site, "cannot read '" + path + "': it is a directory");
+  std::string why;
+  std::optional<std::string> text = read_regular_file(path, kMaxSourceBytes, &why);
+  if (!text) {
+    diags_.error(site, "cannot read '" + path + "': " + why);
     return nullptr;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    diags_.error(site, "cannot read '" + path + "': " + std::strerror(errno));
-    return nullptr;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  if (text.size() > kMaxSourceBytes) {
-    diags_.error(site, "'" + path + "' is larger than " + std::to_string(kMaxSourceBytes >> 20) + " MiB");
-    return nullptr;
-  }
-  return add(path, std::move(text));
+  return add(path, std::move(*text));
 }
 
 LoadedModule* Session::load_text(const std::string& name, std::string text) { return add(name, std::move(text)); }

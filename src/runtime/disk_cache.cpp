@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cir/hash.hpp"
+#include "support/bounded_read.hpp"
 
 namespace zyntax {
 
@@ -47,11 +48,10 @@ std::string DiskCache::path_for(std::string_view key) const {
 
 std::optional<std::string> DiskCache::load(std::string_view key) const {
   if (!enabled()) return std::nullopt;
-  std::ifstream in(path_for(key), std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string file = ss.str();
+  // Entries are compiled kernels: far below 1 GiB; anything else is not one.
+  std::optional<std::string> read = read_regular_file(path_for(key), size_t{1} << 30, nullptr);
+  if (!read) return std::nullopt;
+  std::string& file = *read;
   if (file.compare(0, sizeof kMagic - 1, kMagic) != 0) return std::nullopt;
   size_t pos = sizeof kMagic - 1;
   size_t nl = file.find('\n', pos);

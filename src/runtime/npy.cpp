@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "support/bounded_read.hpp"
+
 namespace zyntax {
 
 namespace {
@@ -323,17 +325,12 @@ Tensor parse_npy(const std::string& bytes, const std::string& name_for_errors) {
 std::string serialize_npy(const Tensor& t) { return encode(t, "npy"); }
 
 Tensor load_npy(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) fail(path, std::string("cannot open file: ") + std::strerror(errno));
-  std::string bytes;
-  char buffer[1 << 16];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, f)) > 0) bytes.append(buffer, got);
-  bool failed = std::ferror(f);
-  int err = errno;
-  std::fclose(f);
-  if (failed) fail(path, std::string("cannot read file: ") + std::strerror(err));
-  return parse_npy(bytes, path);
+  // Regular files only (never /dev/zero or a FIFO), and at most what a
+  // tensor may hold.
+  std::string why;
+  std::optional<std::string> bytes = read_regular_file(path, size_t{1} << 40, &why);
+  if (!bytes) fail(path, "cannot read file: " + why);
+  return parse_npy(*bytes, path);
 }
 
 void save_npy(const Tensor& t, const std::string& path) {

@@ -146,6 +146,12 @@ def main():
         rc, out, err = run(z, "compile", tiles_only, "--backend", "nvptx")
         expect("a PTX module without kernels is an error saying why", rc == 2 and "no kernel was compiled" in err
                and "give every size" in err and ".entry" not in out, out + err)
+        fifo = os.path.join(tmp, "prog.fifo")
+        os.mkfifo(fifo)
+        rc, _, err = run(z, "check", fifo)
+        expect("a FIFO as the program is refused at once, not waited on", rc == 1 and "not a regular file" in err, err)
+        rc, _, err = run(z, "check", "/dev/zero")
+        expect("/dev/zero as the program is refused at once", rc == 1 and "not a regular file" in err, err)
         rc, _, err = run(z, "compile", EXAMPLE, "--kernel", "nosuch")
         expect("--kernel of a kernel the program lacks is a usage error naming them", rc == 2 and "no kernel named 'nosuch'" in err
                and "qkv" in err, err)
