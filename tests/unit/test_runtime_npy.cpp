@@ -139,9 +139,11 @@ TEST(RuntimeNpy, RejectsUnsupportedFiles) {
 
 TEST(RuntimeNpy, MissingFile) {
   std::string missing = fixture("does_not_exist.npy");
-  EXPECT_EQ(error_of([&] { load_npy(missing); }), missing + ": cannot open file: No such file or directory");
+  EXPECT_EQ(error_of([&] { load_npy(missing); }), missing + ": cannot read file: No such file or directory");
   std::string dir = fixture("");
-  EXPECT_NE(error_of([&] { load_npy(dir); }).find("cannot"), std::string::npos);
+  EXPECT_NE(error_of([&] { load_npy(dir); }).find("it is a directory"), std::string::npos);
+  // A device is no file: refused at once, not read forever.
+  EXPECT_EQ(error_of([&] { load_npy("/dev/zero"); }), "/dev/zero: cannot read file: it is not a regular file (a device or a pipe)");
 }
 
 TEST(RuntimeNpy, ParsesHeaderVariants) {
