@@ -36,7 +36,10 @@ uint32_t Trace::intern(Node n) {
 }
 
 uint32_t Trace::index_in_graph(const ExprId& e) {
-  if (e.trace() == this) return e.index();
+  if (e.trace() == this) {
+    check(e);
+    return e.index();
+  }
   if (e.trace()) throw ComputeError("elementwise: an expression of another elementwise call was used");
   Node c{Op::Constant, {}, e.constant_, 0};
   return intern(c);
@@ -66,13 +69,23 @@ std::string Trace::key(const std::vector<ExprId>& outputs, size_t numel, const s
     if (n.op == Op::Input) k += "@" + std::to_string(n.input);
     k += ";";
   }
-  for (const ExprId& o : outputs) k += ">" + std::to_string(o.index());
+  for (const ExprId& o : outputs) {
+    check(o);
+    k += ">" + std::to_string(o.index());
+  }
   return k;
+}
+
+void Trace::check(const ExprId& e) const {
+  if (e.trace() != this || e.index() >= nodes_.size())
+    throw ComputeError("elementwise: an expression no operation of this call made (ExprId " + std::to_string(e.index()) + " of " +
+                       std::to_string(nodes_.size()) + ")");
 }
 
 cir::Kernel Trace::kernel(const std::vector<ExprId>& outputs, size_t numel, const std::vector<DType>& dtypes,
                           const std::vector<size_t>& lengths) const {
   using namespace cir;
+  for (const ExprId& o : outputs) check(o);
   Kernel k;
   k.name = "elementwise";
   k.kind = KernelKind::Elementwise;

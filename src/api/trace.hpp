@@ -36,6 +36,8 @@ class Trace {
 
   // The trace an operation's arguments belong to (null: all constants).
   static Trace* of(std::initializer_list<ExprId> args);
+  // A ComputeError unless `e` is a node of this trace.
+  void check(const ExprId& e) const;
 
  private:
   struct Node {

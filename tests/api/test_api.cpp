@@ -573,6 +573,13 @@ TEST(Api, MisuseIsAClearError) {
   } catch (const ShapeError& e) {
     EXPECT_NE(std::string(e.what()).find("more elements than a buffer can hold"), std::string::npos) << e.what();
   }
+  // An ExprId no operation made (a forged index) is refused, not read past the graph.
+  try {
+    (void)moved.elementwise({a}, 8, [](auto& x) { return ExprId(x[0].trace(), 1000); });
+    ADD_FAILURE() << "a forged ExprId was traced";
+  } catch (const ComputeError& e) {
+    EXPECT_NE(std::string(e.what()).find("no operation of this call made"), std::string::npos) << e.what();
+  }
   try {
     (void)moved.memory_pool(SIZE_MAX);
     ADD_FAILURE() << "a pool of SIZE_MAX bytes was made";
