@@ -606,6 +606,13 @@ Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
     if (bound[i]) throw Error(args.keyword_spans[k], "parameter '" + name + "' is given twice");
     bound[i] = v;
   }
+  // The call counts from here: a default argument may call again
+  // (`def f(n = f())`), and that recursion must meet the limit too.
+  ++depth_;
+  struct DepthRestore {
+    int& d;
+    ~DepthRestore() { --d; }
+  } restore{depth_};
   Frame frame;
   frame.module = fn.module;
   frame.scopes.emplace_back();
@@ -620,11 +627,6 @@ Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
     }
     bind_typed_param(p, *bound[i], frame.scopes.back(), dim_sites);
   }
-  ++depth_;
-  struct DepthRestore {
-    int& d;
-    ~DepthRestore() { --d; }
-  } restore{depth_};
   Flow flow = exec_block(def.body, frame, /*new_scope=*/false);
   Value result = flow == Flow::Return ? frame.return_value : Value::none();
   if (def.return_type) {
