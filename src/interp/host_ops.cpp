@@ -241,8 +241,13 @@ Value host_binary(ast::BinOp op, const Value& a, const Value& b, Span span) {
   } catch (const std::bad_alloc&) {
     throw Error(span, std::string("not enough memory for the result of '") + ast::binop_text(op) + "'");
   }
-  if (op == ast::BinOp::Eq) return Value::of_bool(values_equal(a, b));
-  if (op == ast::BinOp::Ne) return Value::of_bool(!values_equal(a, b));
+  if (op == ast::BinOp::Eq || op == ast::BinOp::Ne) {
+    try {
+      return Value::of_bool(values_equal(a, b) == (op == ast::BinOp::Eq));
+    } catch (const Error& e) {  // values nested too deeply: said at the comparison
+      throw Error(span, e.what());
+    }
+  }
   if (a.is_number() && b.is_number()) return number_binary(op, a, b, span);
   if (a.kind == Kind::Str && b.kind == Kind::Str) {
     if (op == ast::BinOp::Add) return Value::of_str(a.s + b.s);

@@ -294,6 +294,31 @@ std::string to_display(const Value& v) {
 
 bool values_equal(const Value& a, const Value& b) { return equal_at_depth(a, b, 0); }
 
+Value::~Value() {
+  if (!items && !record) return;
+  // The lists and records this value alone holds, dismantled from a work
+  // list: each element's own children are taken out before the element
+  // dies, so no destructor recurses.
+  std::vector<std::shared_ptr<std::vector<Value>>> lists;
+  std::vector<std::shared_ptr<RecordData>> records;
+  auto take = [&](Value& v) {
+    if (v.items && v.items.use_count() == 1) lists.push_back(std::move(v.items));
+    if (v.record && v.record.use_count() == 1) records.push_back(std::move(v.record));
+  };
+  take(*this);
+  while (!lists.empty() || !records.empty()) {
+    if (!lists.empty()) {
+      std::shared_ptr<std::vector<Value>> l = std::move(lists.back());
+      lists.pop_back();
+      for (Value& v : *l) take(v);
+    } else {
+      std::shared_ptr<RecordData> r = std::move(records.back());
+      records.pop_back();
+      for (auto& [name, v] : r->fields) take(v);
+    }
+  }
+}
+
 std::optional<bool> truthy(const Value& v) {
   switch (v.kind) {
     case Value::Kind::None: return false;

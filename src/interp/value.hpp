@@ -46,6 +46,15 @@ struct Value {
   std::shared_ptr<std::shared_future<Value>> future;
   std::shared_ptr<MemoryPool> pool;
 
+  Value() = default;
+  Value(const Value&) = default;
+  Value(Value&&) noexcept = default;
+  Value& operator=(const Value&) = default;
+  Value& operator=(Value&&) noexcept = default;
+  // Lists, tuples and records nested deeply (`a = [a]` in a loop) are freed
+  // by a loop here, not by one destructor call per level.
+  ~Value();
+
   static Value none() { return {}; }
   static Value of_bool(bool v);
   static Value of_int(int64_t v);
