@@ -22,6 +22,7 @@
 #include "cir/passes/schedule_gpu_tiles.hpp"
 #include "cir/passes/sink_tile_loads.hpp"
 #include "plan/kernel_support.hpp"
+#include "support/trip_count.hpp"
 
 namespace zyntax {
 
@@ -34,7 +35,7 @@ using Attempt = std::optional<Kernel>;
 std::optional<int64_t> constant_trips(const cir::For& f) {
   auto lo = f.lo.as<cir::IntImm>(), hi = f.hi.as<cir::IntImm>(), step = f.step.as<cir::IntImm>();
   if (!lo || !hi || !step || step->value <= 0) return std::nullopt;
-  return hi->value > lo->value ? (hi->value - lo->value + step->value - 1) / step->value : 0;
+  return trip_count(lo->value, hi->value, step->value);
 }
 
 // The longest inner loop of the parallel loop's body when every one has a

@@ -5,6 +5,7 @@
 #include "cir/passes/gpu_loops.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/verifier.hpp"
+#include "support/trip_count.hpp"
 
 namespace zyntax::cir {
 
@@ -23,7 +24,7 @@ std::optional<Kernel> schedule_cpu_reduce(const Kernel& k, int64_t tasks, int64_
   auto lo = f.lo.as<IntImm>(), hi = f.hi.as<IntImm>(), step = f.step.as<IntImm>();
   if (!lo || !hi || !step || step->value <= 0) return fail("the loop's bounds are not constants");
 
-  int64_t trips = hi->value > lo->value ? (hi->value - lo->value + step->value - 1) / step->value : 0;
+  int64_t trips = trip_count(lo->value, hi->value, step->value);
   DType acc = reduce_accumulator_dtype(k.reduce_op, k.output().type.dtype);
   bool order_shows = is_float(acc) && acc == k.output().type.dtype && (*op == BinaryOp::Add || *op == BinaryOp::Mul);
   int64_t count = order_shows ? 1 : std::clamp<int64_t>(trips / std::max<int64_t>(min_chunk, 1), 1, std::max<int64_t>(tasks, 1));

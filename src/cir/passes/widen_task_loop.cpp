@@ -7,6 +7,7 @@
 #include "cir/passes/simplify.hpp"
 #include "cir/verifier.hpp"
 #include "cir/visitor.hpp"
+#include "support/trip_count.hpp"
 
 namespace zyntax::cir {
 
@@ -16,7 +17,7 @@ namespace {
 // step is not positive.
 struct ConstantRange {
   int64_t lo = 0, hi = 0, step = 1;
-  int64_t trips() const { return hi > lo ? (hi - lo + step - 1) / step : 0; }
+  int64_t trips() const { return trip_count(lo, hi, step); }
 };
 
 std::optional<ConstantRange> constant_range(const For& f) {

@@ -12,6 +12,7 @@
 #include "cir/visitor.hpp"
 #include "codegen/glsl/glsl_f64_math.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
+#include "support/trip_count.hpp"
 
 namespace zyntax::codegen {
 
@@ -75,7 +76,7 @@ constexpr int64_t kUnrollLimit = 64;
 std::optional<int64_t> constant_trips(const cir::For& f) {
   auto lo = f.lo.as<cir::IntImm>(), hi = f.hi.as<cir::IntImm>(), step = f.step.as<cir::IntImm>();
   if (!lo || !hi || !step || step->value <= 0) return std::nullopt;
-  return hi->value > lo->value ? (hi->value - lo->value + step->value - 1) / step->value : 0;
+  return trip_count(lo->value, hi->value, step->value);
 }
 
 bool unrolled_whole(const cir::For& f) {
@@ -156,8 +157,7 @@ class LoopIterations {
     auto step = f.step.as<cir::IntImm>();
     std::optional<Range> lo = range(f.lo), hi = range(f.hi);
     if (!step || step->value <= 0 || !lo || !hi) return std::nullopt;
-    int64_t span = hi->second - lo->first;
-    return span > 0 ? (span + step->value - 1) / step->value : 0;
+    return trip_count(lo->first, hi->second, step->value);
   }
 
   std::optional<int64_t> block(const cir::Block& b, bool outermost) {

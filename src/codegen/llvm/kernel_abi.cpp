@@ -1,9 +1,7 @@
 #include "codegen/llvm/kernel_abi.hpp"
 
-#include <algorithm>
-#include <cstdint>
-
 #include "support/scalar.hpp"
+#include "support/trip_count.hpp"
 
 namespace zyntax::codegen {
 
@@ -45,13 +43,7 @@ std::optional<OuterLoop> outer_parallel_loop(const cir::Kernel& k) {
   OuterLoop o;
   o.lo = lo->value;
   o.step = step->value;
-  // (hi - lo - 1) / step + 1, unsigned: hi - lo + step - 1 may overflow.
-  if (hi->value > lo->value) {
-    uint64_t trips = (static_cast<uint64_t>(hi->value) - static_cast<uint64_t>(lo->value) - 1) / static_cast<uint64_t>(step->value) + 1;
-    o.trips = static_cast<int64_t>(std::min<uint64_t>(trips, INT64_MAX));
-  } else {
-    o.trips = 0;
-  }
+  o.trips = trip_count(lo->value, hi->value, step->value);
   return o;
 }
 
