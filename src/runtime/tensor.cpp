@@ -74,7 +74,17 @@ Tensor Tensor::empty(DType dtype, Shape shape) { return make(dtype, std::move(sh
 
 Tensor Tensor::for_overwrite(DType dtype, Shape shape) { return make(dtype, std::move(shape), true); }
 
+// Far more axes than any model uses; printing, striding and compiling
+// recurse or loop over the axes, so a shape has at most this many.
+constexpr size_t kMaxRank = 64;
+
+static void check_rank(const Shape& shape) {
+  if (shape.size() > kMaxRank)
+    throw DataError("a tensor has at most " + std::to_string(kMaxRank) + " axes, not " + std::to_string(shape.size()));
+}
+
 size_t Tensor::bytes_for(DType dtype, const Shape& shape) {
+  check_rank(shape);
   for (int64_t d : shape)
     if (d < 0) throw DataError("negative dimension in shape " + shape_str(shape));
   uint64_t numel = static_cast<uint64_t>(shape_numel(shape));
@@ -170,6 +180,7 @@ Tensor Tensor::kept_with(std::shared_ptr<void> keeper) const {
 
 Tensor Tensor::reshaped(Shape shape) const {
   if (!storage_) throw DataError("reshape: null tensor");
+  check_rank(shape);
   bool negative = false;
   for (int64_t d : shape) negative |= d < 0;
   if (negative || shape_numel(shape) != numel())
