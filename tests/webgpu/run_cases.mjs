@@ -10,7 +10,6 @@
 // adapter: any Dawn finds, else OpenGL ES on Mesa's llvmpipe (EGL without a
 // display) in compatibility mode.
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -18,34 +17,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
 const { runKernel, KernelError } = await import(join(root, 'js', 'src', 'runtime.mjs'));
 
-let webgpu;
-try {
-  webgpu = await import(createRequire(join(root, 'js', 'package.json')).resolve('webgpu'));
-} catch (e) {
-  console.log(`skipped: no node module webgpu (npm install in js/): ${e.message}`);
-  process.exit(77);
-}
-Object.assign(globalThis, webgpu.globals);
-
-// The instances stay referenced for the whole run: Dawn's objects die with
-// theirs.
-const instances = [];
-async function adapter() {
-  process.env.EGL_PLATFORM ??= 'surfaceless';
-  for (const [flags, options] of [[[], {}], [['backend=opengles'], { featureLevel: 'compatibility' }]]) {
-    const gpu = webgpu.create(flags);
-    instances.push(gpu);
-    const a = await gpu.requestAdapter(options);
-    if (a) return a;
-  }
-  return null;
-}
-const found = await adapter();
-if (!found) {
-  console.log('skipped: no WebGPU adapter');
-  process.exit(77);
-}
-const device = await found.requestDevice();
+const { adapter: found, device } = await import('./dawn_device.mjs');
 console.log(`adapter: ${found.info.vendor} ${found.info.description || found.info.device} (${found.info.architecture})`);
 
 const decode = (b64) => new Uint8Array(Buffer.from(b64, 'base64'));

@@ -8,35 +8,13 @@
 // Exit 77 (skipped) without a node module `webgpu` or an adapter.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
-let webgpu;
-try {
-  webgpu = await import(createRequire(join(root, 'js', 'package.json')).resolve('webgpu'));
-} catch (e) {
-  console.log(`skipped: no node module webgpu (npm install in js/): ${e.message}`);
-  process.exit(77);
-}
-Object.assign(globalThis, webgpu.globals);
-process.env.EGL_PLATFORM ??= 'surfaceless';
-const instances = [];  // Dawn's objects die with their instance: keep it
-let adapter = null;
-for (const [flags, options] of [[[], {}], [['backend=opengles'], { featureLevel: 'compatibility' }]]) {
-  const gpu = webgpu.create(flags);
-  instances.push(gpu);
-  adapter = await gpu.requestAdapter(options);
-  if (adapter) break;
-}
-if (!adapter) {
-  console.log('skipped: no WebGPU adapter');
-  process.exit(77);
-}
-const device = await adapter.requestDevice();
+const { device } = await import('./dawn_device.mjs');
 
 const out = mkdtempSync(join(tmpdir(), 'zyntax-module-'));
 let failures = 0;
