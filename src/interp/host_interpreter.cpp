@@ -10,12 +10,18 @@
 #include "runtime/device.hpp"
 #include "sema/builtin_names.hpp"
 #include "sema/kernel_annotations.hpp"
+#include "support/stack.hpp"
 
 namespace zyntax {
 
 namespace {
 
-constexpr int kMaxCallDepth = 500;
+// Recursion deep enough for real programs (Python stops at 1000); the
+// stack check below stops it earlier where frames are large.
+constexpr int kMaxCallDepth = 20000;
+// Stack kept free below the deepest call or expression: what one builtin
+// needs (work that needs more, such as compiling, gets its own stack).
+constexpr size_t kStackReserve = size_t{4} << 20;
 
 const char* kind_word(ast::FuncKind k) {
   switch (k) {
@@ -48,6 +54,10 @@ Interpreter::Interpreter(Session& session, RunOptions options)
 Interpreter::~Interpreter() = default;
 
 bool Interpreter::run(LoadedModule& m) {
+  return with_deep_stack([&] { return run_here(m); });
+}
+
+bool Interpreter::run_here(LoadedModule& m) {
   main_module_ = &m;
   try {
     ModuleInstance& inst = instantiate(m);
@@ -329,6 +339,8 @@ void Interpreter::exec_config(const ast::Config& c, Frame& f) {
 
 Value Interpreter::eval(const ast::Expr& e, Frame& f) {
   using ast::ExprKind;
+  if (stack_remaining() < kStackReserve)
+    throw Error(e.span, "expressions and calls nested " + std::to_string(depth_) + " calls deep have used up the stack");
   switch (e.kind) {
     case ExprKind::IntLit: {
       const auto& i = ast::as<ast::IntLit>(e);
@@ -587,6 +599,8 @@ Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
   const ast::FuncDef& def = *fn.def;
   if (depth_ >= kMaxCallDepth)
     throw Error(args.span, "calls nested more than " + std::to_string(kMaxCallDepth) + " deep (runaway recursion?)");
+  if (stack_remaining() < kStackReserve)
+    throw Error(args.span, "calls nested " + std::to_string(depth_) + " deep have used up the stack (runaway recursion?)");
   if (fn.module == instances_[main_module_->path].get() && def.name == "main") main_called_ = true;
   if (args.positional.size() > def.params.size())
     throw Error(Diagnostic{Severity::Error, args.span,

@@ -32,10 +32,11 @@ class Interpreter {
 
   // Runs the module's top level, then `main()` if it defines one that was
   // not called. Returns false after a runtime error (reported to the
-  // session's diagnostics).
+  // session's diagnostics). Runs on a deep stack (support/stack.hpp).
   bool run(LoadedModule& m);
 
  private:
+  bool run_here(LoadedModule& m);
   enum class Flow { Normal, Return, Break, Continue };
 
   ModuleInstance& instantiate(LoadedModule& m);

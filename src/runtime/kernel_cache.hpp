@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 
+#include "support/stack.hpp"
+
 namespace zyntax {
 
 template <class T>
@@ -24,7 +26,9 @@ class KernelCache {
         return it->second;
       }
     }
-    std::shared_ptr<T> built = build();  // outside the lock: building may be slow
+    // Outside the lock: building may be slow. Compiling walks the kernel's
+    // trees recursively, so it gets a deep stack on any thread.
+    std::shared_ptr<T> built = with_deep_stack(build);
     std::lock_guard<std::mutex> lock(mu_);
     ++misses_;
     return entries_.emplace(key, std::move(built)).first->second;

@@ -4,6 +4,7 @@
 #include "cir/pass_manager.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/passes/specialize.hpp"
+#include "support/stack.hpp"
 #include "cir/printer.hpp"
 #include "cir/substitute.hpp"
 
@@ -90,9 +91,11 @@ std::shared_ptr<const CompiledCompute::Specialized> CompiledCompute::specialize(
   auto it = specialized_.find(key);
   if (it != specialized_.end()) return it->second;
   auto s = std::make_shared<Specialized>();
-  s->kernel = cir::run_passes(generic_, "generic kernel",
-                              {{"specialize", [&](const cir::Kernel& k) { return cir::specialize(k, dims); }}});
-  s->hash = cir::hash_kernel(s->kernel);
+  with_deep_stack([&] {
+    s->kernel = cir::run_passes(generic_, "generic kernel",
+                                {{"specialize", [&](const cir::Kernel& k) { return cir::specialize(k, dims); }}});
+    s->hash = cir::hash_kernel(s->kernel);
+  });
   specialized_[key] = s;
   return s;
 }

@@ -1,6 +1,7 @@
 #include "syntax/parser.hpp"
 
 #include "support/dtype.hpp"
+#include "support/stack.hpp"
 #include "syntax/lexer.hpp"
 
 namespace zyntax {
@@ -8,6 +9,10 @@ namespace zyntax {
 namespace {
 
 using namespace ast;
+
+// Stack kept free while parsing: on a thread whose stack is small (a caller
+// that did not go through parse_file's deep stack) nesting stops here.
+constexpr size_t kParserStackReserve = size_t{1} << 20;
 
 // Thrown after a syntax error has been reported; the statement loop catches
 // it and skips to the next statement.
@@ -89,7 +94,7 @@ class Parser {
   // later phase walks trees recursively: long chains count against the
   // nesting limit like brackets do.
   void count_link(int& links) {
-    if (depth_ + ++links > kMaxParseDepth)
+    if (depth_ + ++links > kMaxParseDepth || stack_remaining() < kParserStackReserve)
       error_here("expression is too long or too deeply nested (more than " + std::to_string(kMaxParseDepth) + " levels)",
                  "split it into several statements");
   }
@@ -97,7 +102,7 @@ class Parser {
   struct DepthGuard {
     Parser& p;
     explicit DepthGuard(Parser& parser) : p(parser) {
-      if (++p.depth_ > kMaxParseDepth) {
+      if (++p.depth_ > kMaxParseDepth || stack_remaining() < kParserStackReserve) {
         --p.depth_;
         p.error_here("nesting is too deep (more than " + std::to_string(kMaxParseDepth) + " levels)",
                      "split the expression into several statements");
@@ -969,7 +974,7 @@ class Parser {
 }  // namespace
 
 ast::Module parse(const std::vector<Token>& tokens, FileId file, DiagnosticEngine& diags) {
-  return Parser(tokens, file, diags).parse_module();
+  return with_deep_stack([&] { return Parser(tokens, file, diags).parse_module(); });
 }
 
 ast::Module parse_file(const SourceManager& sources, FileId file, DiagnosticEngine& diags) {

@@ -33,6 +33,7 @@
 #include "runtime/launch.hpp"
 #include "runtime/thread_pool.hpp"
 #include "lower/check_program.hpp"
+#include "support/stack.hpp"
 #include "syntax/ast_printer.hpp"
 
 namespace {
@@ -558,8 +559,8 @@ int main(int argc, char** argv) {
     setenv("ZYNTAX_CPU_SIMD", simd.c_str(), 1);
   }
   try {
-    if (run->parsed()) return run_command(path, device, seed, verbose);
-    if (check->parsed()) return check_command(path);
+    if (run->parsed()) return with_deep_stack([&] { return run_command(path, device, seed, verbose); });
+    if (check->parsed()) return with_deep_stack([&] { return check_command(path); });
     if (compile->parsed()) {
       bool gpu = backend == "nvptx" || backend == "cuda";
       bool vulkan = backend == "vulkan";
@@ -594,7 +595,7 @@ int main(int argc, char** argv) {
         return kUsageError;
       }
       CompileOptions options{emit, output, kernel_filter, dim_values, backend, arch, sizes_from_run};
-      return compile_command(path, options);
+      return with_deep_stack([&] { return compile_command(path, options); });
     }
     if (devices->parsed()) return devices_command();
   } catch (const std::bad_alloc&) {
