@@ -2,23 +2,30 @@
 # Builds the libFuzzer targets with clang and fuzzes them, starting from the
 # example programs.
 #   scripts/fuzz.sh            reproducible: a fixed seed and number of runs
-#                              per target (FUZZ_SEED, FUZZ_RUNS), as the tests run it
+#                              per target (FUZZ_SEED, FUZZ_RUNS; at most
+#                              FUZZ_SECONDS), as the tests run it
+#   FUZZ_RUNS=-1 FUZZ_SECONDS=600 scripts/fuzz.sh
+#                              reproducible, for ten minutes per target
 #   scripts/fuzz.sh 600        exploratory: 600 seconds per target, a new seed each time
-# A crash leaves its input in build-fuzz/crash-*; rerun it with
-# build-fuzz/fuzz/fuzz_check build-fuzz/crash-...
+# Every input that once crashed (fuzz/crashes) runs first and seeds the
+# corpus. A crash leaves its input in build-fuzz/crash-*; rerun it with
+# build-fuzz/fuzz/fuzz_check build-fuzz/crash-..., and once fixed add it to
+# fuzz/crashes (tests/cli/test_fuzz_crashes.py runs them all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ $# -ge 1 ]]; then
   LIMITS=(-max_total_time="$1")
 else
-  LIMITS=(-seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-30000}" -max_total_time=900)
+  LIMITS=(-seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-30000}" -max_total_time="${FUZZ_SECONDS:-900}")
 fi
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZYNTAX_FUZZ=ON -DZYNTAX_TESTS=OFF \
   -DCMAKE_CXX_COMPILER=clang++-19 >/dev/null
 cmake --build build-fuzz -j"$(nproc)" --target fuzz_check fuzz_npy
 rm -rf build-fuzz/corpus-check build-fuzz/corpus-npy
 mkdir -p build-fuzz/corpus-check build-fuzz/corpus-npy
-cp examples/*.zynml build-fuzz/corpus-check/ 2>/dev/null || true
+cp examples/*.zynml fuzz/crashes/*.zynml build-fuzz/corpus-check/ 2>/dev/null || true
+build-fuzz/fuzz/fuzz_check -rss_limit_mb=4096 fuzz/crashes/*.zynml >build-fuzz/fuzz_crashes.log 2>&1 || {
+  tail -60 build-fuzz/fuzz_crashes.log; exit 1; }
 find tests/programs tests/errors -name '*.zynml' -exec cp {} build-fuzz/corpus-check/ \; 2>/dev/null || true
 cp tests/unit/data/*.npy build-fuzz/corpus-npy/ 2>/dev/null || true
 build-fuzz/fuzz/fuzz_check -artifact_prefix=build-fuzz/ "${LIMITS[@]}" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \

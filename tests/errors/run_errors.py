@@ -155,6 +155,8 @@ def generated():
         ("nested_parens_kernel", (KERNEL_HEAD + "(" * 100000 + "x[i]" + ")" * 100000 + "\n}\n").encode(),
          "check", must_fail_with("nesting is too deep")),
         ("nested_blocks", b"".join(b" " * i + b"if true:\n" for i in range(3000)) + b" " * 3000 + b"print(1)\n",
+         "run", must_not_crash),
+        ("nested_blocks_past_the_limit", b"if true {\n" * 12000 + b"print(1)\n" + b"}\n" * 12000,
          "check", must_fail_with("nesting is too deep")),
         # Long left-associative chains are not nesting in the source, but a
         # recursive checker sees them as a deep tree.
