@@ -15,9 +15,10 @@
 
 namespace zyntax {
 
-// What a buffer stores. f16 and bf16 are storage formats: operations read
-// them as f32.
-enum class ElementType { F32, U32, F16, BF16 };
+// What a buffer stores. f16 and bf16 are storage formats: the op library's
+// operations read them as f32. A ZynML program's kernels (zyntax/program.hpp)
+// take and give any of them.
+enum class ElementType { F32, U32, F16, BF16, F64, I8, I16, I32, I64, U8, U16, U64, Bool };
 
 ZYNTAX_API const char* element_type_name(ElementType t);
 

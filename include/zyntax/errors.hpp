@@ -23,4 +23,12 @@ class ZYNTAX_API ComputeError : public std::runtime_error {
   explicit ComputeError(const std::string& message);
 };
 
+// A ZynML program that does not compile, or a name it does not define: the
+// message holds every diagnostic as `file:line:col: error: ...` with the
+// source line and a caret.
+class ZYNTAX_API ProgramError : public std::runtime_error {
+ public:
+  explicit ProgramError(const std::string& message);
+};
+
 }  // namespace zyntax

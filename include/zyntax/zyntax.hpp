@@ -3,12 +3,14 @@
 // find_package(Zyntax)) or `pkg-config --cflags --libs zyntax`.
 #pragma once
 
+#include "zyntax/array.hpp"
 #include "zyntax/buffer.hpp"
 #include "zyntax/compute_device.hpp"
 #include "zyntax/errors.hpp"
 #include "zyntax/expr.hpp"
 #include "zyntax/export.hpp"
 #include "zyntax/future.hpp"
+#include "zyntax/program.hpp"
 
 namespace zyntax {
 

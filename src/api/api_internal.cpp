@@ -15,6 +15,7 @@ namespace zyntax {
 
 ShapeError::ShapeError(const std::string& message) : std::invalid_argument(message) {}
 ComputeError::ComputeError(const std::string& message) : std::runtime_error(message) {}
+ProgramError::ProgramError(const std::string& message) : std::runtime_error(message) {}
 
 const char* version() { return ZYNTAX_VERSION; }
 
@@ -24,8 +25,8 @@ const char* element_type_name(ElementType t) {
     case ElementType::U32: return "u32";
     case ElementType::F16: return "f16";
     case ElementType::BF16: return "bf16";
+    default: return dtype_name(api::dtype_of(t));
   }
-  return "?";
 }
 
 namespace api {
@@ -36,6 +37,15 @@ DType dtype_of(ElementType t) {
     case ElementType::U32: return DType::U32;
     case ElementType::F16: return DType::F16;
     case ElementType::BF16: return DType::BF16;
+    case ElementType::F64: return DType::F64;
+    case ElementType::I8: return DType::I8;
+    case ElementType::I16: return DType::I16;
+    case ElementType::I32: return DType::I32;
+    case ElementType::I64: return DType::I64;
+    case ElementType::U8: return DType::U8;
+    case ElementType::U16: return DType::U16;
+    case ElementType::U64: return DType::U64;
+    case ElementType::Bool: return DType::Bool;
   }
   return DType::F32;
 }
@@ -45,6 +55,15 @@ ElementType element_type_of(DType t) {
     case DType::U32: return ElementType::U32;
     case DType::F16: return ElementType::F16;
     case DType::BF16: return ElementType::BF16;
+    case DType::F64: return ElementType::F64;
+    case DType::I8: return ElementType::I8;
+    case DType::I16: return ElementType::I16;
+    case DType::I32: return ElementType::I32;
+    case DType::I64: return ElementType::I64;
+    case DType::U8: return ElementType::U8;
+    case DType::U16: return ElementType::U16;
+    case DType::U64: return ElementType::U64;
+    case DType::Bool: return ElementType::Bool;
     default: return ElementType::F32;
   }
 }
@@ -56,8 +75,11 @@ std::string shape_text(const std::vector<size_t>& shape) {
 }
 
 size_t product(const std::vector<size_t>& shape) {
-  size_t n = 1;
-  for (size_t d : shape) n *= d;
+  uint64_t n = 1;
+  for (size_t d : shape)
+    if (d > static_cast<uint64_t>(INT64_MAX) || __builtin_mul_overflow(n, static_cast<uint64_t>(d), &n) ||
+        n > static_cast<uint64_t>(INT64_MAX))
+      throw ShapeError("the shape " + shape_text(shape) + " is more elements than a buffer can hold");
   return n;
 }
 
@@ -65,6 +87,11 @@ Shape to_shape(const std::vector<size_t>& s) {
   Shape out;
   for (size_t d : s) out.push_back(static_cast<int64_t>(d));
   return out;
+}
+
+Tensor placed(const DeviceImpl& dev, Tensor t) {
+  if (dev.devices.size() == 1 && dev.device->info().type == "gpu") return dev.device->copy_in(t);
+  return t;
 }
 
 Buffer wrap(const DeviceImpl& dev, Tensor t) {
@@ -131,8 +158,12 @@ SplitMode split_mode(const DeviceImpl& dev) { return dev.model_parallel ? SplitM
 
 Tensor run_op(const DeviceImpl& dev, const std::string& op, const std::vector<Tensor>& inputs,
               const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars) {
-  CompiledCompute& kernel = OpLibrary::instance().op(op);
-  return translating_errors(op, [&] {
+  return run_compiled(dev, OpLibrary::instance().op(op), op, inputs, host_dims, scalars);
+}
+
+Tensor run_compiled(const DeviceImpl& dev, CompiledCompute& kernel, const std::string& name, const std::vector<Tensor>& inputs,
+                    const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars) {
+  return translating_errors(name, [&] {
     if (dev.devices.size() > 1) return launch_split(kernel, dev.devices, split_mode(dev), inputs, host_dims, scalars);
     return kernel.launch(*dev.device, inputs, host_dims, scalars);
   });

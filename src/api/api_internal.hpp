@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/device.hpp"
+#include "runtime/launch.hpp"
 #include "runtime/split_launch.hpp"
 #include "runtime/tensor.hpp"
 #include "zyntax/buffer.hpp"
@@ -35,12 +36,17 @@ namespace api {
 DType dtype_of(ElementType t);
 ElementType element_type_of(DType t);
 
+// A buffer's new data placed on the device: copied into a GPU's own memory
+// at once, where its kernels read it; a group's (and a CPU's) stay on the host.
+Tensor placed(const DeviceImpl& dev, Tensor t);
+
 // A new buffer on `dev` holding `t` (flattened).
 Buffer wrap(const DeviceImpl& dev, Tensor t);
 // The buffer's tensor, checked to be on `dev`; `op` and `arg` name it in errors.
 const Tensor& tensor_of(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg);
 
-// "[3, 5]", for messages; the product of a shape; a runtime Shape of it.
+// "[3, 5]", for messages; the product of a shape (ShapeError past 63
+// bits); a runtime Shape of it.
 std::string shape_text(const std::vector<size_t>& shape);
 size_t product(const std::vector<size_t>& shape);
 Shape to_shape(const std::vector<size_t>& s);
@@ -60,6 +66,11 @@ void write_into(Buffer& b, const Tensor& result, size_t offset = 0);
 // ComputeError.
 Tensor run_op(const DeviceImpl& dev, const std::string& op, const std::vector<Tensor>& inputs,
               const std::map<std::string, int64_t>& host_dims = {}, const std::map<std::string, Scalar>& scalars = {});
+
+// Runs a compiled compute block on the device (the op library's, a
+// program's); errors become ComputeError naming `name`.
+Tensor run_compiled(const DeviceImpl& dev, CompiledCompute& kernel, const std::string& name, const std::vector<Tensor>& inputs,
+                    const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars);
 
 // Runs a built CIR kernel (already specialised) on the device.
 Tensor run_kernel(const DeviceImpl& dev, const cir::Kernel& k, uint64_t hash, const std::vector<Tensor>& inputs);

@@ -12,16 +12,7 @@ namespace zyntax {
 using api::tensor_of;
 using api::wrap;
 
-namespace {
-
-// A buffer's new data placed on the device: copied into a GPU's own memory
-// at once, where its kernels read it; a group's (and a CPU's) stay on the host.
-Tensor placed(const DeviceImpl& dev, Tensor t) {
-  if (dev.devices.size() == 1 && dev.device->info().type == "gpu") return dev.device->copy_in(t);
-  return t;
-}
-
-}  // namespace
+using api::placed;
 
 // ------------------------------------------------------------ devices
 
@@ -81,7 +72,9 @@ Buffer ComputeDevice::upload_u32(const std::vector<uint32_t>& data) const {
 }
 
 Buffer ComputeDevice::upload_as(const std::vector<float>& data, ElementType storage) const {
-  if (storage == ElementType::U32) throw ShapeError("upload_as: u32 is not a float storage format (use upload_u32)");
+  if (storage != ElementType::F32 && storage != ElementType::F16 && storage != ElementType::BF16)
+    throw ShapeError(std::string("upload_as: ") + element_type_name(storage) + " is not a float storage format (f32, f16, bf16)" +
+                     (storage == ElementType::U32 ? "; use upload_u32" : ""));
   if (storage == ElementType::F32) return upload(data);
   Tensor f = Tensor::empty(DType::F32, {static_cast<int64_t>(data.size())});
   if (!data.empty()) std::memcpy(f.data(), data.data(), data.size() * sizeof(float));

@@ -7,6 +7,7 @@
 #include "sema/builtin_names.hpp"
 #include "sema/kernel_annotations.hpp"
 #include "sema/static_type.hpp"
+#include "support/nearest_name.hpp"
 #include "support/scalar.hpp"
 
 namespace zyntax {
@@ -23,18 +24,6 @@ struct Symbol {
 };
 
 using Scope = std::map<std::string, Symbol>;
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 
 // The checker's view of one module: its globals and where it came from.
 struct ModuleInfo {
@@ -350,15 +339,7 @@ class Checker {
       for (const auto& [k, v] : s) candidates.push_back(k);
     for (const auto& [k, v] : module_->globals) candidates.push_back(k);
     for (const std::string& b : builtin_names()) candidates.push_back(b);
-    std::string best;
-    size_t best_d = 3;
-    for (const std::string& c : candidates) {
-      size_t d = edit_distance(n.name, c);
-      if (d < best_d && d <= std::max<size_t>(1, n.name.size() / 3)) {
-        best_d = d;
-        best = c;
-      }
-    }
+    std::string best = nearest_name(n.name, candidates);
     Diagnostic& d = diags().error(n.span, "unknown name '" + n.name + "'");
     if (!best.empty()) d.with_hint("did you mean '" + best + "'?");
   }

@@ -1,0 +1,94 @@
+// ZynML programs from C++: load a file or source text, then call its kernels
+// (its compute blocks) on arrays, through the same compiler, kernel cache
+// and devices as `zyntax run`.
+//
+//   zyntax::ComputeDevice dev = zyntax::ComputeDevice::open("auto");
+//   zyntax::Program prog = zyntax::Program::load("softmax.zynml", dev);
+//   zyntax::Array x = zyntax::Array::from_vector<float>(dev, data, {rows, cols});
+//   zyntax::Array y = prog.kernel("softmax")({x});
+//
+// A kernel is named as `zyntax compile` names it: by the function returning
+// the compute block (`def softmax(x: tensor[n, m, f32]) { return compute(x)
+// {...} }`) or the variable it is assigned to. Its inputs are the block's
+// `compute(...)` arguments, in order, with the element types and ranks the
+// function declares; their sizes bind the dimensions (n, m). Host numbers
+// the block reads besides (a scale, a dimension no input has) are given by
+// name.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "zyntax/array.hpp"
+#include "zyntax/compute_device.hpp"
+#include "zyntax/errors.hpp"
+#include "zyntax/export.hpp"
+
+namespace zyntax {
+
+class ProgramImpl;
+struct KernelEntry;
+
+class ZYNTAX_API Kernel {
+ public:
+  // One array the kernel takes: its name in the program, element type and
+  // shape as declared ("n", "4").
+  struct Param {
+    std::string name;
+    ElementType type = ElementType::F32;
+    std::vector<std::string> shape;
+  };
+  // A host number the kernel reads: an integer (a dimension, an index) or a
+  // float.
+  struct HostValue {
+    std::string name;
+    bool integer = false;
+  };
+
+  const std::string& name() const;
+  const std::vector<Param>& params() const;
+  const std::vector<HostValue>& host_values() const;
+  // "softmax(x: tensor[n, m, f32]) -> tensor[n, m, f32]"-like, for messages.
+  std::string signature() const;
+
+  // Runs the kernel on the program's device. ShapeError for the wrong
+  // number of arrays, a wrong element type or rank, sizes that disagree on
+  // a dimension, or a missing host value (naming the kernel, the argument
+  // and both shapes); ComputeError for what goes wrong while it runs.
+  Array operator()(const std::vector<Array>& inputs, const std::map<std::string, double>& host_values = {}) const;
+  // The same on another device.
+  Array run(const ComputeDevice& device, const std::vector<Array>& inputs,
+            const std::map<std::string, double>& host_values = {}) const;
+
+  Kernel(std::shared_ptr<ProgramImpl> program, KernelEntry* entry);
+
+ private:
+  std::shared_ptr<ProgramImpl> program_;
+  KernelEntry* entry_;
+};
+
+class ZYNTAX_API Program {
+ public:
+  // Reads and checks a program; ProgramError with its diagnostics when it
+  // does not compile. Its top-level code is not run.
+  static Program load(const std::string& path, const ComputeDevice& device = ComputeDevice::open("auto"));
+  // The same from source text; `name` is the file name diagnostics show.
+  static Program from_source(const std::string& source, const std::string& name = "<source>",
+                             const ComputeDevice& device = ComputeDevice::open("auto"));
+
+  // Every kernel the program defines, in source order.
+  std::vector<std::string> kernel_names() const;
+  // ProgramError naming the kernels there are (and the nearest name) when
+  // there is none of that name, or saying why one cannot be called alone.
+  Kernel kernel(const std::string& name) const;
+  const ComputeDevice& device() const;
+
+  explicit Program(std::shared_ptr<ProgramImpl> impl);
+
+ private:
+  std::shared_ptr<ProgramImpl> impl_;
+};
+
+}  // namespace zyntax

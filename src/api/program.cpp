@@ -1,0 +1,201 @@
+#include "zyntax/program.hpp"
+
+#include <cmath>
+#include <utility>
+
+#include "api/api_internal.hpp"
+#include "cir/printer.hpp"
+#include "driver/session.hpp"
+#include "lower/check_program.hpp"
+#include "runtime/launch.hpp"
+#include "support/nearest_name.hpp"
+#include "support/stack.hpp"
+
+namespace zyntax {
+
+// One compute block of the program.
+struct KernelEntry {
+  std::string name;
+  std::unique_ptr<CompiledCompute> compiled;  // null when it cannot be lowered alone
+  std::string deferred;                       // then: why
+  std::vector<Kernel::Param> params;
+  std::vector<Kernel::HostValue> host_values;
+};
+
+class ProgramImpl {
+ public:
+  explicit ProgramImpl(ComputeDevice d) : device(std::move(d)) {}
+  Session session;
+  ComputeDevice device;
+  std::vector<std::unique_ptr<KernelEntry>> kernels;  // in source order
+};
+
+namespace {
+
+std::unique_ptr<KernelEntry> entry_for(Session& session, CheckedKernel& k) {
+  auto e = std::make_unique<KernelEntry>();
+  e->name = session.kernel_name(k.node);
+  if (!k.deferred.empty()) {
+    e->deferred = k.deferred;
+    return e;
+  }
+  for (const cir::Param& p : k.kernel.params) {
+    if (p.role == cir::ParamRole::Input) {
+      Kernel::Param param{p.name, api::element_type_of(p.type.dtype), {}};
+      for (const cir::Expr& d : p.type.shape) param.shape.push_back(cir::print(d));
+      e->params.push_back(std::move(param));
+    } else if (p.role == cir::ParamRole::Scalar) {
+      e->host_values.push_back({p.name, is_int(p.type.dtype) || p.type.dtype == DType::Bool});
+    }
+  }
+  for (const cir::DimParam& d : k.kernel.dims)
+    if (d.source == cir::DimSource::Host) e->host_values.push_back({d.name, true});
+  e->compiled = std::make_unique<CompiledCompute>(std::move(k.kernel));
+  return e;
+}
+
+Program compile(std::shared_ptr<ProgramImpl> impl, const std::function<LoadedModule*(Session&)>& read) {
+  with_deep_stack([&] {
+    Session& session = impl->session;
+    LoadedModule* m = read(session);
+    std::vector<CheckedKernel> kernels;
+    if (!m || session.diags().has_errors() || !check_program(session, *m, &kernels))
+      throw ProgramError(session.diags().render_all());
+    for (CheckedKernel& k : kernels) impl->kernels.push_back(entry_for(session, k));
+  });
+  return Program(std::move(impl));
+}
+
+std::string type_text(const Kernel::Param& p) {
+  std::string s = "tensor[";
+  for (const std::string& d : p.shape) s += d + ", ";
+  return s + element_type_name(p.type) + "]";
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ Program
+
+Program::Program(std::shared_ptr<ProgramImpl> impl) : impl_(std::move(impl)) {}
+
+Program Program::load(const std::string& path, const ComputeDevice& device) {
+  return compile(std::make_shared<ProgramImpl>(device), [&](Session& s) { return s.load(path, {}); });
+}
+
+Program Program::from_source(const std::string& source, const std::string& name, const ComputeDevice& device) {
+  return compile(std::make_shared<ProgramImpl>(device), [&](Session& s) { return s.load_text(name, source); });
+}
+
+std::vector<std::string> Program::kernel_names() const {
+  std::vector<std::string> names;
+  for (const auto& k : impl_->kernels) names.push_back(k->name);
+  return names;
+}
+
+Kernel Program::kernel(const std::string& name) const {
+  for (const auto& k : impl_->kernels) {
+    if (k->name != name) continue;
+    if (!k->compiled)
+      throw ProgramError("kernel '" + name + "' cannot be called alone: " + k->deferred +
+                         " (declare its inputs' types: return it from a function such as `def " + name +
+                         "(x: tensor[n, f32]) { return compute(x) { ... } }`)");
+    return Kernel(impl_, k.get());
+  }
+  std::vector<std::string> names = kernel_names();
+  std::string message = "the program has no kernel '" + name + "'";
+  std::string near = nearest_name(name, names);
+  if (!near.empty()) message += " (did you mean '" + near + "'?)";
+  if (names.empty()) {
+    message += "; it has no compute blocks";
+  } else {
+    message += "; its kernels: ";
+    for (size_t i = 0; i < names.size(); ++i) message += (i ? ", " : "") + names[i];
+  }
+  throw ProgramError(message);
+}
+
+const ComputeDevice& Program::device() const { return impl_->device; }
+
+// ------------------------------------------------------------ Kernel
+
+Kernel::Kernel(std::shared_ptr<ProgramImpl> program, KernelEntry* entry) : program_(std::move(program)), entry_(entry) {}
+
+const std::string& Kernel::name() const { return entry_->name; }
+const std::vector<Kernel::Param>& Kernel::params() const { return entry_->params; }
+const std::vector<Kernel::HostValue>& Kernel::host_values() const { return entry_->host_values; }
+
+std::string Kernel::signature() const {
+  std::string s = entry_->name + "(";
+  for (size_t i = 0; i < entry_->params.size(); ++i)
+    s += (i ? ", " : "") + entry_->params[i].name + ": " + type_text(entry_->params[i]);
+  for (const HostValue& h : entry_->host_values) s += std::string(", ") + h.name + ": " + (h.integer ? "int" : "float");
+  return s + ")";
+}
+
+Array Kernel::operator()(const std::vector<Array>& inputs, const std::map<std::string, double>& host_values) const {
+  return run(program_->device, inputs, host_values);
+}
+
+Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
+                  const std::map<std::string, double>& host_values) const {
+  if (!device.impl()) throw ComputeError("kernel " + entry_->name + ": the device was moved from");
+  const DeviceImpl& dev = *device.impl();
+  const std::string& name = entry_->name;
+  const std::vector<Param>& params = entry_->params;
+  if (inputs.size() != params.size())
+    throw ShapeError("kernel " + name + " takes " + std::to_string(params.size()) + " array" +
+                     (params.size() == 1 ? "" : "s") + ", got " + std::to_string(inputs.size()) + ": " + signature());
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Array& a = inputs[i];
+    const Param& p = params[i];
+    std::string arg = "kernel " + name + ": argument " + p.name;
+    if (!a.buffer().impl()) throw ShapeError(arg + " is an empty array");
+    if (a.element_type() != p.type)
+      throw ShapeError(arg + " is " + element_type_name(a.element_type()) + " " + api::shape_text(a.shape()) +
+                       ", but the kernel takes " + type_text(p));
+    if (a.shape().size() != p.shape.size())
+      throw ShapeError(arg + " has shape " + api::shape_text(a.shape()) + " (" + std::to_string(a.shape().size()) +
+                       " axes), but the kernel takes " + type_text(p));
+    const Tensor& t = api::tensor_of(dev, a.buffer(), ("kernel " + name).c_str(), p.name.c_str());
+    tensors.push_back(t.reshaped(api::to_shape(a.shape())));
+  }
+
+  std::map<std::string, int64_t> host_dims;
+  std::map<std::string, Scalar> scalars;
+  const cir::Kernel& k = entry_->compiled->generic();
+  for (const auto& [given, value] : host_values) {
+    const HostValue* h = nullptr;
+    for (const HostValue& v : entry_->host_values)
+      if (v.name == given) h = &v;
+    if (!h) {
+      std::string reads;
+      for (const HostValue& v : entry_->host_values) reads += (reads.empty() ? "" : ", ") + v.name;
+      throw ShapeError("kernel " + name + " reads no host value '" + given + "' (" +
+                       (reads.empty() ? std::string("it reads none") : "it reads " + reads) + ")");
+    }
+    if (h->integer && (value != std::floor(value) || std::fabs(value) > 9.007199254740992e15))
+      throw ShapeError("kernel " + name + ": host value '" + given + "' is an integer, not " + std::to_string(value));
+  }
+  for (const HostValue& h : entry_->host_values) {
+    auto it = host_values.find(h.name);
+    if (it == host_values.end())
+      throw ShapeError("kernel " + name + " needs the host value '" + h.name + "' (" + (h.integer ? "an integer" : "a number") +
+                       "), given by name: " + signature());
+    bool dim = false;
+    for (const cir::DimParam& d : k.dims) dim = dim || (d.source == cir::DimSource::Host && d.name == h.name);
+    if (dim) host_dims[h.name] = static_cast<int64_t>(it->second);
+    else scalars[h.name] = h.integer ? Scalar::of_int(static_cast<int64_t>(it->second)) : Scalar::of_float(it->second, DType::F64);
+  }
+  try {
+    bind_dimensions(k, tensors, host_dims);  // sizes that disagree: before anything runs
+  } catch (const DataError& e) {
+    throw ShapeError("kernel " + name + ": " + e.what());
+  }
+  Tensor out = api::run_compiled(dev, *entry_->compiled, name, tensors, host_dims, scalars);
+  std::vector<size_t> shape;
+  for (int64_t d : out.shape()) shape.push_back(static_cast<size_t>(d));
+  return Array(api::wrap(dev, std::move(out)), std::move(shape));
+}
+
+}  // namespace zyntax

@@ -1,0 +1,164 @@
+// ZynML programs from C++ (zyntax/program.hpp): a user's own kernels loaded
+// from a file or source text and called on arrays, on every device, against
+// host computations in double precision; and the errors a caller meets.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include "zyntax/zyntax.hpp"
+
+namespace {
+
+using namespace zyntax;
+
+const char* kSource = R"(
+// Row softmax with a temperature.
+def softmax(x: tensor[n, m, f32], temperature: f32) {
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            let mut top = x[i, 0]
+            for j in 0..m:
+                top = max(top, x[i, j])
+            let mut total = 0.0
+            for j in 0..m:
+                total += exp((x[i, j] - top) / temperature)
+            for j in 0..m:
+                out[i, j] = exp((x[i, j] - top) / temperature) / total
+    }
+}
+
+def axpy(a: tensor[n, f64], b: tensor[n, f64]) {
+    return compute(a, b) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = 2.5 * a[i] + b[i]
+    }
+}
+
+def shift(ids: tensor[n, i64], by: i64) {
+    return compute(ids) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = ids[i] + by
+    }
+}
+)";
+
+std::vector<ComputeDevice> devices() {
+  std::vector<ComputeDevice> out;
+  for (const DeviceDescription& d : compute_devices()) out.push_back(ComputeDevice::open(d.id));
+  return out;
+}
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 2.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+TEST(Program, KernelsOfASourceRunOnEveryDeviceAgainstTheHost) {
+  for (const ComputeDevice& dev : devices()) {
+    Program prog = Program::from_source(kSource, "kernels.zynml", dev);
+    EXPECT_EQ(prog.kernel_names(), (std::vector<std::string>{"softmax", "axpy", "shift"}));
+    for (auto [rows, cols] : {std::pair<size_t, size_t>{1, 1}, {3, 7}, {17, 33}}) {
+      std::vector<float> x = random_floats(rows * cols, static_cast<uint32_t>(rows * 100 + cols));
+      Array out = prog.kernel("softmax").run(dev, {Array::from_vector(dev, x, {rows, cols})}, {{"temperature", 0.7}});
+      ASSERT_EQ(out.shape(), (std::vector<size_t>{rows, cols}));
+      std::vector<float> got = out.to_vector<float>();
+      for (size_t i = 0; i < rows; ++i) {
+        double top = -INFINITY, total = 0;
+        for (size_t j = 0; j < cols; ++j) top = std::max(top, double(x[i * cols + j]));
+        for (size_t j = 0; j < cols; ++j) total += std::exp((x[i * cols + j] - top) / 0.7);
+        for (size_t j = 0; j < cols; ++j)
+          ASSERT_NEAR(got[i * cols + j], std::exp((x[i * cols + j] - top) / 0.7) / total, 2e-6)
+              << dev.id() << " [" << rows << ", " << cols << "] at " << i << ", " << j;
+      }
+    }
+    std::vector<double> a{1, -2, 3.25, 1e300}, b{0.5, 0.5, -1, 0};
+    std::vector<double> y = prog.kernel("axpy")({Array::from_vector(dev, a, {4}), Array::from_vector(dev, b, {4})})
+                                .to_vector<double>();
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(y[i], 2.5 * a[i] + b[i]) << dev.id();
+    std::vector<int64_t> ids{0, -5, INT64_MAX - 7};
+    std::vector<int64_t> shifted =
+        prog.kernel("shift").run(dev, {Array::from_vector(dev, ids, {3})}, {{"by", 7}}).to_vector<int64_t>();
+    EXPECT_EQ(shifted, (std::vector<int64_t>{7, 2, INT64_MAX})) << dev.id();
+  }
+}
+
+TEST(Program, LoadsAFileAndReadsHostMemoryInPlaceOnTheCpu) {
+  std::string path = testing::TempDir() + "/program_kernels.zynml";
+  std::ofstream(path) << kSource;
+  ComputeDevice cpu = ComputeDevice::open("cpu");
+  Program prog = Program::load(path, cpu);
+  std::vector<double> a{1, 2, 3}, b{10, 20, 30};
+  Array va = Array::from_host(cpu, a.data(), ElementType::F64, {3}, /*copy=*/false);
+  EXPECT_EQ(va.host_data(), a.data());  // no copy
+  Array y = prog.kernel("axpy")({va, Array::from_vector(cpu, b, {3})});
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{12.5, 25, 37.5}));
+  a[1] = 4;  // the array is the caller's memory
+  EXPECT_EQ(prog.kernel("axpy")({va, Array::from_vector(cpu, b, {3})}).to_vector<double>()[1], 30);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Program, ErrorsNameTheKernelTheArgumentAndBothShapes) {
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  Program prog = Program::from_source(kSource, "kernels.zynml", dev);
+  Array x = Array::from_vector<float>(dev, std::vector<float>(6, 1.0f), {2, 3});
+  Array d = Array::from_vector<double>(dev, {1, 2, 3}, {3});
+  Array d4 = Array::from_vector<double>(dev, {1, 2, 3, 4}, {4});
+
+  EXPECT_THROW(prog.kernel("sofmax"), ProgramError);
+  EXPECT_NE(error_of([&] { prog.kernel("sofmax"); }).find("did you mean 'softmax'?"), std::string::npos);
+  EXPECT_NE(error_of([&] { prog.kernel("nothing_like_it"); }).find("its kernels: softmax, axpy, shift"), std::string::npos);
+
+  EXPECT_THROW(prog.kernel("axpy")({d}), ShapeError);
+  EXPECT_NE(error_of([&] { prog.kernel("axpy")({d}); }).find("takes 2 arrays, got 1"), std::string::npos);
+  std::string wrong_type = error_of([&] { prog.kernel("axpy")({x, d}); });
+  EXPECT_NE(wrong_type.find("argument a is f32 [2, 3], but the kernel takes tensor[n, f64]"), std::string::npos) << wrong_type;
+  std::string sizes = error_of([&] { prog.kernel("axpy")({d, d4}); });
+  EXPECT_NE(sizes.find("kernel axpy"), std::string::npos) << sizes;
+  EXPECT_NE(sizes.find("4"), std::string::npos) << sizes;
+  EXPECT_NE(sizes.find("3"), std::string::npos) << sizes;
+  std::string missing = error_of([&] { prog.kernel("softmax")({x}); });
+  EXPECT_NE(missing.find("needs the host value 'temperature'"), std::string::npos) << missing;
+  std::string unknown = error_of([&] { prog.kernel("softmax")({x}, {{"temperature", 1}, {"temp", 2}}); });
+  EXPECT_NE(unknown.find("reads no host value 'temp' (it reads temperature)"), std::string::npos) << unknown;
+  std::string fraction = error_of([&] { prog.kernel("shift")({Array::from_vector<int64_t>(dev, {1}, {1})}, {{"by", 0.5}}); });
+  EXPECT_NE(fraction.find("'by' is an integer"), std::string::npos) << fraction;
+  EXPECT_THROW(Array::from_vector<float>(dev, {1, 2, 3}, {2, 2}), ShapeError);
+  EXPECT_THROW(Array::from_host(dev, nullptr, ElementType::F32, {SIZE_MAX / 2, 4}), ShapeError);
+
+  // A program that does not compile: every diagnostic, located.
+  std::string diagnostics = error_of([] { Program::from_source("let x = 1\nlet y = z + 1\n", "bad.zynml", ComputeDevice::open("cpu")); });
+  EXPECT_NE(diagnostics.find("bad.zynml:2:9: error: unknown name 'z'"), std::string::npos) << diagnostics;
+  EXPECT_NE(diagnostics.find("^"), std::string::npos) << diagnostics;
+  EXPECT_THROW(Program::load("/nonexistent/kernels.zynml", dev), ProgramError);
+
+}
+
+TEST(Program, ATopLevelBlockIsAKernelNamedByItsVariable) {
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  Program prog = Program::from_source("let a = load(\"a.npy\")\nlet doubled = compute(a) {\n    @kernel elementwise\n"
+                                      "    for i in 0..4:\n        out[i] = a[i] * 2.0\n}\n",
+                                      "top.zynml", dev);
+  Kernel k = prog.kernel("doubled");
+  EXPECT_EQ(k.signature(), "doubled(a: tensor[a.d0, f32])");
+  EXPECT_EQ(k({Array::from_vector<float>(dev, {1, 2, 3, 4, 5}, {5})}).to_vector<float>(), (std::vector<float>{2, 4, 6, 8}));
+}
+
+}  // namespace
