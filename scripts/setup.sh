@@ -12,6 +12,7 @@ PACKAGES=(
   libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan-volk-dev
   mesa-vulkan-drivers vulkan-validationlayers
   libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri chromium
+  pybind11-dev libdlpack-dev python3-dev python3-pytest python3-torch ipython3
 )
 # node and npm for the WebGPU runtime (js/) and its tests, where the machine
 # has none of its own.
@@ -42,3 +43,12 @@ fi
 JOBS=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$JOBS"
+
+# `import zyntax` in Debian's Python (/usr/bin/python3, the one with NumPy
+# and PyTorch): a path file pointing at the built package.
+SITE=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
+if [ -w "$(dirname "$SITE")" ] || [ "$(id -u)" -eq 0 ]; then
+  mkdir -p "$SITE" && echo "$PWD/build/python" > "$SITE/zyntax.pth"
+else
+  echo "setup: cannot write $SITE; use PYTHONPATH=$PWD/build/python" >&2
+fi

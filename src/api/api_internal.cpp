@@ -163,10 +163,13 @@ Tensor run_op(const DeviceImpl& dev, const std::string& op, const std::vector<Te
 
 Tensor run_compiled(const DeviceImpl& dev, CompiledCompute& kernel, const std::string& name, const std::vector<Tensor>& inputs,
                     const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars) {
-  return translating_errors(name, [&] {
-    if (dev.devices.size() > 1) return launch_split(kernel, dev.devices, split_mode(dev), inputs, host_dims, scalars);
-    return kernel.launch(*dev.device, inputs, host_dims, scalars);
-  });
+  return translating_errors(name, [&] { return launch_compiled(dev, kernel, inputs, host_dims, scalars); });
+}
+
+Tensor launch_compiled(const DeviceImpl& dev, CompiledCompute& kernel, const std::vector<Tensor>& inputs,
+                       const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars) {
+  if (dev.devices.size() > 1) return launch_split(kernel, dev.devices, split_mode(dev), inputs, host_dims, scalars);
+  return kernel.launch(*dev.device, inputs, host_dims, scalars);
 }
 
 Tensor run_kernel(const DeviceImpl& dev, const cir::Kernel& k, uint64_t hash, const std::vector<Tensor>& inputs) {

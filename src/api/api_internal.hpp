@@ -72,6 +72,11 @@ Tensor run_op(const DeviceImpl& dev, const std::string& op, const std::vector<Te
 Tensor run_compiled(const DeviceImpl& dev, CompiledCompute& kernel, const std::string& name, const std::vector<Tensor>& inputs,
                     const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars);
 
+// The same, its errors as they come (Error with the source location,
+// DataError).
+Tensor launch_compiled(const DeviceImpl& dev, CompiledCompute& kernel, const std::vector<Tensor>& inputs,
+                       const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars);
+
 // Runs a built CIR kernel (already specialised) on the device.
 Tensor run_kernel(const DeviceImpl& dev, const cir::Kernel& k, uint64_t hash, const std::vector<Tensor>& inputs);
 

@@ -192,7 +192,16 @@ Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
   } catch (const DataError& e) {
     throw ShapeError("kernel " + name + ": " + e.what());
   }
-  Tensor out = api::run_compiled(dev, *entry_->compiled, name, tensors, host_dims, scalars);
+  Tensor out;
+  try {
+    out = api::launch_compiled(dev, *entry_->compiled, tensors, host_dims, scalars);
+  } catch (const Error& e) {  // located in the program's source: shown as `zyntax run` shows it
+    DiagnosticEngine rendered(program_->session.sources());
+    rendered.report(e.diagnostic());
+    throw ComputeError("kernel " + name + ": " + rendered.render_all());
+  } catch (const DataError& e) {
+    throw ComputeError("kernel " + name + ": " + e.what());
+  }
   std::vector<size_t> shape;
   for (int64_t d : out.shape()) shape.push_back(static_cast<size_t>(d));
   return Array(api::wrap(dev, std::move(out)), std::move(shape));

@@ -1,0 +1,168 @@
+// The zyntax Python extension (_zyntax): devices, arrays exchanged through
+// DLPack, ZynML programs and their kernels, and the op library's forward
+// and backward ops that zyntax.torch wraps as autograd functions. The
+// Python package (python/zyntax) is the interface users see.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "dlpack_exchange.hpp"
+#include "zyntax/zyntax.hpp"
+
+namespace py = pybind11;
+using namespace zyntax;
+using zyntax::python::PyArray;
+
+namespace {
+
+// Rows of the last axis: (product of the others, the last).
+std::pair<size_t, size_t> rows_of(const Array& a, const char* op) {
+  if (a.shape().empty()) throw ShapeError(std::string(op) + ": a 0-d array has no rows");
+  size_t len = a.shape().back();
+  return {len ? a.size() / len : 0, len};
+}
+
+PyArray shaped(Buffer b, std::vector<size_t> shape) { return {Array(std::move(b), std::move(shape)), nullptr}; }
+
+std::vector<Array> arrays_of(const std::vector<PyArray*>& in) {
+  std::vector<Array> out;
+  for (const PyArray* a : in) out.push_back(a->array);
+  return out;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_zyntax, m) {
+  m.doc() = "Zyntax Compute: ZynML kernels and the op library from Python";
+  m.attr("__version__") = version();
+
+  static py::exception<ShapeError> shape_error(m, "ShapeError", PyExc_ValueError);
+  static py::exception<ComputeError> compute_error(m, "ComputeError", PyExc_RuntimeError);
+  static py::exception<ProgramError> program_error(m, "ProgramError", PyExc_Exception);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ShapeError& e) {
+      PyErr_SetString(shape_error.ptr(), e.what());
+    } catch (const ComputeError& e) {
+      PyErr_SetString(compute_error.ptr(), e.what());
+    } catch (const ProgramError& e) {
+      PyErr_SetString(program_error.ptr(), e.what());
+    }
+  });
+
+  m.def("devices", [] {
+    py::list out;
+    for (const DeviceDescription& d : compute_devices()) {
+      py::dict e;
+      e["id"] = d.id;
+      e["type"] = d.type;
+      e["name"] = d.name;
+      e["backend"] = d.backend;
+      e["memory"] = d.memory;
+      e["cores"] = d.cores;
+      out.append(e);
+    }
+    return out;
+  });
+
+  py::class_<PyArray>(m, "Array", "An array on a compute device (shared storage, like a tensor)")
+      .def_static("from_dlpack", &python::from_dlpack, py::arg("producer"), py::arg("device"), py::arg("copy") = false,
+                  "From a NumPy array, torch tensor or any __dlpack__ producer; in place on the CPU unless copy")
+      .def_property_readonly("shape", [](const PyArray& a) { return py::tuple(py::cast(a.array.shape())); })
+      .def_property_readonly("dtype", [](const PyArray& a) { return std::string(element_type_name(a.array.element_type())); })
+      .def_property_readonly("device", [](const PyArray& a) { return a.array.buffer().device(); })
+      .def("__dlpack__", [](const PyArray& a, py::object /*stream*/) { return python::to_dlpack(a); }, py::arg("stream") = py::none())
+      .def("__dlpack_device__", [](const PyArray&) { return py::make_tuple(1, 0); })  // exported as host memory
+      .def("__repr__", [](const PyArray& a) {
+        std::string s = "zyntax.Array(shape=(";
+        for (size_t i = 0; i < a.array.shape().size(); ++i) s += (i ? ", " : "") + std::to_string(a.array.shape()[i]);
+        if (a.array.shape().size() == 1) s += ",";
+        return s + "), dtype=" + element_type_name(a.array.element_type()) + ", device=" + a.array.buffer().device() + ")";
+      });
+
+  py::class_<ComputeDevice>(m, "Device", "A compute device: 'auto', 'cpu', 'cpu:reference', 'cuda:0', 'vulkan:0', ...")
+      .def(py::init([](const std::string& id) { return ComputeDevice::open(id); }), py::arg("id") = "auto")
+      .def_property_readonly("id", [](const ComputeDevice& d) { return d.id(); })
+      .def_property_readonly("type", [](const ComputeDevice& d) { return d.description().type; })
+      .def_property_readonly("name", [](const ComputeDevice& d) { return d.description().name; })
+      .def("sync", &ComputeDevice::sync)
+      .def("__repr__", [](const ComputeDevice& d) { return "zyntax.Device('" + d.id() + "')"; })
+      // The op library on arrays of f32 (forward and backward).
+      .def("matmul", [](const ComputeDevice& d, const PyArray& a, const PyArray& b, bool ta, bool tb) {
+        const auto& sa = a.array.shape();
+        const auto& sb = b.array.shape();
+        if (sa.size() != 2 || sb.size() != 2) throw ShapeError("matmul: both arrays must be 2-D");
+        size_t m = ta ? sa[1] : sa[0], k = ta ? sa[0] : sa[1], n = tb ? sb[0] : sb[1];
+        size_t kb = tb ? sb[1] : sb[0];
+        if (k != kb)
+          throw ShapeError("matmul: argument a has shape " + std::to_string(sa[0]) + "x" + std::to_string(sa[1]) +
+                           " and b " + std::to_string(sb[0]) + "x" + std::to_string(sb[1]) + ": inner sizes " + std::to_string(k) +
+                           " and " + std::to_string(kb) + " differ");
+        if (ta && tb) throw ShapeError("matmul: one of the two may be transposed, not both");
+        Buffer c = ta ? d.matmul_transposed_a(a.array.buffer(), b.array.buffer(), m, k, n)
+                 : tb ? d.matmul_transposed_b(a.array.buffer(), b.array.buffer(), m, k, n)
+                      : d.matmul(a.array.buffer(), b.array.buffer(), m, k, n);
+        return shaped(c, {m, n});
+      }, py::arg("a"), py::arg("b"), py::arg("transpose_a") = false, py::arg("transpose_b") = false)
+      .def("softmax", [](const ComputeDevice& d, const PyArray& x) {
+        auto [rows, len] = rows_of(x.array, "softmax");
+        return shaped(d.softmax(x.array.buffer(), rows, len), x.array.shape());
+      })
+      .def("softmax_backward", [](const ComputeDevice& d, const PyArray& y, const PyArray& g) {
+        auto [rows, len] = rows_of(y.array, "softmax_backward");
+        return shaped(d.softmax_backward(y.array.buffer(), g.array.buffer(), rows, len), y.array.shape());
+      })
+      .def("rms_norm", [](const ComputeDevice& d, const PyArray& x, const PyArray& w, float eps) {
+        auto [rows, len] = rows_of(x.array, "rms_norm");
+        return shaped(d.rms_norm(x.array.buffer(), w.array.buffer(), rows, len, eps), x.array.shape());
+      })
+      .def("rms_norm_backward", [](const ComputeDevice& d, const PyArray& x, const PyArray& w, const PyArray& g, float eps) {
+        auto [rows, len] = rows_of(x.array, "rms_norm_backward");
+        auto [gx, gw] = d.rms_norm_backward(x.array.buffer(), w.array.buffer(), g.array.buffer(), rows, len, eps);
+        return py::make_tuple(shaped(gx, x.array.shape()), shaped(gw, {len}));
+      })
+      .def("layer_norm", [](const ComputeDevice& d, const PyArray& x, const PyArray& gamma, const PyArray& beta, float eps) {
+        auto [rows, len] = rows_of(x.array, "layer_norm");
+        return shaped(d.layer_norm(x.array.buffer(), gamma.array.buffer(), beta.array.buffer(), rows, len, eps), x.array.shape());
+      })
+      .def("layer_norm_backward", [](const ComputeDevice& d, const PyArray& x, const PyArray& gamma, const PyArray& g, float eps) {
+        auto [rows, len] = rows_of(x.array, "layer_norm_backward");
+        auto [gx, gg, gb] = d.layer_norm_backward(x.array.buffer(), gamma.array.buffer(), g.array.buffer(), rows, len, eps);
+        return py::make_tuple(shaped(gx, x.array.shape()), shaped(gg, {len}), shaped(gb, {len}));
+      });
+
+  py::class_<Kernel>(m, "Kernel", "A compute block of a ZynML program")
+      .def_property_readonly("name", &Kernel::name)
+      .def_property_readonly("signature", &Kernel::signature)
+      .def_property_readonly("params", [](const Kernel& k) {
+        py::list out;
+        for (const Kernel::Param& p : k.params())
+          out.append(py::make_tuple(p.name, std::string(element_type_name(p.type)), py::tuple(py::cast(p.shape))));
+        return out;
+      })
+      .def_property_readonly("host_values", [](const Kernel& k) {
+        py::list out;
+        for (const Kernel::HostValue& h : k.host_values()) out.append(py::make_tuple(h.name, h.integer ? "int" : "float"));
+        return out;
+      })
+      .def("run", [](const Kernel& k, const ComputeDevice& d, const std::vector<PyArray*>& inputs,
+                     const std::map<std::string, double>& host_values) {
+        std::vector<Array> arrays = arrays_of(inputs);
+        py::gil_scoped_release release;  // kernels run without the interpreter lock
+        return PyArray{k.run(d, arrays, host_values), nullptr};
+      }, py::arg("device"), py::arg("inputs"), py::arg("host_values") = std::map<std::string, double>{});
+
+  py::class_<Program>(m, "Program", "A ZynML program: its kernels, compiled for a device")
+      .def_static("load", [](const std::string& path, const ComputeDevice& d) { return Program::load(path, d); },
+                  py::arg("path"), py::arg("device"))
+      .def_static("from_source", [](const std::string& source, const std::string& name, const ComputeDevice& d) {
+        return Program::from_source(source, name, d);
+      }, py::arg("source"), py::arg("name"), py::arg("device"))
+      .def_property_readonly("kernel_names", &Program::kernel_names)
+      .def_property_readonly("device", &Program::device)
+      .def("kernel", &Program::kernel, py::arg("name"));
+}

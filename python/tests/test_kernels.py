@@ -1,0 +1,169 @@
+"""A user's own ZynML kernels called from Python on NumPy arrays and torch
+tensors, on every device, against NumPy; and the errors users meet."""
+import numpy as np
+import pytest
+import torch
+
+import zyntax
+
+SOURCE = """
+def softmax(x: tensor[n, m, f32], temperature: f32) {
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            let mut top = x[i, 0]
+            for j in 0..m:
+                top = max(top, x[i, j])
+            let mut total = 0.0
+            for j in 0..m:
+                total += exp((x[i, j] - top) / temperature)
+            for j in 0..m:
+                out[i, j] = exp((x[i, j] - top) / temperature) / total
+    }
+}
+
+def axpy(a: tensor[n, f64], b: tensor[n, f64]) {
+    return compute(a, b) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = 2.5 * a[i] + b[i]
+    }
+}
+
+def shift(ids: tensor[n, i64], by: i64) {
+    return compute(ids) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = ids[i] + by
+    }
+}
+
+def row_sums(x: tensor[n, m, f32]) {
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            let mut total = 0.0
+            for j in 0..m:
+                total += x[i, j]
+            out[i] = total
+    }
+}
+"""
+
+DEVICES = [d["id"] for d in zyntax.devices()]
+SHAPES = [(1, 1), (3, 7), (17, 33), (64, 5)]
+
+
+def np_softmax(x, t):
+    z = (x.astype(np.float64) - x.max(axis=1, keepdims=True)) / t
+    e = np.exp(z)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module", params=DEVICES)
+def prog(request):
+    return zyntax.compile(SOURCE, device=request.param, name="kernels.zynml")
+
+
+def test_the_kernels_are_listed(prog):
+    assert prog.kernels == ["softmax", "axpy", "shift", "row_sums"]
+    assert prog.softmax.signature == "softmax(x: tensor[n, m, f32], temperature: float)"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_softmax_against_numpy(prog, shape):
+    x = np.random.default_rng(sum(shape)).normal(0, 2, shape).astype(np.float32)
+    y = prog.softmax(x, temperature=0.7)
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == shape
+    np.testing.assert_allclose(y, np_softmax(x, 0.7), rtol=1e-5, atol=2e-7)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_reduction_against_numpy(prog, shape):
+    x = np.random.default_rng(7 + sum(shape)).normal(0, 1, shape).astype(np.float32)
+    np.testing.assert_allclose(prog.row_sums(x), x.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_f64_and_i64(prog):
+    a = np.array([1, -2, 3.25, 1e300, 5e-324])
+    b = np.array([0.5, 0.5, -1, 0, 0])
+    np.testing.assert_array_equal(prog.axpy(a, b), 2.5 * a + b)
+    ids = np.array([0, -5, 2**63 - 8], dtype=np.int64)
+    np.testing.assert_array_equal(prog.shift(ids, by=7), ids + 7)
+
+
+def test_torch_in_torch_out(prog):
+    x = torch.randn(5, 9)
+    y = prog.softmax(x, temperature=1.0)
+    assert isinstance(y, torch.Tensor) and y.dtype == torch.float32
+    torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=1e-5, atol=1e-6)
+
+
+def test_strided_and_read_only_inputs(prog):
+    x = np.random.default_rng(3).normal(size=(6, 10)).astype(np.float32)
+    view = x[:, ::2]  # not contiguous: gathered into a copy
+    np.testing.assert_allclose(prog.row_sums(view), view.sum(axis=1), rtol=1e-5, atol=1e-5)
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    np.testing.assert_allclose(prog.row_sums(frozen), x.sum(axis=1), rtol=1e-5, atol=1e-5)
+    t = torch.from_numpy(x).t()  # a transposed torch view
+    np.testing.assert_allclose(prog.row_sums(t.contiguous()).numpy(), x.T.sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(prog.row_sums(t).numpy(), x.T.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_lists_take_the_kernels_element_type(prog):
+    np.testing.assert_allclose(prog.row_sums([[1, 2], [3, 4]]), [3, 7])
+    assert prog.shift([1, 2], by=1).dtype == np.int64
+
+
+def test_cpu_arrays_are_read_in_place():
+    dev = zyntax.device("cpu")
+    x = np.arange(4, dtype=np.float64)
+    a = zyntax.Array.from_dlpack(x, dev)
+    prog = zyntax.compile(SOURCE, device="cpu")
+    zero = np.zeros(4)
+    assert list(prog.axpy(a, zero)) == [0, 2.5, 5, 7.5]
+    x[0] = 4.0  # the kernel reads the array's own memory
+    assert prog.axpy(a, zero)[0] == 10.0
+    # On the way out too: NumPy sees the array's own memory.
+    out = zyntax.from_array(a, like_torch=False)
+    assert out.__array_interface__["data"][0] == x.__array_interface__["data"][0]
+
+
+def test_errors_name_the_kernel_the_argument_and_the_shapes():
+    prog = zyntax.compile(SOURCE, device="cpu", name="kernels.zynml")
+    with pytest.raises(zyntax.ShapeError, match=r"argument a is f32 \[3\], but the kernel takes tensor\[n, f64\]"):
+        prog.axpy(np.zeros(3, np.float32), np.zeros(3))
+    with pytest.raises(ValueError, match=r"input 'b' has shape \[4\], but its axis 0 must be n = 3"):
+        prog.axpy(np.zeros(3), np.zeros(4))
+    with pytest.raises(zyntax.ShapeError, match="takes 2 arrays, got 1"):
+        prog.axpy(np.zeros(3))
+    with pytest.raises(zyntax.ShapeError, match="needs the host value 'temperature'"):
+        prog.softmax(np.zeros((2, 2), np.float32))
+    with pytest.raises(zyntax.ShapeError, match="reads no host value 'temp'"):
+        prog.softmax(np.zeros((2, 2), np.float32), temperature=1, temp=2)
+    with pytest.raises(AttributeError, match="did you mean 'softmax'"):
+        prog.sofmax
+    with pytest.raises(TypeError, match="no element type"):
+        prog.row_sums(np.zeros((2, 2), np.complex64))
+    with pytest.raises(zyntax.ProgramError) as e:
+        zyntax.compile("let x = 1\nlet y = z + 1\n", name="bad.zynml")
+    assert "bad.zynml:2:9: error: unknown name 'z'" in str(e.value) and "^" in str(e.value)
+    with pytest.raises(zyntax.ProgramError, match="cannot read"):
+        zyntax.load("/nonexistent/kernels.zynml")
+    with pytest.raises(zyntax.ComputeError, match="not available|no device"):
+        zyntax.device("tpu:3")
+
+
+def test_a_kernel_that_fails_while_running_says_where():
+    prog = zyntax.compile("""
+def gather(x: tensor[n, f32], ids: tensor[k, i64]) {
+    return compute(x, ids) {
+        @kernel elementwise
+        for i in 0..k:
+            out[i] = x[ids[i]]
+    }
+}""", device="cpu", name="gather.zynml")
+    np.testing.assert_array_equal(prog.gather(np.array([1., 2., 3.], np.float32), np.array([2, 0])), [3, 1])
+    with pytest.raises(zyntax.ComputeError, match=r"gather.zynml:6:22: error: index out of bounds: x\[5\]: axis 0 has size 3"):
+        prog.gather(np.array([1., 2., 3.], np.float32), np.array([5]))

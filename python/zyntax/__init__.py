@@ -1,0 +1,164 @@
+"""Zyntax Compute from Python: compile ZynML, call its kernels on NumPy
+arrays and PyTorch tensors.
+
+    import numpy as np, zyntax
+    prog = zyntax.compile('''
+    def scale(x: tensor[n, f32], by: f32) {
+        return compute(x) {
+            @kernel elementwise
+            for i in 0..n:
+                out[i] = x[i] * by
+        }
+    }''')
+    y = prog.scale(np.arange(4, dtype=np.float32), by=2.0)   # a NumPy array
+
+Arrays go in through DLPack: on a CPU device a contiguous array is read in
+place (no copy); results come back as the kind of array given (torch in,
+torch out). Errors: ProgramError (the program does not compile: every
+diagnostic, located), ShapeError (a ValueError naming the kernel, the
+argument and both shapes), ComputeError (what went wrong while running).
+"""
+from . import _zyntax
+from ._zyntax import Array, ComputeError, Device, ProgramError, ShapeError
+
+__version__ = _zyntax.__version__
+__all__ = ["compile", "load", "devices", "device", "Device", "Program", "KernelFunction", "Array", "ShapeError",
+           "ComputeError", "ProgramError"]
+
+_devices = {}
+
+
+def device(id="auto"):
+    """The compute device `id` ('auto', 'cpu', 'cpu:reference', 'cuda:0', 'vulkan:0'), opened once."""
+    if isinstance(id, Device):
+        return id
+    if id not in _devices:
+        _devices[id] = Device(id)
+    return _devices[id]
+
+
+def devices():
+    """Every device here, as dicts: id, type, name, backend, memory, cores."""
+    return _zyntax.devices()
+
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch")
+
+
+_NUMPY_TYPES = {"f16": "float16", "f32": "float32", "f64": "float64", "i8": "int8", "i16": "int16", "i32": "int32",
+                "i64": "int64", "u8": "uint8", "u16": "uint16", "u32": "uint32", "u64": "uint64", "bool": "bool"}
+
+
+def to_array(x, dev, dtype=None):
+    """x (NumPy array, torch tensor, zyntax.Array, or a Python number/list,
+    made a NumPy array of `dtype`) on `dev`."""
+    if isinstance(x, Array):
+        return x
+    if _is_torch(x):
+        x = x.detach()
+        if x.device.type != "cpu":
+            x = x.cpu()
+        return Array.from_dlpack(x, dev)
+    import numpy as np
+    if not hasattr(x, "__dlpack__"):
+        x = np.asarray(x, dtype=dtype)
+    if isinstance(x, np.ndarray) and not x.flags.writeable:
+        x = x.copy()  # NumPy refuses to export read-only arrays
+    return Array.from_dlpack(x, dev)
+
+
+def from_array(a, like_torch):
+    """A zyntax.Array as a torch tensor (like_torch) or a NumPy array, sharing its memory."""
+    if like_torch:
+        import torch.utils.dlpack
+        return torch.utils.dlpack.from_dlpack(a.__dlpack__())
+    import numpy as np
+    return np.from_dlpack(a)
+
+
+class KernelFunction:
+    """A kernel of a program, called like a function: arrays positionally
+    (the compute block's inputs, in order), host numbers by name."""
+
+    def __init__(self, kernel, device):
+        self._kernel = kernel
+        self._device = device
+
+    @property
+    def name(self):
+        return self._kernel.name
+
+    @property
+    def signature(self):
+        return self._kernel.signature
+
+    @property
+    def params(self):
+        return self._kernel.params
+
+    def __repr__(self):
+        return "<zyntax kernel %s>" % self._kernel.signature
+
+    def __call__(self, *arrays, device=None, **host_values):
+        dev = self._device if device is None else globals()["device"](device)
+        like_torch = any(_is_torch(a) for a in arrays)
+        params = self._kernel.params
+        inputs = [to_array(a, dev, _NUMPY_TYPES.get(params[i][1]) if i < len(params) else None)
+                  for i, a in enumerate(arrays)]
+        out = self._kernel.run(dev, inputs, {k: float(v) for k, v in host_values.items()})
+        return from_array(out, like_torch)
+
+
+class Program:
+    """A compiled ZynML program: each kernel is an attribute (prog.softmax)
+    and prog.kernel('name') finds one by name."""
+
+    def __init__(self, program, device):
+        self._program = program
+        self._device = device
+
+    @property
+    def kernels(self):
+        return list(self._program.kernel_names)
+
+    @property
+    def device(self):
+        return self._device
+
+    def kernel(self, name):
+        return KernelFunction(self._program.kernel(name), self._device)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name not in self._program.kernel_names:
+            try:
+                self._program.kernel(name)  # raises ProgramError with the kernels there are
+            except ProgramError as e:
+                raise AttributeError(str(e)) from None
+        return self.kernel(name)
+
+    def __dir__(self):
+        return list(super().__dir__()) + self.kernels
+
+    def __repr__(self):
+        return "<zyntax program on %s: %s>" % (self._device.id, ", ".join(self.kernels))
+
+
+def compile(source, device="auto", name="<zynml>"):
+    """Compiles ZynML source text; ProgramError with located diagnostics if it does not compile."""
+    dev = globals()["device"](device)
+    return Program(_zyntax.Program.from_source(source, name, dev), dev)
+
+
+def load(path, device="auto"):
+    """Compiles a .zynml file."""
+    dev = globals()["device"](device)
+    return Program(_zyntax.Program.load(str(path), dev), dev)
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext zyntax`: the %%zynml cell magic."""
+    from .ipython import register
+    register(ipython)
