@@ -1,4 +1,6 @@
-// Builtins that talk to the world outside the program: printing and .npy files.
+// Builtins that talk to the world outside the program: printing, .npy
+// files and the clock.
+#include <chrono>
 #include <iostream>
 
 #include "interp/builtins_args.hpp"
@@ -43,7 +45,18 @@ Value save(const Invocation& inv) {
   return Value::none();
 }
 
+// Seconds on a monotonic clock (as Python's time.perf_counter): the
+// difference of two readings is the time between them. Asynchronous
+// launches still running are not waited for.
+Value time_now(const Invocation& inv) {
+  Args a(inv, {});
+  using clock = std::chrono::steady_clock;
+  static const clock::time_point origin = clock::now();
+  return Value::of_float(std::chrono::duration<double>(clock::now() - origin).count());
+}
+
 const BuiltinEntry kEntries[] = {
+    {"time", time_now},
     {"print", print},
     {"println", print},
     {"load", load},

@@ -3,11 +3,13 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "backends/registry.hpp"
 #include "interp/compute_runner.hpp"
 #include "runtime/device.hpp"
+#include "runtime/profiler.hpp"
 #include "sema/builtin_names.hpp"
 #include "sema/kernel_annotations.hpp"
 #include "support/stack.hpp"
@@ -95,6 +97,9 @@ void Interpreter::execute_module(ModuleInstance& inst) {
   f.module = &inst;
   hoist_functions(inst.source->ast.body, f);
   for (const ast::StmtPtr& s : inst.source->ast.body.stmts) {
+    // Profiled: each top-level statement is a host span named by its line.
+    std::optional<ProfileSpan> span;
+    if (Profiler::global().enabled()) span.emplace(ProfileEvent::Kind::Host, statement_label(*s));
     Flow flow = exec(*s, f);
     if (flow == Flow::Return) break;
     if (flow != Flow::Normal) throw Error(s->span, "break and continue belong inside a loop");
@@ -422,7 +427,19 @@ Value Interpreter::eval_name(const ast::Name& n, Frame& f) {
   throw Error(n.span, "unknown name '" + n.name + "'");
 }
 
+std::string Interpreter::statement_label(const ast::Stmt& s) const {
+  if (!s.span.valid()) return "statement";
+  const SourceFile& file = session_.sources().file(s.span.file);
+  LineCol at = file.line_col(s.span.begin);
+  std::string text(file.line_text(at.line));
+  size_t first = text.find_first_not_of(" \t");
+  text = first == std::string::npos ? "" : text.substr(first);
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return std::to_string(at.line) + ": " + text;
+}
+
 Value Interpreter::eval_await(const ast::Await& a, Frame& f) {
+  ProfileSpan wait(ProfileEvent::Kind::Wait, "await");
   // `await all(list)` / `await any(list)` wait for futures: of none, all's
   // results are none, and any has nothing to wait for.
   if (a.value->kind == ast::ExprKind::Call && !a.timeout) {

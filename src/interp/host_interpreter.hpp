@@ -57,6 +57,8 @@ class Interpreter {
   Value eval_field(const ast::Field& fe, Frame& f);
   Value eval_index(const ast::Index& ix, Frame& f);
   Value eval_await(const ast::Await& a, Frame& f);
+  // "12: let y = compute(x) {", for the profiler.
+  std::string statement_label(const ast::Stmt& s) const;
   Value call_function(const Value& fn, CallArgs& args);
   Value call_user(const FunctionData& fn, CallArgs& args);
   void bind_typed_param(const ast::Param& p, const Value& v, Scope& scope, std::map<std::string, Span>& dim_sites);

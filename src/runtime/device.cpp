@@ -1,23 +1,73 @@
 #include "runtime/device.hpp"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
 
+#include "cir/flop_count.hpp"
+#include "runtime/profiler.hpp"
+
 namespace zyntax {
+
+namespace {
+
+// A kernel's floating-point operations, counted once per kernel.
+double flops_of(const cir::Kernel& kernel, uint64_t key) {
+  static std::mutex mu;
+  static std::map<uint64_t, double> counted;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = counted.find(key);
+  if (it != counted.end()) return it->second;
+  return counted[key] = cir::count_flops(kernel).value_or(-1);
+}
+
+}  // namespace
 
 Tensor Device::run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                    const std::map<std::string, Scalar>& scalars) {
+  Profiler& profiler = Profiler::global();
+  if (!profiler.enabled()) return run_with_fallbacks(kernel, key, inputs, scalars, nullptr);
+  // Profiled: the kernel's own time, less the compile it triggered.
+  ProfileEvent e;
+  e.kind = ProfileEvent::Kind::Kernel;
+  e.name = kernel.name;
+  e.device = info().id;
+  e.start_ns = profiler.now_ns();
+  Profiler::Running running(e.name, e.device);
+  int64_t outer_compile = Profiler::take_compile_ns();
+  const Device* ran_on = this;
+  Tensor out = run_with_fallbacks(kernel, key, inputs, scalars, &ran_on);
+  e.device = ran_on->info().id;  // where it ran after any fallback
+  int64_t compile = Profiler::take_compile_ns();
+  e.duration_ns = profiler.now_ns() - e.start_ns - compile;
+  double device_ms = ran_on->last_kernel_milliseconds();
+  if (ran_on->info().type == "gpu" && device_ms >= 0) e.duration_ns = static_cast<int64_t>(device_ms * 1e6);
+  e.compiled = compile > 0;
+  for (const Tensor& t : inputs) e.bytes += t.nbytes();
+  e.bytes += out.nbytes();
+  e.flops = flops_of(kernel, key);
+  profiler.record(std::move(e));
+  Profiler::add_compile_ns(outer_compile + compile);  // an enclosing run subtracts it too
+  return out;
+}
+
+Tensor Device::run_with_fallbacks(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                                  const std::map<std::string, Scalar>& scalars, const Device** ran_on) {
   Attempt a = execute(kernel, key, inputs, scalars);
-  if (a.outcome == Outcome::Done) return std::move(a.result);
+  if (a.outcome == Outcome::Done) {
+    if (ran_on) *ran_on = this;
+    return std::move(a.result);
+  }
   // Unsupported: the host's compiled CPU device, unless this is it (or it
   // cannot either), then the reference executor. A failed check: the
   // reference executor, which says what failed and where.
   Device* next = a.outcome == Outcome::Unsupported && fallbacks_.host != this ? fallbacks_.host : fallbacks_.reference;
   if (next == this || !next)
     throw std::logic_error("device " + info().id + " cannot run kernel " + kernel.name + " and has no device to fall back on");
-  return next->run(kernel, key, inputs, scalars);
+  return next->run_with_fallbacks(kernel, key, inputs, scalars, ran_on);
 }
 
 Device* DeviceRegistry::find(const std::string& id) const {

@@ -113,6 +113,10 @@ class Device {
                           const std::map<std::string, Scalar>& scalars) = 0;
 
  private:
+  // run() without the profiler: execute() and the fallback policy; where it
+  // ran goes to *ran_on when given.
+  Tensor run_with_fallbacks(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                            const std::map<std::string, Scalar>& scalars, const Device** ran_on);
   Fallbacks fallbacks_;
 };
 

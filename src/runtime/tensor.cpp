@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "runtime/host_block_cache.hpp"
+#include "runtime/profiler.hpp"
 
 namespace zyntax {
 
@@ -254,7 +255,11 @@ std::shared_ptr<const DeviceMirror> Tensor::Residence::mirror() {
 void Tensor::Residence::set(std::shared_ptr<const DeviceMirror> m, bool host_current) {
   std::lock_guard<std::mutex> lock(mu_);
   // The host's bytes become current before the only copy of them goes.
-  if ((host_current || !m) && state_.load(std::memory_order_relaxed) == kDeviceOnly) mirror_->download(host_, bytes_);
+  if ((host_current || !m) && state_.load(std::memory_order_relaxed) == kDeviceOnly) {
+    ProfileSpan copy(ProfileEvent::Kind::Copy, "device -> host", mirror_->device());
+    copy.event().bytes = bytes_;
+    mirror_->download(host_, bytes_);
+  }
   mirror_ = std::move(m);
   state_.store(!mirror_ ? kHostOnly : host_current ? kBoth : kDeviceOnly, std::memory_order_release);
 }
@@ -270,6 +275,8 @@ void Tensor::Residence::discard() {
 void Tensor::Residence::fetch(bool drop_mirror) {
   std::lock_guard<std::mutex> lock(mu_);
   if (state_.load(std::memory_order_relaxed) == kDeviceOnly) {
+    ProfileSpan copy(ProfileEvent::Kind::Copy, "device -> host", mirror_->device());
+    copy.event().bytes = bytes_;
     mirror_->download(host_, bytes_);
     state_.store(kBoth, std::memory_order_release);
   }

@@ -585,7 +585,7 @@ class Checker {
     }
     if (name == "shape") return StaticType::of(K::List);
     if (name == "len" || name == "int") return StaticType::integer();
-    if (name == "float") return StaticType::of(K::Float);
+    if (name == "float" || name == "time") return StaticType::of(K::Float);
     if (name == "bool" || name == "allclose") return StaticType::of(K::Bool);
     if (name == "str") return StaticType::of(K::Str);
     if (name == "print" || name == "println" || name == "save" || name == "assert") return StaticType::of(K::None);

@@ -205,6 +205,32 @@ def main():
     rc, _, err = run(z, "run", EXAMPLE, "--simd", "mmx")
     expect("unknown --simd level is a usage error", rc == 2, err)
 
+    # --profile and --trace: per kernel a row, and a trace Perfetto reads.
+    with tempfile.TemporaryDirectory() as tmp:
+        import json
+        trace = os.path.join(tmp, "trace.json")
+        env = dict(os.environ, ZYNTAX_CACHE_DIR=os.path.join(tmp, "cache"))
+        p = subprocess.run([z, "run", "--profile", "--trace", trace, EXAMPLE], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=300)
+        err = p.stderr.decode()
+        kernels = ["qkv", "attn_out", "projected", "normed", "ffn_out", "output"]
+        rows = [l for l in err.splitlines() if l.split() and l.split()[0] in kernels]
+        expect("--profile prints a row per kernel", p.returncode == 0 and "compile ms" in err and "GFLOP/s" in err
+               and len(rows) == 6 and all(r.split()[2] == "2" and r.split()[4] == "1" for r in rows), err)
+        events = json.load(open(trace))["traceEvents"] if os.path.exists(trace) else []
+        cats = {e.get("cat") for e in events}
+        kernel_events = [e for e in events if e.get("cat") == "kernel"]
+        expect("--trace writes host, compile and kernel events",
+               {"host", "compile", "kernel"} <= cats and len(kernel_events) == 12
+               and all(e["dur"] >= 0 and e["args"]["device"] for e in kernel_events), str(cats))
+        rc, _, err = run(z, "run", "--trace", os.path.join(tmp, "no", "such", "dir.json"), EXAMPLE)
+        expect("an unwritable trace file exits 1", rc == 1 and "cannot write the trace" in err, err)
+        clock = os.path.join(tmp, "clock.zynml")
+        with open(clock, "w") as f:
+            f.write("let t0 = time()\nlet x = sum(ones([1000]))\nlet t1 = time()\nprint(t1 >= t0, t0 >= 0.0)\n")
+        rc, out, err = run(z, "run", clock)
+        expect("time() reads a monotonic clock in seconds", rc == 0 and out.strip() == "true true", out + err)
+
     # The on-disk kernel cache: filled by a first run, used by a second, and a
     # corrupt entry is rebuilt, never run.
     with tempfile.TemporaryDirectory() as cache:

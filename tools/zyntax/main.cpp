@@ -31,6 +31,8 @@
 #include "plan/gpu_plan.hpp"
 #include "runtime/device.hpp"
 #include "runtime/launch.hpp"
+#include "runtime/profile_report.hpp"
+#include "runtime/profiler.hpp"
 #include "runtime/thread_pool.hpp"
 #include "lower/check_program.hpp"
 #include "support/stack.hpp"
@@ -56,7 +58,12 @@ LoadedModule* load_and_check(Session& session, const std::string& path, std::vec
   return m;
 }
 
-int run_command(const std::string& path, const std::string& device, uint64_t seed, bool verbose) {
+struct ProfileOptions {
+  bool table = false;  // --profile
+  std::string trace;   // --trace FILE
+};
+
+int run_command(const std::string& path, const std::string& device, uint64_t seed, bool verbose, const ProfileOptions& profile) {
   if (verbose) {
     if (Device* d = device_registry().find(device)) {
       std::cerr << "zyntax: device " << device;
@@ -80,8 +87,22 @@ int run_command(const std::string& path, const std::string& device, uint64_t see
   options.out = &std::cout;
   Interpreter interp(session, options);
   size_t before = session.diags().diagnostics().size();
+  if (profile.table || !profile.trace.empty()) Profiler::global().enable();
   bool ok = interp.run(*m);
   std::cout.flush();
+  if (profile.table || !profile.trace.empty()) {
+    std::vector<ProfileEvent> events = Profiler::global().events();
+    if (profile.table) print_profile(events, Profiler::global().now_ns(), std::cerr);
+    if (!profile.trace.empty()) {
+      std::ofstream trace(profile.trace);
+      write_chrome_trace(events, trace);
+      trace.flush();
+      if (!trace) {
+        std::cerr << "zyntax: error: cannot write the trace to " << profile.trace << "\n";
+        return kProgramError;
+      }
+    }
+  }
   if (!ok) {
     DiagnosticEngine runtime_errors(session.sources());
     for (size_t i = before; i < session.diags().diagnostics().size(); ++i)
@@ -503,6 +524,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_option("--seed", seed, "Seed of rand()/randn() calls that give none")->capture_default_str();
   run->add_flag("--print-passes", print_passes, "Print each kernel's CIR after every pass to standard error");
+  ProfileOptions profile;
+  run->add_flag("--profile", profile.table,
+                "After the run, print per kernel and device to standard error: launches, compile time, cache hits, total and "
+                "mean time, GB/s, GFLOP/s");
+  run->add_option("--trace", profile.trace,
+                  "Write a Chrome/Perfetto trace (JSON) of host statements, compiles, kernels, copies and waits to this file");
   bool verbose = false;
   run->add_flag("-v,--verbose", verbose, "Say which device the default (auto) is, and why not a GPU");
   int threads = 0;
@@ -559,7 +586,7 @@ int main(int argc, char** argv) {
     setenv("ZYNTAX_CPU_SIMD", simd.c_str(), 1);
   }
   try {
-    if (run->parsed()) return with_deep_stack([&] { return run_command(path, device, seed, verbose); });
+    if (run->parsed()) return with_deep_stack([&] { return run_command(path, device, seed, verbose, profile); });
     if (check->parsed()) return with_deep_stack([&] { return check_command(path); });
     if (compile->parsed()) {
       bool gpu = backend == "nvptx" || backend == "cuda";

@@ -36,7 +36,7 @@ class LlvmCpuDevice : public Device {
     std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
     if (!plan->kernel) return Attempt::unsupported();
     const cir::Kernel* native = &*plan->kernel;
-    const CpuJit::Compiled& c = CpuJit::instance().compile(*native, plan->hash);
+    const CpuJit::Compiled& c = *plan->compiled;
 
     // One pointer per parameter: tensor data, or the scalar's value in its dtype.
     codegen::KernelOperands ops = codegen::prepare_operands(kernel, inputs, scalars, !plan->writes_whole_output);
@@ -66,7 +66,7 @@ class LlvmCpuDevice : public Device {
     if (!plan->kernel || kernel.kind == cir::KernelKind::Reduce) return Share::Unsupported;
     std::optional<codegen::OuterLoop> outer = codegen::outer_parallel_loop(*plan->kernel);
     if (!outer) return Share::Unsupported;
-    const CpuJit::Compiled& c = CpuJit::instance().compile(*plan->kernel, plan->hash);
+    const CpuJit::Compiled& c = *plan->compiled;
     codegen::KernelOperands ops = codegen::prepare_operands_into(kernel, inputs, scalars, out);
     std::vector<void*> args;
     for (const codegen::KernelOperands::Operand& o : ops.params)
@@ -82,10 +82,11 @@ class LlvmCpuDevice : public Device {
   }
 
  private:
-  // The kernel as it is compiled (see cpu_plan.hpp); none when it runs on
-  // the reference executor.
+  // The kernel as it is compiled (see cpu_plan.hpp) and its machine code;
+  // none when it runs on the reference executor.
   struct Plan {
     std::optional<cir::Kernel> kernel;
+    const CpuJit::Compiled* compiled = nullptr;  // the JIT keeps it for the process
     uint64_t hash = 0;
     bool writes_whole_output = false;
   };
@@ -101,7 +102,10 @@ class LlvmCpuDevice : public Device {
     CpuPlan p = plan_cpu_kernel(kernel, pool().size(), CpuJit::instance().target().vector_bits);
     plan->kernel = std::move(p.kernel);
     plan->writes_whole_output = p.writes_whole_output;
-    if (plan->kernel) plan->hash = cir::hash_kernel(*plan->kernel);
+    if (plan->kernel) {
+      plan->hash = cir::hash_kernel(*plan->kernel);
+      plan->compiled = &CpuJit::instance().compile(*plan->kernel, plan->hash);
+    }
     return plan;
   }
 

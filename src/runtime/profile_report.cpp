@@ -1,0 +1,136 @@
+#include "runtime/profile_report.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+
+namespace zyntax {
+
+namespace {
+
+struct KernelRow {
+  std::string name, device;
+  int64_t launches = 0, compiles = 0;
+  int64_t compile_ns = 0, run_ns = 0;
+  double bytes = 0, flops = 0;
+  bool flops_known = true;
+  int64_t first_ns = 0;
+};
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+const char* category(ProfileEvent::Kind k) {
+  switch (k) {
+    case ProfileEvent::Kind::Host: return "host";
+    case ProfileEvent::Kind::Compile: return "compile";
+    case ProfileEvent::Kind::Kernel: return "kernel";
+    case ProfileEvent::Kind::Copy: return "copy";
+    case ProfileEvent::Kind::Wait: return "wait";
+  }
+  return "host";
+}
+
+}  // namespace
+
+void print_profile(const std::vector<ProfileEvent>& events, int64_t wall_ns, std::ostream& out) {
+  std::map<std::pair<std::string, std::string>, KernelRow> rows;
+  int64_t copy_ns = 0, wait_ns = 0;
+  double copy_bytes = 0;
+  for (const ProfileEvent& e : events) {
+    if (e.kind == ProfileEvent::Kind::Copy) copy_ns += e.duration_ns, copy_bytes += static_cast<double>(e.bytes);
+    if (e.kind == ProfileEvent::Kind::Wait) wait_ns += e.duration_ns;
+    if (e.kind != ProfileEvent::Kind::Kernel && e.kind != ProfileEvent::Kind::Compile) continue;
+    KernelRow& r = rows[{e.name, e.device}];
+    if (r.launches == 0 && r.compiles == 0) r.first_ns = e.start_ns;
+    r.name = e.name;
+    r.device = e.device;
+    if (e.kind == ProfileEvent::Kind::Compile) {
+      r.compile_ns += e.duration_ns;
+      continue;
+    }
+    ++r.launches;
+    r.compiles += e.compiled;
+    r.run_ns += e.duration_ns;
+    r.bytes += static_cast<double>(e.bytes);
+    if (e.flops < 0) r.flops_known = false;
+    else r.flops += e.flops;
+  }
+  std::vector<KernelRow> sorted;
+  for (auto& [key, r] : rows) sorted.push_back(r);
+  std::sort(sorted.begin(), sorted.end(), [](const KernelRow& a, const KernelRow& b) { return a.run_ns > b.run_ns; });
+
+  std::vector<std::vector<std::string>> table = {
+      {"kernel", "device", "launches", "compile ms", "cache hits", "total ms", "mean ms", "GB/s", "GFLOP/s"}};
+  int64_t kernel_ns = 0, compile_ns = 0;
+  for (const KernelRow& r : sorted) {
+    kernel_ns += r.run_ns;
+    compile_ns += r.compile_ns;
+    double seconds = static_cast<double>(r.run_ns) * 1e-9;
+    table.push_back({r.name, r.device, std::to_string(r.launches), fixed(r.compile_ns * 1e-6, 1),
+                     std::to_string(r.launches - r.compiles), fixed(r.run_ns * 1e-6, 3),
+                     r.launches ? fixed(r.run_ns * 1e-6 / static_cast<double>(r.launches), 3) : "-",
+                     seconds > 0 ? fixed(r.bytes / seconds * 1e-9, 2) : "-",
+                     seconds > 0 && r.flops_known ? fixed(r.flops / seconds * 1e-9, 2) : "-"});
+  }
+  std::vector<size_t> width(table[0].size(), 0);
+  for (const auto& row : table)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  out << "profile: " << fixed(wall_ns * 1e-6, 1) << " ms in all; kernels " << fixed(kernel_ns * 1e-6, 1)
+      << " ms, compiling " << fixed(compile_ns * 1e-6, 1) << " ms, copies to the host " << fixed(copy_ns * 1e-6, 1) << " ms ("
+      << fixed(copy_bytes / 1048576.0, 1) << " MiB), waiting on async launches " << fixed(wait_ns * 1e-6, 1) << " ms\n";
+  if (sorted.empty()) {
+    out << "  no kernels ran\n";
+    return;
+  }
+  for (const auto& row : table) {
+    out << " ";
+    for (size_t c = 0; c < row.size(); ++c) {
+      std::string pad(width[c] - row[c].size(), ' ');
+      out << "  " << (c < 2 ? row[c] + pad : pad + row[c]);  // names left, numbers right
+    }
+    out << "\n";
+  }
+}
+
+void write_chrome_trace(const std::vector<ProfileEvent>& events, std::ostream& out) {
+  out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  out << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"args\": {\"name\": \"zyntax\"}}";
+  for (const ProfileEvent& e : events) {
+    out << ",\n{\"name\": " << json_string(e.name) << ", \"cat\": \"" << category(e.kind) << "\", \"ph\": \"X\", \"ts\": "
+        << fixed(e.start_ns * 1e-3, 3) << ", \"dur\": " << fixed(e.duration_ns * 1e-3, 3) << ", \"pid\": 1, \"tid\": " << e.thread
+        << ", \"args\": {";
+    std::string args;
+    if (!e.device.empty()) args += "\"device\": " + json_string(e.device);
+    if (e.bytes) args += std::string(args.empty() ? "" : ", ") + "\"bytes\": " + std::to_string(e.bytes);
+    if (e.kind == ProfileEvent::Kind::Kernel) {
+      args += std::string(args.empty() ? "" : ", ") + "\"compiled\": " + (e.compiled ? "true" : "false");
+      if (e.flops >= 0) args += ", \"flops\": " + fixed(e.flops, 0);
+    }
+    out << args << "}}";
+  }
+  out << "\n]}\n";
+}
+
+}  // namespace zyntax
