@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "driver/session.hpp"
+#include "driver/stdlib.hpp"
 #include "lower/check_program.hpp"
 
 namespace zyntax::api {

@@ -23,7 +23,4 @@ class OpLibrary {
   std::map<std::string, std::unique_ptr<CompiledCompute>> ops_;
 };
 
-// The embedded sources: (file name, text) of each stdlib/*.zynml.
-const std::map<std::string, std::string>& stdlib_sources();
-
 }  // namespace zyntax::api

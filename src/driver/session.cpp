@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "driver/stdlib.hpp"
 #include "support/bounded_read.hpp"
 #include "syntax/parser.hpp"
 
@@ -105,6 +106,10 @@ class KernelNamer {
 LoadedModule* Session::load(const std::string& path, Span site) {
   auto it = modules_.find(path);
   if (it != modules_.end()) return it->second.get();
+  if (path.rfind(kStdlibPrefix, 0) == 0) {
+    auto embedded = stdlib_sources().find("stdlib/" + path.substr(std::string(kStdlibPrefix).size()));
+    if (embedded != stdlib_sources().end()) return add(path, embedded->second);
+  }
   std::string why;
   std::optional<std::string> text = read_regular_file(path, kMaxSourceBytes, &why);
   if (!text) {
@@ -147,7 +152,12 @@ std::string Session::resolve_import(const ast::Import& imp, const LoadedModule& 
   std::filesystem::path rel = imp.path;
   if (!imp.quoted) rel += ".zynml";
   if (rel.is_absolute()) return rel.string();
-  return (std::filesystem::path(from.path).parent_path() / rel).lexically_normal().string();
+  std::string beside = (std::filesystem::path(from.path).parent_path() / rel).lexically_normal().string();
+  // `import nn`: a file next to the importer comes first, then the stdlib.
+  std::error_code ec;
+  if (!imp.quoted && !std::filesystem::exists(beside, ec) && stdlib_sources().count("stdlib/" + rel.string()))
+    return kStdlibPrefix + rel.string();
+  return beside;
 }
 
 }  // namespace zyntax

@@ -5,6 +5,7 @@
 
 #include "interp/builtins_args.hpp"
 #include "runtime/npy.hpp"
+#include "runtime/npz.hpp"
 
 namespace zyntax {
 
@@ -22,23 +23,44 @@ Value print(const Invocation& inv) {
   return Value::none();
 }
 
-// The library's messages already name the file.
+bool is_npz(const std::string& path) { return path.size() > 4 && path.ends_with(".npz"); }
+
+// A .npy file is a tensor; a .npz archive a record of its arrays (by the
+// names they were saved under). The library's messages already name the file.
 Value load(const Invocation& inv) {
   Args a(inv, {{"path"}});
   const std::string& path = a.str(0);
   try {
-    return Value::of_tensor(load_npy(path));
+    if (!is_npz(path)) return Value::of_tensor(load_npy(path));
+    std::vector<std::pair<std::string, Value>> fields;
+    for (auto& [name, t] : load_npz(path)) fields.emplace_back(name, Value::of_tensor(std::move(t)));
+    return Value::of_record(std::move(fields));
   } catch (const DataError& e) {
     a.fail_call(e.what());
   }
 }
 
+// save(tensor, "x.npy"); save(record of tensors, "x.npz") (a tensor alone
+// into a .npz is its "arr_0", as NumPy names it).
 Value save(const Invocation& inv) {
-  Args a(inv, {{"tensor"}, {"path"}});
-  const Tensor& t = a.tensor(0);
+  Args a(inv, {{"value"}, {"path"}});
   const std::string& path = a.str(1);
   try {
-    save_npy(t, path);
+    if (!is_npz(path)) {
+      save_npy(a.tensor(0), path);
+      return Value::none();
+    }
+    std::vector<std::pair<std::string, Tensor>> arrays;
+    if (a[0].kind == Value::Kind::Record) {
+      for (const auto& [name, v] : a[0].record->fields) {
+        if (v.kind != Value::Kind::Tensor)
+          a.fail_call("field '" + name + "' is " + type_name(v) + "; a .npz archive holds tensors");
+        arrays.emplace_back(name, v.tensor);
+      }
+    } else {
+      arrays.emplace_back("arr_0", a.tensor(0));
+    }
+    save_npz(arrays, path);
   } catch (const DataError& e) {
     a.fail_call(e.what());
   }

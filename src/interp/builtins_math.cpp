@@ -1,5 +1,7 @@
 // Element-wise builtins: every math function of support/scalar.hpp on
-// numbers and tensors, plus matmul, where and allclose.
+// numbers and tensors, plus matmul, where, allclose and assert_close.
+#include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "interp/builtins_args.hpp"
@@ -71,6 +73,48 @@ Value allclose(const Invocation& inv) {
   return Value::of_bool(reduce(ReduceOp::And, close, std::nullopt, false).get(0).truthy());
 }
 
+// allclose as a check for tests: on failure an error at the call that says
+// how many elements differ and shows the worst one (its index, both values,
+// the difference and the tolerance there).
+Value assert_close(const Invocation& inv) {
+  Args a(inv, {{"actual"}, {"expected"}, {"rtol", kOptional}, {"atol", kOptional}});
+  for (size_t k = 0; k < 2; ++k)
+    if (a[k].kind != Value::Kind::Tensor && !a[k].is_number()) a.wrong_type(k, "a number or a tensor");
+  double rtol = a.number_or(2, 1e-5), atol = a.number_or(3, 1e-8);
+  Tensor x = tensor_of(a[0]).astype(DType::F64), y = tensor_of(a[1]).astype(DType::F64);
+  Shape shape = broadcast_shapes("assert_close", x.shape(), y.shape());
+  Tensor zero = Tensor::zeros(DType::F64, shape);  // adding it broadcasts
+  x = binary(BinaryOp::Add, x, zero);
+  y = binary(BinaryOp::Add, y, zero);
+  int64_t n = x.numel(), bad = 0, worst = -1;
+  double worst_excess = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    double u = x.get_f64(i), v = y.get_f64(i);
+    if (u == v) continue;
+    double diff = std::fabs(u - v), tol = atol + rtol * std::fabs(v);
+    bool nan = std::isnan(u) || std::isnan(v);
+    if (!nan && diff <= tol) continue;
+    ++bad;
+    double excess = nan || std::isinf(diff) ? INFINITY : diff / (tol > 0 ? tol : 1e-300);
+    if (excess > worst_excess) worst_excess = excess, worst = i;
+  }
+  if (bad == 0) return Value::none();
+  std::string at = "[";
+  int64_t rest = worst;
+  std::vector<int64_t> index(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = shape[d] ? rest % shape[d] : 0;
+    rest = shape[d] ? rest / shape[d] : 0;
+  }
+  for (size_t d = 0; d < index.size(); ++d) at += (d ? ", " : "") + std::to_string(index[d]);
+  at += "]";
+  double u = x.get_f64(worst), v = y.get_f64(worst);
+  char detail[320];
+  std::snprintf(detail, sizeof detail, "worst at %s: %.9g, expected %.9g (difference %.3g, tolerance %.3g = atol %g + rtol %g * |expected|)",
+                at.c_str(), u, v, std::fabs(u - v), atol + rtol * std::fabs(v), atol, rtol);
+  a.fail_call(std::to_string(bad) + " of " + std::to_string(n) + " elements differ; " + detail);
+}
+
 std::vector<BuiltinEntry> entries() {
   std::vector<BuiltinEntry> out;
   for (int k = 0; k <= static_cast<int>(kLastMathFn); ++k) {
@@ -80,6 +124,7 @@ std::vector<BuiltinEntry> entries() {
   out.push_back({"matmul", matmul_tensors});
   out.push_back({"where", where_tensor});
   out.push_back({"allclose", allclose});
+  out.push_back({"assert_close", assert_close});
   return out;
 }
 

@@ -16,7 +16,7 @@ namespace zyntax {
 namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
-constexpr const char* kSupported = "(supported: f32, f64, i32, i64, u8, bool)";
+constexpr const char* kSupported = "(supported: f16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool)";
 // Deeper nesting than any real header; the limit keeps the parser's recursion bounded.
 constexpr int kMaxHeaderDepth = 32;
 
@@ -28,8 +28,9 @@ struct NpyType {
 };
 
 const NpyType kNpyTypes[] = {
-    {DType::F32, "f4"}, {DType::F64, "f8"}, {DType::I32, "i4"},
-    {DType::I64, "i8"}, {DType::U8, "u1"},  {DType::Bool, "b1"},
+    {DType::F16, "f2"}, {DType::F32, "f4"}, {DType::F64, "f8"}, {DType::I8, "i1"},  {DType::I16, "i2"},
+    {DType::I32, "i4"}, {DType::I64, "i8"}, {DType::U8, "u1"},  {DType::U16, "u2"}, {DType::U32, "u4"},
+    {DType::U64, "u8"}, {DType::Bool, "b1"},
 };
 
 // One value of the Python literal that a .npy header holds.
@@ -333,8 +334,9 @@ Tensor load_npy(const std::string& path) {
   return parse_npy(*bytes, path);
 }
 
-void save_npy(const Tensor& t, const std::string& path) {
-  std::string bytes = encode(t, path);
+void save_npy(const Tensor& t, const std::string& path) { write_file_bytes(encode(t, path), path); }
+
+void write_file_bytes(const std::string& bytes, const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) fail(path, std::string("cannot open file for writing: ") + std::strerror(errno));
   bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();

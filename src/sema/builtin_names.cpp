@@ -22,7 +22,7 @@ const std::vector<std::string>& builtin_names() {
         // devices and memory
         "compute_devices", "to_device", "allocate", "memory_pool",
         // tensor math beyond the element-wise functions
-        "matmul", "where", "allclose"};
+        "matmul", "where", "allclose", "assert_close"};
     // Every element-wise math function (min and max are reductions above).
     for (int k = 0; k <= static_cast<int>(kLastMathFn); ++k) {
       MathFn fn = static_cast<MathFn>(k);

@@ -48,6 +48,12 @@ def main():
     with open(path("f32_truncated.npy"), "wb") as f:
         f.write(full[:-6])
 
+    # Archives: stored (np.savez) and deflated (np.savez_compressed), and f16.
+    np.savez(path("stored.npz"), weights=np.arange(6, dtype="<f4").reshape(2, 3), ids=np.array([7, -1], dtype="<i8"))
+    np.savez_compressed(path("deflated.npz"), half=np.array([0.5, -2, 65504], dtype="<f2"),
+                        small=np.arange(4, dtype="<u2"))
+    np.save(path("f16_vec.npy"), np.array([1.5, -0.25, 65504, 6e-8], dtype="<f2"))
+
 
 if __name__ == "__main__":
     main()
