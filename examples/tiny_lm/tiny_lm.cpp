@@ -6,10 +6,13 @@
 // wiring and nothing numeric of its own.
 //
 //   tiny_lm [--device auto|cpu|cuda:0] [--steps 300] [--data FILE] [--seed N]
-//           [--check-gradients] [--quiet]
+//           [--log metrics.csv] [--check-gradients] [--quiet]
 //
 // Trains on the text (by default the King James Genesis and Exodus, public
-// domain), printing step, loss and tokens/s, then samples from the model.
+// domain), printing step, loss and tokens/s (a progress bar on a terminal, a
+// line every tenth of the run otherwise), then samples from the model.
+// --log writes step, loss, smoothed loss, tokens/s and seconds per step as
+// CSV.
 // --check-gradients compares the gradient of a tiny model with central
 // finite differences of its loss and exits.
 #include <zyntax/zyntax.hpp>
@@ -17,7 +20,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <unistd.h>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -293,6 +299,7 @@ int main(int argc, char** argv) {
   size_t steps = 300;
   uint32_t seed = 1;
   bool gradients = false, quiet = false;
+  std::string log_path;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -305,8 +312,11 @@ int main(int argc, char** argv) {
     else if (a == "--seed") seed = static_cast<uint32_t>(std::stoul(next()));
     else if (a == "--check-gradients") gradients = true;
     else if (a == "--quiet") quiet = true;
+    else if (a == "--log") log_path = next();
     else {
-      std::fprintf(stderr, "usage: tiny_lm [--device ID] [--steps N] [--data FILE] [--seed N] [--check-gradients] [--quiet]\n");
+      std::fprintf(stderr,
+                   "usage: tiny_lm [--device ID] [--steps N] [--data FILE] [--seed N] [--log FILE.csv] [--check-gradients] "
+                   "[--quiet]\n");
       return 2;
     }
   }
@@ -323,6 +333,15 @@ int main(int argc, char** argv) {
     for (Param& p : model.params()) n_params += p.value.size();
     std::printf("tiny_lm on %s (%s): %zu characters of text, vocabulary %zu (ln %.2f), %zu parameters\n", dev.id().c_str(),
                 dev.description().name.c_str(), all.size(), cfg.vocab, std::log(double(cfg.vocab)), n_params);
+    std::FILE* log = nullptr;
+    if (!log_path.empty()) {
+      log = std::fopen(log_path.c_str(), "w");
+      if (!log) throw std::runtime_error("cannot write " + log_path + ": " + std::strerror(errno));
+      std::fprintf(log, "step,loss,smoothed_loss,tokens_per_second,seconds\n");
+    }
+    // A progress bar redrawn in place only on a terminal; elsewhere (a log
+    // file, CI) a line every tenth of the run.
+    bool terminal = isatty(fileno(stdout));
     std::mt19937 gen(seed);
     std::uniform_int_distribution<size_t> start(0, all.size() - cfg.seq - 2);
     auto t0 = std::chrono::steady_clock::now();
@@ -339,20 +358,26 @@ int main(int argc, char** argv) {
       }
       smoothed = 0.9 * smoothed + 0.1 * loss;
       last = loss;
-      double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - warm).count();
+      auto now = std::chrono::steady_clock::now();
+      double secs = std::chrono::duration<double>(now - warm).count();
       double tps = step > 1 ? double((step - 1) * cfg.seq) / secs : 0;
-      if (!quiet || step == steps) {
+      if (log) std::fprintf(log, "%zu,%.6f,%.6f,%.1f,%.6f\n", step, loss, smoothed, tps,
+                            std::chrono::duration<double>(now - t0).count());
+      if (terminal && (!quiet || step == steps)) {
         int filled = static_cast<int>(30 * step / steps);
         std::printf("\rstep %4zu/%zu [%.*s%*s] loss %.3f (avg %.3f)  %.0f tokens/s", step, steps, filled,
                     "==============================", 30 - filled, "", loss, smoothed, tps);
         std::fflush(stdout);
+      } else if (!terminal && (step == steps || (!quiet && step % std::max<size_t>(1, steps / 10) == 0))) {
+        std::printf("step %zu/%zu loss %.3f (avg %.3f) %.0f tokens/s\n", step, steps, loss, smoothed, tps);
       }
     }
+    if (log && std::fclose(log) != 0) throw std::runtime_error("cannot write " + log_path);
     auto end = std::chrono::steady_clock::now();
     double secs = std::chrono::duration<double>(end - t0).count();
     double steady = std::chrono::duration<double>(end - warm).count();
-    std::printf("\nloss %.3f -> %.3f (smoothed %.3f) in %zu steps, %.1f s (first step %.2f s); %.0f tokens/s after the first step\n",
-                first, last, smoothed, steps, secs, secs - steady, steps > 1 ? double((steps - 1) * cfg.seq) / steady : 0.0);
+    std::printf("%sloss %.3f -> %.3f (smoothed %.3f) in %zu steps, %.1f s (first step %.2f s); %.0f tokens/s after the first step\n",
+                terminal ? "\n" : "", first, last, smoothed, steps, secs, secs - steady, steps > 1 ? double((steps - 1) * cfg.seq) / steady : 0.0);
     std::printf("sample: %s\n", sample(model, tok, cfg, "And God said", 200, seed).c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tiny_lm: error: %s\n", e.what());

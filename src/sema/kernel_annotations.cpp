@@ -1,6 +1,10 @@
 #include "sema/kernel_annotations.hpp"
 
 #include <cstdint>
+#include <string>
+#include <vector>
+
+#include "support/nearest_name.hpp"
 
 namespace zyntax {
 
@@ -10,6 +14,17 @@ const char* kKernelKinds =
     "elementwise, reduce(op[, axis=k]), matmul, batched_matmul, conv2d, conv2d_depthwise, attention, "
     "flash_attention, fused";
 const char* kAnnotations = "@kernel, @workgroup, @shared, @broadcast, @tile, @device, @parallel, @precision, @async";
+const std::vector<std::string> kKernelKindNames = {"elementwise", "reduce", "matmul", "batched_matmul", "conv2d",
+                                                   "conv2d_depthwise", "attention", "flash_attention", "fused"};
+const std::vector<std::string> kAnnotationNames = {"kernel", "workgroup", "shared", "broadcast", "tile",
+                                                   "device", "parallel", "precision", "async"};
+
+// "did you mean 'elementwise'? (one of ...)" or just the list.
+std::string suggestion(const std::string& word, const std::vector<std::string>& names, const std::string& all,
+                       const std::string& prefix = "") {
+  std::string near = nearest_name(word, names);
+  return (near.empty() ? "" : "did you mean '" + prefix + near + "'? ") + all;
+}
 
 class Reader {
  public:
@@ -82,14 +97,16 @@ class Reader {
       out_.is_async = true;
       return;
     }
-    diags_.error(a.name_span, "unknown annotation '@" + a.name + "'").with_hint(std::string("known: ") + kAnnotations);
+    diags_.error(a.name_span, "unknown annotation '@" + a.name + "'")
+        .with_hint(suggestion(a.name, kAnnotationNames, std::string("(known: ") + kAnnotations + ")", "@"));
   }
 
   void kernel(const ast::Annotation& a) {
     if (seen(a)) return;
     auto kind = cir::parse_kernel_kind(a.word);
     if (!kind) {
-      diags_.error(a.word_span, "unknown kernel type '" + a.word + "'").with_hint(std::string("one of ") + kKernelKinds);
+      diags_.error(a.word_span, "unknown kernel type '" + a.word + "'")
+          .with_hint(suggestion(a.word, kKernelKindNames, std::string("(one of ") + kKernelKinds + ")"));
       return;
     }
     out_.kind = *kind;

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <charconv>
 #include <filesystem>
@@ -35,6 +36,7 @@
 #include "runtime/profiler.hpp"
 #include "runtime/thread_pool.hpp"
 #include "lower/check_program.hpp"
+#include "support/nearest_name.hpp"
 #include "support/stack.hpp"
 #include "syntax/ast_printer.hpp"
 
@@ -413,6 +415,24 @@ int compile_to(Session& session, LoadedModule& mod, const std::vector<CheckedKer
   LoadedModule* m = &mod;
   const std::string& emit = o.emit;
   const std::string& output = o.output;
+  if (!o.sizes_from_run) {
+    // Every --dim names a dimension of a kernel compiled here (n, m as the
+    // program's types name them; a.d0 for an input whose type it does not give).
+    std::vector<std::string> known;
+    for (const CheckedKernel& k : kernels)
+      if (k.deferred.empty() && (o.kernel.empty() || session.kernel_name(k.node) == o.kernel))
+        for (const cir::DimParam& d : k.kernel.dims) known.push_back(d.name);
+    for (const std::string& g : o.dims) {
+      std::string name = g.substr(0, g.find('='));
+      if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+      std::string near = nearest_name(name, known), list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      std::cerr << "zyntax: error: --dim " << g << ": no kernel " << (o.kernel.empty() ? "" : "'" + o.kernel + "' ")
+                << "has a dimension '" << name << "'" << (near.empty() ? "" : " (did you mean '" + near + "'?)")
+                << (list.empty() ? std::string("; its kernels have none") : "; dimensions: " + list) << "\n";
+      return kUsageError;
+    }
+  }
   if (o.backend == "vulkan") {
     if (o.emit == "spirv" && (output.empty() || output == "-")) {
       std::cerr << "zyntax: error: --emit spirv needs -o FILE\n";
@@ -461,13 +481,20 @@ int compile_to(Session& session, LoadedModule& mod, const std::vector<CheckedKer
     }
   } else {
     if (kernels.empty()) text = "// " + path + " has no compute blocks\n";
-    for (size_t i = 0; i < kernels.size(); ++i) {
-      const CheckedKernel& k = kernels[i];
-      if (i) text += "\n";
-      if (!k.deferred.empty())
-        text += "// kernel " + session.kernel_name(k.node) + ": lowered when it runs (" + k.deferred + ")\n";
-      else
-        text += cir::print(k.kernel);
+    try {
+      bool first = true;
+      for (const CheckedKernel& k : kernels) {
+        if (!o.kernel.empty() && session.kernel_name(k.node) != o.kernel) continue;
+        if (!first) text += "\n";
+        first = false;
+        if (!k.deferred.empty())
+          text += "// kernel " + session.kernel_name(k.node) + ": lowered when it runs (" + k.deferred + ")\n";
+        else
+          text += cir::print(with_dims(k.kernel, o.dims));  // specialised where --dim gives sizes
+      }
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "zyntax: error: " << e.what() << "\n";
+      return kUsageError;
     }
   }
   if (output.empty() || output == "-") {
