@@ -43,7 +43,7 @@ Value load(const Invocation& inv) {
 // save(tensor, "x.npy"); save(record of tensors, "x.npz") (a tensor alone
 // into a .npz is its "arr_0", as NumPy names it).
 Value save(const Invocation& inv) {
-  Args a(inv, {{"value"}, {"path"}});
+  Args a(inv, {{"tensor"}, {"path"}});
   const std::string& path = a.str(1);
   try {
     if (!is_npz(path)) {

@@ -19,11 +19,11 @@ const std::vector<std::string> kKernelKindNames = {"elementwise", "reduce", "mat
 const std::vector<std::string> kAnnotationNames = {"kernel", "workgroup", "shared", "broadcast", "tile",
                                                    "device", "parallel", "precision", "async"};
 
-// "did you mean 'elementwise'? (one of ...)" or just the list.
+// "did you mean 'elementwise'? (one of ...)" or just "one of ...".
 std::string suggestion(const std::string& word, const std::vector<std::string>& names, const std::string& all,
                        const std::string& prefix = "") {
   std::string near = nearest_name(word, names);
-  return (near.empty() ? "" : "did you mean '" + prefix + near + "'? ") + all;
+  return near.empty() ? all : "did you mean '" + prefix + near + "'? (" + all + ")";
 }
 
 class Reader {
@@ -98,7 +98,7 @@ class Reader {
       return;
     }
     diags_.error(a.name_span, "unknown annotation '@" + a.name + "'")
-        .with_hint(suggestion(a.name, kAnnotationNames, std::string("(known: ") + kAnnotations + ")", "@"));
+        .with_hint(suggestion(a.name, kAnnotationNames, std::string("known: ") + kAnnotations, "@"));
   }
 
   void kernel(const ast::Annotation& a) {
@@ -106,7 +106,7 @@ class Reader {
     auto kind = cir::parse_kernel_kind(a.word);
     if (!kind) {
       diags_.error(a.word_span, "unknown kernel type '" + a.word + "'")
-          .with_hint(suggestion(a.word, kKernelKindNames, std::string("(one of ") + kKernelKinds + ")"));
+          .with_hint(suggestion(a.word, kKernelKindNames, std::string("one of ") + kKernelKinds));
       return;
     }
     out_.kind = *kind;
