@@ -25,6 +25,23 @@ std::pair<size_t, size_t> rows_of(const Array& a, const char* op) {
   return {len ? a.size() / len : 0, len};
 }
 
+// NCHW input and OIHW weights.
+Conv2dShape conv_shape(const Array& x, const Array& w, size_t stride_h, size_t stride_w, size_t pad_h, size_t pad_w) {
+  if (x.shape().size() != 4 || w.shape().size() != 4)
+    throw ShapeError("conv2d: the input must be 4-D [batch, channels, height, width] and the weight [out, in, kh, kw]");
+  Conv2dShape s;
+  s.batch = x.shape()[0], s.in_channels = x.shape()[1], s.height = x.shape()[2], s.width = x.shape()[3];
+  s.out_channels = w.shape()[0], s.kernel_h = w.shape()[2], s.kernel_w = w.shape()[3];
+  s.stride_h = stride_h, s.stride_w = stride_w, s.pad_h = pad_h, s.pad_w = pad_w;
+  if (w.shape()[1] != s.in_channels)
+    throw ShapeError("conv2d: the input has " + std::to_string(s.in_channels) + " channels, the weight takes " +
+                     std::to_string(w.shape()[1]));
+  if (stride_h == 0 || stride_w == 0) throw ShapeError("conv2d: strides must be positive");
+  if (s.height + 2 * pad_h < s.kernel_h || s.width + 2 * pad_w < s.kernel_w)
+    throw ShapeError("conv2d: the kernel is larger than the padded input");
+  return s;
+}
+
 PyArray shaped(Buffer b, std::vector<size_t> shape) { return {Array(std::move(b), std::move(shape)), nullptr}; }
 
 std::vector<Array> arrays_of(const std::vector<PyArray*>& in) {
@@ -124,6 +141,31 @@ PYBIND11_MODULE(_zyntax, m) {
         auto [rows, len] = rows_of(x.array, "rms_norm_backward");
         auto [gx, gw] = d.rms_norm_backward(x.array.buffer(), w.array.buffer(), g.array.buffer(), rows, len, eps);
         return py::make_tuple(shaped(gx, x.array.shape()), shaped(gw, {len}));
+      })
+      .def("conv2d", [](const ComputeDevice& d, const PyArray& x, const PyArray& w, const PyArray* bias, size_t stride_h,
+                        size_t stride_w, size_t pad_h, size_t pad_w) {
+        Conv2dShape s = conv_shape(x.array, w.array, stride_h, stride_w, pad_h, pad_w);
+        Buffer y = bias ? d.conv2d(x.array.buffer(), w.array.buffer(), bias->array.buffer(), s)
+                        : d.conv2d(x.array.buffer(), w.array.buffer(), s);
+        return shaped(y, {s.batch, s.out_channels, s.out_height(), s.out_width()});
+      }, py::arg("x"), py::arg("weight"), py::arg("bias").none(true), py::arg("stride_h"), py::arg("stride_w"),
+         py::arg("pad_h"), py::arg("pad_w"))
+      .def("conv2d_backward", [](const ComputeDevice& d, const PyArray& g, const PyArray& x, const PyArray& w, size_t stride_h,
+                                 size_t stride_w, size_t pad_h, size_t pad_w) {
+        Conv2dShape s = conv_shape(x.array, w.array, stride_h, stride_w, pad_h, pad_w);
+        auto [gx, gw, gb] = d.conv2d_backward(g.array.buffer(), x.array.buffer(), w.array.buffer(), s);
+        return py::make_tuple(shaped(gx, x.array.shape()), shaped(gw, w.array.shape()), shaped(gb, {s.out_channels}));
+      })
+      .def("embedding", [](const ComputeDevice& d, const PyArray& weight, const PyArray& ids) {
+        if (weight.array.shape().size() != 2) throw ShapeError("embedding: the weight must be 2-D [vocab, dim]");
+        size_t dim = weight.array.shape()[1];
+        std::vector<size_t> shape = ids.array.shape();
+        shape.push_back(dim);
+        return shaped(d.embedding(weight.array.buffer(), ids.array.buffer(), ids.array.size(), dim), shape);
+      })
+      .def("embedding_backward", [](const ComputeDevice& d, const PyArray& g, const PyArray& ids, size_t vocab) {
+        size_t dim = g.array.shape().back();
+        return shaped(d.embedding_backward(g.array.buffer(), ids.array.buffer(), vocab, ids.array.size(), dim), {vocab, dim});
       })
       .def("layer_norm", [](const ComputeDevice& d, const PyArray& x, const PyArray& gamma, const PyArray& beta, float eps) {
         auto [rows, len] = rows_of(x.array, "layer_norm");

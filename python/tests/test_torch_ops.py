@@ -58,6 +58,30 @@ def test_matmul(device, mkn):
     check(lambda a, b: zt.matmul(a, b, device=device), torch.matmul, [a, b])
 
 
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("geometry", [((1, 1, 5, 5), (1, 1, 3, 3), 1, 0), ((2, 3, 9, 7), (4, 3, 3, 2), 2, 1),
+                                      ((1, 2, 8, 8), (3, 2, 1, 1), 1, 0)])
+def test_conv2d(device, geometry):
+    xs, ws, stride, padding = geometry
+    x, w, b = torch.randn(xs), torch.randn(ws), torch.randn(ws[0])
+    check(lambda x, w, b: zt.conv2d(x, w, b, stride, padding, device=device),
+          lambda x, w, b: torch.nn.functional.conv2d(x, w, b, stride, padding), [x, w, b], rtol=1e-3, atol=1e-4)
+    check(lambda x, w: zt.conv2d(x, w, None, stride, padding, device=device),
+          lambda x, w: torch.nn.functional.conv2d(x, w, None, stride, padding), [x, w], rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_embedding(device):
+    ids = torch.tensor([[3, 0, 3], [9, 1, 3]])
+    weight = torch.randn(10, 6)
+    y, (g,) = grads(lambda w: zt.embedding(ids, w, device=device), weight)
+    y_ref, (g_ref,) = grads(lambda w: torch.nn.functional.embedding(ids, w), weight)
+    torch.testing.assert_close(y, y_ref)
+    torch.testing.assert_close(g, g_ref, rtol=1e-5, atol=1e-6)  # row 3 gathers three gradients
+    with pytest.raises(zyntax.ShapeError, match="ids must be in 0..9"):
+        zt.embedding(torch.tensor([10]), weight, device=device)
+
+
 @pytest.mark.parametrize("op", ["softmax", "rms_norm", "layer_norm"])
 def test_gradients_against_finite_differences(op):
     rng = np.random.default_rng(5)

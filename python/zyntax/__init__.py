@@ -102,12 +102,14 @@ class KernelFunction:
 
     def __call__(self, *arrays, device=None, **host_values):
         dev = self._device if device is None else globals()["device"](device)
-        like_torch = any(_is_torch(a) for a in arrays)
+        torch_inputs = [a for a in arrays if _is_torch(a)]
         params = self._kernel.params
         inputs = [to_array(a, dev, _NUMPY_TYPES.get(params[i][1]) if i < len(params) else None)
                   for i, a in enumerate(arrays)]
         out = self._kernel.run(dev, inputs, {k: float(v) for k, v in host_values.items()})
-        return from_array(out, like_torch)
+        result = from_array(out, bool(torch_inputs))
+        # A torch tensor comes back where the first torch input lives.
+        return result.to(torch_inputs[0].device) if torch_inputs else result
 
 
 class Program:

@@ -83,6 +83,51 @@ class _Matmul(torch.autograd.Function):
         return _t(ga, g), _t(gb, g), None
 
 
+class _Conv2d(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, stride, padding, dev):
+        ctx.dev, ctx.geometry = dev, (stride[0], stride[1], padding[0], padding[1])
+        ctx.has_bias = bias is not None
+        ctx.save_for_backward(x, weight)
+        b = _arr(bias, dev) if bias is not None else None
+        return _t(dev.conv2d(_arr(x, dev), _arr(weight, dev), b, *ctx.geometry), x)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        dev = ctx.dev
+        gx, gw, gb = dev.conv2d_backward(_arr(g, dev), _arr(x, dev), _arr(w, dev), *ctx.geometry)
+        return _t(gx, g), _t(gw, g), (_t(gb, g) if ctx.has_bias else None), None, None, None
+
+
+class _Embedding(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, ids, weight, dev):
+        ids32 = to_array(ids.detach().to(torch.int64).to(torch.int32).contiguous().numpy().view("uint32"), dev)
+        ctx.dev, ctx.ids, ctx.vocab = dev, ids32, weight.shape[0]
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= weight.shape[0]):
+            raise zyntax.ShapeError("embedding: ids must be in 0..%d" % (weight.shape[0] - 1))
+        return _t(dev.embedding(_arr(weight, dev), ids32), weight)
+
+    @staticmethod
+    def backward(ctx, g):
+        return None, _t(ctx.dev.embedding_backward(_arr(g, ctx.dev), ctx.ids, ctx.vocab), g), None
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, device="auto"):
+    """2-D convolution over NCHW x with OIHW weights (zero padding), as torch.nn.functional.conv2d."""
+    return _Conv2d.apply(x, weight, bias, _pair(stride), _pair(padding), zyntax.device(device))
+
+
+def embedding(ids, weight, device="auto"):
+    """weight[ids] for integer ids of any shape: ids.shape + [dim]; the gradient flows to weight."""
+    return _Embedding.apply(ids, weight, zyntax.device(device))
+
+
 def softmax(x, device="auto"):
     """Softmax over the last axis."""
     return _Softmax.apply(x, zyntax.device(device))
