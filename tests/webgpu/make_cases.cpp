@@ -32,7 +32,7 @@ void write_case(const std::string& name, int variant, const cir::Kernel& generic
   std::optional<std::map<std::string, int64_t>> dims = zyntax::testing::variant_dims(generic, inputs);
   if (!dims) return;  // shapes that disagree: an error on every device
   std::ostringstream line;
-  line << "{\"case\": " << codegen::json_string(name) << ", \"variant\": " << variant;
+  line << "{\"case\": " << json_string(name) << ", \"variant\": " << variant;
   // Generic where it can be planned so (sizes in the uniforms), else at
   // these sizes (tile programs are written out once every size is known).
   GpuPlan plan = gpu_plan(generic, target);
@@ -40,7 +40,7 @@ void write_case(const std::string& name, int variant, const cir::Kernel& generic
   if (specialised) plan = gpu_plan(compiled.specialize(*dims)->kernel, target);
   std::string why = plan.kernel ? codegen::wgsl_unsupported_reason(*plan.kernel, target, plan.block_threads).value_or("") : plan.why_not;
   if (!why.empty()) {
-    std::cout << line.str() << ", \"unsupported\": " << codegen::json_string(why) << "}\n";
+    std::cout << line.str() << ", \"unsupported\": " << json_string(why) << "}\n";
     return;
   }
   codegen::WgslKernel w = codegen::emit_wgsl(*plan.kernel, target, plan.block_threads);
@@ -59,7 +59,7 @@ void write_case(const std::string& name, int variant, const cir::Kernel& generic
     Tensor want = compiled.launch(*ref, inputs, {}, {});
     line << ", \"expected\": {\"dtype\": \"" << dtype_name(want.dtype()) << "\", \"bytes\": \"" << codegen::base64(want.data(), want.nbytes()) << "\"}";
   } catch (const std::exception& e) {
-    line << ", \"error\": " << codegen::json_string(e.what());
+    line << ", \"error\": " << json_string(e.what());
   }
   std::cout << line.str() << "}\n";
 }

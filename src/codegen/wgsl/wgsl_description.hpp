@@ -10,13 +10,12 @@
 
 #include "cir/ir.hpp"
 #include "codegen/wgsl/wgsl_emitter.hpp"
+#include "support/json_string.hpp"
 
 namespace zyntax::codegen {
 
 std::string wgsl_kernel_json(const cir::Kernel& k, const WgslKernel& w);
 
-// `s` as a JSON string literal, quotes included.
-std::string json_string(const std::string& s);
 // Bytes in base64 (RFC 4648, padded).
 std::string base64(const void* data, size_t n);
 
