@@ -1,9 +1,12 @@
 // Small helpers the unit tests share: tensors from plain values and back,
-// host values in one letter, and the message of an expected exception.
+// host values in one letter, the message of an expected exception, and the
+// files of tests/unit/data.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -11,6 +14,15 @@
 #include "runtime/tensor.hpp"
 
 namespace zyntax::testing {
+
+// A file of tests/unit/data, and its bytes.
+inline std::string fixture(const std::string& name) { return std::string(ZYNTAX_SOURCE_DIR) + "/tests/unit/data/" + name; }
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 inline Tensor make(DType dtype, const Shape& shape, const std::vector<double>& values) {
   Tensor t = Tensor::empty(dtype, shape);

@@ -24,14 +24,6 @@ std::string error_of(F f) {
   return message_of<DataError>(f);
 }
 
-std::string fixture(const std::string& name) { return std::string(ZYNTAX_SOURCE_DIR) + "/tests/unit/data/" + name; }
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 
 

@@ -16,14 +16,6 @@ namespace {
 
 using namespace zyntax::testing;
 
-std::string fixture(const std::string& name) { return std::string(ZYNTAX_SOURCE_DIR) + "/tests/unit/data/" + name; }
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 TEST(RuntimeNpz, ReadsNumpysStoredArchive) {
   auto arrays = load_npz(fixture("stored.npz"));
