@@ -27,7 +27,7 @@ cp examples/*.zynml fuzz/crashes/*.zynml build-fuzz/corpus-check/ 2>/dev/null ||
 build-fuzz/fuzz/fuzz_check -rss_limit_mb=4096 fuzz/crashes/*.zynml >build-fuzz/fuzz_crashes.log 2>&1 || {
   tail -60 build-fuzz/fuzz_crashes.log; exit 1; }
 find tests/programs tests/errors -name '*.zynml' -exec cp {} build-fuzz/corpus-check/ \; 2>/dev/null || true
-cp tests/unit/data/*.npy build-fuzz/corpus-npy/ 2>/dev/null || true
+cp tests/unit/data/*.npy tests/unit/data/*.npz build-fuzz/corpus-npy/ 2>/dev/null || true
 build-fuzz/fuzz/fuzz_check -artifact_prefix=build-fuzz/ "${LIMITS[@]}" -max_len=65536 -timeout=10 -rss_limit_mb=4096 \
   -print_final_stats=1 -dict=fuzz/dict build-fuzz/corpus-check >/dev/null 2>build-fuzz/fuzz_check.log || {
   tail -60 build-fuzz/fuzz_check.log; exit 1; }

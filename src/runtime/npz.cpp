@@ -82,6 +82,11 @@ std::vector<std::pair<std::string, Tensor>> parse_npz(const std::string& b, cons
       if (packed != size) fail(name, "entry '" + entry + "' is stored with two sizes");
       bytes = b.substr(data_at, packed);
     } else if (method == 8) {
+      // Deflate expands at most 1032 to 1: a larger claim is a corrupt
+      // header, not a reason to allocate gigabytes.
+      if (size > static_cast<uint64_t>(packed) * 1032 + 64)
+        fail(name, "entry '" + entry + "' claims " + std::to_string(size) + " bytes from " + std::to_string(packed) +
+                       " compressed (corrupt file)");
       bytes = inflate_raw(name + ": " + entry, b.data() + data_at, packed, size);
     } else {
       fail(name, "entry '" + entry + "' uses zip compression method " + std::to_string(method) + " (stored and deflate are read)");

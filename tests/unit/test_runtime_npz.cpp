@@ -57,6 +57,14 @@ TEST(RuntimeNpz, CorruptArchivesAreDataErrors) {
   std::string flipped = good;
   flipped[60] ^= 0x55;  // inside the first entry's compressed data
   EXPECT_NE(message_of<DataError>([&] { parse_npz(flipped, "x.npz"); }).find("x.npz"), std::string::npos);
+  // A deflated entry claiming far more bytes than deflate can make of it
+  // (found by fuzz_npy: it asked for 4 GiB).
+  std::string inflated = good;
+  size_t directory = inflated.rfind(std::string("PK\x01\x02", 4));
+  ASSERT_NE(directory, std::string::npos);
+  for (size_t k = 0; k < 4; ++k) inflated[directory + 24 + k] = '\xff';
+  inflated[directory + 24] = '\xfe';  // 0xfffffffe: not the ZIP64 marker
+  EXPECT_NE(message_of<DataError>([&] { parse_npz(inflated, "x.npz"); }).find("claims 4294967294 bytes"), std::string::npos);
   // Every prefix and every single-byte change: an error or a result, never a crash.
   for (size_t n = 0; n < good.size(); n += 7) {
     try {
