@@ -37,6 +37,9 @@ def device(id="auto"):
     return _devices[id]
 
 
+_open = device  # for functions whose `device` parameter hides it
+
+
 def devices():
     """Every device here, as dicts: id, type, name, backend, memory, cores."""
     return _zyntax.devices()
@@ -101,7 +104,7 @@ class KernelFunction:
         return "<zyntax kernel %s>" % self._kernel.signature
 
     def __call__(self, *arrays, device=None, **host_values):
-        dev = self._device if device is None else globals()["device"](device)
+        dev = self._device if device is None else _open(device)
         torch_inputs = [a for a in arrays if _is_torch(a)]
         params = self._kernel.params
         inputs = [to_array(a, dev, _NUMPY_TYPES.get(params[i][1]) if i < len(params) else None)
@@ -150,13 +153,13 @@ class Program:
 
 def compile(source, device="auto", name="<zynml>"):
     """Compiles ZynML source text; ProgramError with located diagnostics if it does not compile."""
-    dev = globals()["device"](device)
+    dev = _open(device)
     return Program(_zyntax.Program.from_source(source, name, dev), dev)
 
 
 def load(path, device="auto"):
     """Compiles a .zynml file."""
-    dev = globals()["device"](device)
+    dev = _open(device)
     return Program(_zyntax.Program.load(str(path), dev), dev)
 
 

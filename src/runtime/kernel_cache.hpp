@@ -30,9 +30,8 @@ class KernelCache {
     // Outside the lock: building may be slow. Compiling walks the kernel's
     // trees recursively, so it gets a deep stack on any thread.
     ProfileSpan span(ProfileEvent::Kind::Compile, Profiler::running_kernel(), Profiler::running_device());
-    int64_t start = Profiler::global().enabled() ? Profiler::global().now_ns() : 0;
     std::shared_ptr<T> built = with_deep_stack(build);
-    if (Profiler::global().enabled()) Profiler::add_compile_ns(Profiler::global().now_ns() - start);
+    if (Profiler::global().enabled()) Profiler::add_compile_ns(Profiler::global().now_ns() - span.event().start_ns);
     std::lock_guard<std::mutex> lock(mu_);
     ++misses_;
     return entries_.emplace(key, std::move(built)).first->second;
