@@ -44,8 +44,36 @@ def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {
     }
 })";
 
+// TF32 with the second factor's depth as its fast axis (x @ w.T, as a
+// linear layer stores w): both factors as Hopper's warpgroup units take TF32.
+inline const char* kMatmulTf32Bt = R"(
+def f(A: tensor[M, K, f32], B: tensor[N, K, f32]) {
+    return compute(A, B) {
+        @kernel matmul
+        @precision(tf32)
+        for i in 0..M, j in 0..N:
+            var sum = 0.0
+            for k in 0..K:
+                sum += A[i, k] * B[j, k]
+            out[i, j] = sum
+    }
+})";
+
 inline const char* kMatmulBf16 = R"(
 def f(A: tensor[M, K, bf16], B: tensor[K, N, bf16]) {
+    return compute(A, B) {
+        @kernel matmul
+        for i in 0..M, j in 0..N:
+            var sum: f32 = 0.0
+            for k in 0..K:
+                sum += f32(A[i, k]) * f32(B[k, j])
+            out[i, j] = sum
+    }
+})";
+
+// f16 factors, the same way (exact products, f32 sums).
+inline const char* kMatmulF16 = R"(
+def f(A: tensor[M, K, f16], B: tensor[K, N, f16]) {
     return compute(A, B) {
         @kernel matmul
         for i in 0..M, j in 0..N:
@@ -162,6 +190,43 @@ inline const char* kAttention = kAttention32Source.c_str();
 // Blocks of 64 query and key rows: each key and value element loaded into
 // shared memory serves twice the query rows.
 inline const char* kAttention64 = kAttention64Source.c_str();
+
+// Flash attention over bf16 queries, keys and values, computed in f32 (each
+// tile widened where it is read; an f32 output), as flash_attention_source
+// writes it. `causal`: query row i sees keys 0..i only, so the key blocks
+// stop at the query block's diagonal, where the scores past it are masked.
+inline std::string flash_attention_bf16_source(int block, bool causal) {
+  std::string b = std::to_string(block);
+  std::string keys = causal ? "min(q0 + " + b + ", s)" : "s";
+  std::string mask = !causal ? ""
+      : "                    if k0 + " + b + " > q0:\n"
+        "                        for r in 0..min(" + b + ", s - q0), c in 0..min(" + b + ", s - k0):\n"
+        "                            if k0 + c > q0 + r:\n"
+        "                                S[r, c] = -inf\n";
+  return "def f(Q: tensor[bh, s, d, bf16], K: tensor[bh, s, d, bf16], V: tensor[bh, s, d, bf16]) {\n"
+         "    return compute(Q, K, V) {\n"
+         "        @kernel flash_attention\n"
+         "        for h in 0..bh:\n"
+         "            for q0 in 0..s step " + b + ":\n"
+         "                var m = -inf\n"
+         "                var l = 0.0\n"
+         "                var o = zeros(min(" + b + ", s - q0), d)\n"
+         "                let Qb = f32(Q[h, q0:q0 + " + b + "])\n"
+         "                for k0 in 0.." + keys + " step " + b + ":\n"
+         "                    var S = Qb @ transpose(f32(K[h, k0:k0 + " + b + "])) / sqrt(d)\n" + mask +
+         "                    let m_new = max(m, row_max(S))\n"
+         "                    let p = exp(S - m_new)\n"
+         "                    l = exp(m - m_new) * l + row_sum(p)\n"
+         "                    o = exp(m - m_new) * o + p @ f32(V[h, k0:k0 + " + b + "])\n"
+         "                    m = m_new\n"
+         "                out[h, q0:q0 + " + b + "] = o / l\n"
+         "    }\n"
+         "}\n";
+}
+inline const std::string kAttentionBf16Source = flash_attention_bf16_source(64, false);
+inline const std::string kAttentionBf16CausalSource = flash_attention_bf16_source(64, true);
+inline const char* kAttentionBf16 = kAttentionBf16Source.c_str();
+inline const char* kAttentionBf16Causal = kAttentionBf16CausalSource.c_str();
 
 // Same-size 3x3 convolution (stride 1, padding 1), as in ResNet's blocks.
 inline const char* kConv2d = R"(

@@ -4,7 +4,8 @@
 Runs zyntax_gpu_bench (runtime costs, and zyntax kernels timed with CUDA
 events; then the same kernels on vulkan:0, timed by the queue's timestamps,
 where the machine has a Vulkan driver) and, in this process, the same work in PyTorch (eager, cuBLAS with
-and without TF32, bf16, fused scaled-dot-product attention) and through
+and without TF32, bf16, f16, fused scaled-dot-product attention, SDPA's
+flash backend in bf16) and through
 Triton (torch.compile of the fused chain). Writes the table with the device
 and the date to bench/results/gpu-<device>-<date>.md and to the
 "## NVIDIA GPU" and "## Vulkan on the NVIDIA GPU" sections of
@@ -87,9 +88,12 @@ def torch_anchors():
     r["torch_matmul_f32"] = flops / (timed(lambda: a @ b) / 1e3) / 1e12
     torch.backends.cuda.matmul.allow_tf32 = True
     r["torch_matmul_tf32"] = flops / (timed(lambda: a @ b) / 1e3) / 1e12
+    r["torch_matmul_tf32_bt"] = flops / (timed(lambda: a @ b.T) / 1e3) / 1e12
     torch.backends.cuda.matmul.allow_tf32 = False
     ab, bb = a.bfloat16(), b.bfloat16()
     r["torch_matmul_bf16"] = flops / (timed(lambda: ab @ bb) / 1e3) / 1e12
+    ah, bh16 = a.half(), b.half()
+    r["torch_matmul_f16"] = flops / (timed(lambda: torch.mm(ah, bh16)) / 1e3) / 1e12
     sm = torch.randn(16 * 2048, 2048, device=dev)
     r["torch_softmax_ms"] = timed(lambda: torch.softmax(sm, dim=-1))
     ln, g, bias = torch.randn(4096, 768, device=dev), torch.randn(768, device=dev), torch.randn(768, device=dev)
@@ -99,6 +103,18 @@ def torch_anchors():
         eager = lambda: torch.softmax(q @ k.transpose(-1, -2) / 8.0, dim=-1) @ v
         r["torch_attention_eager_%dx%d_ms" % (bh, sq)] = timed(eager, 5)
         r["torch_sdpa_%dx%d_ms" % (bh, sq)] = timed(lambda: F.scaled_dot_product_attention(q, k, v), 5)
+    # bf16 attention at seq 4096 (12 heads; zyntax's [12, 4096, d] as [1, 12, 4096, d]) through
+    # SDPA's flash backend, beside zyntax's bf16 flash attention.
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        for d in (64, 128):
+            q, k, v = (torch.randn(1, 12, 4096, d, device=dev, dtype=torch.bfloat16) for _ in range(3))
+            for causal in (False, True):
+                with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                    ms = timed(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), 5)
+                r["torch_sdpa_flash_bf16_12x4096_d%d%s_ms" % (d, "_causal" if causal else "")] = ms
+    except Exception as e:  # noqa: BLE001 - report, do not fail the run
+        r["sdpa_flash_error"] = str(e)[:200]
     eg, ids = torch.randn(4096, 768, device=dev), torch.randint(0, 30522, (4096,), device=dev)
     table = torch.zeros(30522, 768, device=dev)
     r["torch_index_add_ms"] = timed(lambda: table.index_add_(0, ids, eg))
@@ -137,8 +153,12 @@ def table(z, t, device):
          "≥ 1.1×: %s" % fmt(ratio(z.get("zyntax_matmul_f32_4096"), t.get("torch_matmul_f32")))),
         ("matmul tf32 4096", fmt(z.get("zyntax_matmul_tf32_4096")) + " TFLOP/s", fmt(t.get("torch_matmul_tf32")) + " TFLOP/s",
          "≥ 1.1×: %s" % fmt(ratio(z.get("zyntax_matmul_tf32_4096"), t.get("torch_matmul_tf32")))),
+        ("matmul tf32 4096, B as [N, K]", fmt(z.get("zyntax_matmul_tf32_bt_4096")) + " TFLOP/s", fmt(t.get("torch_matmul_tf32_bt")) + " TFLOP/s",
+         "≥ 1.1×: %s" % fmt(ratio(z.get("zyntax_matmul_tf32_bt_4096"), t.get("torch_matmul_tf32_bt")))),
         ("matmul bf16 4096", fmt(z.get("zyntax_matmul_bf16_4096")) + " TFLOP/s", fmt(t.get("torch_matmul_bf16")) + " TFLOP/s",
          "≥ 1.1×: %s" % fmt(ratio(z.get("zyntax_matmul_bf16_4096"), t.get("torch_matmul_bf16")))),
+        ("matmul f16 4096 (f32 sums)", fmt(z.get("zyntax_matmul_f16_4096")) + " TFLOP/s", fmt(t.get("torch_matmul_f16")) + " TFLOP/s",
+         "≥ 1.1×: %s" % fmt(ratio(z.get("zyntax_matmul_f16_4096"), t.get("torch_matmul_f16")))),
         ("softmax 32768×2048", fmt(z.get("zyntax_softmax_2048_ms")) + " ms", fmt(t.get("torch_softmax_ms")) + " ms",
          "≥ 1.0×: %s" % fmt(ratio(t.get("torch_softmax_ms"), z.get("zyntax_softmax_2048_ms")))),
         ("layernorm 4096×768", fmt(z.get("zyntax_layernorm_4096x768_ms")) + " ms", fmt(t.get("torch_layernorm_ms")) + " ms",
@@ -151,6 +171,13 @@ def table(z, t, device):
             rows.append(("attention %d heads×seq %d, d 64, f32 (flash, blocks of %d)" % (bh, sq, blocks), fmt(zt) + " ms",
                          "eager %s ms, SDPA %s ms" % (fmt(e), fmt(f)),
                          "≥ 1.5× eager: %s; ≥ 1.0× SDPA: %s" % (fmt(ratio(e, zt)), fmt(ratio(f, zt)))))
+    for d in (64, 128):
+        for causal in (False, True):
+            key = "12x4096_d%d%s_ms" % (d, "_causal" if causal else "")
+            zt, f = z.get("zyntax_attention_bf16_" + key), t.get("torch_sdpa_flash_bf16_" + key)
+            rows.append(("attention 12 heads×seq 4096, d %d, bf16%s (flash, blocks of 64; f32 output)" % (
+                d, ", causal" if causal else ""), fmt(zt) + " ms", "SDPA flash %s ms" % fmt(f),
+                "≥ 1.0× SDPA flash: %s" % fmt(ratio(f, zt))))
     ze = z.get("zyntax_embedding_grad_ms")
     rows.append(("embedding gradient, 4096×768 into 30522 rows", fmt(ze) + " ms",
                  "index_add_ %s ms" % fmt(t.get("torch_index_add_ms")),
@@ -167,6 +194,11 @@ def table(z, t, device):
            "copies excluded, median) and PyTorch %s in the same run." % t.get("torch", "?"),
            "", "| what | zyntax | anchor | target: measured |", "|---|---|---|---|"]
     out += ["| %s | %s | %s | %s |" % r for r in rows]
+    out += ["", "Paths: on sm_90a (H100, H200) bf16, f16 and TF32 products whose factors the tensor copy engine "
+            "can read (TF32: both factors' depth their fast axis, as `B as [N, K]`) run as warpgroup products "
+            "(TMA, mbarriers, wgmma, a persistent grid); TF32 with B as [K, N] and f32 products run on the earlier "
+            "mma.sync and CUDA-core schedules. The bf16 attention rows run the f32 tile schedule on widened "
+            "tiles (not on wgmma yet); torch's anchors write bf16, zyntax's f32."]
     if "error" in z:
         out += ["", "The zyntax benchmark stopped early: `%s`" % z["error"].strip().splitlines()[-1][:300]]
     return "\n".join(out) + "\n"
@@ -193,7 +225,8 @@ def vulkan_table(v, vdevice, z, t):
     rate_rows = [("device copy", "zyntax_copy", "GB/s", "torch_copy"),
                  ("matmul f32 4096", "zyntax_matmul_f32_4096", "TFLOP/s", "torch_matmul_f32"),
                  ("matmul tf32 4096", "zyntax_matmul_tf32_4096", "TFLOP/s", "torch_matmul_tf32"),
-                 ("matmul bf16 4096", "zyntax_matmul_bf16_4096", "TFLOP/s", "torch_matmul_bf16")]
+                 ("matmul bf16 4096", "zyntax_matmul_bf16_4096", "TFLOP/s", "torch_matmul_bf16"),
+                 ("matmul f16 4096", "zyntax_matmul_f16_4096", "TFLOP/s", "torch_matmul_f16")]
     for what, key, unit, anchor in rate_rows:
         out.append("| %s | %s %s | %s %s | %s %s | %s |" % (what, fmt(v.get(key)), unit, fmt(z.get(key)), unit, fmt(t.get(anchor)), unit,
                                                           fmt(ratio(v.get(key), z.get(key)))))
@@ -203,6 +236,11 @@ def vulkan_table(v, vdevice, z, t):
                  ("embedding gradient", "zyntax_embedding_grad_ms", "torch_index_add_ms")]
     for bh, sq in [(96, 128), (12, 4096)]:
         time_rows.append(("attention %d×%d (blocks of 32)" % (bh, sq), "zyntax_attention_%dx%d_ms" % (bh, sq), "torch_sdpa_%dx%d_ms" % (bh, sq)))
+    for d in (64, 128):
+        for causal in (False, True):
+            key = "12x4096_d%d%s_ms" % (d, "_causal" if causal else "")
+            time_rows.append(("attention bf16 12×4096, d %d%s" % (d, ", causal" if causal else ""), "zyntax_attention_bf16_" + key,
+                              "torch_sdpa_flash_bf16_" + key))
     for what, key, anchor in time_rows:
         # times: the speed ratio is cuda's time over vulkan's
         out.append("| %s | %s ms | %s ms | %s ms | %s |" % (what, fmt(v.get(key)), fmt(z.get(key)), fmt(t.get(anchor)),
@@ -217,11 +255,12 @@ def main():
     ap.add_argument("--bench", default=os.path.join(ROOT, "build", "zyntax_gpu_bench"))
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--performance", default=os.path.join(ROOT, "docs", "performance.md"))
+    ap.add_argument("--no-vulkan", action="store_true", help="leave the Vulkan section out (and as it was in the document)")
     args = ap.parse_args()
     z, device = ours(args.bench)
-    v, vdevice = ours(args.bench, "vulkan")  # the first Vulkan device that is a GPU
+    v, vdevice = ({"missing": "not run (--no-vulkan)"}, {}) if args.no_vulkan else ours(args.bench, "vulkan")
     t = torch_anchors()
-    text = table(z, t, device) + "\n" + vulkan_table(v, vdevice, z, t)
+    text = table(z, t, device) + ("" if args.no_vulkan else "\n" + vulkan_table(v, vdevice, z, t))
     print(text)
     os.makedirs(args.results, exist_ok=True)
     name = re.sub(r"[^A-Za-z0-9]+", "-", t.get("gpu", "gpu")).strip("-").lower()
@@ -230,7 +269,7 @@ def main():
         f.write(text + "\nRaw:\n\n```\n" + json.dumps({"zyntax": z, "vulkan": v, "anchors": t}, indent=1) + "\n```\n")
     sys.path.insert(0, HERE)
     import performance_doc
-    performance_doc.replace_sections(args.performance, ["NVIDIA GPU", "Vulkan on the NVIDIA GPU"], text)
+    performance_doc.replace_sections(args.performance, ["NVIDIA GPU"] + ([] if args.no_vulkan else ["Vulkan on the NVIDIA GPU"]), text)
 
 
 if __name__ == "__main__":

@@ -140,8 +140,12 @@ void kernels(Device& dev, bool small) {
     report("zyntax_matmul_f32_" + std::to_string(size), 2.0 * size * size * size / (mm / 1e3) / 1e12, "TFLOP/s");
     double tf = kernel_ms(dev, kMatmulTf32, {random({size, size}, 4), random({size, size}, 5)}, 3);
     report("zyntax_matmul_tf32_" + std::to_string(size), 2.0 * size * size * size / (tf / 1e3) / 1e12, "TFLOP/s");
+    double tt = kernel_ms(dev, kMatmulTf32Bt, {random({size, size}, 4), random({size, size}, 5)}, 3);
+    report("zyntax_matmul_tf32_bt_" + std::to_string(size), 2.0 * size * size * size / (tt / 1e3) / 1e12, "TFLOP/s", "B as [N, K]");
     double bf = kernel_ms(dev, kMatmulBf16, {random({size, size}, 4, DType::BF16), random({size, size}, 5, DType::BF16)}, 3);
     report("zyntax_matmul_bf16_" + std::to_string(size), 2.0 * size * size * size / (bf / 1e3) / 1e12, "TFLOP/s", "f32 output");
+    double hf = kernel_ms(dev, kMatmulF16, {random({size, size}, 4, DType::F16), random({size, size}, 5, DType::F16)}, 3);
+    report("zyntax_matmul_f16_" + std::to_string(size), 2.0 * size * size * size / (hf / 1e3) / 1e12, "TFLOP/s", "f32 output");
   }
   // Softmax at seq 2048: 16 heads x 2048 query rows of 2048 scores.
   double sm = kernel_ms(dev, kSoftmax, {random({16 * 2048, 2048}, 6)}, 10);
@@ -158,6 +162,15 @@ void kernels(Device& dev, bool small) {
     std::string shape = std::to_string(bh) + "x" + std::to_string(s);
     report("zyntax_attention_" + shape + "_ms", kernel_ms(dev, kAttention, in, 3), "ms", "blocks of 32 rows");
     report("zyntax_attention64_" + shape + "_ms", kernel_ms(dev, kAttention64, in, 3), "ms", "blocks of 64 rows");
+  }
+  // bf16 flash attention at seq 4096 (12 heads), head dims 64 and 128, with
+  // and without the causal mask: bf16 reads, f32 arithmetic and output.
+  for (int64_t d : {64, 128}) {
+    std::vector<Tensor> in = {random({12, 4096, d}, 15, DType::BF16), random({12, 4096, d}, 16, DType::BF16),
+                              random({12, 4096, d}, 17, DType::BF16)};
+    for (bool causal : {false, true})
+      report("zyntax_attention_bf16_12x4096_d" + std::to_string(d) + (causal ? "_causal" : "") + "_ms",
+             kernel_ms(dev, causal ? kAttentionBf16Causal : kAttentionBf16, in, 3), "ms", "blocks of 64 rows, f32 output");
   }
 }
 

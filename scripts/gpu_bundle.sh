@@ -11,11 +11,13 @@
 # On the GPU machine (with python3, NumPy and PyTorch), one line:
 #   tar xf zyntax-gpu.tar.xz -C /tmp && /tmp/zyntax-gpu/run.sh all OUTDIR
 # runs the GPU parity suites (`test`), the Vulkan suites on NVIDIA's Vulkan
-# driver (`vulkan`) and the benchmarks (`bench`), writing the logs and bench
-# results into OUTDIR.
+# driver (`vulkan`), the Python suite on cuda:0 (`python`: the extension is
+# built there for its python3) and the benchmarks (`bench`), writing the logs
+# and bench results into OUTDIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh >/dev/null  # the packages the build needs
+# The packages the build needs (ZYNTAX_BUNDLE_NO_SETUP=1: already there).
+[ -n "${ZYNTAX_BUNDLE_NO_SETUP:-}" ] || scripts/setup.sh >/dev/null
 
 cmake -S . -B build-bundle -G Ninja -DCMAKE_BUILD_TYPE=Release -DZYNTAX_STATIC_LLVM=ON -DZYNTAX_TESTS=ON >/dev/null
 cmake --build build-bundle -j"$(nproc)" --target zyntax zyntax_unit_tests zyntax_gpu_bench zyntax_api_tests tiny_lm
@@ -36,6 +38,14 @@ mkdir -p "$root/examples/tiny_lm/data" "$root/tests/api/data"
 cp examples/tiny_lm/data/*.txt "$root/examples/tiny_lm/data/"
 cp tests/api/data/*.zynml "$root/tests/api/data/"
 cp bench/compare_gpu.py bench/performance_doc.py "$root/bench/"
+# What `run.sh python` needs to build the Python extension there, for the
+# machine's own python3, against lib/libzyntax.so.0.1: its sources, the
+# public headers and DLPack's (Debian's libdlpack-dev), the package, the suite.
+mkdir -p "$root/include/dlpack" "$root/python"
+cp -r include/zyntax "$root/include/"
+cp /usr/include/dlpack/dlpack.h "$root/include/dlpack/"
+cp -r python/src python/zyntax python/tests "$root/python/"
+find "$root/python" -name __pycache__ -prune -exec rm -rf {} +
 cp scripts/gpu_bundle_run.sh "$root/run.sh"
 git rev-parse HEAD > "$root/COMMIT" 2>/dev/null || true
 mkdir -p dist

@@ -5,7 +5,10 @@
 #   run.sh bench OUTDIR   bench/compare_gpu.py: zyntax beside PyTorch and Triton
 #   run.sh vulkan OUTDIR  the Vulkan suites on the machine's Vulkan driver (NVIDIA's, where
 #                         its ICD or its library is there): parity, f64 math, program suite
-#   run.sh all OUTDIR     test, vulkan and bench
+#   run.sh python OUTDIR  the Python suite (python/tests) on cpu and cuda:0, torch CUDA tensors
+#                         through DLPack included: builds the _zyntax extension for the machine's
+#                         python3 against lib/libzyntax.so.0.1 first (needs g++, pybind11, pytest)
+#   run.sh all OUTDIR     test, vulkan, python and bench
 #   run.sh sanitize OUTDIR the GPU parity suites under compute-sanitizer's memcheck and racecheck
 #                         (racecheck also reports shared loads LLVM hoists above a guard, whose
 #                         values no thread uses: flash attention's maps that one thread runs)
@@ -80,6 +83,35 @@ if [ "$what" = vulkan ] || [ "$what" = all ]; then
     python3 tests/programs/run_programs.py --zyntax bin/zyntax --device vulkan:0 -j 8 > "$out/programs_vulkan.txt" 2>&1 || status=1
     tail -n 25 "$out/programs_vulkan.txt"
   fi
+fi
+if [ "$what" = python ] || [ "$what" = all ]; then
+  # The extension for this python3 (the bundle's libzyntax has LLVM and
+  # libstdc++ linked in), with the package beside it in a scratch folder.
+  # ZYNTAX_TEST_DEVICES: the devices the suite runs its kernels and ops on.
+  pydir=$(mktemp -d)
+  mkdir -p "$pydir/zyntax"
+  cp python/zyntax/*.py "$pydir/zyntax/"
+  {
+    echo "== $(python3 --version 2>&1), $(g++ --version | head -n 1)"
+    # pybind11's pip package says where its headers are; else (Debian's
+    # pybind11-dev) they sit beside the system's, with Python's.
+    incs=$(python3 -m pybind11 --includes 2>/dev/null ||
+           python3 -c 'import sysconfig; print("-I" + sysconfig.get_paths()["include"])')
+    ext=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+    pids=()
+    for src in module dlpack_exchange; do  # both at once
+      g++ -std=c++20 -O2 -fPIC -fvisibility=hidden $incs -Iinclude -c python/src/$src.cpp -o "$pydir/$src.o" &
+      pids+=($!)
+    done
+    wait "${pids[0]}" && wait "${pids[1]}" &&
+      g++ -shared "$pydir/module.o" "$pydir/dlpack_exchange.o" -o "$pydir/zyntax/_zyntax$ext" \
+        "$here/lib/libzyntax.so.0.1" -Wl,-rpath,"$here/lib" &&
+      echo "== built $pydir/zyntax/_zyntax$ext" &&
+      ZYNTAX_PYTHON_DIR="$pydir" ZYNTAX_TEST_DEVICES="${ZYNTAX_TEST_DEVICES:-cpu,cpu:reference,cuda:0}" \
+        timeout 400 python3 -m pytest -q -rs python/tests
+  } > "$out/python.txt" 2>&1 || status=1
+  tail -n 30 "$out/python.txt"
+  rm -rf "$pydir"
 fi
 if [ "$what" = sanitize ]; then
   for tool in memcheck racecheck; do

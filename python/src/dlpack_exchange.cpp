@@ -2,6 +2,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -82,11 +83,13 @@ bool row_major(const DLTensor& t) {
   return true;
 }
 
-// What an exported capsule owns: the array (its storage) and the shape.
+// What an exported capsule owns: the array (its storage), the shape, and
+// for an export of GPU memory what keeps that memory allocated.
 struct Exported {
   DLManagedTensor managed;
   Array array;
   std::vector<int64_t> shape;
+  std::shared_ptr<const void> keep;
 };
 
 }  // namespace
@@ -111,12 +114,25 @@ PyArray from_dlpack(py::object producer, const ComputeDevice& device, bool copy)
     if (m->deleter) m->deleter(m);
   });
   const DLTensor& t = managed->dl_tensor;
-  if (t.device.device_type != kDLCPU)
-    throw py::value_error("zyntax: the array is on a DLPack device of type " + std::to_string(t.device.device_type) +
-                          "; pass host memory (e.g. tensor.cpu()) — the GPU's own memory is not taken yet");
   ElementType type = element_type_of(t.dtype);
   std::vector<size_t> shape;
   for (int i = 0; i < t.ndim; ++i) shape.push_back(static_cast<size_t>(t.shape[i]));
+  if (t.device.device_type == kDLCUDA) {
+    // A GPU's memory: copied on that GPU (never through host memory) when
+    // `device` is that GPU.
+    std::string gpu = "cuda:" + std::to_string(t.device.device_id);
+    if (device.id() != gpu)
+      throw py::value_error("zyntax: the array is in the memory of " + gpu + ", not of " + device.id() +
+                            "; run on " + gpu + " or pass host memory (e.g. tensor.cpu())");
+    if (!row_major(t))
+      throw py::value_error("zyntax: a strided array in a GPU's memory; make it contiguous first (tensor.contiguous())");
+    uint64_t address = reinterpret_cast<uintptr_t>(t.data) + t.byte_offset;
+    py::gil_scoped_release release;  // waits for the GPU's queued work
+    return {array_from_device_memory(device, address, type, shape), nullptr};
+  }
+  if (t.device.device_type != kDLCPU)
+    throw py::value_error("zyntax: the array is on a DLPack device of type " + std::to_string(t.device.device_type) +
+                          "; pass host memory (e.g. tensor.cpu()) or a CUDA GPU's memory");
   const char* data = static_cast<const char*>(t.data) + t.byte_offset;
   bool in_place = !copy && row_major(t) && device.description().type == "cpu";
   if (in_place) return {Array::from_host(device, data, type, shape, /*copy=*/false), owner};
@@ -138,10 +154,14 @@ PyArray from_dlpack(py::object producer, const ComputeDevice& device, bool copy)
   return {Array::from_host(device, packed.data(), type, shape), nullptr};
 }
 
-py::capsule to_dlpack(const PyArray& a) {
+py::capsule to_dlpack(const PyArray& a, bool on_device) {
   auto* e = new Exported{};
   e->array = a.array;
-  if (!e->array.host_data() && e->array.size() > 0) {
+  DeviceMemory gpu;
+  if (on_device) gpu = device_memory_of(a.array);
+  if (gpu.address) {
+    e->keep = gpu.keep;  // the GPU's memory itself
+  } else if (!e->array.host_data() && e->array.size() > 0) {
     // A GPU's array: its host copy.
     std::vector<char> bytes(e->array.bytes());
     e->array.copy_to_host(bytes.data(), bytes.size());
@@ -150,8 +170,13 @@ py::capsule to_dlpack(const PyArray& a) {
   for (size_t d : e->array.shape()) e->shape.push_back(static_cast<int64_t>(d));
   static char empty;  // a valid address for zero elements
   DLTensor& t = e->managed.dl_tensor;
-  t.data = e->array.size() ? e->array.host_data() : &empty;
-  t.device = {kDLCPU, 0};
+  if (gpu.address) {
+    t.data = reinterpret_cast<void*>(static_cast<uintptr_t>(gpu.address));
+    t.device = {kDLCUDA, gpu.ordinal};
+  } else {
+    t.data = e->array.size() ? e->array.host_data() : &empty;
+    t.device = {kDLCPU, 0};
+  }
   t.ndim = static_cast<int>(e->shape.size());
   t.dtype = dl_type_of(e->array.element_type());
   t.shape = e->shape.data();

@@ -94,6 +94,12 @@ PYBIND11_MODULE(_zyntax, m) {
       .def_property_readonly("device", [](const PyArray& a) { return a.array.buffer().device(); })
       .def("__dlpack__", [](const PyArray& a, py::object /*stream*/) { return python::to_dlpack(a); }, py::arg("stream") = py::none())
       .def("__dlpack_device__", [](const PyArray&) { return py::make_tuple(1, 0); })  // exported as host memory
+      .def("to_dlpack", [](const PyArray& a, bool on_device) { return python::to_dlpack(a, on_device); },
+           py::arg("on_device") = false,
+           "A DLPack capsule over the array: with on_device, over the GPU memory holding it where a CUDA GPU "
+           "does (no copy), else over host memory")
+      .def_property_readonly("device_address", [](const PyArray& a) { return device_memory_of(a.array).address; },
+                             "The address of the elements in a CUDA GPU's memory where the GPU holds them, else 0")
       .def("__repr__", [](const PyArray& a) {
         std::string s = "zyntax.Array(shape=(";
         for (size_t i = 0; i < a.array.shape().size(); ++i) s += (i ? ", " : "") + std::to_string(a.array.shape()[i]);
@@ -107,6 +113,8 @@ PYBIND11_MODULE(_zyntax, m) {
       .def_property_readonly("type", [](const ComputeDevice& d) { return d.description().type; })
       .def_property_readonly("name", [](const ComputeDevice& d) { return d.description().name; })
       .def("sync", &ComputeDevice::sync)
+      .def("last_run_bytes_copied_in", [](const ComputeDevice& d) { return last_run_bytes_copied_in(d); },
+           "Bytes of inputs the last kernel run on this CUDA GPU copied from host memory (0 for other devices)")
       .def("__repr__", [](const ComputeDevice& d) { return "zyntax.Device('" + d.id() + "')"; })
       // The op library on arrays of f32 (forward and backward).
       .def("matmul", [](const ComputeDevice& d, const PyArray& a, const PyArray& b, bool ta, bool tb) {

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import zyntax
+from conftest import devices_under_test
 
 SOURCE = """
 def softmax(x: tensor[n, m, f32], temperature: f32) {
@@ -50,7 +51,7 @@ def row_sums(x: tensor[n, m, f32]) {
 }
 """
 
-DEVICES = [d["id"] for d in zyntax.devices()]
+DEVICES = devices_under_test(d["id"] for d in zyntax.devices())  # every device here, or ZYNTAX_TEST_DEVICES
 SHAPES = [(1, 1), (3, 7), (17, 33), (64, 5)]
 
 

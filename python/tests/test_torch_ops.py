@@ -6,8 +6,9 @@ import torch
 
 import zyntax
 import zyntax.torch as zt
+from conftest import devices_under_test
 
-DEVICES = [d["id"] for d in zyntax.devices() if d["id"] in ("cpu", "cpu:reference", "vulkan:0")]
+DEVICES = devices_under_test(d["id"] for d in zyntax.devices() if d["id"] in ("cpu", "cpu:reference", "vulkan:0"))
 SHAPES = [(1, 1), (3, 7), (17, 33)]
 
 

@@ -13,8 +13,10 @@ arrays and PyTorch tensors.
     y = prog.scale(np.arange(4, dtype=np.float32), by=2.0)   # a NumPy array
 
 Arrays go in through DLPack: on a CPU device a contiguous array is read in
-place (no copy); results come back as the kind of array given (torch in,
-torch out). Errors: ProgramError (the program does not compile: every
+place (no copy); a torch tensor on the GPU a program runs on ("cuda:N") is
+taken on that GPU, never through host memory; results come back as the
+kind of array given (torch in, torch out; a CUDA tensor in, a CUDA tensor
+out, over the GPU memory the result is in). Errors: ProgramError (the program does not compile: every
 diagnostic, located), ShapeError (a ValueError naming the kernel, the
 argument and both shapes), ComputeError (what went wrong while running).
 """
@@ -60,6 +62,8 @@ def to_array(x, dev, dtype=None):
         return x
     if _is_torch(x):
         x = x.detach()
+        if x.device.type == "cuda" and dev.id == "cuda:%d" % x.device.index:
+            return Array.from_dlpack(x.contiguous(), dev)  # copied on the GPU, not through host memory
         if x.device.type != "cpu":
             x = x.cpu()
         return Array.from_dlpack(x, dev)
@@ -71,11 +75,13 @@ def to_array(x, dev, dtype=None):
     return Array.from_dlpack(x, dev)
 
 
-def from_array(a, like_torch):
-    """A zyntax.Array as a torch tensor (like_torch) or a NumPy array, sharing its memory."""
+def from_array(a, like_torch, on_device=False):
+    """A zyntax.Array as a torch tensor (like_torch) or a NumPy array, sharing its memory.
+    With on_device (torch only), a CUDA tensor over the GPU memory holding
+    the array where a CUDA GPU holds it (no copy), else a CPU tensor."""
     if like_torch:
         import torch.utils.dlpack
-        return torch.utils.dlpack.from_dlpack(a.__dlpack__())
+        return torch.utils.dlpack.from_dlpack(a.to_dlpack(on_device=on_device))
     import numpy as np
     return np.from_dlpack(a)
 
@@ -110,8 +116,10 @@ class KernelFunction:
         inputs = [to_array(a, dev, _NUMPY_TYPES.get(params[i][1]) if i < len(params) else None)
                   for i, a in enumerate(arrays)]
         out = self._kernel.run(dev, inputs, {k: float(v) for k, v in host_values.items()})
-        result = from_array(out, bool(torch_inputs))
-        # A torch tensor comes back where the first torch input lives.
+        # A torch tensor comes back where the first torch input lives: from
+        # the GPU's memory without a copy where the result is there already.
+        on_gpu = bool(torch_inputs) and torch_inputs[0].device.type == "cuda"
+        result = from_array(out, bool(torch_inputs), on_device=on_gpu)
         return result.to(torch_inputs[0].device) if torch_inputs else result
 
 

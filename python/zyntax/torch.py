@@ -6,8 +6,9 @@ run on a zyntax device (f32; any leading axes are rows).
     y = zt.softmax(x)               # zyntax's softmax kernel
     y.sum().backward()              # zyntax's softmax_backward kernel
 
-Each function takes device= (default 'auto'); tensors on a GPU are copied
-through host memory."""
+Each function takes device= (default 'auto'); CUDA tensors on the GPU the
+device is ('cuda:N') stay in its memory (taken and given back through
+DLPack), tensors on another device are copied through host memory."""
 import torch
 
 import zyntax
@@ -19,7 +20,7 @@ def _arr(t, dev):
 
 
 def _t(a, like):
-    return from_array(a, True).to(like.device)
+    return from_array(a, True, on_device=like.is_cuda).to(like.device)
 
 
 class _Softmax(torch.autograd.Function):
@@ -103,7 +104,7 @@ class _Conv2d(torch.autograd.Function):
 class _Embedding(torch.autograd.Function):
     @staticmethod
     def forward(ctx, ids, weight, dev):
-        ids32 = to_array(ids.detach().to(torch.int64).to(torch.int32).contiguous().numpy().view("uint32"), dev)
+        ids32 = to_array(ids.detach().to(torch.int64).to(torch.int32).cpu().contiguous().numpy().view("uint32"), dev)
         ctx.dev, ctx.ids, ctx.vocab = dev, ids32, weight.shape[0]
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= weight.shape[0]):
             raise zyntax.ShapeError("embedding: ids must be in 0..%d" % (weight.shape[0] - 1))

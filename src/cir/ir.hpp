@@ -12,6 +12,7 @@
 // IRMutator, which reuses every subtree it did not change.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -242,7 +243,7 @@ struct GpuIndex : ExprNode {
 
 // ---------------------------------------------------------------- statements
 
-enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic, Check, MatMulBlock, BlockReduce, TileMma, AsyncCopy };
+enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic, Check, MatMulBlock, BlockReduce, TileMma, AsyncCopy, WarpgroupProduct };
 
 struct StmtNode {
   StmtKind kind;
@@ -460,6 +461,89 @@ struct AsyncCopy : StmtNode {
   AsyncCopy(Step st, Span s) : StmtNode(kKind, s), step(st) {}
 };
 
+// One factor of a WarpgroupProduct as the tensor copy engine reads it: an
+// input viewed as a tensor of up to three axes, the fastest first, element
+// (i0, i1, i2) at flat index i0 + i1 * strides[0] + i2 * strides[1] of the
+// input. `k_major`: axis 0 is the product's depth and axis 1 its rows (for
+// the first factor) or columns (for the second); otherwise axis 0 is the
+// rows or columns and axis 1 the depth. Axis 2, where rank is 3, is the
+// batch; a factor of rank 2 is the same for every batch element. Elements
+// at indices past an axis' extent read as zero.
+struct ProductOperand {
+  std::string buffer;
+  DType dtype = DType::BF16;
+  bool k_major = true;
+  int rank = 2;
+  std::array<int64_t, 3> dims = {1, 1, 1};
+  std::array<int64_t, 2> strides = {0, 0};
+
+  // The input's flat index of the factor at (side index, depth index, batch element).
+  int64_t flat_index(int64_t side, int64_t depth, int64_t batch) const {
+    int64_t i0 = k_major ? depth : side, i1 = k_major ? side : depth;
+    return i0 + i1 * strides[0] + (rank == 3 ? batch * strides[1] : 0);
+  }
+  // Whether (side, depth) is inside the view (else the factor is zero).
+  bool inside(int64_t side, int64_t depth) const {
+    return (k_major ? depth : side) < dims[0] && (k_major ? side : depth) < dims[1];
+  }
+};
+
+// The tile a persistent GPU block takes at its `n`-th turn: tiles are
+// numbered batch element first, then in groups of `group` row tiles, in
+// which tiles go down a column of the group before moving right (so that
+// blocks running at once share factor tiles in the L2 cache).
+struct ProductTile {
+  int64_t batch = 0, row_tile = 0, col_tile = 0;
+};
+inline ProductTile product_tile(int64_t tile, int64_t row_tiles, int64_t col_tiles, int64_t group) {
+  int64_t per_batch = row_tiles * col_tiles, t = tile % per_batch, per_group = group * col_tiles;
+  int64_t first_row = t / per_group * group, rows_here = std::min(group, row_tiles - first_row);
+  int64_t in_group = t % per_group;
+  return {tile / per_batch, first_row + in_group % rows_here, in_group / rows_here};
+}
+
+// A persistent GPU block's whole share of a matrix product on warpgroup
+// matrix units (Hopper's wgmma), with the factors' tiles brought into the
+// shared array `stage` by the tensor copy engine. The block takes output
+// tiles first_tile, first_tile + tile_stride, ... below
+// batches * row_tiles * col_tiles (tiles of tile_rows x tile_cols, numbered
+// by product_tile with `group`), and for each computes
+//   value(b, r, c) = sum over d < depth of a(b, r, d) * b(b, d, c)
+// (f16/bf16 factors, exact products; f32 factors as TF32, each rounded to 10
+// mantissa bits; sums in f32 in an unspecified order), then runs `epilogue`
+// for every element of the tile (row r < rows and column c < cols are the
+// epilogue's own tests), with `batch_var`, `row`, `col` (i64) and `value`
+// (f32) bound. The epilogue may store but not read the output.
+//
+// Every thread of the block takes part (it stands in a GPU block loop
+// outside thread loops, alone with the allocation of `stage`): one
+// warpgroup (128 threads) issues the copies, `consumers` warpgroups each
+// compute tile_rows / consumers rows of the tile, over a ring of `stages`
+// shared buffers of tile_depth steps.
+struct WarpgroupProduct : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::WarpgroupProduct;
+  ProductOperand a, b;
+  int64_t rows = 0, cols = 0, depth = 0, batches = 1;
+  int tile_rows = 128, tile_cols = 256, tile_depth = 64, stages = 4, consumers = 2, group = 8;
+  Expr first_tile, tile_stride;  // i64
+  std::string stage;             // a shared u8 array of stage_bytes()
+  std::string batch_var, row, col, value;
+  Block epilogue;
+  WarpgroupProduct(Span s) : StmtNode(kKind, s) {}
+
+  int64_t row_tiles() const { return (rows + tile_rows - 1) / tile_rows; }
+  int64_t col_tiles() const { return (cols + tile_cols - 1) / tile_cols; }
+  int64_t tiles() const { return batches * row_tiles() * col_tiles(); }
+  int threads() const { return 128 * (1 + consumers); }
+  // Bytes of one stage's two factor tiles, and of the shared array: the
+  // stages (each at a multiple of 1024 bytes, as the 128-byte swizzle
+  // needs), their two barriers each, and room to align the first.
+  int64_t stage_tile_bytes() const {
+    return int64_t{tile_depth} * (tile_rows + tile_cols) * static_cast<int64_t>(dtype_size(a.dtype));
+  }
+  int64_t stage_bytes() const { return 1024 + stages * stage_tile_bytes() + 16 * stages; }
+};
+
 // Stops the kernel with an error unless `cond` holds. Passes insert checks
 // where the source's semantics has an error they cannot otherwise keep
 // (shapes that must agree, a reduction that must not be empty).
@@ -529,6 +613,7 @@ Stmt make_mma_store(std::string d, int ldd, std::string acc, int warp_rows, int 
 Stmt make_async_copy(std::string dst, Expr dst_index, std::string src, std::vector<Expr> src_index, int count, Expr valid, Span s = {});
 Stmt make_async_commit(Span s = {});
 Stmt make_async_wait(int pending, Span s = {});
+Stmt make_warpgroup_product(const WarpgroupProduct& p);
 Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, Expr a_row_stride, Expr a_k_stride, std::string b, Expr b_offset,
                        Expr ldb, Expr kc, std::string c, std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate,
                        Span s = {}, RowTable b_rows = {});

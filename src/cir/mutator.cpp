@@ -104,6 +104,7 @@ Stmt IRMutator::mutate(const Stmt& s) {
     case StmtKind::BlockReduce: return visit(s.as<BlockReduce>());
     case StmtKind::TileMma: return visit(s.as<TileMma>());
     case StmtKind::AsyncCopy: return visit(s.as<AsyncCopy>());
+    case StmtKind::WarpgroupProduct: return visit(s.as<WarpgroupProduct>());
   }
   return s;
 }
@@ -325,6 +326,19 @@ Stmt IRMutator::visit(const AsyncCopy* op) {
   std::vector<Expr> si = mutate_exprs(op->src_index);
   bool changed = !d.same_as(op->dst_index) || !v.same_as(op->valid) || !same_exprs(si, op->src_index);
   return keep_or(handle_of(op), changed, [&] { return make_async_copy(op->dst, d, op->src, si, op->count, v, op->span); });
+}
+
+Stmt IRMutator::visit(const WarpgroupProduct* op) {
+  Expr first = mutate(op->first_tile), stride = mutate(op->tile_stride);
+  Block epilogue = mutate(op->epilogue);
+  bool changed = !first.same_as(op->first_tile) || !stride.same_as(op->tile_stride) || !same_block(epilogue, op->epilogue);
+  return keep_or(handle_of(op), changed, [&] {
+    WarpgroupProduct p = *op;
+    p.first_tile = first;
+    p.tile_stride = stride;
+    p.epilogue = std::move(epilogue);
+    return make_warpgroup_product(p);
+  });
 }
 
 Stmt IRMutator::visit(const MatMulBlock* op) {

@@ -67,6 +67,7 @@ class IRMutator {
   virtual Stmt visit(const BlockReduce* op);
   virtual Stmt visit(const TileMma* op);
   virtual Stmt visit(const AsyncCopy* op);
+  virtual Stmt visit(const WarpgroupProduct* op);
 
  protected:
   std::vector<AxisSel> mutate_axes(const std::vector<AxisSel>& axes);

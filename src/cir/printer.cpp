@@ -237,6 +237,25 @@ std::string async_copy_text(const AsyncCopy& c) {
   return "";
 }
 
+// A=x[k-major bf16 rank 2 dims (64, 128, 1) strides (64, 0)]: every field of
+// the view (the printed text is what kernels are hashed by).
+std::string product_operand_text(const ProductOperand& o) {
+  return o.buffer + "[" + (o.k_major ? "k-major " : "mn-major ") + dtype_name(o.dtype) + " rank " + std::to_string(o.rank) + " dims (" +
+         std::to_string(o.dims[0]) + ", " + std::to_string(o.dims[1]) + ", " + std::to_string(o.dims[2]) + ") strides (" +
+         std::to_string(o.strides[0]) + ", " + std::to_string(o.strides[1]) + ")]";
+}
+
+// warpgroup_product 3x100x200 over 70 tiles blk.. step 4 tile 128x256x64
+// stages 4 consumers 2 group 8 stage s a=... b=... -> (b, row, col, value) {
+std::string warpgroup_product_text(const WarpgroupProduct& p) {
+  return "warpgroup_product " + std::to_string(p.batches) + "x" + std::to_string(p.rows) + "x" + std::to_string(p.cols) + " over " +
+         std::to_string(p.depth) + " tiles " + print(p.first_tile) + ".. step " + print(p.tile_stride) + " tile " +
+         std::to_string(p.tile_rows) + "x" + std::to_string(p.tile_cols) + "x" + std::to_string(p.tile_depth) + " stages " +
+         std::to_string(p.stages) + " consumers " + std::to_string(p.consumers) + " group " + std::to_string(p.group) + " stage " + p.stage +
+         " a=" + product_operand_text(p.a) + " b=" + product_operand_text(p.b) + " -> (" + p.batch_var + ", " + p.row + ", " + p.col + ", " +
+         p.value + ") {";
+}
+
 class StmtPrinter {
  public:
   std::string out;
@@ -302,6 +321,12 @@ class StmtPrinter {
       }
       case StmtKind::TileMma: return line(indent, tile_mma_text(*s.as<TileMma>()));
       case StmtKind::AsyncCopy: return line(indent, async_copy_text(*s.as<AsyncCopy>()));
+      case StmtKind::WarpgroupProduct: {
+        auto op = s.as<WarpgroupProduct>();
+        line(indent, warpgroup_product_text(*op));
+        block(op->epilogue, indent + 1);
+        return line(indent, "}");
+      }
       case StmtKind::Check: return line(indent, "check " + print(s.as<Check>()->cond) + ", \"" + s.as<Check>()->message + "\"");
       case StmtKind::MatMulBlock: {
         auto op = s.as<MatMulBlock>();

@@ -32,6 +32,17 @@ class Reads : public IRVisitor {
     if (op->step == AsyncCopy::Step::Start) names.insert(op->src);
     IRVisitor::visit(op);
   }
+  // The factors, the stages (the copies land there), the tile numbers, and
+  // what the epilogue reads other than the element names it is given.
+  void visit(const WarpgroupProduct* op) override {
+    names.insert({op->a.buffer, op->b.buffer, op->stage});
+    include(op->first_tile);
+    include(op->tile_stride);
+    Reads epilogue;
+    epilogue.include(op->epilogue);
+    for (const std::string& n : {op->batch_var, op->row, op->col, op->value}) epilogue.names.erase(n);
+    names.insert(epilogue.names.begin(), epilogue.names.end());
+  }
   void visit(const MatMulBlock* op) override {  // C too: blocks after the first add to it
     names.insert({op->a, op->b, op->c});
     if (!op->b_rows.empty()) names.insert(op->b_rows);
@@ -87,6 +98,12 @@ class Writes : public IRVisitor {
   }
   void visit(const AsyncCopy* op) override {
     if (!bindings_only_ && op->step == AsyncCopy::Step::Start) names.insert(op->dst);
+  }
+  // Binds the element names for its epilogue; fills the stages.
+  void visit(const WarpgroupProduct* op) override {
+    names.insert({op->batch_var, op->row, op->col, op->value});
+    if (!bindings_only_) names.insert(op->stage);
+    include(op->epilogue);
   }
 
  private:

@@ -309,6 +309,101 @@ class Verifier : public IRVisitor {
     IRVisitor::visit(op);
   }
 
+  // A factor of a warpgroup product: an input of its dtype, viewed inside it.
+  void check_product_operand(const std::string& what, const ProductOperand& o, int64_t batches) {
+    std::string w = what + ": factor '" + o.buffer + "'";
+    const Symbol* s = lookup(o.buffer);
+    if (!s || s->kind != SymbolKind::Input) return report(w + " is not an input");
+    if (s->type.dtype != o.dtype)
+      report(w + " is read as " + dtype_name(o.dtype) + " but the input is " + dtype_name(s->type.dtype));
+    if (o.rank != 2 && o.rank != 3) return report(w + " has rank " + std::to_string(o.rank) + ", not 2 or 3");
+    for (int i = 0; i < o.rank; ++i)
+      if (o.dims[static_cast<size_t>(i)] < 1) return report(w + " has an axis of " + std::to_string(o.dims[static_cast<size_t>(i)]) + " elements");
+    for (int i = 0; i + 1 < o.rank; ++i)
+      if (o.strides[static_cast<size_t>(i)] < 0) return report(w + " has a negative stride");
+    if (o.rank == 3 && o.dims[2] < batches)
+      return report(w + "'s batch axis has " + std::to_string(o.dims[2]) + " elements, fewer than the product's " + std::to_string(batches));
+    // The last element of the view, against the input's constant size.
+    int64_t numel = 1;
+    for (const Expr& e : s->type.shape) {
+      const IntImm* n = e.as<IntImm>();
+      if (!n) return;
+      numel *= n->value;
+    }
+    int64_t last = (o.dims[0] - 1) + (o.dims[1] - 1) * o.strides[0] + (o.rank == 3 ? (o.dims[2] - 1) * o.strides[1] : 0);
+    if (last >= numel) report(w + " is viewed up to element " + std::to_string(last) + ", past the input's " + std::to_string(numel));
+  }
+
+  void visit(const WarpgroupProduct* op) override {
+    std::string what = "warpgroup_product";
+    if (gpu_block_axes_ == 0) report(what + " is not inside a GPU block loop");
+    if (in_gpu_thread_ > 0) report(what + " inside a GPU thread loop: the block's warpgroups cannot all reach it");
+    DType t = op->a.dtype;
+    if (op->b.dtype != t || (t != DType::F16 && t != DType::BF16 && t != DType::F32))
+      report(what + ": its factors are " + dtype_name(t) + " and " + dtype_name(op->b.dtype) + "; both f16, bf16 or f32 (TF32)");
+    else if (t == DType::F32 && (!op->a.k_major || !op->b.k_major))
+      report(what + ": TF32 factors must both have the depth as their fast axis (k-major)");
+    check_product_operand(what, op->a, op->batches);
+    check_product_operand(what, op->b, op->batches);
+    if (op->rows < 0 || op->cols < 0 || op->depth < 0 || op->batches < 0)
+      report(what + ": a negative extent in " + std::to_string(op->batches) + "x" + std::to_string(op->rows) + "x" + std::to_string(op->cols) +
+             " over " + std::to_string(op->depth));
+    if (op->tile_rows <= 0 || op->tile_cols <= 0 || op->tile_depth <= 0)
+      report(what + ": tiles of " + std::to_string(op->tile_rows) + "x" + std::to_string(op->tile_cols) + "x" + std::to_string(op->tile_depth));
+    if (op->consumers < 1) report(what + ": " + std::to_string(op->consumers) + " consumer warpgroups");
+    if (op->stages < 2) report(what + ": " + std::to_string(op->stages) + " stages, fewer than 2");
+    if (op->group < 1) report(what + ": tiles grouped by " + std::to_string(op->group));
+    // The stages: a shared array of the block, large enough.
+    const Symbol* st = lookup(op->stage);
+    if (!st || st->kind != SymbolKind::Allocate || !block_shared_.count(op->stage)) {
+      report(what + ": its stages '" + op->stage + "' are not a shared array of the GPU block");
+    } else if (op->tile_rows > 0 && op->tile_cols > 0 && op->tile_depth > 0 && op->stages > 0) {
+      int64_t bytes = static_cast<int64_t>(dtype_size(st->type.dtype));
+      for (const Expr& e : st->type.shape) {
+        const IntImm* n = e.as<IntImm>();
+        bytes = n && bytes >= 0 ? bytes * n->value : -1;
+      }
+      if (bytes < 0) report(what + ": its stages '" + op->stage + "' are not of a constant size");
+      else if (bytes < op->stage_bytes())
+        report(what + ": its stages '" + op->stage + "' have " + std::to_string(bytes) + " bytes, fewer than the " + std::to_string(op->stage_bytes()) + " it needs");
+    }
+    for (const auto& [name, e] : {std::pair{"first tile", op->first_tile}, std::pair{"tile stride", op->tile_stride}}) {
+      std::string w = what + " " + name;
+      if (!e.defined()) {
+        report(w + " is missing");
+        continue;
+      }
+      if (e->type.dtype != DType::I64 || !e->type.is_scalar()) report(w + " " + quoted(e) + " is not an i64 scalar (it is " + print(e->type) + ")");
+      include(e);
+    }
+    // The epilogue: per element, with the element's names bound; run by
+    // single threads (no block-wide steps), storing but not reading the output.
+    for (const std::string& n : {op->batch_var, op->row, op->col, op->value})
+      if (n.empty()) report(what + " leaves an element name empty");
+    if (const Param* out = output()) {
+      struct Reads : IRVisitor {
+        std::string name;
+        bool found = false;
+        void visit(const Access* a) override {
+          found = found || a->buffer == name;
+          IRVisitor::visit(a);
+        }
+      } reads;
+      reads.name = out->name;
+      reads.include(op->epilogue);
+      if (reads.found) report(what + ": its epilogue reads the output '" + out->name + "'");
+    }
+    scopes_.emplace_back();
+    declare(op->batch_var, {SymbolKind::Let, Type::scalar(DType::I64)});
+    declare(op->row, {SymbolKind::Let, Type::scalar(DType::I64)});
+    declare(op->col, {SymbolKind::Let, Type::scalar(DType::I64)});
+    declare(op->value, {SymbolKind::Let, Type::scalar(DType::F32)});
+    ++in_gpu_thread_;
+    check_block(op->epilogue);
+    --in_gpu_thread_;
+    pop_scope();
+  }
+
   // Arrays of a GPU block with access rules: a fragment is touched by
   // tile_mma statements only; a thread-private array is read and written by
   // a thread loop's iteration at its own row.

@@ -42,6 +42,7 @@ void IRVisitor::include(const Stmt& s) {
     case StmtKind::BlockReduce: return visit(s.as<BlockReduce>());
     case StmtKind::TileMma: return visit(s.as<TileMma>());
     case StmtKind::AsyncCopy: return visit(s.as<AsyncCopy>());
+    case StmtKind::WarpgroupProduct: return visit(s.as<WarpgroupProduct>());
   }
 }
 
@@ -132,6 +133,12 @@ void IRVisitor::visit(const AsyncCopy* op) {
   include(op->dst_index);
   for (const Expr& e : op->src_index) include(e);
   include(op->valid);
+}
+
+void IRVisitor::visit(const WarpgroupProduct* op) {
+  include(op->first_tile);
+  include(op->tile_stride);
+  include(op->epilogue);
 }
 
 void IRVisitor::visit(const MatMulBlock* op) {

@@ -53,6 +53,7 @@ class IRVisitor {
   virtual void visit(const BlockReduce* op);
   virtual void visit(const TileMma* op);
   virtual void visit(const AsyncCopy* op);
+  virtual void visit(const WarpgroupProduct* op);
 
  protected:
   // Visits the extents of a type.

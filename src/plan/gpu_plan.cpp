@@ -17,6 +17,7 @@
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/schedule_gpu_matmul.hpp"
 #include "cir/passes/schedule_gpu_mma.hpp"
+#include "cir/passes/schedule_gpu_wgmma.hpp"
 #include "cir/passes/schedule_gpu_reduce.hpp"
 #include "cir/passes/schedule_gpu_rows.hpp"
 #include "cir/passes/schedule_gpu_tiles.hpp"
@@ -72,6 +73,16 @@ std::optional<int64_t> loop_trips(const Kernel& k) {
 constexpr int64_t kGridReduceBlocks = 1024;
 
 // ------------------------------------------------------------ when each schedule takes a kernel
+
+// A matrix product on Hopper's warpgroup matrix units, its factors' tiles
+// brought by the tensor copy engine, where the target has both and the
+// engine can read the factors as laid out.
+Attempt warpgroup_matmul(const Kernel& k, const GpuTarget& target) {
+  if (!target.warpgroup_mma || !target.tensor_copies) return std::nullopt;
+  Attempt tiles = cir::schedule_gpu_wgmma(k, target);
+  if (!tiles || !gpu_support(*tiles, target).ok()) return std::nullopt;
+  return tiles;
+}
 
 // A matrix product on matrix units where its factors allow (f16, bf16,
 // TF32 by permission), of any size: with asynchronous copies where the
@@ -136,6 +147,7 @@ Attempt grid_reduction(const Kernel& k, const GpuTarget& target, int threads) {
 
 const char* gpu_schedule_name(GpuSchedule s) {
   switch (s) {
+    case GpuSchedule::WarpgroupMatmul: return "warpgroup matmul";
     case GpuSchedule::TensorCoreMatmul: return "tensor-core matmul";
     case GpuSchedule::TiledMatmul: return "tiled matmul";
     case GpuSchedule::TileBlocks: return "tile blocks";
@@ -186,6 +198,8 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target) {
                      }};
   };
   int row_threads = 0;
+  passes.push_back(
+      schedule("schedule_gpu_wgmma", GpuSchedule::WarpgroupMatmul, [&](const Kernel& k) { return warpgroup_matmul(k, target); }));
   passes.push_back(schedule("schedule_gpu_mma", GpuSchedule::TensorCoreMatmul, [&](const Kernel& k) { return tensor_core_matmul(k, target); }));
   passes.push_back(schedule("schedule_gpu_matmul", GpuSchedule::TiledMatmul, [&](const Kernel& k) { return tiled_matmul(k, target); }));
   passes.push_back({"collapse_parallel_loops", [](const Kernel& k) { return cir::collapse_parallel_loops(k); }});
@@ -210,6 +224,7 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target) {
   if (chosen == GpuSchedule::Rows) plan.block_threads = row_threads;
   if (chosen == GpuSchedule::TiledMatmul) plan.block_threads = cir::kGpuMatmulThreads;
   if (chosen == GpuSchedule::TensorCoreMatmul) plan.block_threads = cir::kGpuMmaThreads;
+  if (chosen == GpuSchedule::WarpgroupMatmul) plan.block_threads = cir::kWarpgroupProductThreads;
   GpuSupport support = gpu_support(k, target);
   if (support.why_not) {
     plan.why_not = *support.why_not;

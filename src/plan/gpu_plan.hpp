@@ -2,6 +2,7 @@
 // the target description (target/gpu_target) fits: tile programs rewritten
 // to loops, then one schedule, the first of these that takes the kernel:
 //
+//   warpgroup matmul    a matrix product on Hopper's wgmma, tiles brought by the tensor copy engine
 //   tensor-core matmul  a matrix product on matrix units (f16/bf16, TF32 by permission)
 //   tiled matmul        other f32 products, tiled through shared memory
 //   tile blocks         a block per iteration of a tile program (flash attention)
@@ -29,7 +30,7 @@ namespace zyntax {
 // target's blocks are smaller); an entry point may declare it as its bound.
 constexpr int kGpuBlockThreads = 256;
 
-enum class GpuSchedule { TensorCoreMatmul, TiledMatmul, TileBlocks, Rows, GridReduction, Threads, Single };
+enum class GpuSchedule { WarpgroupMatmul, TensorCoreMatmul, TiledMatmul, TileBlocks, Rows, GridReduction, Threads, Single };
 const char* gpu_schedule_name(GpuSchedule s);
 
 struct GpuPlan {

@@ -73,7 +73,8 @@ class SupportCheck {
     int64_t n = cir::allocation_bytes(a);
     if (n < 0) return fail("arrays of non-constant size");
     if (n > kMaxCpuLocalArrayBytes) return fail("local arrays larger than 1 GiB");
-    if (gpu_ && n > gpu_->private_memory_per_thread)
+    bool block_shared = a.space == cir::MemorySpace::Shared && gpu_block_depth_ > 0;  // the block's, not a thread's
+    if (gpu_ && !block_shared && n > gpu_->private_memory_per_thread)
       return fail("local arrays larger than " + std::to_string(gpu_->private_memory_per_thread >> 10) + " KiB per GPU thread");
     if (gpu_ && a.space == cir::MemorySpace::Shared && gpu_block_depth_ > 0) {
       // A block's shared array: a placed one where the schedule put it; else after the others.
@@ -135,6 +136,14 @@ class SupportCheck {
         case cir::StmtKind::TileMma:
           if (!gpu_ || !gpu_->matrix_units.any()) return fail("tensor-core tile products");
           break;
+        case cir::StmtKind::WarpgroupProduct: {
+          if (!gpu_ || !gpu_->warpgroup_mma || !gpu_->tensor_copies) return fail("warpgroup matrix products with tensor copies");
+          auto p = s.as<cir::WarpgroupProduct>();
+          expr(p->first_tile);
+          expr(p->tile_stride);
+          block(p->epilogue);
+          break;
+        }
         case cir::StmtKind::AsyncCopy: {
           if (!gpu_ || !gpu_->async_copy) return fail("asynchronous copies");
           auto c = s.as<cir::AsyncCopy>();

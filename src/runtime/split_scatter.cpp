@@ -54,6 +54,11 @@ class LoopIndexedAxes : public cir::IRVisitor {
     unsliceable.insert({op->a, op->b, op->d});
     IRVisitor::visit(op);
   }
+  // Its factors are read through flat views of the whole inputs.
+  void visit(const cir::WarpgroupProduct* op) override {
+    unsliceable.insert({op->a.buffer, op->b.buffer, op->stage});
+    IRVisitor::visit(op);
+  }
 
  private:
   void note(const std::string& buffer, const std::vector<cir::AxisSel>& sel) {

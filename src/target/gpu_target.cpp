@@ -26,6 +26,8 @@ std::string GpuTarget::verify() const {
   if (index_bits != 32 && index_bits != 64) return "index_bits must be 32 or 64";
   if (index_bits == 64 && !i64) return "64-bit indices need i64";
   if (matrix_units.any() && subgroup_size != 32) return "matrix units are programmed by subgroups of 32";
+  if (warpgroup_mma && !matrix_units.any()) return "warpgroup_mma needs matrix units";
+  if (warpgroup_mma && subgroup_size != 32) return "warpgroup matrix units are programmed by warpgroups of 4 subgroups of 32";
   return "";
 }
 
@@ -35,6 +37,8 @@ std::string GpuTarget::describe() const {
                   " KiB shared memory per block";
   if (matrix_units.any()) s += ", matrix units";
   if (async_copy) s += ", asynchronous copies";
+  if (tensor_copies) s += ", tensor copies";
+  if (warpgroup_mma) s += ", warpgroup matrix units";
   return s;
 }
 

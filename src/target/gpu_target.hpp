@@ -52,6 +52,12 @@ struct GpuTarget {
   bool f64 = true, f16 = true, bf16 = true, i64 = true;
   bool subgroup_shuffles = true;          // lanes exchange registers (block reductions use them)
   bool async_copy = false;                // copies into shared memory that land while the thread goes on
+  // Hopper's (sm_90a): tiles copied by a tensor copy engine into swizzled
+  // shared memory, completing on shared-memory barriers (cp.async.bulk.tensor,
+  // mbarrier), and matrix units a warpgroup drives from shared memory
+  // (wgmma); the warpgroup product schedule needs both.
+  bool tensor_copies = false;
+  bool warpgroup_mma = false;
   // Loop iterations one invocation may run in all, counted over every loop
   // of the shader (0: no limit). Mesa's lavapipe stops loops at 65,535.
   int64_t loop_budget = 0;

@@ -112,10 +112,20 @@ TEST(NvptxArch, ParsesArchitecturesAndPicksOneForACapability) {
   EXPECT_FALSE(codegen::parse_nvptx_arch("sm_13").has_value());
   EXPECT_FALSE(codegen::parse_nvptx_arch("sm_80a").has_value());
   EXPECT_FALSE(codegen::parse_nvptx_arch("banana").has_value());
-  EXPECT_EQ(codegen::nvptx_arch_for(9, 0).name, "sm_90");
+  // An H100/H200 (exactly 9.0) gets the accelerated features; nothing else does.
+  EXPECT_EQ(codegen::nvptx_arch_for(9, 0).name, "sm_90a");
+  EXPECT_EQ(codegen::nvptx_arch_for(9, 0).capability, 90);
+  EXPECT_EQ(codegen::nvptx_arch_for(9, 0).ptx_feature, "+ptx80");
   EXPECT_EQ(codegen::nvptx_arch_for(8, 6).name, "sm_86");
   EXPECT_EQ(codegen::nvptx_arch_for(8, 8).name, "sm_87");   // newest not above it
+  EXPECT_EQ(codegen::nvptx_arch_for(8, 0).name, "sm_80");
   EXPECT_EQ(codegen::nvptx_arch_for(10, 0).name, "sm_90");  // newer GPUs run PTX for older ones
+  EXPECT_EQ(codegen::nvptx_arch_for(12, 0).name, "sm_90");
+  GpuTarget h100 = codegen::nvptx_gpu_target(codegen::nvptx_arch_for(9, 0), {132, 227 << 10, 1024, 32});
+  EXPECT_TRUE(h100.tensor_copies && h100.warpgroup_mma);
+  EXPECT_EQ(h100.verify(), "");
+  GpuTarget blackwell = codegen::nvptx_gpu_target(codegen::nvptx_arch_for(10, 0));
+  EXPECT_FALSE(blackwell.tensor_copies || blackwell.warpgroup_mma);
 }
 
 // Math in f64 links libdevice; the result has no unresolved calls.

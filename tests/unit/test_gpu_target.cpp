@@ -32,6 +32,15 @@ TEST(GpuTarget, NvidiaArchitecturesSayWhatTheyOffer) {
   EXPECT_EQ(hopper.shared_memory_max, 227 << 10);
   EXPECT_EQ(hopper.multiprocessors, 132);
   EXPECT_NE(hopper.describe().find("sm_90, 132 multiprocessors"), std::string::npos) << hopper.describe();
+  // Tensor copies and warpgroup matrix units: sm_90a's alone, not sm_90's.
+  for (const GpuTarget* t : {&turing, &ampere, &hopper}) EXPECT_FALSE(t->tensor_copies || t->warpgroup_mma) << t->arch;
+  EXPECT_EQ(hopper.describe().find("tensor copies"), std::string::npos) << hopper.describe();
+  GpuTarget accelerated = testing::nvidia_target("sm_90a");
+  EXPECT_EQ(accelerated.verify(), "");
+  EXPECT_EQ(accelerated.arch, "sm_90a");
+  EXPECT_TRUE(accelerated.tensor_copies && accelerated.warpgroup_mma && accelerated.async_copy);
+  EXPECT_TRUE(accelerated.matrix_units.bf16 && accelerated.matrix_units.f16 && accelerated.matrix_units.tf32);
+  EXPECT_NE(accelerated.describe().find(", tensor copies, warpgroup matrix units"), std::string::npos) << accelerated.describe();
   // A device's own limits win over the architecture's guesses.
   GpuTarget device = codegen::nvptx_gpu_target(*codegen::parse_nvptx_arch("sm_80"), {46, 100 << 10, 1024, 32});
   EXPECT_EQ(device.multiprocessors, 46);
@@ -40,6 +49,9 @@ TEST(GpuTarget, NvidiaArchitecturesSayWhatTheyOffer) {
 }
 
 TEST(GpuTarget, VerifyRefusesInconsistentDescriptions) {
+  GpuTarget wgmma = testing::nvidia_target("sm_90a");
+  wgmma.matrix_units = {};
+  EXPECT_NE(wgmma.verify().find("warpgroup_mma needs matrix units"), std::string::npos) << wgmma.verify();
   GpuTarget t = testing::nvidia_target("sm_80");
   t.subgroup_size = 48;
   EXPECT_NE(t.verify().find("power of two"), std::string::npos);

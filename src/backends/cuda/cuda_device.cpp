@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 
 #include "cir/hash.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
@@ -13,6 +15,7 @@
 #include "codegen/llvm/nvptx/nvptx_target.hpp"
 #include "plan/gpu_plan.hpp"
 #include "backends/cuda/gpu_mirror.hpp"
+#include "backends/cuda/tensor_maps.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
 
@@ -30,7 +33,13 @@ class CudaDevice : public Device {
   explicit CudaDevice(std::unique_ptr<cuda::Gpu> gpu)
       : gpu_(std::move(gpu)), arch_(codegen::nvptx_arch_for(gpu_->properties().major, gpu_->properties().minor)) {
     const cuda::GpuProperties& p = gpu_->properties();
+    // sm_90a's PTX (8.0) needs a CUDA 12 driver, and its tensor copies read
+    // tensor maps the driver makes: an older driver, or one without
+    // cuTensorMapEncodeTiled, gets sm_90 (no tensor copies, no warpgroup products).
+    const cuda::Driver& driver = gpu_->driver();
+    if (arch_.name == "sm_90a" && (driver.version < 12000 || !driver.tensor_maps)) arch_ = *codegen::parse_nvptx_arch("sm_90");
     target_ = codegen::nvptx_gpu_target(arch_, {p.multiprocessors, p.shared_per_block_optin, p.max_threads_per_block, p.warp_size});
+    if (!driver.tensor_maps) target_.tensor_copies = target_.warpgroup_mma = false;
     info_.id = gpu_->id();
     info_.type = "gpu";
     info_.name = p.name;
@@ -108,7 +117,10 @@ class CudaDevice : public Device {
       return buffers.back();
     };
     DeviceBuffer* out = nullptr;
-    for (const codegen::KernelOperands::Operand& o : ops.params) {
+    // Each input's device address by parameter name (the tensor maps' factors).
+    std::map<std::string, cuda::CUdeviceptr> input_addresses;
+    for (size_t i = 0; i < ops.params.size(); ++i) {
+      const codegen::KernelOperands::Operand& o = ops.params[i];
       const Tensor* t = ops.tensor(o);
       if (!t) {
         params.push_back(const_cast<void*>(o.scalar));
@@ -118,6 +130,7 @@ class CudaDevice : public Device {
         if (std::shared_ptr<const cuda::GpuMirror> m = cuda::gpu_mirror_of(*t, info_.id)) {
           addresses.push_back(m->address());
           params.push_back(&addresses.back());
+          input_addresses[kernel.params[i].name] = addresses.back();
           mirrors.push_back(std::move(m));
           continue;
         }
@@ -126,12 +139,14 @@ class CudaDevice : public Device {
         if (m && m->address % codegen::kGpuTensorAlignment == 0) {
           addresses.push_back(m->address);
           params.push_back(&addresses.back());
+          input_addresses[kernel.params[i].name] = addresses.back();
           mapped.push_back(std::move(m->hold));
           continue;
         }
       }
       DeviceBuffer& b = add_buffer(t->nbytes());
       if (o.role == cir::ParamRole::Input) {
+        input_addresses[kernel.params[i].name] = b.address();
         b.upload_on(stream.get(), t->data(), t->nbytes());
         copied_in += t->nbytes();
         if (t->device() == info_.id) to_keep.emplace_back(t, &b);
@@ -158,6 +173,18 @@ class CudaDevice : public Device {
     int32_t status = 0;
     DeviceBuffer& status_buffer = add_buffer(sizeof status);
     status_buffer.zero_on(stream.get());
+    // After the status pointer, a tensor map per factor of each warpgroup
+    // product (kernel_abi.hpp), passed by value: 128 bytes, 64-byte aligned,
+    // kept until the launch has read them (reserved: never moved).
+    std::vector<cuda::CUtensorMap> tensor_maps;
+    tensor_maps.reserve(plan->tensor_maps.size());
+    for (const codegen::TensorMapParam& m : plan->tensor_maps) {
+      auto found = input_addresses.find(m.operand.buffer);
+      if (found == input_addresses.end())
+        throw std::logic_error("a warpgroup product's factor '" + m.operand.buffer + "' is not an input of the kernel");
+      tensor_maps.push_back(cuda::encode_tensor_map(gpu.driver(), m, found->second));
+      params.push_back(&tensor_maps.back());
+    }
 
     // Events around the launch time the kernel alone (last_kernel_milliseconds).
     stream.started().record(stream.get());
@@ -233,6 +260,8 @@ class CudaDevice : public Device {
     unsigned threads = kGpuBlockThreads;
     unsigned dynamic_shared = 0;  // bytes of dynamic shared memory per block
     bool writes_whole_output = false;
+    // The planned kernel's tensor maps (kernel_abi.hpp), in its entry's order.
+    std::vector<codegen::TensorMapParam> tensor_maps;
   };
 
   std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
@@ -244,6 +273,7 @@ class CudaDevice : public Device {
     }
     plan->writes_whole_output = p.writes_whole_output;
     const cir::Kernel& k = *p.kernel;
+    plan->tensor_maps = codegen::tensor_map_params(k);
     std::string entry = "zyntax_kernel_" + cir::hash_hex(cir::hash_kernel(k));
     // PTX from an earlier run where there is one (the driver keeps its own
     // cache of the machine code it makes from PTX).

@@ -23,6 +23,12 @@ const Driver* Driver::open(std::string* why) {
   if (!d->name) missing += (missing.empty() ? "" : ", ") + std::string(symbol);
   ZYNTAX_CUDA_DRIVER_FUNCTIONS(ZYNTAX_RESOLVE_CUDA_FUNCTION)
 #undef ZYNTAX_RESOLVE_CUDA_FUNCTION
+  // Optional: left null where the driver lacks them.
+#define ZYNTAX_RESOLVE_OPTIONAL_CUDA_FUNCTION(name, symbol, type) \
+  d->name = reinterpret_cast<std::add_pointer_t<type>>(dlsym(lib, symbol));
+  ZYNTAX_CUDA_DRIVER_OPTIONAL_FUNCTIONS(ZYNTAX_RESOLVE_OPTIONAL_CUDA_FUNCTION)
+#undef ZYNTAX_RESOLVE_OPTIONAL_CUDA_FUNCTION
+  d->tensor_maps = d->cuTensorMapEncodeTiled != nullptr;
   if (!missing.empty()) {
     *why = "the CUDA driver " + path + " is too old or not a CUDA driver: it lacks " + missing;
     delete d;

@@ -3,6 +3,8 @@
 // the entry points the runtime uses are resolved, declared here with the
 // driver's ABI (no CUDA headers are needed to build). Every failing call
 // becomes a CudaError naming the operation and the driver's error.
+// Entry points newer drivers add (tensor maps, CUDA 12) are optional: a
+// driver without them still runs everything else, and a flag says so.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +26,7 @@ using CUevent = struct CUevent_st*;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
+constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
 constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 
 // Device attributes (CUdevice_attribute) the runtime reads.
@@ -50,6 +53,54 @@ enum JitOption : int {
   kJitInfoLogBufferSizeBytes = 4,
   kJitErrorLogBuffer = 5,
   kJitErrorLogBufferSizeBytes = 6,
+};
+
+// Tensor maps (CUDA 12, compute capability 9.0): what Hopper's tensor copy
+// engine reads to copy a box of a tensor into shared memory. An opaque
+// 128-byte value, 64-byte aligned, made on the host by cuTensorMapEncodeTiled
+// and passed to a kernel by value.
+struct alignas(64) CUtensorMap {
+  unsigned long long opaque[16];
+};
+static_assert(sizeof(CUtensorMap) == 128 && alignof(CUtensorMap) == 64);
+using cuuint32_t = uint32_t;
+using cuuint64_t = uint64_t;
+// CUtensorMapDataType.
+enum TensorMapDataType : int {
+  kTensorMapUint8 = 0,
+  kTensorMapUint16 = 1,
+  kTensorMapUint32 = 2,
+  kTensorMapInt32 = 3,
+  kTensorMapUint64 = 4,
+  kTensorMapInt64 = 5,
+  kTensorMapFloat16 = 6,
+  kTensorMapFloat32 = 7,
+  kTensorMapFloat64 = 8,
+  kTensorMapBfloat16 = 9,
+  kTensorMapFloat32Ftz = 10,
+  kTensorMapTfloat32 = 11,
+  kTensorMapTfloat32Ftz = 12,
+};
+// CUtensorMapInterleave.
+enum TensorMapInterleave : int { kTensorMapInterleaveNone = 0 };
+// CUtensorMapSwizzle.
+enum TensorMapSwizzle : int {
+  kTensorMapSwizzleNone = 0,
+  kTensorMapSwizzle32B = 1,
+  kTensorMapSwizzle64B = 2,
+  kTensorMapSwizzle128B = 3,
+};
+// CUtensorMapL2promotion.
+enum TensorMapL2Promotion : int {
+  kTensorMapL2PromotionNone = 0,
+  kTensorMapL2Promotion64B = 1,
+  kTensorMapL2Promotion128B = 2,
+  kTensorMapL2Promotion256B = 3,
+};
+// CUtensorMapFloatOOBfill: NONE fills elements past the edges with zeros.
+enum TensorMapOobFill : int {
+  kTensorMapOobFillNone = 0,
+  kTensorMapOobFillNanRequestZeroFma = 1,
 };
 
 constexpr unsigned kStreamNonBlocking = 0x1;
@@ -109,6 +160,16 @@ constexpr unsigned kEventDisableTiming = 0x2;
   X(cuEventSynchronize, "cuEventSynchronize", CUresult(CUevent))                                              \
   X(cuEventElapsedTime, "cuEventElapsedTime", CUresult(float*, CUevent, CUevent))
 
+// Entry points a driver may lack (null then; the device runs without what
+// they offer). cuTensorMapEncodeTiled: tensorMap, data type, rank, global
+// address, globalDim[rank], globalStrides[rank - 1] (bytes, of dims 1..),
+// boxDim[rank], elementStrides[rank], interleave, swizzle, L2 promotion,
+// out-of-bounds fill.
+#define ZYNTAX_CUDA_DRIVER_OPTIONAL_FUNCTIONS(X)                                                                  \
+  X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled",                                                             \
+    CUresult(CUtensorMap*, int, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,      \
+             const cuuint32_t*, int, int, int, int))
+
 // A driver call failed: what was done, and the driver's error.
 class CudaError : public std::runtime_error {
  public:
@@ -129,9 +190,13 @@ class Driver {
 
 #define ZYNTAX_DECLARE_CUDA_FUNCTION(name, symbol, type) std::add_pointer_t<type> name = nullptr;
   ZYNTAX_CUDA_DRIVER_FUNCTIONS(ZYNTAX_DECLARE_CUDA_FUNCTION)
+  ZYNTAX_CUDA_DRIVER_OPTIONAL_FUNCTIONS(ZYNTAX_DECLARE_CUDA_FUNCTION)
 #undef ZYNTAX_DECLARE_CUDA_FUNCTION
 
   int version = 0;  // e.g. 12040 for CUDA 12.4
+  // Whether the driver makes tensor maps (cuTensorMapEncodeTiled, CUDA 12):
+  // without them no kernel reads its factors through Hopper's tensor copies.
+  bool tensor_maps = false;
 
   // "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
   std::string error_text(CUresult r) const;

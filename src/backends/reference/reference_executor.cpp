@@ -605,6 +605,7 @@ struct ReferenceKernel::Compiled {
       case cir::StmtKind::MatMulBlock: return matmul_block(*s.as<cir::MatMulBlock>());
       case cir::StmtKind::TileMma: return tile_mma(*s.as<cir::TileMma>());
       case cir::StmtKind::AsyncCopy: return async_copy(*s.as<cir::AsyncCopy>());
+      case cir::StmtKind::WarpgroupProduct: return warpgroup_product(*s.as<cir::WarpgroupProduct>());
       case cir::StmtKind::BlockReduce: {
         // In element order; a GPU's order differs only by rounding.
         const auto* r = s.as<cir::BlockReduce>();
@@ -679,6 +680,64 @@ struct ReferenceKernel::Compiled {
           for (int64_t p = 0; p < depth; ++p) s += av[static_cast<size_t>(r * depth + p)] * bv[static_cast<size_t>(p * cols + j)];  // exact products
           cv[r * cols + j] = s;
         }
+    };
+  }
+
+  // A block's share of a warpgroup product (ir.hpp's WarpgroupProduct), as
+  // its comment defines it: tile after tile in the grouped order, each
+  // element a sum in f32 in depth order of exact products of its factors
+  // (TF32 for f32 ones), then the epilogue with the element bound. The
+  // block's threads run it together, like a tile_mma: the epilogue's writes
+  // are checked for races as code outside thread loops. The stages are the
+  // copy engine's and the matrix units' alone: nothing here touches them.
+  StmtFn warpgroup_product(const cir::WarpgroupProduct& p) {
+    ScalarFn first = scalar(p.first_tile), stride = scalar(p.tile_stride);
+    int sa = buffer_slot(p.a.buffer), sb = buffer_slot(p.b.buffer);
+    int batch_var = slot_for(p.batch_var, cir::Type::scalar(DType::I64)), row = slot_for(p.row, cir::Type::scalar(DType::I64));
+    int col = slot_for(p.col, cir::Type::scalar(DType::I64)), value = slot_for(p.value, cir::Type::scalar(DType::F32));
+    auto epilogue = std::make_shared<std::vector<StmtFn>>(block(p.epilogue));
+    cir::ProductOperand a = p.a, b = p.b;
+    int64_t tiles = p.tiles(), row_tiles = p.row_tiles(), col_tiles = p.col_tiles(), group = p.group, depth = p.depth;
+    int64_t tile_rows = p.tile_rows, tile_cols = p.tile_cols;
+    Span span = p.span;
+    return [=](Frame& f) {
+      int64_t t0 = first(f).as_int64(), st = stride(f).as_int64();
+      if (st <= 0) fail(span, "warpgroup_product takes every " + std::to_string(st) + "th tile");
+      if (t0 < 0) fail(span, "warpgroup_product starts at tile " + std::to_string(t0));
+      const Tensor& ta = f.tiles[static_cast<size_t>(sa)];
+      const Tensor& tb = f.tiles[static_cast<size_t>(sb)];
+      // A factor tile, side by depth, zero outside the view.
+      auto gather = [&](const Tensor& t, const cir::ProductOperand& o, int64_t side0, int64_t sides, int64_t batch, std::vector<float>& out) {
+        bool tf32 = o.dtype == DType::F32;
+        out.assign(static_cast<size_t>(sides * depth), 0.0f);
+        for (int64_t i = 0; i < sides; ++i)
+          for (int64_t d = 0; d < depth; ++d) {
+            if (!o.inside(side0 + i, d)) continue;
+            int64_t flat = o.flat_index(side0 + i, d, batch);
+            if (flat < 0 || flat >= t.numel())
+              fail(span, "warpgroup_product reads element " + std::to_string(flat) + " of " + o.buffer + ", which has " + std::to_string(t.numel()));
+            auto v = static_cast<float>(t.get_f64(flat));
+            out[static_cast<size_t>(i * depth + d)] = tf32 ? round_to_tf32(v) : v;
+          }
+      };
+      std::vector<float> av, bv;
+      for (int64_t tile = t0; tile < tiles; tile += st) {
+        cir::ProductTile pt = cir::product_tile(tile, row_tiles, col_tiles, group);
+        int64_t r0 = pt.row_tile * tile_rows, c0 = pt.col_tile * tile_cols;
+        gather(ta, a, r0, tile_rows, pt.batch, av);
+        gather(tb, b, c0, tile_cols, pt.batch, bv);
+        for (int64_t r = 0; r < tile_rows; ++r)
+          for (int64_t c = 0; c < tile_cols; ++c) {
+            float sum = 0.0f;
+            for (int64_t d = 0; d < depth; ++d) sum += av[static_cast<size_t>(r * depth + d)] * bv[static_cast<size_t>(c * depth + d)];
+            f.scalars[static_cast<size_t>(batch_var)] = Scalar::of_int(pt.batch);
+            f.scalars[static_cast<size_t>(row)] = Scalar::of_int(r0 + r);
+            f.scalars[static_cast<size_t>(col)] = Scalar::of_int(c0 + c);
+            f.scalars[static_cast<size_t>(value)] = Scalar::of_float(sum, DType::F32);
+            run_block(*epilogue, f);
+          }
+        if (tiles - tile <= st) break;  // no overflow past the end
+      }
     };
   }
 

@@ -10,20 +10,6 @@ namespace zyntax::cir {
 
 namespace {
 
-// Matrix units take a tile step from a subgroup of 32 lanes (a warp);
-// GpuTarget::verify holds any target with matrix units to that.
-constexpr int kMatrixUnitSubgroup = 32;
-constexpr int WARP_ROWS = 2, WARP_COLS = 4, STORE_ROWS = 32;
-constexpr int STAGES = 3;  // depth steps in flight with asynchronous copies
-constexpr int T = kGpuMmaThreads;
-static_assert(WARP_ROWS * WARP_COLS * kMatrixUnitSubgroup == T, "a warp per part of the tile");
-
-// The factors as the tensor cores read them, and their dtype (f32: TF32).
-struct Factors {
-  Expr x, y;
-  DType dtype;
-};
-
 // An f16 or bf16 value widened to f32, unwidened.
 Expr narrow(const Expr& e) {
   auto c = e.as<Cast>();
@@ -32,8 +18,10 @@ Expr narrow(const Expr& e) {
   return c->value->type.is_scalar() && (from == DType::F16 || from == DType::BF16) ? c->value : Expr();
 }
 
-std::optional<Factors> tensor_core_factors(const ProductForm& m, bool tf32, const MatrixUnits& units, std::string* why) {
-  auto fail = [&](std::string w) -> std::optional<Factors> {
+}  // namespace
+
+std::optional<TensorCoreFactors> tensor_core_factors(const ProductForm& m, bool tf32, const MatrixUnits& units, std::string* why) {
+  auto fail = [&](std::string w) -> std::optional<TensorCoreFactors> {
     if (why) *why = std::move(w);
     return std::nullopt;
   };
@@ -42,20 +30,30 @@ std::optional<Factors> tensor_core_factors(const ProductForm& m, bool tf32, cons
   if (x.defined() && y.defined() && x->type.dtype == y->type.dtype) {
     DType t = x->type.dtype;
     if (t == DType::F16 ? !units.f16 : !units.bf16) return fail(std::string("no matrix units for ") + dtype_name(t) + " factors");
-    return Factors{x, y, t};
+    return TensorCoreFactors{x, y, t};
   }
   if (m.x->type.dtype == DType::F32 && m.y->type.dtype == DType::F32) {
     if (tf32 && !units.tf32) return fail("no matrix units for TF32 factors");
-    if (tf32) return Factors{m.x, m.y, DType::F32};
+    if (tf32) return TensorCoreFactors{m.x, m.y, DType::F32};
     return fail("f32 factors without @precision(tf32)");
   }
   return fail("factors other than f16 or bf16 values widened to f32");
 }
 
+namespace {
+
+// Matrix units take a tile step from a subgroup of 32 lanes (a warp);
+// GpuTarget::verify holds any target with matrix units to that.
+constexpr int kMatrixUnitSubgroup = 32;
+constexpr int WARP_ROWS = 2, WARP_COLS = 4, STORE_ROWS = 32;
+constexpr int STAGES = 3;  // depth steps in flight with asynchronous copies
+constexpr int T = kGpuMmaThreads;
+static_assert(WARP_ROWS * WARP_COLS * kMatrixUnitSubgroup == T, "a warp per part of the tile");
+
 class Scheduler {
  public:
   // `tile`: the output tile's side, 128 or 64 (each warp then takes 64x32 or 32x16).
-  Scheduler(const Kernel& k, const ProductForm& m, Factors f, bool async_copies, int run_bytes, int tile)
+  Scheduler(const Kernel& k, const ProductForm& m, TensorCoreFactors f, bool async_copies, int run_bytes, int tile)
       : k_(k), m_(m), f_(std::move(f)), fresh_(k), async_copies_(async_copies), run_bytes_(run_bytes), bm_(tile), bn_(tile), ldd_(tile + 4) {
     depth_ = f_.dtype == DType::F32 ? 16 : 32;
     int pad = 16 / static_cast<int>(dtype_size(f_.dtype));  // 16 bytes
@@ -142,7 +140,7 @@ class Scheduler {
 
   const Kernel& k_;
   const ProductForm& m_;
-  Factors f_;
+  TensorCoreFactors f_;
   FreshNames fresh_;
   bool async_copies_ = true;
   int run_bytes_;  // the longest run an asynchronous copy moves (the target's vector width)
@@ -167,7 +165,7 @@ std::optional<Kernel> schedule_gpu_mma(const Kernel& k, const GpuTarget& target,
     if (why_not) *why_not = "matrix units need subgroups of " + std::to_string(kMatrixUnitSubgroup);
     return std::nullopt;
   }
-  std::optional<Factors> f = tensor_core_factors(*m, k.hints.tf32, target.matrix_units, why_not);
+  std::optional<TensorCoreFactors> f = tensor_core_factors(*m, k.hints.tf32, target.matrix_units, why_not);
   if (!f) return std::nullopt;
   // 128x128 tiles only where there are enough of them to fill the GPU:
   // fewer, larger tiles leave multiprocessors idle.

@@ -39,12 +39,22 @@
 #include <string>
 
 #include "cir/ir.hpp"
+#include "cir/passes/product_form.hpp"
 #include "cir/passes/schedule_gpu_matmul.hpp"
 #include "target/gpu_target.hpp"
 
 namespace zyntax::cir {
 
 constexpr int kGpuMmaThreads = 256;
+
+// A product's factors as matrix units read them (f16 or bf16 values widened
+// to f32, unwidened; or f32 values where the kernel allows TF32), and their
+// dtype (f32 meaning TF32). Nothing, and why, where the units cannot take them.
+struct TensorCoreFactors {
+  Expr x, y;
+  DType dtype;
+};
+std::optional<TensorCoreFactors> tensor_core_factors(const ProductForm& m, bool tf32, const MatrixUnits& units, std::string* why);
 
 // Only for factor types the target's matrix units take. `async_copies`
 // false, or a target without them: the slices are copied between barriers

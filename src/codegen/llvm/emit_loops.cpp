@@ -22,6 +22,18 @@ bool has_async_copies(const cir::For& f) {
   return find.found;
 }
 
+// Whether a GPU block loop holds a warpgroup product: a persistent block
+// that strides over its tiles itself, launched one block per iteration.
+bool has_warpgroup_product(const cir::For& f) {
+  struct Find : cir::IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const cir::WarpgroupProduct*) override { found = true; }
+  } find;
+  find.include(f.body);
+  return find.found;
+}
+
 // Integer arithmetic that cannot fault: no memory, no division by a variable.
 bool hoistable(const Expr& e) {
   switch (e->kind) {
@@ -87,6 +99,23 @@ void Emitter::emit_for(const cir::For& f, bool outer) {
     // A thread's asynchronous copies and groups are its own: one iteration each.
     if (!block && has_async_copies(f))
       check(b_.CreateICmpEQ(trips, stride), f.span, "a GPU thread loop with asynchronous copies has not one iteration per thread of the block");
+    // A persistent block runs its iteration once, with no loop around it
+    // (the register reallocation of a warpgroup product's roles needs
+    // straight-line code around them).
+    if (block && has_warpgroup_product(f)) {
+      check(b_.CreateICmpEQ(trips, stride), f.span, "a GPU block loop of a warpgroup product has not one iteration per block of the grid");
+      gpu_block_depth_ += 1;
+      llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx_, "block.once." + f.var, fn_);
+      llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "block.done." + f.var, fn_);
+      b_.CreateCondBr(b_.CreateICmpULT(first, trips), body, done);
+      b_.SetInsertPoint(body);
+      values_[f.var] = b_.CreateAdd(lo, b_.CreateMul(first, step), f.var);
+      this->block(f.body);
+      gpu_block_depth_ -= 1;
+      if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+      return;
+    }
   } else if (outer && gpu_) {
     first = global_thread_;
     stride = thread_count_;

@@ -191,6 +191,11 @@ const Emitter::Buffer& Emitter::buffer(const std::string& name) {
 
 // ------------------------------------------------------------ statements
 
+void Emitter::emit_with(const std::map<std::string, llvm::Value*>& values, const cir::Block& body) {
+  for (const auto& [name, value] : values) values_[name] = value;
+  block(body);
+}
+
 void Emitter::block(const cir::Block& blk) {
   for (const cir::Stmt& s : blk) {
     if (b_.GetInsertBlock()->getTerminator()) return;
@@ -290,6 +295,7 @@ void Emitter::stmt(const cir::Stmt& s) {
     case cir::StmtKind::BlockReduce: return emit_block_reduce(*s.as<cir::BlockReduce>());
     case cir::StmtKind::TileMma: return target_.emit_tile_mma(*this, *s.as<cir::TileMma>());
     case cir::StmtKind::AsyncCopy: return target_.emit_async_copy(*this, *s.as<cir::AsyncCopy>());
+    case cir::StmtKind::WarpgroupProduct: return target_.emit_warpgroup_product(*this, *s.as<cir::WarpgroupProduct>());
     case cir::StmtKind::Check: {
       auto c = s.as<cir::Check>();
       check(expr(c->cond), c->span, c->message);

@@ -89,6 +89,10 @@ class Emitter {
   llvm::Type* mem_type(DType t);
   llvm::Value* from_memory(DType t, llvm::Value* v);
   llvm::Value* gpu_coordinate(cir::GpuIndexKind kind, int axis);
+  // Emits `body` with each name of `values` bound to its value (a let).
+  void emit_with(const std::map<std::string, llvm::Value*>& values, const cir::Block& body);
+  // The exit block every path leaves through.
+  llvm::BasicBlock* exit_block() const { return exit_; }
   // The tensor-core accumulator `name` as allocated.
   const cir::Type& fragment_type(const std::string& name) const { return fragment_types_.at(name); }
 

@@ -1,5 +1,6 @@
 #include "codegen/llvm/kernel_abi.hpp"
 
+#include "cir/visitor.hpp"
 #include "support/scalar.hpp"
 #include "support/trip_count.hpp"
 
@@ -20,7 +21,36 @@ std::optional<DType> yielded_dtype(const cir::Block& b) {
   return std::nullopt;
 }
 
+// Every warpgroup product of a kernel, in the order of the walk.
+class ProductFinder : public cir::IRVisitor {
+ public:
+  std::vector<const cir::WarpgroupProduct*> found;
+  using cir::IRVisitor::visit;
+  void visit(const cir::WarpgroupProduct* op) override {
+    found.push_back(op);
+    cir::IRVisitor::visit(op);
+  }
+};
+
 }  // namespace
+
+std::array<uint32_t, 3> product_operand_box(const cir::ProductOperand& operand, int side_tile, int depth_tile) {
+  if (operand.k_major) return {static_cast<uint32_t>(depth_tile), static_cast<uint32_t>(side_tile), 1};
+  // 128 bytes of side indices (one swizzle row) per copy; the emitter issues
+  // side_tile / that many copies.
+  return {static_cast<uint32_t>(128 / dtype_size(operand.dtype)), static_cast<uint32_t>(depth_tile), 1};
+}
+
+std::vector<TensorMapParam> tensor_map_params(const cir::Kernel& k) {
+  ProductFinder finder;
+  finder.include(k.body);
+  std::vector<TensorMapParam> params;
+  for (const cir::WarpgroupProduct* p : finder.found) {
+    params.push_back({p->a, product_operand_box(p->a, p->tile_rows, p->tile_depth)});
+    params.push_back({p->b, product_operand_box(p->b, p->tile_cols, p->tile_depth)});
+  }
+  return params;
+}
 
 ReduceBuffers reduce_buffers(const cir::Kernel& k) {
   ReduceBuffers r;

@@ -26,14 +26,32 @@
 // size is correct); a kernel without one runs on thread 0 of block 0.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "cir/ir.hpp"
 
 namespace zyntax::codegen {
 
 using KernelFn = void (*)(void* const* args, int64_t begin, int64_t end, int32_t* status);
+
+// Hopper's tensor copies read a product's factor through a tensor map the
+// launcher makes (cuTensorMapEncodeTiled) from the factor's view
+// (cir::ProductOperand) and its device address: a 128-byte value, 64-byte
+// aligned, 128-byte swizzle, zeros past the edges. A GPU entry point takes
+// one per factor of each warpgroup product, in this order, after the status
+// pointer, each a by-value parameter the kernel reads in place (grid_constant).
+struct TensorMapParam {
+  cir::ProductOperand operand;   // which input, viewed how
+  std::array<uint32_t, 3> box;   // elements one copy moves along each axis (the first 128 bytes)
+};
+std::vector<TensorMapParam> tensor_map_params(const cir::Kernel& k);
+// The box of a factor's copies: the depth step by the tile's side where
+// the depth is the fast axis, else 128 bytes of side indices by the depth step.
+std::array<uint32_t, 3> product_operand_box(const cir::ProductOperand& operand, int side_tile, int depth_tile);
+constexpr int kTensorMapBytes = 128;
 
 // The alignment in bytes of every tensor a GPU kernel is given.
 constexpr uint64_t kGpuTensorAlignment = 16;

@@ -18,5 +18,6 @@ llvm::Value* LlvmTarget::active_lanes(llvm::IRBuilder<>&) const { not_here("subg
 llvm::Value* LlvmTarget::shuffle_xor(llvm::IRBuilder<>&, llvm::Value*, int, llvm::Value*) const { not_here("subgroup shuffles"); }
 void LlvmTarget::emit_tile_mma(Emitter&, const cir::TileMma&) const { not_here("tensor-core tile products"); }
 void LlvmTarget::emit_async_copy(Emitter&, const cir::AsyncCopy&) const { not_here("asynchronous copies"); }
+void LlvmTarget::emit_warpgroup_product(Emitter&, const cir::WarpgroupProduct&) const { not_here("warpgroup matrix products"); }
 
 }  // namespace zyntax::codegen

@@ -72,6 +72,8 @@ class LlvmTarget {
   virtual void emit_tile_mma(Emitter& e, const cir::TileMma& m) const;
   // A step of a thread's asynchronous copies (where gpu()->async_copy).
   virtual void emit_async_copy(Emitter& e, const cir::AsyncCopy& c) const;
+  // A block's share of a warpgroup product (where gpu()->warpgroup_mma and tensor_copies).
+  virtual void emit_warpgroup_product(Emitter& e, const cir::WarpgroupProduct& p) const;
 };
 
 }  // namespace zyntax::codegen

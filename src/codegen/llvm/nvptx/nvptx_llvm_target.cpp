@@ -6,8 +6,10 @@
 #include <bit>
 #include <map>
 
+#include "cir/visitor.hpp"
 #include "codegen/llvm/emitter.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
+#include "codegen/llvm/nvptx/tensor_map_args.hpp"
 #include "codegen/llvm/nvptx/tile_mma.hpp"
 #include "plan/gpu_plan.hpp"
 
@@ -15,15 +17,38 @@ namespace zyntax::codegen {
 
 namespace {
 
-// The registers of a kernel's tensor-core accumulators, by name.
-struct Fragments : Emitter::TargetState {
-  std::map<std::string, TileMmaFragments> of;
+// What the NVPTX hooks keep per kernel (Emitter::target_state holds one
+// type, so every hook of this target shares this one): the registers of
+// the tensor-core accumulators, by name, and the entry's tensor map
+// parameters (tensor_map_args).
+struct NvptxState : Emitter::TargetState {
+  std::map<std::string, TileMmaFragments> fragments;
+  std::vector<llvm::Value*> tensor_maps;
+};
+
+// The most threads a warpgroup product of the kernel runs with (0: none).
+class ProductThreads : public cir::IRVisitor {
+ public:
+  int threads = 0;
+  using cir::IRVisitor::visit;
+  void visit(const cir::WarpgroupProduct* op) override {
+    threads = std::max(threads, op->threads());
+    cir::IRVisitor::visit(op);
+  }
 };
 
 }  // namespace
 
+const std::vector<llvm::Value*>& tensor_map_args(Emitter& e) { return e.target_state<NvptxState>().tensor_maps; }
+
 // An NVPTX kernel entry point taking every value as a parameter
 // (kernel_abi.hpp), with the most threads of a block as its launch bound.
+// After the status pointer, a tensor map per factor of each warpgroup
+// product: a generic pointer to a 128-byte by-value parameter, 64-byte
+// aligned, read in place (grid_constant: its generic address, cvta.param,
+// is what cp.async.bulk.tensor takes). A kernel with a warpgroup product is
+// bound to exactly its block (maxntid = its threads, minctasm 1), so that
+// ptxas caps registers at 65536 / threads and setmaxnreg may move them.
 void NvptxLlvmTarget::emit_entry(Emitter& e) const {
   llvm::LLVMContext& ctx = e.context();
   llvm::IRBuilder<>& b = e.builder();
@@ -49,6 +74,13 @@ void NvptxLlvmTarget::emit_entry(Emitter& e) const {
   }
   types.push_back(global);
   names.push_back("status");
+  size_t status_slot = types.size() - 1;
+  std::vector<TensorMapParam> maps = tensor_map_params(k);
+  llvm::Type* generic = llvm::PointerType::get(ctx, 0);
+  for (size_t i = 0; i < maps.size(); ++i) {
+    types.push_back(generic);
+    names.push_back("tensor_map" + std::to_string(i));
+  }
   auto* fty = llvm::FunctionType::get(b.getVoidTy(), types, false);
   llvm::Function* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, e.function_name(), &e.module());
   fn->addFnAttr(llvm::Attribute::NoUnwind);
@@ -60,6 +92,15 @@ void NvptxLlvmTarget::emit_entry(Emitter& e) const {
       a.addAttr(llvm::Attribute::NoUndef);
       a.addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(kGpuTensorAlignment)));
     }
+  }
+  std::vector<llvm::Value*>& map_args = e.target_state<NvptxState>().tensor_maps;
+  map_args.clear();
+  llvm::Type* map_bytes = llvm::ArrayType::get(b.getInt8Ty(), kTensorMapBytes);
+  for (size_t i = 0; i < maps.size(); ++i) {
+    llvm::Argument* a = fn->getArg(static_cast<unsigned>(status_slot + 1 + i));
+    a->addAttr(llvm::Attribute::getWithByValType(ctx, map_bytes));
+    a->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(64)));
+    map_args.push_back(a);
   }
   // Inputs are only read (the loads may then take the read-only path and
   // merge past stores); the output is its own buffer, except where a
@@ -79,8 +120,23 @@ void NvptxLlvmTarget::emit_entry(Emitter& e) const {
                                                      llvm::ConstantAsMetadata::get(b.getInt32(value))}));
   };
   annotate("kernel", 1);
-  annotate("maxntidx", std::min(kGpuBlockThreads, target_.max_threads_per_block));
-  e.bind_status(args.back());
+  ProductThreads product;
+  product.include(k.body);
+  if (product.threads > 0) {
+    annotate("maxntidx", product.threads);
+    annotate("minctasm", 1);
+  } else {
+    annotate("maxntidx", std::min(kGpuBlockThreads, target_.max_threads_per_block));
+  }
+  if (!maps.empty()) {
+    // One annotation listing every tensor map's parameter, counted from 1.
+    std::vector<llvm::Metadata*> positions;
+    for (size_t i = 0; i < maps.size(); ++i)
+      positions.push_back(llvm::ConstantAsMetadata::get(b.getInt32(static_cast<uint32_t>(status_slot + 2 + i))));
+    annotations->addOperand(llvm::MDNode::get(
+        ctx, {llvm::ValueAsMetadata::get(fn), llvm::MDString::get(ctx, "grid_constant"), llvm::MDNode::get(ctx, positions)}));
+  }
+  e.bind_status(args[status_slot]);
   e.start_body(fn);
   size_t slot = 0;
   e.bind_parameters([&](const std::string&) { return args[slot++]; }, /*by_pointer=*/false);
@@ -139,7 +195,7 @@ std::optional<llvm::Value*> NvptxLlvmTarget::scoped_atomic(Emitter& e, llvm::Ato
 // and kept with the kernel's lowering.
 void NvptxLlvmTarget::emit_tile_mma(Emitter& e, const cir::TileMma& m) const {
   llvm::IRBuilder<>& b = e.builder();
-  auto& fragments = e.target_state<Fragments>().of;
+  auto& fragments = e.target_state<NvptxState>().fragments;
   auto it = fragments.find(m.acc);
   if (it == fragments.end()) {
     const cir::Type& t = e.fragment_type(m.acc);

@@ -65,7 +65,9 @@ NvptxArch nvptx_arch_for(int major, int minor) {
   int cap = major * 10 + minor, best = kCapabilities[0];
   for (int c : kCapabilities)
     if (c <= cap && c / 10 <= major) best = c;  // PTX for an older architecture runs on newer ones
-  return make_arch(best, false);
+  // sm_90a's features (wgmma, setmaxnreg) run on exactly compute capability
+  // 9.0 (H100, H200), and on nothing newer.
+  return make_arch(best, major == 9 && minor == 0);
 }
 
 std::string nvptx_arch_list() {
@@ -92,6 +94,9 @@ GpuTarget nvptx_gpu_target(const NvptxArch& arch) {
   t.async_copy = arch.capability >= 80;    // cp.async
   t.atomics = GpuAtomics{.float_add = true, .block_scope = true, .system_scope = true, .system_scope_min_bytes = 4};
   if (arch.capability >= 80) t.matrix_units = MatrixUnits{.f16 = true, .bf16 = true, .tf32 = true};  // mma.sync
+  // cp.async.bulk.tensor with mbarrier, and wgmma.mma_async: sm_90a only.
+  bool accelerated = arch.name.size() > 1 && arch.name.back() == 'a';
+  t.tensor_copies = t.warpgroup_mma = accelerated && arch.capability == 90;
   t.precision = PrecisionContract::Ieee;
   return t;
 }

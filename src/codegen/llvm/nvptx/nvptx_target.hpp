@@ -21,7 +21,9 @@ struct NvptxArch {
 // "sm_80", "sm_90", "sm_90a", ... (also "80", "9.0"); none if not one LLVM 19 knows.
 std::optional<NvptxArch> parse_nvptx_arch(const std::string& name);
 // The architecture for a device of compute capability major.minor (the
-// newest LLVM knows that the device can run), for the driver to finish.
+// newest LLVM knows that the device can run), for the driver to finish:
+// sm_90a for exactly 9.0 (H100, H200: the accelerated features run on no
+// other capability), sm_90 for any later one.
 NvptxArch nvptx_arch_for(int major, int minor);
 // "sm_60, sm_61, ..." for messages.
 std::string nvptx_arch_list();
@@ -31,7 +33,8 @@ std::string nvptx_arch_list();
 // 108 for sm_80, an H100's 132 for sm_90), and a block's shared memory the
 // architecture's opt-in maximum (227 KiB on sm_90, 163 KiB on sm_80, 99 KiB
 // on sm_86 and sm_89, 48 KiB before sm_70). Matrix units (f16, bf16, TF32)
-// and asynchronous copies from sm_80.
+// and asynchronous copies from sm_80; tensor copies (cp.async.bulk.tensor)
+// and warpgroup matrix units (wgmma) on sm_90a only (not sm_90).
 GpuTarget nvptx_gpu_target(const NvptxArch& arch);
 
 // A device's own: its multiprocessors, its opt-in shared memory per block,

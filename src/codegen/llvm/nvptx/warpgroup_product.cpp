@@ -1,0 +1,380 @@
+// A block's share of a warpgroup product (cir::WarpgroupProduct) for
+// Hopper (sm_90a), as LLVM IR with inline PTX: LLVM 19's NVPTX has no
+// intrinsics for wgmma, the tensor copies, expect_tx or try_wait.parity.
+//
+//   warpgroup 0, the producer (registers given back: setmaxnreg.dec 40):
+//     thread 0, for each tile and depth step it (ring stage s = it % stages):
+//       wait until empty[s] completes the phase before this use
+//       full[s].arrive.expect_tx(the stage's bytes); the copy engine brings
+//       A's and B's tiles into stage s, completing on full[s]
+//   warpgroups 1..consumers (setmaxnreg.inc 232), rows 64c..64c+63 of the tile:
+//     for each depth step: wait for full[s]; wgmma.fence; the step's wgmmas
+//     (m64nNk16, or k8 for TF32) from shared-memory descriptors; commit;
+//     wait until one group is in flight (the previous step's is done) and
+//     release that step's stage (lane 0 of each warp arrives on empty[s])
+//     after the tile: wait for all, release the last stage, run the
+//     epilogue on each accumulator element from its registers
+//
+// The accumulators are threaded through every wgmma and wgmma.wait_group as
+// tied operands, so nothing reads them before the tensor cores are done.
+// Every barrier wait gives up after 2^26 tries with a trap: a pipeline
+// fault becomes a launch error, never a hung GPU.
+#include <llvm/IR/InlineAsm.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/llvm/emitter.hpp"
+#include "codegen/llvm/kernel_abi.hpp"
+#include "codegen/llvm/nvptx/nvptx_llvm_target.hpp"
+#include "codegen/llvm/nvptx/tensor_map_args.hpp"
+#include "codegen/llvm/nvptx/wgmma_layout.hpp"
+
+namespace zyntax::codegen {
+
+namespace {
+
+constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
+constexpr int64_t kWaitTries = int64_t{1} << 26;
+
+class WarpgroupProductEmitter {
+ public:
+  WarpgroupProductEmitter(Emitter& e, const cir::WarpgroupProduct& p) : e_(e), b_(e.builder()), p_(p) {}
+
+  void run() {
+    llvm::Value* tid = b_.CreateTrunc(e_.gpu_coordinate(cir::GpuIndexKind::ThreadIdx, 0), b_.getInt32Ty());
+    e_.check(b_.CreateICmpEQ(e_.gpu_coordinate(cir::GpuIndexKind::BlockDim, 0), b_.getInt64(p_.threads())), p_.span,
+             "the GPU block has other than the warpgroup product's " + std::to_string(p_.threads()) + " threads");
+    // The stages from the first 1024-byte boundary of the shared array, then the barriers.
+    llvm::Value* raw = b_.CreatePtrToInt(e_.buffer(p_.stage).ptr, b_.getInt32Ty());
+    base_ = b_.CreateAnd(b_.CreateAdd(raw, i32(wgmma::kAtomBytes - 1)), i32(~(wgmma::kAtomBytes - 1)));
+    barriers_ = b_.CreateAdd(base_, i32(static_cast<int32_t>(p_.stages * p_.stage_tile_bytes())));
+    maps_ = &tensor_map_args(e_);
+
+    // Thread 0 makes the barriers; everyone meets before using them.
+    if_then(b_.CreateICmpEQ(tid, i32(0)), "wgp.init", [&] {
+      for (int s = 0; s < p_.stages; ++s) {
+        asm_void("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {full(i32(s)), i32(1)});
+        asm_void("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {empty(i32(s)), i32(4 * p_.consumers)});
+      }
+      asm_void("fence.mbarrier_init.release.cluster;", "", {});
+      asm_void("fence.proxy.async.shared::cta;", "", {});
+    });
+    asm_void("bar.sync 0;", "", {});
+
+    llvm::Value* warpgroup = b_.CreateLShr(tid, 7);
+    llvm::BasicBlock* producer = block("wgp.producer");
+    llvm::BasicBlock* consumer = block("wgp.consumer");
+    llvm::BasicBlock* done = block("wgp.done");
+    b_.CreateCondBr(b_.CreateICmpEQ(warpgroup, i32(0)), producer, consumer);
+    b_.SetInsertPoint(producer);
+    asm_void("setmaxnreg.dec.sync.aligned.u32 " + std::to_string(kProducerRegisters) + ";", "", {});
+    if_then(b_.CreateICmpEQ(tid, i32(0)), "wgp.copies", [&] { produce(); });
+    b_.CreateBr(done);
+    b_.SetInsertPoint(consumer);
+    asm_void("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(kConsumerRegisters) + ";", "", {});
+    consume(b_.CreateSub(warpgroup, i32(1)), b_.CreateAnd(tid, i32(127)));
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+ private:
+  // ---- the ring of stages
+
+  llvm::Value* full(llvm::Value* s) { return b_.CreateAdd(barriers_, b_.CreateMul(s, i32(8))); }
+  llvm::Value* empty(llvm::Value* s) { return b_.CreateAdd(barriers_, b_.CreateMul(b_.CreateAdd(s, i32(p_.stages)), i32(8))); }
+  llvm::Value* a_tile(llvm::Value* s) { return b_.CreateAdd(base_, b_.CreateMul(s, i32(static_cast<int32_t>(p_.stage_tile_bytes())))); }
+  llvm::Value* b_tile(llvm::Value* s) { return b_.CreateAdd(a_tile(s), i32(static_cast<int32_t>(a_tile_bytes()))); }
+  int64_t a_tile_bytes() const { return int64_t{p_.tile_rows} * p_.tile_depth * static_cast<int64_t>(dtype_size(p_.a.dtype)); }
+  int64_t depth_tiles() const { return (p_.depth + p_.tile_depth - 1) / p_.tile_depth; }
+
+  // Waits until the barrier's phase of `parity` has completed, trapping
+  // after kWaitTries tries.
+  void wait(llvm::Value* bar, llvm::Value* parity) {
+    llvm::BasicBlock* before = b_.GetInsertBlock();
+    llvm::BasicBlock* loop = block("wgp.wait");
+    llvm::BasicBlock* again = block("wgp.wait.again");
+    llvm::BasicBlock* stuck = block("wgp.wait.stuck");
+    llvm::BasicBlock* done = block("wgp.wait.done");
+    b_.CreateBr(loop);
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* tries = b_.CreatePHI(b_.getInt64Ty(), 2);
+    tries->addIncoming(b_.getInt64(0), before);
+    llvm::Value* ok = asm_value(b_.getInt32Ty(),
+                                "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; selp.u32 $0, 1, 0, p; }", "=r,r,r",
+                                {bar, parity});
+    b_.CreateCondBr(b_.CreateICmpNE(ok, i32(0)), done, again);
+    b_.SetInsertPoint(again);
+    llvm::Value* next = b_.CreateAdd(tries, b_.getInt64(1));
+    tries->addIncoming(next, again);
+    b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(kWaitTries)), loop, stuck);
+    b_.SetInsertPoint(stuck);
+    asm_void("trap;", "", {});
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  // The tile of the block's turn `t` (cir::product_tile), as i32 values.
+  struct Tile {
+    llvm::Value *batch, *row0, *col0;
+  };
+  Tile tile_of(llvm::Value* t) {
+    llvm::Value* row_tiles = b_.getInt64(p_.row_tiles());
+    llvm::Value* col_tiles = b_.getInt64(p_.col_tiles());
+    llvm::Value* group = b_.getInt64(p_.group);
+    llvm::Value* per_batch = b_.CreateMul(row_tiles, col_tiles);
+    llvm::Value* in_batch = b_.CreateURem(t, per_batch);
+    llvm::Value* per_group = b_.CreateMul(group, col_tiles);
+    llvm::Value* first_row = b_.CreateMul(b_.CreateUDiv(in_batch, per_group), group);
+    llvm::Value* left = b_.CreateSub(row_tiles, first_row);
+    llvm::Value* rows_here = b_.CreateSelect(b_.CreateICmpULT(left, group), left, group);
+    llvm::Value* in_group = b_.CreateURem(in_batch, per_group);
+    llvm::Value* row_tile = b_.CreateAdd(first_row, b_.CreateURem(in_group, rows_here));
+    llvm::Value* col_tile = b_.CreateUDiv(in_group, rows_here);
+    auto narrow = [&](llvm::Value* v) { return b_.CreateTrunc(v, b_.getInt32Ty()); };
+    return {narrow(b_.CreateUDiv(t, per_batch)), narrow(b_.CreateMul(row_tile, b_.getInt64(p_.tile_rows))),
+            narrow(b_.CreateMul(col_tile, b_.getInt64(p_.tile_cols)))};
+  }
+
+  // for t = first_tile; t < tiles; t += tile_stride: body(t), with the ring
+  // position `it` (the depth steps taken so far) kept across tiles.
+  template <class Body>
+  void for_each_tile(Body body) {
+    llvm::Value* first = e_.expr(p_.first_tile);
+    llvm::Value* stride = e_.expr(p_.tile_stride);
+    llvm::BasicBlock* before = b_.GetInsertBlock();
+    llvm::BasicBlock* head = block("wgp.tile");
+    llvm::BasicBlock* run = block("wgp.tile.run");
+    llvm::BasicBlock* done = block("wgp.tile.done");
+    b_.CreateBr(head);
+    b_.SetInsertPoint(head);
+    llvm::PHINode* t = b_.CreatePHI(b_.getInt64Ty(), 2);
+    llvm::PHINode* it = b_.CreatePHI(b_.getInt32Ty(), 2);
+    t->addIncoming(first, before);
+    it->addIncoming(i32(0), before);
+    b_.CreateCondBr(b_.CreateICmpSLT(t, b_.getInt64(p_.tiles())), run, done);
+    b_.SetInsertPoint(run);
+    llvm::Value* it_after = body(t, it);
+    t->addIncoming(b_.CreateAdd(t, stride), b_.GetInsertBlock());
+    it->addIncoming(it_after, b_.GetInsertBlock());
+    b_.CreateBr(head);
+    b_.SetInsertPoint(done);
+  }
+
+  // for kt in 0..depth_tiles: body(kt, it + kt); returns it + depth_tiles.
+  template <class Body>
+  llvm::Value* for_each_depth_step(llvm::Value* it0, Body body) {
+    llvm::BasicBlock* before = b_.GetInsertBlock();
+    llvm::BasicBlock* loop = block("wgp.step");
+    llvm::BasicBlock* done = block("wgp.step.done");
+    b_.CreateBr(loop);
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* kt = b_.CreatePHI(b_.getInt32Ty(), 2);
+    kt->addIncoming(i32(0), before);
+    body(kt, b_.CreateAdd(it0, kt));
+    llvm::Value* next = b_.CreateAdd(kt, i32(1));
+    kt->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateCondBr(b_.CreateICmpULT(next, i32(static_cast<int32_t>(depth_tiles()))), loop, done);
+    b_.SetInsertPoint(done);
+    return b_.CreateAdd(it0, i32(static_cast<int32_t>(depth_tiles())));
+  }
+
+  llvm::Value* stage_of(llvm::Value* it) { return b_.CreateURem(it, i32(p_.stages)); }
+  llvm::Value* parity_of(llvm::Value* it) { return b_.CreateAnd(b_.CreateUDiv(it, i32(p_.stages)), i32(1)); }
+
+  // ---- the producer
+
+  // One operand's copies into its tile of a stage: a box of the depth step
+  // by the side (K-major) or 64-index chunks of the side by the depth step.
+  void copy_operand(const cir::ProductOperand& o, llvm::Value* map, llvm::Value* dst, llvm::Value* side0, llvm::Value* depth0,
+                    llvm::Value* batch, int side_tile, llvm::Value* bar) {
+    int size = static_cast<int>(dtype_size(o.dtype));
+    int per_copy = o.k_major ? side_tile : wgmma::kRowBytes / size;
+    int copies = side_tile / per_copy;
+    uint32_t copy_bytes = static_cast<uint32_t>(per_copy * p_.tile_depth * size);
+    for (int c = 0; c < copies; ++c) {
+      llvm::Value* side = b_.CreateAdd(side0, i32(c * per_copy));
+      std::vector<llvm::Value*> coords = o.k_major ? std::vector<llvm::Value*>{depth0, side} : std::vector<llvm::Value*>{side, depth0};
+      if (o.rank == 3) coords.push_back(batch);
+      std::string text = "cp.async.bulk.tensor." + std::to_string(o.rank) + "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {";
+      std::string constraints = "r,l";
+      for (size_t i = 0; i < coords.size(); ++i) {
+        text += (i ? ", $" : "$") + std::to_string(2 + i);
+        constraints += ",r";
+      }
+      text += "}], [$" + std::to_string(2 + coords.size()) + "];";
+      constraints += ",r";
+      std::vector<llvm::Value*> args = {b_.CreateAdd(dst, i32(static_cast<int32_t>(c * copy_bytes))), map};
+      args.insert(args.end(), coords.begin(), coords.end());
+      args.push_back(bar);
+      asm_void(text, constraints, args);
+    }
+  }
+
+  void produce() {
+    llvm::Value* map_a = b_.CreatePtrToInt((*maps_)[0], b_.getInt64Ty());
+    llvm::Value* map_b = b_.CreatePtrToInt((*maps_)[1], b_.getInt64Ty());
+    asm_void("prefetch.tensormap [$0];", "l", {map_a});
+    asm_void("prefetch.tensormap [$0];", "l", {map_b});
+    for_each_tile([&](llvm::Value* t, llvm::Value* it0) {
+      Tile tile = tile_of(t);
+      return for_each_depth_step(it0, [&](llvm::Value* kt, llvm::Value* it) {
+        llvm::Value* s = stage_of(it);
+        wait(empty(s), b_.CreateXor(parity_of(it), i32(1)));
+        llvm::Value* bar = full(s);
+        asm_void("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, i32(static_cast<int32_t>(p_.stage_tile_bytes()))});
+        llvm::Value* depth0 = b_.CreateMul(kt, i32(p_.tile_depth));
+        copy_operand(p_.a, map_a, a_tile(s), tile.row0, depth0, tile.batch, p_.tile_rows, bar);
+        copy_operand(p_.b, map_b, b_tile(s), tile.col0, depth0, tile.batch, p_.tile_cols, bar);
+      });
+    });
+  }
+
+  // ---- the consumers
+
+  int accumulators() const { return p_.tile_cols / 2; }  // per thread: 64 x N over 128 threads
+
+  // The wgmma of one step: acc = A . B (+ acc where `accumulate`).
+  void mma(llvm::Value* acc, llvm::Value* a_desc, llvm::Value* b_desc, llvm::Value* accumulate) {
+    bool tf32 = p_.a.dtype == DType::F32;
+    const char* type = tf32 ? "tf32" : p_.a.dtype == DType::F16 ? "f16" : "bf16";
+    int n = accumulators();
+    std::string text = "{ .reg .pred p; setp.ne.b32 p, $" + std::to_string(n + 2) + ", 0; wgmma.mma_async.sync.aligned.m64n" +
+                       std::to_string(p_.tile_cols) + "k" + (tf32 ? "8" : "16") + ".f32." + type + "." + type + " {";
+    for (int i = 0; i < n; ++i) text += (i ? ", $" : "$") + std::to_string(i);
+    text += "}, $" + std::to_string(n) + ", $" + std::to_string(n + 1) + ", p, 1, 1";
+    if (!tf32) text += std::string(", ") + (p_.a.k_major ? "0" : "1") + ", " + (p_.b.k_major ? "0" : "1");
+    text += "; }";
+    accumulator_asm(acc, text, "l,l,r", {a_desc, b_desc, accumulate});
+  }
+
+  // Runs `text` with the accumulators as tied in-out operands ($0..$n-1),
+  // then `extra` (constraints) as $n...
+  void accumulator_asm(llvm::Value* acc, const std::string& text, const std::string& extra, const std::vector<llvm::Value*>& args) {
+    int n = accumulators();
+    llvm::Type* f32 = b_.getFloatTy();
+    std::string constraints;
+    for (int i = 0; i < n; ++i) constraints += (i ? ",=f" : "=f");
+    if (!extra.empty()) constraints += "," + extra;
+    std::vector<llvm::Value*> in = args;
+    for (int i = 0; i < n; ++i) {
+      constraints += "," + std::to_string(i);
+      in.push_back(b_.CreateLoad(f32, element(acc, i)));
+    }
+    llvm::Type* result = llvm::StructType::get(e_.context(), std::vector<llvm::Type*>(static_cast<size_t>(n), f32));
+    llvm::Value* out = asm_value(result, text, constraints, in);
+    for (int i = 0; i < n; ++i) b_.CreateStore(b_.CreateExtractValue(out, {static_cast<unsigned>(i)}), element(acc, i));
+  }
+
+  llvm::Value* element(llvm::Value* acc, int i) {
+    return b_.CreateConstInBoundsGEP2_32(llvm::ArrayType::get(b_.getFloatTy(), static_cast<uint64_t>(accumulators())), acc, 0,
+                                         static_cast<unsigned>(i));
+  }
+
+  // Lane 0 of each warp says its warp is done with stage s.
+  void release(llvm::Value* s, llvm::Value* lane) {
+    if_then(b_.CreateICmpEQ(lane, i32(0)), "wgp.release", [&] { asm_void("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {empty(s)}); });
+  }
+
+  void consume(llvm::Value* consumer, llvm::Value* thread) {
+    llvm::Value* acc = e_.entry_alloca(llvm::ArrayType::get(b_.getFloatTy(), static_cast<uint64_t>(accumulators())), "wgp.acc");
+    llvm::Value* lane = b_.CreateAnd(thread, i32(31));
+    int size = static_cast<int>(dtype_size(p_.a.dtype));
+    wgmma::TileDescriptor da = wgmma::tile_descriptor(p_.a.k_major, p_.tile_depth);
+    wgmma::TileDescriptor db = wgmma::tile_descriptor(p_.b.k_major, p_.tile_depth);
+    int steps = p_.tile_depth * size / wgmma::kStepBytes;
+    // This consumer's 64 rows of A's tile: 64 K-major rows, or one 64-index chunk.
+    int64_t rows_bytes = p_.a.k_major ? 64 * wgmma::kRowBytes : int64_t{p_.tile_depth} * wgmma::kRowBytes;
+    llvm::Value* a_part = b_.CreateMul(consumer, i32(static_cast<int32_t>(rows_bytes)));
+    auto desc = [&](llvm::Value* address, const wgmma::TileDescriptor& d) {
+      llvm::Value* field = b_.CreateLShr(b_.CreateAnd(b_.CreateZExt(address, b_.getInt64Ty()), b_.getInt64(0x3FFFF)), 4);
+      return b_.CreateOr(field, b_.getInt64(wgmma::descriptor(0, d.leading, d.stride)));
+    };
+    for_each_tile([&](llvm::Value* t, llvm::Value* it0) {
+      Tile tile = tile_of(t);
+      llvm::Value* it_end = for_each_depth_step(it0, [&](llvm::Value* kt, llvm::Value* it) {
+        llvm::Value* s = stage_of(it);
+        wait(full(s), parity_of(it));
+        asm_void("wgmma.fence.sync.aligned;", "", {});
+        llvm::Value* a0 = b_.CreateAdd(a_tile(s), a_part);
+        llvm::Value* b0 = b_tile(s);
+        for (int k = 0; k < steps; ++k) {
+          llvm::Value* accumulate = k == 0 ? b_.CreateZExt(b_.CreateICmpNE(kt, i32(0)), b_.getInt32Ty()) : i32(1);
+          mma(acc, desc(b_.CreateAdd(a0, i32(static_cast<int32_t>(k * da.step_bytes))), da),
+              desc(b_.CreateAdd(b0, i32(static_cast<int32_t>(k * db.step_bytes))), db), accumulate);
+        }
+        asm_void("wgmma.commit_group.sync.aligned;", "", {});
+        // The previous step's products are done: its stage goes back.
+        accumulator_asm(acc, "wgmma.wait_group.sync.aligned 1;", "", {});
+        if_then(b_.CreateICmpNE(kt, i32(0)), "wgp.previous", [&] { release(stage_of(b_.CreateSub(it, i32(1))), lane); });
+      });
+      accumulator_asm(acc, "wgmma.wait_group.sync.aligned 0;", "", {});
+      release(stage_of(b_.CreateSub(it_end, i32(1))), lane);
+      epilogue(acc, tile, consumer, thread);
+      return it_end;
+    });
+  }
+
+  // The epilogue once per accumulator element, its row and column from
+  // the m64nNk16 layout (wgmma_layout.hpp).
+  void epilogue(llvm::Value* acc, const Tile& tile, llvm::Value* consumer, llvm::Value* thread) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Value* warp = b_.CreateZExt(b_.CreateLShr(thread, 5), i64);
+    llvm::Value* lane = b_.CreateZExt(b_.CreateAnd(thread, i32(31)), i64);
+    llvm::Value* row_base = b_.CreateAdd(b_.CreateAdd(b_.CreateZExt(tile.row0, i64), b_.CreateMul(b_.CreateZExt(consumer, i64), b_.getInt64(64))),
+                                         b_.CreateAdd(b_.CreateMul(warp, b_.getInt64(16)), b_.CreateLShr(lane, 2)));
+    llvm::Value* col_base = b_.CreateAdd(b_.CreateZExt(tile.col0, i64), b_.CreateMul(b_.CreateAnd(lane, b_.getInt64(3)), b_.getInt64(2)));
+    llvm::Value* batch = b_.CreateZExt(tile.batch, i64);
+    for (int i = 0; i < accumulators(); ++i) {
+      // accumulator_row/col with the thread's part taken out: what register i adds.
+      llvm::Value* row = b_.CreateAdd(row_base, b_.getInt64(8 * ((i / 2) % 2)));
+      llvm::Value* col = b_.CreateAdd(col_base, b_.getInt64(8 * (i / 4) + i % 2));
+      llvm::Value* value = b_.CreateLoad(b_.getFloatTy(), element(acc, i));
+      e_.emit_with({{p_.batch_var, batch}, {p_.row, row}, {p_.col, col}, {p_.value, value}}, p_.epilogue);
+    }
+  }
+
+  // ---- IR helpers
+
+  llvm::Value* i32(int32_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
+  llvm::BasicBlock* block(const char* name) { return llvm::BasicBlock::Create(e_.context(), name, b_.GetInsertBlock()->getParent()); }
+
+  template <class Body>
+  void if_then(llvm::Value* cond, const char* name, Body body) {
+    llvm::BasicBlock* then = block(name);
+    llvm::BasicBlock* done = block("wgp.endif");
+    b_.CreateCondBr(cond, then, done);
+    b_.SetInsertPoint(then);
+    body();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
+  llvm::Value* asm_value(llvm::Type* result, const std::string& text, const std::string& constraints, const std::vector<llvm::Value*>& args) {
+    std::vector<llvm::Type*> types;
+    for (llvm::Value* a : args) types.push_back(a->getType());
+    auto* fty = llvm::FunctionType::get(result, types, false);
+    llvm::CallInst* call = b_.CreateCall(fty, llvm::InlineAsm::get(fty, text, constraints, /*hasSideEffects=*/true), args);
+    call->addFnAttr(llvm::Attribute::Convergent);
+    call->addFnAttr(llvm::Attribute::NoUnwind);
+    return call;
+  }
+  void asm_void(const std::string& text, const std::string& constraints, const std::vector<llvm::Value*>& args) {
+    asm_value(b_.getVoidTy(), text, constraints, args);
+  }
+
+  Emitter& e_;
+  llvm::IRBuilder<>& b_;
+  const cir::WarpgroupProduct& p_;
+  llvm::Value* base_ = nullptr;      // i32 shared address of stage 0
+  llvm::Value* barriers_ = nullptr;  // of full[0]; empty[s] follow the full ones
+  const std::vector<llvm::Value*>* maps_ = nullptr;
+};
+
+}  // namespace
+
+void NvptxLlvmTarget::emit_warpgroup_product(Emitter& e, const cir::WarpgroupProduct& p) const {
+  WarpgroupProductEmitter(e, p).run();
+}
+
+}  // namespace zyntax::codegen

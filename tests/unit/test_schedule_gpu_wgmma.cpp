@@ -1,0 +1,227 @@
+// schedule_gpu_wgmma: matrix products on Hopper's warpgroup matrix units,
+// factors brought by the tensor copy engine. On the reference executor the
+// scheduled kernel (a persistent grid of warpgroup_product statements) gives
+// the original's result for f16/bf16 factors and, for TF32, the original's
+// on rounded factors, at odd sizes, with either operand's depth as its fast
+// axis, batched, broadcast, with a start value and an epilogue; the plan
+// picks it for sm_90a only; what the copy engine cannot read falls back to
+// the earlier schedules with the reason; and its PTX passes
+// `ptxas -arch=sm_90a -v` with no spills and no serialisation warning.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "backends/reference/reference_executor.hpp"
+#include "cir/affine.hpp"
+#include "cir/passes/schedule_gpu_wgmma.hpp"
+#include "cir/passes/specialize.hpp"
+#include "cir/printer.hpp"
+#include "codegen/llvm/kernel_abi.hpp"
+#include "gpu_targets.hpp"
+#include "kernel_source.hpp"
+#include "ptxas.hpp"
+#include "runtime/tensor_ops.hpp"
+
+namespace zyntax {
+namespace {
+
+using testing::kernel_of;
+
+struct Product {
+  const char* name;
+  DType factors;  // f32: TF32
+  const char* source;
+};
+
+const Product kProducts[] = {
+    {"bf16", DType::BF16,
+     "def f(a: tensor[m, k, bf16], b: tensor[k, n, bf16]) {\n return compute(a, b) {\n @kernel matmul\n for i in 0..m, j in 0..n:\n"
+     "  var s: f32 = 0.0\n  for p in 0..k:\n   s += f32(a[i, p]) * f32(b[p, j])\n  out[i, j] = s\n }\n}"},
+    {"f16_transposed_b_bias_relu", DType::F16,
+     "def f(a: tensor[m, k, f16], b: tensor[n, k, f16], c: tensor[n, f32]) {\n return compute(a, b, c) {\n @kernel matmul\n"
+     " for i in 0..m, j in 0..n:\n  var s = c[j]\n  for p in 0..k:\n   s += f32(a[i, p]) * f32(b[j, p])\n  out[i, j] = max(s * 0.5, 0.0)\n }\n}"},
+    {"bf16_transposed_a", DType::BF16,
+     "def f(a: tensor[k, m, bf16], b: tensor[k, n, bf16]) {\n return compute(a, b) {\n @kernel matmul\n for i in 0..m, j in 0..n:\n"
+     "  var s: f32 = 0.0\n  for p in 0..k:\n   s += f32(a[p, i]) * f32(b[p, j])\n  out[i, j] = s\n }\n}"},
+    {"bf16_batched", DType::BF16,
+     "def f(a: tensor[h, m, k, bf16], b: tensor[h, k, n, bf16]) {\n return compute(a, b) {\n @kernel matmul\n"
+     " for g in 0..h, i in 0..m, j in 0..n:\n  var s: f32 = 0.0\n  for p in 0..k:\n   s += f32(a[g, i, p]) * f32(b[g, p, j])\n"
+     "  out[g, i, j] = s\n }\n}"},
+    {"f16_batched_shared_b", DType::F16,
+     "def f(a: tensor[h, m, k, f16], b: tensor[k, n, f16]) {\n return compute(a, b) {\n @kernel matmul\n"
+     " for g in 0..h, i in 0..m, j in 0..n:\n  var s: f32 = 0.0\n  for p in 0..k:\n   s += f32(a[g, i, p]) * f32(b[p, j])\n"
+     "  out[g, i, j] = s\n }\n}"},
+    {"tf32_transposed_b", DType::F32,
+     "def f(a: tensor[m, k, f32], b: tensor[n, k, f32]) {\n return compute(a, b) {\n @kernel matmul\n @precision(tf32)\n"
+     " for i in 0..m, j in 0..n:\n  var s = 0.0\n  for p in 0..k:\n   s += a[i, p] * b[j, p]\n  out[i, j] = s\n }\n}"},
+};
+
+cir::Kernel specialised(const char* source, int64_t m, int64_t n, int64_t k) {
+  cir::Kernel generic = kernel_of(source);
+  std::map<std::string, int64_t> dims = {{"m", m}, {"n", n}, {"k", k}, {"h", 3}}, used;
+  for (const cir::DimParam& d : generic.dims) used[d.name] = dims.at(d.name);
+  return cir::specialize(generic, used);
+}
+
+std::vector<Tensor> inputs_of(const cir::Kernel& k, Random& rng) {
+  std::vector<Tensor> in;
+  for (const cir::Param& p : k.params) {
+    if (p.role != cir::ParamRole::Input) continue;
+    Shape shape;
+    for (const cir::Expr& e : p.type.shape) shape.push_back(e.as<cir::IntImm>()->value);
+    in.push_back(rand_normal(rng, p.type.dtype, shape));
+  }
+  return in;
+}
+
+Tensor rounded_to_tf32(const Tensor& t) {
+  Tensor r = t.clone();
+  for (int64_t i = 0; i < r.numel(); ++i) r.data_as<float>()[i] = round_to_tf32(t.data_as<float>()[i]);
+  return r;
+}
+
+// sm_90a with an H100's multiprocessors.
+GpuTarget hopper() { return testing::nvidia_target("sm_90a"); }
+
+TEST(ScheduleGpuWgmma, TheReferencesProductAtOddSizes) {
+  for (const Product& p : kProducts) {
+    // Sizes whose rows are whole 16-byte runs (the copy engine's strides):
+    // partial tiles on every side, one depth step and several, more tiles
+    // than blocks (a block takes several turns).
+    std::vector<std::tuple<int64_t, int64_t, int64_t>> sizes = {{8, 8, 8}, {40, 24, 72}, {136, 136, 64}, {200, 264, 136}};
+    if (std::string(p.name) == "bf16") sizes.insert(sizes.end(), {{1, 8, 8}, {5, 24, 72}, {129, 8, 200}});  // rows of any count
+    for (auto [m, n, k] : sizes) {
+      cir::Kernel kernel = specialised(p.source, m, n, k);
+      GpuTarget target = hopper();
+      target.multiprocessors = 2;  // few blocks: each takes several tiles in turn
+      std::string why;
+      std::optional<cir::Kernel> s = cir::schedule_gpu_wgmma(kernel, target, &why);
+      ASSERT_TRUE(s) << p.name << " " << m << "x" << n << "x" << k << ": " << why;
+      EXPECT_NE(cir::print(*s).find("warpgroup_product"), std::string::npos) << cir::print(*s);
+      Random rng(5);
+      std::vector<Tensor> in = inputs_of(kernel, rng);
+      std::vector<Tensor> as_read = in;
+      if (p.factors == DType::F32)
+        for (Tensor& t : as_read) t = rounded_to_tf32(t);
+      Tensor want = ReferenceKernel(kernel).run(as_read, {}).astype(DType::F64);
+      Tensor got = ReferenceKernel(*s).run(in, {}).astype(DType::F64);
+      ASSERT_EQ(want.shape(), got.shape());
+      double scale = 1;
+      for (int64_t e = 0; e < want.numel(); ++e) scale = std::max(scale, std::fabs(want.get(e).f));
+      for (int64_t e = 0; e < want.numel(); ++e)
+        ASSERT_NEAR(got.get(e).f, want.get(e).f, 1e-5 * scale) << p.name << " at " << m << "x" << n << "x" << k << " element " << e;
+    }
+  }
+}
+
+TEST(ScheduleGpuWgmma, OperandViewsAndTiles) {
+  // a[m, k] read along the depth (K-major), b[k, n] along the columns.
+  std::optional<cir::Kernel> s = cir::schedule_gpu_wgmma(specialised(kProducts[0].source, 4096, 4096, 4096), hopper());
+  ASSERT_TRUE(s);
+  std::vector<codegen::TensorMapParam> maps = codegen::tensor_map_params(*s);
+  ASSERT_EQ(maps.size(), 2u);
+  const cir::ProductOperand& a = maps[0].operand;
+  const cir::ProductOperand& b = maps[1].operand;
+  EXPECT_TRUE(a.k_major);
+  EXPECT_FALSE(b.k_major);
+  EXPECT_EQ(a.rank, 2);
+  EXPECT_EQ(a.dims[0], 4096);
+  EXPECT_EQ(a.strides[0], 4096);
+  EXPECT_EQ(maps[0].box[0], 64u);   // the depth step
+  EXPECT_EQ(maps[0].box[1], 128u);  // the tile's rows
+  EXPECT_EQ(maps[1].box[0], 64u);   // 128 bytes of columns
+  EXPECT_EQ(maps[1].box[1], 64u);
+  auto outer = s->body[0].as<cir::For>();
+  ASSERT_TRUE(outer);
+  EXPECT_EQ(outer->loop_kind, cir::LoopKind::GpuBlock);
+  EXPECT_EQ(*cir::constant_value(outer->hi), 132) << "one block per multiprocessor";
+  // A batched product: both factors 3-D views, the batch their slowest axis.
+  std::optional<cir::Kernel> batched = cir::schedule_gpu_wgmma(specialised(kProducts[3].source, 256, 512, 128), hopper());
+  ASSERT_TRUE(batched);
+  maps = codegen::tensor_map_params(*batched);
+  EXPECT_EQ(maps[0].operand.rank, 3);
+  EXPECT_EQ(maps[0].operand.strides[1], 256 * 128);
+  EXPECT_EQ(maps[1].operand.rank, 3);
+  EXPECT_EQ(maps[1].operand.strides[1], 128 * 512);
+  // With a factor shared by every batch element, the batch joins the other
+  // factor's rows: one 2-D product of 3 * 256 rows.
+  std::optional<cir::Kernel> shared = cir::schedule_gpu_wgmma(specialised(kProducts[4].source, 256, 512, 128), hopper());
+  ASSERT_TRUE(shared);
+  maps = codegen::tensor_map_params(*shared);
+  EXPECT_EQ(maps[0].operand.rank, 2);
+  EXPECT_EQ(maps[0].operand.dims[1], 3 * 256);
+  EXPECT_EQ(maps[1].operand.rank, 2);
+}
+
+TEST(ScheduleGpuWgmma, WhatTheCopyEngineCannotReadFallsBack) {
+  std::string why;
+  // Rows of 257 bf16 (514 bytes) are not 16-byte runs.
+  EXPECT_FALSE(cir::schedule_gpu_wgmma(specialised(kProducts[0].source, 256, 256, 257), hopper(), &why));
+  EXPECT_NE(why.find("514 bytes apart"), std::string::npos) << why;
+  GpuPlan plan = gpu_plan(specialised(kProducts[0].source, 4095, 4097, 257), hopper());
+  ASSERT_TRUE(plan.kernel) << plan.why_not;
+  EXPECT_EQ(plan.schedule, GpuSchedule::TensorCoreMatmul);
+  // TF32 needs the depth as both factors' fast axis.
+  EXPECT_FALSE(cir::schedule_gpu_wgmma(specialised(
+                                           "def f(a: tensor[m, k, f32], b: tensor[k, n, f32]) {\n return compute(a, b) {\n @kernel matmul\n"
+                                           " @precision(tf32)\n for i in 0..m, j in 0..n:\n  var s = 0.0\n  for p in 0..k:\n   s += a[i, p] * b[p, j]\n"
+                                           "  out[i, j] = s\n }\n}",
+                                           256, 256, 256),
+                                       hopper(), &why));
+  EXPECT_NE(why.find("TF32"), std::string::npos) << why;
+  // sm_90 (without the accelerated features): the earlier schedule.
+  EXPECT_FALSE(cir::schedule_gpu_wgmma(specialised(kProducts[0].source, 256, 256, 256), testing::nvidia_target("sm_90"), &why));
+  GpuPlan sm90 = gpu_plan(specialised(kProducts[0].source, 1024, 1024, 1024), testing::nvidia_target("sm_90"));
+  EXPECT_EQ(sm90.schedule, GpuSchedule::TensorCoreMatmul);
+}
+
+TEST(ScheduleGpuWgmma, ThePlanAndItsPtxForSm90a) {
+  std::vector<cir::Kernel> planned;
+  std::vector<const cir::Kernel*> ptrs;
+  std::vector<std::string> names;
+  for (const Product& p : kProducts) {
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{4096, 4096}, {304, 264}}) {
+      GpuPlan plan = gpu_plan(specialised(p.source, m, n, 512), hopper());
+      ASSERT_TRUE(plan.kernel) << p.name << ": " << plan.why_not;
+      EXPECT_EQ(plan.schedule, GpuSchedule::WarpgroupMatmul) << p.name;
+      EXPECT_EQ(plan.block_threads, cir::kWarpgroupProductThreads);
+      EXPECT_GT(plan.shared_bytes, 48 << 10);
+      EXPECT_LE(plan.shared_bytes, hopper().shared_memory_max);
+      planned.push_back(*plan.kernel);
+      names.push_back(std::string("wgmma_") + p.name + "_" + std::to_string(m));
+    }
+  }
+  for (const cir::Kernel& k : planned) ptrs.push_back(&k);
+  codegen::PtxModule module = codegen::NvptxCompiler::instance().compile(ptrs, names, *codegen::parse_nvptx_arch("sm_90a"));
+  for (const char* op : {"wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+                         "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
+                         "wgmma.wait_group.sync.aligned 1", "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+                         "cp.async.bulk.tensor.3d", "mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
+                         "setmaxnreg.dec.sync.aligned.u32 40", "setmaxnreg.inc.sync.aligned.u32 232", "trap;", ".maxntid 384", ".minnctapersm 1",
+                         "cvta.param"})
+    EXPECT_NE(module.ptx.find(op), std::string::npos) << op;
+  std::string ptxas = testing::find_ptxas();
+  if (ptxas.empty()) GTEST_SKIP() << "no ptxas";
+  std::string file = ::testing::TempDir() + "/wgmma_sm_90a.ptx";
+  std::ofstream(file) << module.ptx;
+  std::string log;
+  ASSERT_EQ(testing::run_ptxas(ptxas + " -v", file, "sm_90a", &log), 0) << log;
+  EXPECT_EQ(log.find("Potential Performance Loss"), std::string::npos) << log;
+  EXPECT_EQ(log.find("C7515"), std::string::npos) << log;
+  EXPECT_EQ(log.find("C7508"), std::string::npos) << log;
+  EXPECT_EQ(log.find("warning"), std::string::npos) << log;
+  // Every kernel: no bytes spilled.
+  size_t at = 0, kernels = 0;
+  while ((at = log.find("bytes spill stores", at)) != std::string::npos) {
+    size_t line = log.rfind('\n', at), end = log.find('\n', at);
+    std::string text = log.substr(line + 1, end == std::string::npos ? std::string::npos : end - line - 1);
+    EXPECT_NE(text.find(" 0 bytes stack frame, 0 bytes spill stores"), std::string::npos) << text;
+    ++at;
+    ++kernels;
+  }
+  EXPECT_EQ(kernels, planned.size()) << log;
+}
+
+}  // namespace
+}  // namespace zyntax
