@@ -1,5 +1,6 @@
 #include "interp/builtins_args.hpp"
 
+#include "backends/registry.hpp"
 #include "interp/host_convert.hpp"
 
 namespace zyntax {
@@ -100,6 +101,15 @@ const std::string& Args::str(size_t i) const {
   const Value& v = (*this)[i];
   if (v.kind != Value::Kind::Str) wrong_type(i, "a string");
   return v.s;
+}
+
+Device& Args::device(size_t i) const {
+  const std::string& id = str(i);
+  if (id.empty()) fail(i, "a device name is needed, got \"\" (for example \"auto\", \"cpu\", \"cuda:0\")");
+  DeviceRegistry& registry = device_registry();
+  Device* d = registry.find(id);
+  if (!d) throw Error(span(i), registry.not_available_message(id));
+  return *d;
 }
 
 DType Args::dtype(size_t i) const {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "interp/builtins.hpp"
+#include "runtime/device.hpp"
 
 namespace zyntax {
 
@@ -61,6 +62,9 @@ class Args {
   // A shape to allocate: non-negative sizes whose tensor of `element` is not
   // shape_too_large.
   Shape shape(size_t i, DType element) const;
+  // The device a string argument names ("auto" picks the best one); an
+  // empty name or one no device has is an error at the argument.
+  Device& device(size_t i) const;
   // An axis argument, if given.
   std::optional<int64_t> axis(size_t i) const;
 

@@ -7,15 +7,6 @@ namespace zyntax {
 
 namespace {
 
-// The device a string argument names ("auto" picks the best one).
-Device& named_device(const Args& a, size_t i) {
-  const std::string& id = a.str(i);
-  DeviceRegistry& registry = device_registry();
-  Device* d = registry.find(id);
-  if (!d) throw Error(a.span(i), registry.not_available_message(id));
-  return *d;
-}
-
 Value compute_devices(const Invocation& inv) {
   Args a(inv, {});
   std::vector<Value> out;
@@ -35,7 +26,7 @@ Value compute_devices(const Invocation& inv) {
 Value to_device(const Invocation& inv) {
   Args a(inv, {{"tensor"}, {"device"}, {"copy", kOptional}});
   const Tensor& t = a.tensor(0);
-  Device& d = named_device(a, 1);
+  Device& d = a.device(1);
   bool copy = a.boolean_or(2, true);
   Tensor moved;
   try {
@@ -55,7 +46,7 @@ Value allocate(const Invocation& inv) {
   DType t = a.dtype_or(1, DType::F32);
   Shape shape = a.shape(0, t);
   DeviceRegistry& registry = device_registry();
-  Device* d = a.has(2) ? &named_device(a, 2) : registry.find("cpu");
+  Device* d = a.has(2) ? &a.device(2) : registry.find("cpu");
   bool pinned = a.boolean_or(3, false);
   Device* host = pinned && d->info().type != "gpu" ? registry.find("auto") : d;  // "auto": the first GPU, else the CPU
   Tensor out = host->host_tensor(t, std::move(shape), pinned);

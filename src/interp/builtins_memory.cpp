@@ -10,11 +10,7 @@ namespace {
 Value memory_pool(const Invocation& inv) {
   Args a(inv, {{"device", kOptional}, {"size"}});
   std::string id = "cpu";
-  if (a.has(0)) {
-    Device* d = device_registry().find(a.str(0));
-    if (!d) throw Error(a.span(0), device_registry().not_available_message(a.str(0)));
-    id = d->info().id;
-  }
+  if (a.has(0)) id = a.device(0).info().id;
   int64_t size = a.integer(1);
   if (size < 0) a.fail(1, "size must not be negative");
   Value v;

@@ -326,6 +326,7 @@ void Interpreter::exec_config(const ast::Config& c, Frame& f) {
     Value v = eval(*e.value, f);
     if (e.name == "compute_device") {
       if (v.kind != Value::Kind::Str) throw Error(e.value->span, "compute_device takes a device name in quotes");
+      if (v.s.empty()) throw Error(e.value->span, "compute_device names a device: \"\" is none");
       if (!device_registry().find(v.s))
         throw Error(Diagnostic{Severity::Error, e.value->span, "device '" + v.s + "' is not available", {},
                                "available devices: " + device_registry().available() + ", or \"auto\""});

@@ -328,9 +328,12 @@ void Lowering::lower_for(const ast::For& f, size_t range_index, cir::Block& out)
   Value hi = int_operand(*r.hi, "loop bound");
   Value step = r.step ? int_operand(*r.step, "loop step") : Value{cir::IntImm::make(1), false};
   header_vars_ = std::move(outer_header);
-  if (step.ok())
-    if (auto k = step.e.as<cir::IntImm>(); k && k->value <= 0)
-      error_if_final(r.step->span, "the loop step must be positive");
+  // A constant step, however written (`-1`, `2 - 3`), must be positive.
+  if (step.ok()) {
+    cir::Expr folded = cir::simplify(step.e);
+    if (auto k = folded.as<cir::IntImm>(); k && k->value <= 0)
+      error_if_final(r.step->span, "the loop step must be positive, got " + std::to_string(k->value));
+  }
   scopes_.emplace_back();
   Symbol* sym = declare(r.var, SymKind::Loop, r.var_span, &r);
   sym->type = cir::Type::scalar(DType::I64);

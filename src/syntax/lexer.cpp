@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace zyntax {
 
@@ -110,6 +111,11 @@ class Lexer {
     std::vector<Token> out;
     bool at_line_start = true;
     uint32_t indent = 0;
+    // A tab after a space in a line's indentation: its width is a matter of
+    // settings, so the line's column (and the block it belongs to) would be
+    // invisible. Reported when the line turns out to hold a token.
+    bool indent_has_space = false;
+    std::optional<uint32_t> tab_after_space;
     if (text_.compare(0, 3, "\xEF\xBB\xBF") == 0) pos_ = 3;  // a UTF-8 byte order mark
     while (true) {
       // Whitespace, newlines and comments.
@@ -119,11 +125,19 @@ class Lexer {
           ++pos_;
           at_line_start = true;
           indent = 0;
+          indent_has_space = false;
+          tab_after_space.reset();
         } else if (c == ' ' || c == '\r' || c == '\f' || c == '\v') {
-          if (at_line_start && c == ' ') ++indent;
+          if (at_line_start && c == ' ') {
+            ++indent;
+            indent_has_space = true;
+          }
           ++pos_;
         } else if (c == '\t') {
-          if (at_line_start) indent = (indent / 8 + 1) * 8;
+          if (at_line_start) {
+            indent = (indent / 8 + 1) * 8;
+            if (indent_has_space && !tab_after_space) tab_after_space = static_cast<uint32_t>(pos_);
+          }
           ++pos_;
         } else if (c == '/' && peek(1) == '/') {
           while (pos_ < text_.size() && text_[pos_] != '\n') ++pos_;
@@ -140,6 +154,10 @@ class Lexer {
         t.line_start = true;
         out.push_back(t);
         return out;
+      }
+      if (at_line_start && tab_after_space) {
+        diags_.error({id_, *tab_after_space, *tab_after_space + 1}, "a tab after spaces in a line's indentation")
+            .with_hint("indent with spaces only: a tab's width depends on the editor, so the line's block would too");
       }
       Token t = next();
       t.line_start = at_line_start;

@@ -483,7 +483,15 @@ class Parser {
     }
     uint32_t indent = tok().indent;
     while (!at(Tok::End) && !at(Tok::RBrace) && !diags_.saturated()) {
-      if (tok().line_start && tok().indent < indent) break;
+      if (tok().line_start && tok().indent < indent) {
+        // The block ends: the line must go back to the header's column (or
+        // further out), never to one between it and the block's.
+        if (tok().indent > header_indent)
+          diags_.error(tok().span, "unindent does not match any outer indentation level")
+              .with_hint("line it up with the statements of the block it belongs to (column " + std::to_string(indent + 1) +
+                         " or " + std::to_string(header_indent + 1) + ")");
+        break;
+      }
       if (tok().line_start && tok().indent > indent) {
         diags_.error(tok().span, "unexpected indentation")
             .with_hint("statements of one block must start in the same column");
