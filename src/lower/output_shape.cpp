@@ -155,8 +155,10 @@ class ShapeInference {
     return false;
   }
 
+  // However the constant is written: `-1` is a negation of 1 until folded.
   static bool is_negative_const(const Expr& e) {
-    auto i = e.as<cir::IntImm>();
+    Expr folded = cir::simplify(e);
+    auto i = folded.as<cir::IntImm>();
     return i && i->value < 0;
   }
 

@@ -247,6 +247,11 @@ def define_elementwise():
         add("broadcast", "%dx%d" % (rows, cols), {"matrix": m, "vector": v},
             {"scaled": expected}, ELEMENTWISE)
 
+    for n in (1, 6, 33):
+        r = rng_for("reversed_index", n)
+        x = randn(r, (n,))
+        add("reversed_index", "n=%d" % n, {"x": x}, {"r": (x.astype(F64)[::-1] * 2.0).astype(F32)}, ELEMENTWISE)
+
     for n in VECTOR_SIZES:
         r = rng_for("gelu", n)
         x = randn(r, (n,), scale=2.0)
