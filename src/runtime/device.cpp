@@ -26,6 +26,10 @@ double flops_of(const cir::Kernel& kernel, uint64_t key) {
 
 }  // namespace
 
+Tensor Device::copy_in_device_memory(uint64_t, DType, Shape) {
+  throw DataError(info().id + " has no memory of its own to take another library's device memory into");
+}
+
 Tensor Device::run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                    const std::map<std::string, Scalar>& scalars) {
   Profiler& profiler = Profiler::global();

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,28 @@ class Device {
     c.set_device(info().id);
     return c;
   }
+
+  // Memory of this device that another library holds (a torch CUDA tensor
+  // through DLPack): a tensor of `dtype` and `shape` placed on this device,
+  // holding a copy of the bytes at `address` made on the device itself
+  // (never through host memory) once the work queued on the device has
+  // finished; `address` is not read after the call. A DataError where the
+  // device has no memory of its own to take it from.
+  virtual Tensor copy_in_device_memory(uint64_t address, DType dtype, Shape shape);
+
+  // Where this device's own memory holds `t`'s current bytes, and what
+  // keeps that memory allocated; none where it does not (host memory, or
+  // the host has written `t` since).
+  struct HeldMemory {
+    uint64_t address = 0;
+    std::shared_ptr<const void> keep;
+  };
+  virtual std::optional<HeldMemory> held_memory(const Tensor& t) const { return std::nullopt; }
+
+  // Bytes of inputs the last run here copied in from host memory (0 where
+  // every input was on the device already, or the device computes in host
+  // memory). For tests that check data stays on a GPU.
+  virtual size_t last_run_bytes_copied_in() const { return 0; }
 
   // Running one share of a kernel into an output in host memory that other
   // devices fill with the other shares (several devices on one kernel, see

@@ -12,7 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "cir/ir.hpp"
 #include "runtime/tensor.hpp"
+#include "runtime/tensor_ops.hpp"
+#include "support/dtype.hpp"
+#include "support/scalar.hpp"
 
 namespace zyntax::testing {
 
@@ -39,6 +43,25 @@ inline void expect_close(const Tensor& got, const Tensor& want, const Tensor& sc
       ++reported;
     }
   }
+}
+
+// Inputs from N(0, 1) in the dtypes of a specialised kernel's inputs.
+inline std::vector<Tensor> random_inputs(const cir::Kernel& k, Random& rng) {
+  std::vector<Tensor> in;
+  for (const cir::Param& p : k.params) {
+    if (p.role != cir::ParamRole::Input) continue;
+    Shape shape;
+    for (const cir::Expr& e : p.type.shape) shape.push_back(e.as<cir::IntImm>()->value);
+    in.push_back(rand_normal(rng, p.type.dtype, shape));
+  }
+  return in;
+}
+
+// An f32 tensor's elements rounded to TF32, as matrix units read them.
+inline Tensor rounded_to_tf32(const Tensor& t) {
+  Tensor r = t.clone();
+  for (int64_t i = 0; i < r.numel(); ++i) r.data_as<float>()[i] = round_to_tf32(t.data_as<float>()[i]);
+  return r;
 }
 
 // Variant 1 puts a NaN in the middle of the input (inputs[0]), variant 2 an

@@ -208,23 +208,23 @@ TEST(CudaRuntime, MappedViewsAreReadInPlace) {
     Tensor x = Tensor::empty(DType::F32, {n});
     for (int64_t i = 0; i < n; ++i) x.set(i, Scalar::of_float(0.25 * static_cast<double>(i % 4099), DType::F32));
     Tensor copied = compiled.launch(*gpu, {x}, {}, {});
-    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), x.nbytes());
+    EXPECT_EQ(gpu->last_run_bytes_copied_in(), x.nbytes());
     expect_doubled_plus_one(x, copied);
 
     Tensor view = gpu->share_host(x);
     EXPECT_TRUE(view.same_storage(x));
     expect_doubled_plus_one(x, compiled.launch(*gpu, {view}, {}, {}));
-    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u) << "n=" << n;
+    EXPECT_EQ(gpu->last_run_bytes_copied_in(), 0u) << "n=" << n;
     x.set(n - 1, Scalar::of_float(7.0, DType::F32));  // through the original: the view sees it
     EXPECT_EQ(compiled.launch(*gpu, {view}, {}, {}).get_f64(n - 1), 15.0);
   }
   Tensor pinned = gpu->host_tensor(DType::F32, {777}, /*pinned=*/true);
   for (int64_t i = 0; i < 777; ++i) pinned.set(i, Scalar::of_float(static_cast<double>(i) - 300, DType::F32));
   compiled.launch(*gpu, {pinned}, {}, {});
-  EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), pinned.nbytes()) << "pinned memory is for copies";
+  EXPECT_EQ(gpu->last_run_bytes_copied_in(), pinned.nbytes()) << "pinned memory is for copies";
   Tensor pinned_view = gpu->share_host(pinned);
   expect_doubled_plus_one(pinned, compiled.launch(*gpu, {pinned_view}, {}, {}));
-  EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u);
+  EXPECT_EQ(gpu->last_run_bytes_copied_in(), 0u);
 }
 
 // A kernel's output stays in the GPU's memory: the next kernel reads it
@@ -244,13 +244,13 @@ TEST(CudaRuntime, TensorsStayOnTheGpuBetweenKernels) {
     Tensor x = Tensor::empty(DType::F32, {n});
     for (int64_t i = 0; i < n; ++i) x.set(i, Scalar::of_float(0.25 * static_cast<double>(i % 4099), DType::F32));
     Tensor y = affine.launch(*gpu, {x}, {}, {});
-    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), x.nbytes());
+    EXPECT_EQ(gpu->last_run_bytes_copied_in(), x.nbytes());
     EXPECT_NE(y.mirror(), nullptr);
     EXPECT_EQ(y.device(), "cuda:0");
     Tensor z = affine.launch(*gpu, {y}, {}, {});
-    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u) << "the output was read where it was";
+    EXPECT_EQ(gpu->last_run_bytes_copied_in(), 0u) << "the output was read where it was";
     Tensor s = sum.launch(*gpu, {z}, {}, {});
-    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u);
+    EXPECT_EQ(gpu->last_run_bytes_copied_in(), 0u);
     EXPECT_EQ(s.mirror(), nullptr) << "a reduction's result is finished on the host";
     double expect_sum = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -269,17 +269,17 @@ TEST(CudaRuntime, TensorsStayOnTheGpuBetweenKernels) {
     EXPECT_EQ(g.device(), "cuda:0");
     EXPECT_NE(g.mirror(), nullptr);
     EXPECT_EQ(affine.launch(*gpu, {g}, {}, {}).get_f64(n - 1), y.get_f64(n - 1));
-    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u);
+    EXPECT_EQ(gpu->last_run_bytes_copied_in(), 0u);
     g.set(n - 1, Scalar::of_float(7.0, DType::F32));
     EXPECT_EQ(g.mirror(), nullptr) << "a host write drops the GPU's copy";
     if (n > 1) {
       EXPECT_EQ(g.get_f64(0), x.get_f64(0)) << "the rest came back before the write";
     }
     EXPECT_EQ(affine.launch(*gpu, {g}, {}, {}).get_f64(n - 1), 15.0);
-    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), g.nbytes());
+    EXPECT_EQ(gpu->last_run_bytes_copied_in(), g.nbytes());
     EXPECT_NE(g.mirror(), nullptr) << "the copy in is kept for a tensor placed on the GPU";
     EXPECT_EQ(affine.launch(*gpu, {g}, {}, {}).get_f64(0), n > 1 ? y.get_f64(0) : 15.0);
-    EXPECT_EQ(cuda_last_run_bytes_copied_in(*gpu), 0u);
+    EXPECT_EQ(gpu->last_run_bytes_copied_in(), 0u);
   }
 }
 

@@ -148,6 +148,21 @@ TEST_F(VulkanF64Math, Trigonometry) {
   EXPECT_EQ(spy_.calls, 0);
 }
 
+// Rounding to integers exactly over the whole range: every integer
+// between 2^31 and 2^52 and the halves between them (drivers' roundEven,
+// floor and trunc on doubles have been seen going through narrower types).
+TEST_F(VulkanF64Math, RoundingToIntegers) {
+  std::vector<double> x = arguments(-10, 60, true, {0.5, 1.5, 2.5, -0.5, -2.5, 4503599627370495.5, -4503599627370495.5, 4503599627370496.0,
+                                                   123456789.4, 269634000000000.7, 2147483648.5, -2147483648.5, 1e-310});
+  for (double& v : x)
+    if (std::isfinite(v) && std::fabs(v) > 4 && std::fabs(v) < 4.5e15) v = std::floor(v) + 0.5 * (std::fmod(std::fabs(v), 3.0) < 1.0);
+  unary("round", 0, [](double v) { return std::nearbyint(v); }, x);
+  unary("floor", 0, [](double v) { return std::floor(v); }, x);
+  unary("ceil", 0, [](double v) { return std::ceil(v); }, x);
+  unary("trunc", 0, [](double v) { return std::trunc(v); }, x);
+  EXPECT_EQ(spy_.calls, 0);
+}
+
 TEST_F(VulkanF64Math, HyperbolicAndErf) {
   std::vector<double> x = arguments(-40, 10, true, {709.0, 710.0, 710.5, 22.0, -22.0, 0.3465, 1e-301});
   unary("sinh", 2, [](double v) { return std::sinh(v); }, x);

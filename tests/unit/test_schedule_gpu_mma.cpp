@@ -17,6 +17,7 @@
 #include "gpu_targets.hpp"
 #include "backends/reference/reference_executor.hpp"
 #include "kernel_source.hpp"
+#include "product_parity.hpp"
 #include "ptxas.hpp"
 #include "runtime/tensor_ops.hpp"
 
@@ -54,24 +55,6 @@ cir::Kernel specialised(const Product& p, int64_t m, int64_t n, int64_t k) {
   return cir::specialize(generic, used);
 }
 
-// Inputs from N(0, 1) in the kernel's dtypes.
-std::vector<Tensor> inputs_of(const cir::Kernel& k, Random& rng) {
-  std::vector<Tensor> in;
-  for (const cir::Param& p : k.params) {
-    if (p.role != cir::ParamRole::Input) continue;
-    Shape shape;
-    for (const cir::Expr& e : p.type.shape) shape.push_back(e.as<cir::IntImm>()->value);
-    in.push_back(rand_normal(rng, p.type.dtype, shape));
-  }
-  return in;
-}
-
-Tensor rounded_to_tf32(const Tensor& t) {
-  Tensor r = t.clone();
-  for (int64_t i = 0; i < r.numel(); ++i) r.data_as<float>()[i] = round_to_tf32(t.data_as<float>()[i]);
-  return r;
-}
-
 // Both tile shapes: 64x64 (too few 128x128 tiles to fill the GPU), and
 // 128x128 forced where the product is at least one such tile each way.
 TEST(ScheduleGpuMma, TheReferencesProductOnTheTensorCoresFactorsAtOddSizes) {
@@ -86,11 +69,11 @@ TEST(ScheduleGpuMma, TheReferencesProductOnTheTensorCoresFactorsAtOddSizes) {
       EXPECT_NE(cir::print(*s).find(large ? "fragment acc%tc: tensor[128, 128, f32]" : "fragment acc%tc: tensor[64, 64, f32]"), std::string::npos)
           << p.name << " " << m << "x" << n << "x" << k << "\n" << cir::print(*s);
       Random rng(5);
-      std::vector<Tensor> in = inputs_of(kernel, rng);
+      std::vector<Tensor> in = testing::random_inputs(kernel, rng);
       // The tensor cores read f32 factors as TF32: the original on rounded factors.
       std::vector<Tensor> as_read = in;
       if (p.factors == DType::F32)
-        for (Tensor& t : as_read) t = rounded_to_tf32(t);
+        for (Tensor& t : as_read) t = testing::rounded_to_tf32(t);
       Tensor want = ReferenceKernel(kernel).run(as_read, {}).astype(DType::F64);
       Tensor exact = ReferenceKernel(kernel).run(in, {}).astype(DType::F64);
       Tensor got = ReferenceKernel(*s).run(in, {}).astype(DType::F64);
@@ -178,7 +161,7 @@ cir::Kernel without_step_statement(size_t drop, int64_t m, int64_t n, int64_t k)
 // The error the reference executor stops the kernel with, or "".
 std::string error_of(const cir::Kernel& s) {
   Random rng(3);
-  std::vector<Tensor> in = inputs_of(s, rng);
+  std::vector<Tensor> in = testing::random_inputs(s, rng);
   try {
     ReferenceKernel(s).run(in, {});
   } catch (const Error& e) {

@@ -20,6 +20,7 @@
 #include "codegen/llvm/kernel_abi.hpp"
 #include "gpu_targets.hpp"
 #include "kernel_source.hpp"
+#include "product_parity.hpp"
 #include "ptxas.hpp"
 #include "runtime/tensor_ops.hpp"
 
@@ -64,23 +65,6 @@ cir::Kernel specialised(const char* source, int64_t m, int64_t n, int64_t k) {
   return cir::specialize(generic, used);
 }
 
-std::vector<Tensor> inputs_of(const cir::Kernel& k, Random& rng) {
-  std::vector<Tensor> in;
-  for (const cir::Param& p : k.params) {
-    if (p.role != cir::ParamRole::Input) continue;
-    Shape shape;
-    for (const cir::Expr& e : p.type.shape) shape.push_back(e.as<cir::IntImm>()->value);
-    in.push_back(rand_normal(rng, p.type.dtype, shape));
-  }
-  return in;
-}
-
-Tensor rounded_to_tf32(const Tensor& t) {
-  Tensor r = t.clone();
-  for (int64_t i = 0; i < r.numel(); ++i) r.data_as<float>()[i] = round_to_tf32(t.data_as<float>()[i]);
-  return r;
-}
-
 // sm_90a with an H100's multiprocessors.
 GpuTarget hopper() { return testing::nvidia_target("sm_90a"); }
 
@@ -100,10 +84,10 @@ TEST(ScheduleGpuWgmma, TheReferencesProductAtOddSizes) {
       ASSERT_TRUE(s) << p.name << " " << m << "x" << n << "x" << k << ": " << why;
       EXPECT_NE(cir::print(*s).find("warpgroup_product"), std::string::npos) << cir::print(*s);
       Random rng(5);
-      std::vector<Tensor> in = inputs_of(kernel, rng);
+      std::vector<Tensor> in = testing::random_inputs(kernel, rng);
       std::vector<Tensor> as_read = in;
       if (p.factors == DType::F32)
-        for (Tensor& t : as_read) t = rounded_to_tf32(t);
+        for (Tensor& t : as_read) t = testing::rounded_to_tf32(t);
       Tensor want = ReferenceKernel(kernel).run(as_read, {}).astype(DType::F64);
       Tensor got = ReferenceKernel(*s).run(in, {}).astype(DType::F64);
       ASSERT_EQ(want.shape(), got.shape());

@@ -82,7 +82,34 @@ class CudaDevice : public Device {
   }
 
   double last_kernel_milliseconds() const override { return last_kernel_ms_; }
-  size_t last_run_bytes_copied_in() const { return last_copied_in_; }
+  size_t last_run_bytes_copied_in() const override { return last_copied_in_; }
+
+  // Another library's memory of this GPU (in its primary context, where the
+  // CUDA runtime and so PyTorch allocate): every queued kernel finished
+  // first (the producer's own streams), then a device-to-device copy.
+  Tensor copy_in_device_memory(uint64_t address, DType dtype, Shape shape) override {
+    Tensor t = Tensor::for_overwrite(dtype, std::move(shape));
+    if (t.nbytes() > 0 && address == 0) throw DataError(info_.id + ": no memory at address 0 for " + std::to_string(t.nbytes()) + " bytes");
+    DeviceBuffer b(*gpu_, std::max<size_t>(t.nbytes(), 1));
+    if (t.nbytes() > 0) {
+      const cuda::Driver& d = gpu_->driver();
+      gpu_->bind();
+      d.check(d.cuCtxSynchronize(), "waiting for the work queued on " + gpu_->id());
+      d.check(d.cuMemcpyDtoDAsync(b.address(), address, t.nbytes(), gpu_->stream()),
+              "copying " + std::to_string(t.nbytes()) + " bytes on " + gpu_->id());
+      gpu_->synchronize();
+    }
+    // As a kernel's output: the host's bytes filled only when the host reads them.
+    t.set_mirror(std::make_shared<cuda::GpuMirror>(info_.id, std::move(b)), /*host_current=*/false);
+    t.set_device(info_.id);
+    return t;
+  }
+
+  std::optional<HeldMemory> held_memory(const Tensor& t) const override {
+    std::shared_ptr<const cuda::GpuMirror> m = cuda::gpu_mirror_of(t, info_.id);
+    if (!m) return std::nullopt;
+    return HeldMemory{m->address(), std::move(m)};
+  }
   cuda::Gpu& gpu() { return *gpu_; }
 
   Attempt execute(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
@@ -308,11 +335,6 @@ class CudaDevice : public Device {
 
 std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu) { return std::make_unique<CudaDevice>(std::move(gpu)); }
 
-
-size_t cuda_last_run_bytes_copied_in(Device& device) {
-  auto* d = dynamic_cast<CudaDevice*>(&device);
-  return d ? d->last_run_bytes_copied_in() : 0;
-}
 
 cuda::Gpu* cuda_gpu_of(Device& device) {
   auto* d = dynamic_cast<CudaDevice*>(&device);

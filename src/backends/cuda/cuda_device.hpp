@@ -25,10 +25,6 @@ namespace zyntax {
 // fallback policy sends them (runtime/device.hpp).
 std::unique_ptr<Device> make_cuda_device(std::unique_ptr<cuda::Gpu> gpu);
 
-// Bytes of input tensors the last run on a cuda device copied to the GPU
-// (not views of mapped host memory, not inputs already held there, not a
-// reduction's starting values); 0 for other devices.
-size_t cuda_last_run_bytes_copied_in(Device& device);
 // The GPU behind a cuda device, null for other devices.
 cuda::Gpu* cuda_gpu_of(Device& device);
 

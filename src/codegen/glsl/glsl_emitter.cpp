@@ -915,10 +915,6 @@ class Glsl {
       case MathFn::Sqrt: return temp(t, "sqrt(" + x + ")");
       case MathFn::Rsqrt: return temp(t, "1.0LF / sqrt(" + x + ")");
       case MathFn::Abs: return temp(t, "abs(" + x + ")");
-      case MathFn::Floor: return temp(t, "floor(" + x + ")");
-      case MathFn::Ceil: return temp(t, "ceil(" + x + ")");
-      case MathFn::Round: return temp(t, "roundEven(" + x + ")");
-      case MathFn::Trunc: return temp(t, "trunc(" + x + ")");
       case MathFn::Sign: return temp(t, "(isnan(" + x + ") ? " + x + " : sign(" + x + "))");
       case MathFn::Relu: return temp(t, "(isnan(" + x + ") ? " + x + " : " + x + " > 0.0LF ? " + x + " : 0.0LF)");
       case MathFn::Gelu: return temp(t, "0.5LF * " + x + " * (1.0LF + " + f64_call("zy_d_erf", x + " * 0.70710678118654752LF") + ")");

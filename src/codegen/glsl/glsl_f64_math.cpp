@@ -117,6 +117,30 @@ const std::vector<Helper>& helpers() {
                 "  return p;\n"
                 "}\n";
        }},
+      // Rounding to integers in double arithmetic alone: adding and taking
+      // off 2^52 rounds |x| < 2^52 to the nearest even integer (doubles from
+      // 2^52 on are integers). Drivers' roundEven, floor and trunc on doubles
+      // may go through narrower types (Mesa's lavapipe 22.3 gets 1.7e14
+      // wrong on some machines), so none of them is used.
+      {"zy_d_round_even", {"zy_d_bits"}, [] {
+         return "double zy_d_round_even(double x) {\n"
+                "  if (!(abs(x) < 4503599627370496.0LF)) return x;\n"
+                "  precise double two52 = 4503599627370496.0LF, r = (abs(x) + two52) - two52;\n"
+                "  return zy_d_copysign(r, x);\n"
+                "}\n";
+       }},
+      {"zy_d_floor", {"zy_d_round_even"}, [] {
+         return "double zy_d_floor(double x) {\n"
+                "  precise double r = zy_d_round_even(x);\n"
+                "  return r > x ? r - 1.0LF : r;\n"
+                "}\n";
+       }},
+      {"zy_d_trunc", {"zy_d_floor"}, [] {
+         return "double zy_d_trunc(double x) { return zy_d_copysign(zy_d_floor(abs(x)), x); }\n";
+       }},
+      {"zy_d_ceil", {"zy_d_floor"}, [] {
+         return "double zy_d_ceil(double x) { return zy_d_copysign(-zy_d_floor(-x), x); }\n";
+       }},
       // e^r - 1 for |r| <= ln(2)/2 (+ a little): Taylor to r^14, below an ulp
       {"zy_d_expm1_r", {}, [] {
          return "double zy_d_expm1_r(double r) { return fma(r * r, " +
@@ -124,24 +148,24 @@ const std::vector<Helper>& helpers() {
        }},
       // e^(hi + lo) for lo below hi's ulp: k ln 2 taken off exactly (LN2_HI
       // has 32 bits), 2^k (1 + expm1(r)) put back together.
-      {"zy_d_exp_dd", {"zy_d_bits", "zy_d_expm1_r"}, [] {
+      {"zy_d_exp_dd", {"zy_d_bits", "zy_d_expm1_r", "zy_d_round_even"}, [] {
          return "double zy_d_exp_dd(double hi, double lo) {\n"
                 "  if (isnan(hi)) return hi;\n"
                 "  if (hi > 710.0LF) return zy_d_inf();\n"
                 "  if (hi < -746.0LF) return 0.0LF;\n"
-                "  precise double k = roundEven(hi * " + INV_LN2 + ");\n"
+                "  precise double k = zy_d_round_even(hi * " + INV_LN2 + ");\n"
                 "  precise double r = (hi - k * " + LN2_HI + ") + (lo - k * " + LN2_LO + ");\n"
                 "  return zy_d_ldexp(1.0LF + zy_d_expm1_r(r), int(k));\n"
                 "}\n"
                 "double zy_d_exp(double x) { return zy_d_exp_dd(x, 0.0LF); }\n";
        }},
       {"zy_d_exp", {"zy_d_exp_dd"}, [] { return std::string(); }},
-      {"zy_d_exp2", {"zy_d_bits", "zy_d_expm1_r"}, [] {
+      {"zy_d_exp2", {"zy_d_bits", "zy_d_expm1_r", "zy_d_round_even"}, [] {
          return "double zy_d_exp2(double x) {\n"
                 "  if (isnan(x)) return x;\n"
                 "  if (x > 1025.0LF) return zy_d_inf();\n"
                 "  if (x < -1076.0LF) return 0.0LF;\n"
-                "  precise double k = roundEven(x), f = x - k;\n"  // exact
+                "  precise double k = zy_d_round_even(x), f = x - k;\n"  // exact
                 "  precise double e;\n"
                 "  precise double r = zy_d_two_prod(f, " + LN2 + ", e);\n"
                 "  precise double r_lo = e + f * " + LN2_TAIL + ";\n"
@@ -149,12 +173,12 @@ const std::vector<Helper>& helpers() {
                 "}\n";
        }},
       // e^x - 1 = 2^k expm1(r) + (2^k - 1), accurate near 0 as well
-      {"zy_d_expm1", {"zy_d_bits", "zy_d_expm1_r"}, [] {
+      {"zy_d_expm1", {"zy_d_bits", "zy_d_expm1_r", "zy_d_round_even"}, [] {
          return "double zy_d_expm1(double x) {\n"
                 "  if (isnan(x) || abs(x) < 0.34657359027997264LF) return isnan(x) ? x : zy_d_expm1_r(x);\n"
                 "  if (x > 710.0LF) return zy_d_inf();\n"
                 "  if (x < -40.0LF) return -1.0LF;\n"
-                "  precise double k = roundEven(x * " + INV_LN2 + ");\n"
+                "  precise double k = zy_d_round_even(x * " + INV_LN2 + ");\n"
                 "  precise double p = zy_d_expm1_r((x - k * " + LN2_HI + ") - k * " + LN2_LO + ");\n"
                 "  if (k > 1000.0LF) return zy_d_ldexp(1.0LF + p, int(k));\n"
                 "  return zy_d_ldexp(p, int(k)) + (zy_d_pow2(int(k)) - 1.0LF);\n"
@@ -263,13 +287,13 @@ const std::vector<Helper>& helpers() {
                 "}\n";
        }},
       // C's pow (C99 F.9.4.4): y log(|x|) in two doubles, then e^ of them.
-      {"zy_d_pow", {"zy_d_log_m", "zy_d_exp_dd"}, [] {
+      {"zy_d_pow", {"zy_d_log_m", "zy_d_exp_dd", "zy_d_trunc"}, [] {
          return "double zy_d_pow(double x, double y) {\n"
                 "  precise double inf = zy_d_inf();\n"
                 "  if (y == 0.0LF || x == 1.0LF) return 1.0LF;\n"
                 "  if (isnan(x) || isnan(y)) return x + y;\n"
-                "  bool y_int = !isinf(y) && trunc(y) == y;\n"
-                "  bool y_odd = y_int && abs(y) < 9007199254740992.0LF && mod(abs(y), 2.0LF) == 1.0LF;\n"
+                "  bool y_int = !isinf(y) && zy_d_trunc(y) == y;\n"
+                "  bool y_odd = y_int && abs(y) < 9007199254740992.0LF && abs(y) - 2.0LF * zy_d_floor(abs(y) * 0.5LF) == 1.0LF;\n"
                 "  if (isinf(y)) return abs(x) == 1.0LF ? 1.0LF : ((abs(x) < 1.0LF) == (y < 0.0LF) ? inf : 0.0LF);\n"
                 "  if (x == 0.0LF) return y < 0.0LF ? (y_odd ? zy_d_copysign(inf, x) : inf) : (y_odd ? x : 0.0LF);\n"
                 "  if (isinf(x)) return x > 0.0LF ? (y > 0.0LF ? inf : 0.0LF) : (y > 0.0LF ? (y_odd ? -inf : inf) : (y_odd ? -0.0LF : 0.0LF));\n"
@@ -291,16 +315,16 @@ const std::vector<Helper>& helpers() {
       // x = k pi/2 + (r + r_lo), |r| <= pi/4 or a little more; q = k mod 4.
       // k (pi/2) is taken off with pi/2 in three doubles: k PIO2_1 exactly
       // by an fma, the rest within |x| 2^-106.
-      {"zy_d_reduce", {"zy_d_bits"}, [] {
+      {"zy_d_reduce", {"zy_d_bits", "zy_d_floor"}, [] {
          return "double zy_d_reduce(double x, out int q, out double r_lo) {\n"
-                "  precise double k = roundEven(x * " + TWO_OVER_PI + ");\n"
+                "  precise double k = zy_d_round_even(x * " + TWO_OVER_PI + ");\n"
                 "  precise double p_lo;\n"
                 "  precise double p = zy_d_two_prod(k, " + PIO2_1 + ", p_lo);\n"
                 "  precise double h = x - p;\n"  // exact: p is within a factor 2 of x
                 "  precise double t = (p_lo + k * " + PIO2_2 + ") + k * " + PIO2_3 + ";\n"
                 "  precise double r = h - t, rest = (h - r) - t;\n"
                 "  r_lo = rest;\n"
-                "  q = int(k - 4.0LF * floor(k * 0.25LF));\n"
+                "  q = int(k - 4.0LF * zy_d_floor(k * 0.25LF));\n"
                 "  return r;\n"
                 "}\n";
        }},
@@ -449,7 +473,7 @@ const std::vector<Helper>& helpers() {
        }},
       // C's fmod, exact: a - b trunc(a / b) by an fma, corrected where a / b
       // rounded up to the next integer.
-      {"zy_d_fmod", {"zy_d_bits"}, [] {
+      {"zy_d_fmod", {"zy_d_bits", "zy_d_trunc"}, [] {
          return "double zy_d_fmod(double a, double b) {\n"
                 "  if (isnan(a) || isnan(b)) return a + b;\n"
                 "  if (isinf(a) || b == 0.0LF) return zy_d_nan();\n"
@@ -461,7 +485,7 @@ const std::vector<Helper>& helpers() {
                 "    y *= 6.223015277861142e-61LF;\n"
                 "    scale = 1.6069380442589903e+60LF;\n"
                 "  }\n"
-                "  precise double q = trunc(x / y);\n"
+                "  precise double q = zy_d_trunc(x / y);\n"
                 "  if (q >= 9007199254740992.0LF) {\n"  // 2^53: see glsl_f64_math.hpp
                 "    zy_fail(0xffffffffu);\n"
                 "    return 0.0LF;\n"
@@ -498,6 +522,10 @@ const char* glsl_f64_function(MathFn fn) {
     case MathFn::Erf: return "zy_d_erf";
     case MathFn::Pow: return "zy_d_pow";
     case MathFn::Atan2: return "zy_d_atan2";
+    case MathFn::Round: return "zy_d_round_even";
+    case MathFn::Floor: return "zy_d_floor";
+    case MathFn::Ceil: return "zy_d_ceil";
+    case MathFn::Trunc: return "zy_d_trunc";
     default: return nullptr;
   }
 }
