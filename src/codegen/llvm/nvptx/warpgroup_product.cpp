@@ -21,9 +21,11 @@
 // fault becomes a launch error, never a hung GPU.
 #include <llvm/IR/InlineAsm.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "cir/visitor.hpp"
 #include "codegen/llvm/emitter.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/nvptx/nvptx_llvm_target.hpp"
@@ -49,7 +51,12 @@ class WarpgroupProductEmitter {
     llvm::Value* raw = b_.CreatePtrToInt(e_.buffer(p_.stage).ptr, b_.getInt32Ty());
     base_ = b_.CreateAnd(b_.CreateAdd(raw, i32(wgmma::kAtomBytes - 1)), i32(~(wgmma::kAtomBytes - 1)));
     barriers_ = b_.CreateAdd(base_, i32(static_cast<int32_t>(p_.stages * p_.stage_tile_bytes())));
-    maps_ = &tensor_map_args(e_);
+    // This product's two maps: the entry takes them per product, in order (kernel_abi.hpp).
+    const std::vector<llvm::Value*>& maps = tensor_map_args(e_);
+    size_t first = 2 * products_before();
+    if (maps.size() < first + 2) throw std::logic_error("warpgroup product: the entry has no tensor maps for it");
+    map_a_ = maps[first];
+    map_b_ = maps[first + 1];
 
     // Thread 0 makes the barriers; everyone meets before using them.
     if_then(b_.CreateICmpEQ(tid, i32(0)), "wgp.init", [&] {
@@ -79,6 +86,23 @@ class WarpgroupProductEmitter {
   }
 
  private:
+  // How many warpgroup products of the kernel come before this one.
+  size_t products_before() const {
+    struct Count : cir::IRVisitor {
+      const cir::WarpgroupProduct* me;
+      size_t before = 0;
+      bool found = false;
+      explicit Count(const cir::WarpgroupProduct* p) : me(p) {}
+      using IRVisitor::visit;
+      void visit(const cir::WarpgroupProduct* op) override {
+        if (op == me) found = true;
+        if (!found) ++before;
+      }
+    } count(&p_);
+    count.include(e_.kernel().body);
+    return count.before;
+  }
+
   // ---- the ring of stages
 
   llvm::Value* full(llvm::Value* s) { return b_.CreateAdd(barriers_, b_.CreateMul(s, i32(8))); }
@@ -212,8 +236,8 @@ class WarpgroupProductEmitter {
   }
 
   void produce() {
-    llvm::Value* map_a = b_.CreatePtrToInt((*maps_)[0], b_.getInt64Ty());
-    llvm::Value* map_b = b_.CreatePtrToInt((*maps_)[1], b_.getInt64Ty());
+    llvm::Value* map_a = b_.CreatePtrToInt(map_a_, b_.getInt64Ty());
+    llvm::Value* map_b = b_.CreatePtrToInt(map_b_, b_.getInt64Ty());
     asm_void("prefetch.tensormap [$0];", "l", {map_a});
     asm_void("prefetch.tensormap [$0];", "l", {map_b});
     for_each_tile([&](llvm::Value* t, llvm::Value* it0) {
@@ -368,7 +392,7 @@ class WarpgroupProductEmitter {
   const cir::WarpgroupProduct& p_;
   llvm::Value* base_ = nullptr;      // i32 shared address of stage 0
   llvm::Value* barriers_ = nullptr;  // of full[0]; empty[s] follow the full ones
-  const std::vector<llvm::Value*>* maps_ = nullptr;
+  llvm::Value *map_a_ = nullptr, *map_b_ = nullptr;  // its factors' tensor-map parameters
 };
 
 }  // namespace
