@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lower/kernel_lowering.hpp"
+#include "sema/kernel_annotations.hpp"
 #include "sema/host_checker.hpp"
 
 namespace zyntax {
@@ -26,6 +27,11 @@ class LoweringBlockChecker : public ComputeBlockChecker {
     if (unknown.empty()) {
       lc = lower_compute(c, session_.kernel_name(&c), sigs, env, diags);
     } else {
+      // Annotations do not depend on the inputs: check them now, located,
+      // rather than when the block first runs.
+      size_t errors_before = diags.error_count();
+      read_kernel_annotations(c, diags);
+      if (diags.error_count() > errors_before) return std::nullopt;
       // Guess: each unknown input has as many axes as its indexing shows or
       // one more, and is f32, or i64 (it may be used as an index).
       size_t n = std::min<size_t>(unknown.size(), 3);

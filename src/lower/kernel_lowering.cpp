@@ -13,6 +13,9 @@
 namespace zyntax::lowering {
 
 std::optional<LoweredCompute> Lowering::run(DiagnosticEngine& diags) {
+  // Counted before the annotations: a block whose annotations are wrong is
+  // not compiled, whatever its body (a misspelt reduction must not sum).
+  size_t errors_before = diags.error_count();
   annotations_ = read_kernel_annotations(node_, diags);
   if (!check_inputs(diags)) return std::nullopt;
   // Types of `var`s and of `out` depend on later assignments, and input
@@ -25,7 +28,6 @@ std::optional<LoweredCompute> Lowering::run(DiagnosticEngine& diags) {
     rename_inferred_dims(names_before);
     if (iter > 0 && names_before == axis_names_ && same_inferred()) break;
   }
-  size_t errors_before = diags.error_count();
   lower_body(diags, /*final=*/true);
   if (diags.error_count() > errors_before) return std::nullopt;
   LoweredCompute out;
@@ -33,6 +35,15 @@ std::optional<LoweredCompute> Lowering::run(DiagnosticEngine& diags) {
   out.kernel = assemble(diags);
   if (diags.error_count() > errors_before) return std::nullopt;
   return out;
+}
+
+// The loop `@kernel reduce(op, axis=k)` reduces among `loops` around the
+// yield: k counts from the outermost, a negative k from the innermost.
+std::optional<size_t> Lowering::reduced_loop(size_t loops) const {
+  int64_t k = *annotations_.reduce_axis;
+  if (k < 0) k += static_cast<int64_t>(loops);
+  if (k < 0 || k >= static_cast<int64_t>(loops)) return std::nullopt;
+  return static_cast<size_t>(k);
 }
 
 // An input axis named during this iteration (`q.d1` became `seq`): shapes
@@ -191,7 +202,8 @@ cir::Kernel Lowering::assemble(DiagnosticEngine& diags) {
   k.name = name_;
   k.kind = annotations_.kind;
   k.reduce_op = annotations_.reduce_op;
-  k.reduce_axis = annotations_.reduce_axis;
+  if (annotations_.reduce_axis && yield_loops_)
+    if (std::optional<size_t> axis = reduced_loop(yield_loops_->size())) k.reduce_axis = static_cast<int>(*axis);
   k.span = node_.span;
   // First, so that host sizes it names become dimensions of the kernel.
   if (annotations_.shared_bytes) k.hints.shared_bytes = shared_bytes(diags);
@@ -228,9 +240,9 @@ cir::Kernel Lowering::assemble(DiagnosticEngine& diags) {
   out.type = out_type();
   if (annotations_.kind == cir::KernelKind::Reduce) {
     out.type.shape.clear();
-    if (yield_loops_ && annotations_.reduce_axis)
+    if (yield_loops_ && k.reduce_axis)
       for (size_t i = 0; i < yield_loops_->size(); ++i)
-        if (static_cast<int>(i) != *annotations_.reduce_axis) out.type.shape.push_back(trip_count(*(*yield_loops_)[i]));
+        if (static_cast<int>(i) != *k.reduce_axis) out.type.shape.push_back(trip_count(*(*yield_loops_)[i]));
     if (is_arg_reduce(annotations_.reduce_op))
       out.type.dtype = DType::I64;
   } else {

@@ -415,14 +415,17 @@ void Lowering::lower_yield(const ast::Yield& y, cir::Block& out) {
   }
   std::vector<Expr> out_index;
   if (annotations_.reduce_axis) {
-    size_t axis = static_cast<size_t>(*annotations_.reduce_axis);
-    if (axis >= loops_.size()) {
+    int given = *annotations_.reduce_axis;
+    std::optional<size_t> resolved = reduced_loop(loops_.size());
+    if (!resolved) {
+      size_t needed = given < 0 ? static_cast<size_t>(-given) : static_cast<size_t>(given) + 1;
       if (final_)
-        diags_->error(y.span, "reduce axis=" + std::to_string(axis) + " needs at least " + std::to_string(axis + 1) +
+        diags_->error(y.span, "reduce axis=" + std::to_string(given) + " needs at least " + std::to_string(needed) +
                                   " loops around the yield, but there are " + std::to_string(loops_.size()))
             .note(annotations_.kind_span, "the axis is given here");
       return;
     }
+    size_t axis = *resolved;
     // A kept loop is an axis of the output, whose extent cannot change
     // from one iteration of another loop to the next.
     for (size_t i = 0; i < loops_.size(); ++i) {

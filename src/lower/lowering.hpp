@@ -95,6 +95,7 @@ class Lowering {
   void rename_inferred_dims(const std::vector<std::vector<std::string>>& names_before);
 
   bool check_inputs(DiagnosticEngine& diags);
+  std::optional<size_t> reduced_loop(size_t loops) const;
 
   int implied_rank(const std::string& path);
 

@@ -127,23 +127,24 @@ class Reader {
       } else {
         out_.reduce_op = *parsed;
       }
-      for (size_t i = 1; i < a.args.size(); ++i) {
-        const ast::AnnotationArg& arg = a.args[i];
-        int64_t axis = -1;  // none given
-        if (arg.value)
-          if (std::optional<int64_t> v = constant_int(*arg.value)) axis = *v;
-        if (arg.name != "axis" || axis < 0) {
-          diags_.error(arg.span, "reduce takes one more argument, axis=k with a constant k >= 0");
-          continue;
-        }
-        out_.reduce_axis = static_cast<int>(axis);
+      if (a.args.size() > 2) diags_.error(a.args[2].span, "reduce takes an operator and at most an axis: reduce(+, axis=1)");
+      if (a.args.size() >= 2) {
+        const ast::AnnotationArg& arg = a.args[1];
+        // Negative axes count from the last loop around the yield, as in NumPy.
+        std::optional<int64_t> axis = arg.value ? constant_int(*arg.value) : std::nullopt;
+        if (arg.name != "axis" || !axis || *axis < -64 || *axis > 63)
+          diags_.error(arg.span, "reduce's second argument is axis=k with a constant k (negative counts from the innermost loop)")
+              .with_hint("reduce(+, axis=1) reduces the second loop around the yield; reduce(+, axis=-1) the innermost");
+        else
+          out_.reduce_axis = static_cast<int>(*axis);
       }
       return;
     }
-    // conv2d(stride=.., padding=..) and similar parameters are accepted as
-    // documentation; the body says what is computed.
-    for (const ast::AnnotationArg& arg : a.args)
-      if (arg.name.empty()) diags_.error(arg.span, "@kernel " + a.word + " takes only keyword parameters");
+    // The body says what every other kind computes: a parameter such as
+    // conv2d(stride=2) would be a second, unchecked statement of it.
+    if (!a.args.empty())
+      diags_.error(a.span, "@kernel " + a.word + " takes no parameters")
+          .with_hint("the body says what is computed: write strides, padding and scales in its indexing and arithmetic");
   }
 
   void workgroup(const ast::Annotation& a) {

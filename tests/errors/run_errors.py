@@ -59,9 +59,14 @@ def setup_shape_mismatch(tmp):
     np.save(os.path.join(tmp, "B.npy"), np.ones((6, 7), dtype=np.float32))
 
 
+def setup_loaded_matrix(tmp):
+    np.save(os.path.join(tmp, "x.npy"), np.arange(12, dtype=np.float32).reshape(3, 4))
+
+
 SETUP = {
     "truncated_npy": setup_truncated_npy,
     "shape_mismatch": setup_shape_mismatch,
+    "annotations_of_loaded_inputs": setup_loaded_matrix,
 }
 
 

@@ -339,17 +339,20 @@ def define_reduce_ops():
              "any_positive": np.array(np.any(data > 0)),
              "col_sums": m64.sum(axis=0).astype(F32),
              "row_max": matrix.max(axis=1),
-             "row_argmax": np.argmax(matrix, axis=1).astype(np.int64)},
+             "row_argmax": np.argmax(matrix, axis=1).astype(np.int64),
+             "row_min_last": matrix.min(axis=-1)},
             {"min_val": EXACT, "product": REDUCTION, "min_idx": EXACT, "all_positive": EXACT,
-             "any_positive": EXACT, "col_sums": REDUCTION, "row_max": EXACT, "row_argmax": EXACT})
+             "any_positive": EXACT, "col_sums": REDUCTION, "row_max": EXACT, "row_argmax": EXACT,
+             "row_min_last": EXACT})
     data = np.array([2.0, 2.0, 3.0, 4.0], dtype=F32)
     add("reduce_ops", "all positive, ties", {"data": data, "matrix": np.array([[1.0, 5.0, 5.0], [np.nan, 0.0, 1.0]], F32)},
         {"min_val": np.array(2.0, F32), "product": np.array(48.0, F32), "min_idx": np.array(0, np.int64),
          "all_positive": np.array(True), "any_positive": np.array(True),
          "col_sums": np.array([np.nan, 5.0, 6.0], F32), "row_max": np.array([5.0, np.nan], F32),
-         "row_argmax": np.array([1, 0], np.int64)},
+         "row_argmax": np.array([1, 0], np.int64), "row_min_last": np.array([1.0, np.nan], F32)},
         {"min_val": EXACT, "product": EXACT, "min_idx": EXACT, "all_positive": EXACT,
-         "any_positive": EXACT, "col_sums": REDUCTION, "row_max": EXACT, "row_argmax": EXACT})
+         "any_positive": EXACT, "col_sums": REDUCTION, "row_max": EXACT, "row_argmax": EXACT,
+         "row_min_last": EXACT})
 
 
 def define_math():
