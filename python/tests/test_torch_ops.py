@@ -81,6 +81,9 @@ def test_embedding(device):
     torch.testing.assert_close(g, g_ref, rtol=1e-5, atol=1e-6)  # row 3 gathers three gradients
     with pytest.raises(zyntax.ShapeError, match="ids must be in 0..9"):
         zt.embedding(torch.tensor([10]), weight, device=device)
+    for ids in (torch.tensor([1.7]), torch.tensor([-0.5]), torch.tensor([True])):  # torch refuses these too
+        with pytest.raises(zyntax.ShapeError, match="ids must be integers"):
+            zt.embedding(ids, weight, device=device)
 
 
 @pytest.mark.parametrize("op", ["softmax", "rms_norm", "layer_norm"])

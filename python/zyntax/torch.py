@@ -104,6 +104,9 @@ class _Conv2d(torch.autograd.Function):
 class _Embedding(torch.autograd.Function):
     @staticmethod
     def forward(ctx, ids, weight, dev):
+        # As torch: ids are integers; a float id would be truncated to a row silently.
+        if ids.dtype.is_floating_point or ids.dtype.is_complex or ids.dtype == torch.bool:
+            raise zyntax.ShapeError("embedding: ids must be integers (int32 or int64), not %s" % str(ids.dtype).replace("torch.", ""))
         ids32 = to_array(ids.detach().to(torch.int64).to(torch.int32).cpu().contiguous().numpy().view("uint32"), dev)
         ctx.dev, ctx.ids, ctx.vocab = dev, ids32, weight.shape[0]
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= weight.shape[0]):
