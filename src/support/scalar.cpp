@@ -102,8 +102,9 @@ Scalar int_pow(const Scalar& a, const Scalar& b) {
 }
 
 double float_math(MathFn fn, double x, double y, double z) {
-  constexpr double kSqrt2 = 1.4142135623730950488;
+  constexpr double kInvSqrt2 = 0.70710678118654752440;
   constexpr double kSqrt2OverPi = 0.79788456080286535588;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   switch (fn) {
     case MathFn::Sin: return std::sin(x);
     case MathFn::Cos: return std::cos(x);
@@ -129,10 +130,16 @@ double float_math(MathFn fn, double x, double y, double z) {
     case MathFn::Sign: return std::isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0;
     case MathFn::Erf: return std::erf(x);
     case MathFn::Relu: return std::isnan(x) ? x : x > 0 ? x : 0.0;
-    case MathFn::Gelu: return 0.5 * x * (1.0 + std::erf(x / kSqrt2));
-    case MathFn::GeluTanh: return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
-    case MathFn::Sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case MathFn::Silu: return x / (1.0 + std::exp(-x));
+    // The activations in forms without cancellation in their tails; at -inf
+    // the gelus and silu take their limit, -0 (the formulas give -inf * 0).
+    case MathFn::Gelu: return x == -kInf ? -0.0 : 0.5 * x * std::erfc(x * -kInvSqrt2);
+    case MathFn::GeluTanh: return x == -kInf ? -0.0 : x / (1.0 + std::exp(-2.0 * kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+    case MathFn::Sigmoid:
+    case MathFn::Silu: {  // e / (1 + e) below 0, e = exp(-|x|): exp(-x) would overflow before the result underflows
+      if (x == -kInf) return fn == MathFn::Sigmoid ? 0.0 : -0.0;
+      double e = std::exp(-std::fabs(x)), num = fn == MathFn::Sigmoid ? 1.0 : x;
+      return (x < 0 ? num * e : num) / (1.0 + e);
+    }
     case MathFn::Pow: return std::pow(x, y);
     case MathFn::Atan2: return std::atan2(x, y);
     case MathFn::Min: return ieee_min(x, y);

@@ -12,6 +12,7 @@
 
 #include "backends/registry.hpp"
 #include "backends/vulkan/vulkan_device.hpp"
+#include "activation_accuracy.hpp"
 #include "parity_cases.hpp"
 #include "plan_parity.hpp"
 
@@ -54,6 +55,15 @@ TEST_P(VulkanParity, RunsOnTheDevice) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, VulkanParity, ::testing::ValuesIn(testing::kParityCases),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+// gelu, gelu_tanh, sigmoid and silu of f32 values within 1 ulp of the
+// reference, tails, subnormals and infinities included (computed in
+// doubles, which lavapipe has).
+TEST(Vulkan, ActivationsAreWithinOneUlpOfTheReference) {
+  Device* d = vulkan_device();
+  if (!d) GTEST_SKIP() << device_registry().unavailable_reason("vulkan:0");
+  testing::expect_activations_match_reference(*d, 1);
+}
 
 cir::Kernel specialised(const char* source, std::map<std::string, int64_t> dims) {
   return CompiledCompute(testing::kernel_of(source)).specialize(dims)->kernel;

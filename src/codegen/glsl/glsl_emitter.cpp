@@ -878,12 +878,18 @@ class Glsl {
       case MathFn::Relu: return temp(t, "(isnan(" + x + ") ? " + x + " : " + x + " > " + zero(t) + " ? " + x + " : " + zero(t) + ")");
       case MathFn::Erf: helpers_.insert("erf"); return call("zy_erf");
       case MathFn::Gelu:
-        helpers_.insert("erf");
-        return temp(t, round_to(t, "0.5 * " + x + " * (1.0 + zy_erf(" + x + " * 0.70710678118654752440))"));
       case MathFn::GeluTanh:
-        return temp(t, round_to(t, x + " / (1.0 + exp(-1.5957691216057308 * (" + x + " + 0.044715 * " + x + " * " + x + " * " + x + ")))"));
-      case MathFn::Sigmoid: return temp(t, round_to(t, "1.0 / (1.0 + exp(-" + x + "))"));
-      case MathFn::Silu: return temp(t, round_to(t, x + " / (1.0 + exp(-" + x + "))"));
+      case MathFn::Sigmoid:
+      case MathFn::Silu:
+        // In doubles where the device has them: rounded once, as the reference.
+        if (t_.f64) return temp(t, round_to(t, "float(" + f64_activation(m.fn, temp(DType::F64, "double(" + x + ")")) + ")"));
+        if (m.fn == MathFn::Gelu) {
+          helpers_.insert("erf");
+          return temp(t, round_to(t, "0.5 * " + x + " * (1.0 + zy_erf(" + x + " * 0.70710678118654752440))"));
+        }
+        if (m.fn == MathFn::GeluTanh)
+          return temp(t, round_to(t, x + " / (1.0 + exp(-1.5957691216057308 * (" + x + " + 0.044715 * " + x + " * " + x + " * " + x + ")))"));
+        return temp(t, round_to(t, (m.fn == MathFn::Sigmoid ? std::string("1.0") : x) + " / (1.0 + exp(-" + x + "))"));
       case MathFn::Pow: helpers_.insert("pow"); return temp(t, round_to(t, "zy_pow(" + x + ", " + args[1] + ")"));
       case MathFn::Atan2:
         return temp(t, round_to(t, "((" + x + " == 0.0 && " + args[1] + " == 0.0) ? 0.0 : atan(" + x + ", " + args[1] + "))"));
@@ -899,6 +905,27 @@ class Glsl {
   std::string f64_call(const char* fn, const std::string& args) {
     f64_.insert(fn);
     return std::string(fn) + "(" + args + ")";
+  }
+
+  // gelu, gelu_tanh, sigmoid or silu of a double `x`, in the reference's
+  // forms (support/scalar.cpp): no cancellation or overflow in the tails,
+  // the limit -0 at -inf.
+  std::string f64_activation(MathFn fn, const std::string& x) {
+    std::string minus_inf = "(isinf(" + x + ") && " + x + " < 0.0LF)";
+    switch (fn) {
+      case MathFn::Gelu:
+        return "(" + minus_inf + " ? -0.0LF : 0.5LF * " + x + " * " + f64_call("zy_d_erfc", x + " * -0.70710678118654752LF") + ")";
+      case MathFn::GeluTanh:
+        return "(" + minus_inf + " ? -0.0LF : " + x + " / (1.0LF + " +
+               f64_call("zy_d_exp", "-1.5957691216057308LF * (" + x + " + 0.044715LF * " + x + " * " + x + " * " + x + ")") + "))";
+      case MathFn::Sigmoid:
+      case MathFn::Silu: {  // e / (1 + e) below 0, e = exp(-|x|)
+        std::string e = temp(DType::F64, f64_call("zy_d_exp", "-abs(" + x + ")")), num = fn == MathFn::Sigmoid ? "1.0LF" : x;
+        std::string r = "(" + x + " < 0.0LF ? " + num + " * " + e + " : " + num + ") / (1.0LF + " + e + ")";
+        return fn == MathFn::Sigmoid ? "(" + r + ")" : "(" + minus_inf + " ? -0.0LF : " + r + ")";
+      }
+      default: throw std::logic_error("GLSL lowering: not an activation");
+    }
   }
 
   // A math function on doubles: GLSL's where it takes doubles, the helpers
@@ -917,11 +944,10 @@ class Glsl {
       case MathFn::Abs: return temp(t, "abs(" + x + ")");
       case MathFn::Sign: return temp(t, "(isnan(" + x + ") ? " + x + " : sign(" + x + "))");
       case MathFn::Relu: return temp(t, "(isnan(" + x + ") ? " + x + " : " + x + " > 0.0LF ? " + x + " : 0.0LF)");
-      case MathFn::Gelu: return temp(t, "0.5LF * " + x + " * (1.0LF + " + f64_call("zy_d_erf", x + " * 0.70710678118654752LF") + ")");
+      case MathFn::Gelu:
       case MathFn::GeluTanh:
-        return temp(t, x + " / (1.0LF + " + f64_call("zy_d_exp", "-1.5957691216057308LF * (" + x + " + 0.044715LF * " + x + " * " + x + " * " + x + ")") + ")");
-      case MathFn::Sigmoid: return temp(t, "1.0LF / (1.0LF + " + f64_call("zy_d_exp", "-" + x) + ")");
-      case MathFn::Silu: return temp(t, x + " / (1.0LF + " + f64_call("zy_d_exp", "-" + x) + ")");
+      case MathFn::Sigmoid:
+      case MathFn::Silu: return temp(t, f64_activation(fn, x));
       case MathFn::Min: return temp(t, min_max(true, t, x, args[1]));
       case MathFn::Max: return temp(t, min_max(false, t, x, args[1]));
       case MathFn::Clamp: return temp(t, min_max(true, t, min_max(false, t, x, args[1]), args[2]));

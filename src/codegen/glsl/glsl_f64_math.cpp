@@ -471,6 +471,21 @@ const std::vector<Helper>& helpers() {
                 "  return zy_d_copysign(r, x);\n"
                 "}\n";
        }},
+      // erfc with small relative error where it is small: 1 - erf below 1
+      // (erfc >= 0.157 there; above 1 for negative x), e^-x^2 / (sqrt(pi)
+      // times the continued fraction) beyond, 200 terms (1e-16 at x = 1).
+      {"zy_d_erfc", {"zy_d_erf", "zy_d_bits", "zy_d_exp_dd"}, [] {
+         return "double zy_d_erfc(double x) {\n"
+                "  if (isnan(x)) return x;\n"
+                "  if (x < 1.0LF) return 1.0LF - zy_d_erf(x);\n"
+                "  if (x > 27.3LF) return 0.0LF;\n"  // below the least subnormal
+                "  precise double a2_lo;\n"
+                "  precise double a2 = zy_d_two_prod(x, x, a2_lo);\n"
+                "  precise double f = x;\n"
+                "  for (int k = 200; k >= 1; --k) f = x + double(k) * 0.5LF / f;\n"
+                "  return zy_d_exp_dd(-a2, -a2_lo) / (" + d(std::sqrt(std::numbers::pi_v<long double>)) + " * f);\n"
+                "}\n";
+       }},
       // C's fmod, exact: a - b trunc(a / b) by an fma, corrected where a / b
       // rounded up to the next integer.
       {"zy_d_fmod", {"zy_d_bits", "zy_d_trunc"}, [] {

@@ -120,13 +120,6 @@ llvm::Value* Emitter::erf_rational(llvm::Value* d) {
   return b_.CreateFDiv(b_.CreateFMul(x, p), q);
 }
 
-// The gelus' value `g` of an f32 `x`, but NaN at x = -inf, where the
-// formula the reference computes is -inf * 0.
-llvm::Value* Emitter::nan_at_minus_inf(llvm::Value* x, llvm::Value* g) {
-  llvm::Value* minus_inf = b_.CreateFCmpOEQ(x, f32c(-std::numeric_limits<double>::infinity()));
-  return b_.CreateSelect(minus_inf, f32c(std::numeric_limits<double>::quiet_NaN()), g);
-}
-
 llvm::Value* Emitter::math(const cir::Math& m) {
   DType t = m.type.dtype;
   std::vector<llvm::Value*> args;
@@ -137,23 +130,11 @@ llvm::Value* Emitter::math(const cir::Math& m) {
     switch (m.fn) {
       case MathFn::Exp: return round_to(t, fast_exp(x));
       case MathFn::Tanh: return round_to(t, fast_tanh(x));
-      case MathFn::Sigmoid:
-        return round_to(t, b_.CreateFDiv(f32c(1.0), b_.CreateFAdd(f32c(1.0), fast_exp(b_.CreateFNeg(x)))));
-      case MathFn::Silu: return round_to(t, b_.CreateFDiv(x, b_.CreateFAdd(f32c(1.0), fast_exp(b_.CreateFNeg(x)))));
       case MathFn::Erf: return round_to(t, b_.CreateFPTrunc(erf_rational(b_.CreateFPExt(x, b_.getDoubleTy())), x->getType()));
-      case MathFn::Gelu: {  // 0.5 x (1 + erf(x / sqrt(2))), in f64 as the reference, erf inline
-        llvm::Value* d = b_.CreateFPExt(x, b_.getDoubleTy());
-        llvm::Value* e = erf_rational(b_.CreateFMul(d, llvm::ConstantFP::get(d->getType(), 0.70710678118654752440)));
-        llvm::Value* g = b_.CreateFMul(b_.CreateFMul(llvm::ConstantFP::get(d->getType(), 0.5), d),
-                                       b_.CreateFAdd(llvm::ConstantFP::get(d->getType(), 1.0), e));
-        return round_to(t, nan_at_minus_inf(x, b_.CreateFPTrunc(g, x->getType())));
-      }
-      case MathFn::GeluTanh: {
-        // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)): no cancellation where
-        // tanh(u) nears -1.
-        llvm::Value* u2 = b_.CreateFMul(f32c(2.0 * 0.79788456080286535588), madd(b_.CreateFMul(f32c(0.044715), b_.CreateFMul(x, x)), x, x));
-        return round_to(t, nan_at_minus_inf(x, b_.CreateFDiv(x, b_.CreateFAdd(f32c(1.0), fast_exp(b_.CreateFNeg(u2))))));
-      }
+      case MathFn::Gelu:
+      case MathFn::GeluTanh:
+      case MathFn::Sigmoid:
+      case MathFn::Silu: return round_to(t, activation_f32(m.fn, x));
       default: break;
     }
   }
@@ -193,24 +174,22 @@ llvm::Value* Emitter::math(const cir::Math& m) {
       llvm::Value* zero = llvm::ConstantFP::get(rt, 0.0);
       return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, b_.CreateSelect(b_.CreateFCmpOGT(x, zero), x, zero));
     }
-    case MathFn::Gelu: {  // 0.5 * x * (1 + erf(x / sqrt(2))), in f64 as the reference
-      llvm::Value* d = to_f64(x);
-      llvm::Value* e = libm1("erf", b_.CreateFDiv(d, f64(1.4142135623730950488)));
-      return back(b_.CreateFMul(b_.CreateFMul(f64(0.5), d), b_.CreateFAdd(f64(1.0), e)));
+    case MathFn::Gelu: {  // 0.5 x erfc(-x / sqrt(2)), as the reference: no cancellation in the negative tail
+      llvm::Value* e = libm1("erfc", b_.CreateFMul(x, f64(-0.70710678118654752440)));
+      return zero_at_minus_inf(x, b_.CreateFMul(b_.CreateFMul(f64(0.5), x), e));
     }
-    case MathFn::GeluTanh: {
-      llvm::Value* d = to_f64(x);
-      llvm::Value* cube = b_.CreateFMul(b_.CreateFMul(b_.CreateFMul(f64(0.044715), d), d), d);
-      llvm::Value* inner = b_.CreateFMul(f64(0.79788456080286535588), b_.CreateFAdd(d, cube));
-      return back(b_.CreateFMul(b_.CreateFMul(f64(0.5), d), b_.CreateFAdd(f64(1.0), libm1("tanh", inner))));
+    case MathFn::GeluTanh: {  // x / (1 + exp(-2u)), as the reference
+      llvm::Value* cube = b_.CreateFMul(b_.CreateFMul(b_.CreateFMul(f64(0.044715), x), x), x);
+      llvm::Value* u2 = b_.CreateFMul(f64(2.0 * 0.79788456080286535588), b_.CreateFAdd(x, cube));
+      return zero_at_minus_inf(x, b_.CreateFDiv(x, b_.CreateFAdd(f64(1.0), libm1("exp", b_.CreateFNeg(u2)))));
     }
-    case MathFn::Sigmoid: {
-      llvm::Value* d = to_f64(x);
-      return back(b_.CreateFDiv(f64(1.0), b_.CreateFAdd(f64(1.0), libm1("exp", b_.CreateFNeg(d)))));
-    }
+    case MathFn::Sigmoid:  // e / (1 + e) below 0, e = exp(-|x|): subnormal results too, as the reference
     case MathFn::Silu: {
-      llvm::Value* d = to_f64(x);
-      return back(b_.CreateFDiv(d, b_.CreateFAdd(f64(1.0), libm1("exp", b_.CreateFNeg(d)))));
+      llvm::Value* e = libm1("exp", b_.CreateFNeg(b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x)));
+      llvm::Value* num = m.fn == MathFn::Sigmoid ? f64(1.0) : x;
+      llvm::Value* below = b_.CreateFCmpOLT(x, f64(0.0));
+      llvm::Value* r = b_.CreateFDiv(b_.CreateSelect(below, b_.CreateFMul(num, e), num), b_.CreateFAdd(f64(1.0), e));
+      return m.fn == MathFn::Sigmoid ? r : zero_at_minus_inf(x, r);
     }
     case MathFn::Pow: return round_to(t, libm2("pow", x, args[1]));
     case MathFn::Atan2: return round_to(t, libm2("atan2", x, args[1]));

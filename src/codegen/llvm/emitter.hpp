@@ -146,9 +146,15 @@ class Emitter {
   llvm::Value* expm1_reduced(llvm::Value* r);
   llvm::Value* fast_tanh(llvm::Value* x);
   llvm::Value* erf_rational(llvm::Value* d);
-  llvm::Value* nan_at_minus_inf(llvm::Value* x, llvm::Value* g);
   llvm::Value* math(const cir::Math& m);
   llvm::Value* int_math(MathFn fn, DType t, const std::vector<llvm::Value*>& args);
+
+  // emit_activations.cpp
+  llvm::Value* horner_f64(llvm::Value* x, const double* c, size_t n);
+  llvm::Value* exp_f64(llvm::Value* x);
+  llvm::Value* twice_normal_cdf_f64(llvm::Value* d);
+  llvm::Value* activation_f32(MathFn fn, llvm::Value* x);
+  llvm::Value* zero_at_minus_inf(llvm::Value* x, llvm::Value* g);
 
   // emit_loops.cpp
   void emit_for(const cir::For& f, bool outer);
