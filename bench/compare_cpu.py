@@ -343,11 +343,13 @@ def main():
               "Outputs that a kernel writes whole are not zero-filled and reuse warm blocks, so large element-wise "
               "kernels do not pay page faults. f32 exp and tanh are inline polynomials with no select for NaN (exp "
               "with no divide; tanh one formula over its whole range, e / (e + 2) with e = expm1(2|x|), no second "
-              "polynomial for small |x|); f32 erf and `gelu` evaluate a rational fit of erf in vector f64 (erf "
-              "within 1 ulp), and `gelu_tanh` is x / (1 + exp(-2u)), so neither calls libm per element. When a "
+              "polynomial for small |x|); f32 erf evaluates a rational fit in vector f64 (within 1 ulp); the "
+              "activations `gelu`, `gelu_tanh`, `sigmoid` and `silu` of f32 values are computed in vector f64 with an "
+              "inline exp (gelu's erfc in the tail as exp(-z²) times a fitted erfcx) and rounded once, so none calls "
+              "libm per element and their tails (tiny and subnormal results) are right. When a "
               "kernel's GB/s on 256 KiB (in cache) is no higher than on 64 MiB, its arithmetic, not memory, bounds "
               "it on this machine. Results match the reference executor bit for bit except f32 exp/tanh (within 2 "
-              "ulp), erf (1 ulp), the gelus (within 3e-5 relative, or 2e-7 absolute where they near 0), running sums (split into partial sums) and matrix "
+              "ulp), erf and the activations (1 ulp), running sums (split into partial sums) and matrix "
               "products (FMAs in a different grouping): within 1e-4 of the sum of |terms|.", ""]
 
     # Other scripts' sections (GPU, tiny LM) are measured elsewhere: kept.

@@ -31,6 +31,25 @@ namespace zyntax {
 class ProgramImpl;
 struct KernelEntry;
 
+// A host number given to a kernel by name: an integer, exact over all 64
+// bits (an offset past 2^53 stays what it is), or a float.
+class ZYNTAX_API HostNumber {
+ public:
+  HostNumber(int v) : integer_(true), i_(v) {}
+  HostNumber(long v) : integer_(true), i_(v) {}
+  HostNumber(long long v) : integer_(true), i_(v) {}
+  HostNumber(double v) : integer_(false), f_(v) {}
+  HostNumber(float v) : integer_(false), f_(v) {}
+  bool is_integer() const { return integer_; }
+  long long integer() const { return i_; }  // when is_integer()
+  double value() const { return integer_ ? static_cast<double>(i_) : f_; }
+
+ private:
+  bool integer_;
+  long long i_ = 0;
+  double f_ = 0;
+};
+
 class ZYNTAX_API Kernel {
  public:
   // One array the kernel takes: its name in the program, element type and
@@ -57,10 +76,10 @@ class ZYNTAX_API Kernel {
   // number of arrays, a wrong element type or rank, sizes that disagree on
   // a dimension, or a missing host value (naming the kernel, the argument
   // and both shapes); ComputeError for what goes wrong while it runs.
-  Array operator()(const std::vector<Array>& inputs, const std::map<std::string, double>& host_values = {}) const;
+  Array operator()(const std::vector<Array>& inputs, const std::map<std::string, HostNumber>& host_values = {}) const;
   // The same on another device.
   Array run(const ComputeDevice& device, const std::vector<Array>& inputs,
-            const std::map<std::string, double>& host_values = {}) const;
+            const std::map<std::string, HostNumber>& host_values = {}) const;
 
   Kernel(std::shared_ptr<ProgramImpl> program, KernelEntry* entry);
 

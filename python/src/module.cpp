@@ -50,6 +50,21 @@ std::vector<Array> arrays_of(const std::vector<PyArray*>& in) {
   return out;
 }
 
+// A host value from Python: an integer (int, NumPy's integers, anything
+// with __index__) exactly, over 64 bits; anything else as a float.
+HostNumber host_number(const std::string& name, py::handle v) {
+  if (!PyFloat_Check(v.ptr()) && PyIndex_Check(v.ptr())) {
+    py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
+    if (!i) throw py::error_already_set();
+    int overflow = 0;
+    long long n = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+    if (overflow)
+      throw ShapeError("host value '" + name + "' is " + py::str(i).cast<std::string>() + ", beyond a 64-bit integer");
+    return HostNumber(n);
+  }
+  return HostNumber(py::cast<double>(py::float_(py::reinterpret_borrow<py::object>(v))));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_zyntax, m) {
@@ -199,12 +214,13 @@ PYBIND11_MODULE(_zyntax, m) {
         for (const Kernel::HostValue& h : k.host_values()) out.append(py::make_tuple(h.name, h.integer ? "int" : "float"));
         return out;
       })
-      .def("run", [](const Kernel& k, const ComputeDevice& d, const std::vector<PyArray*>& inputs,
-                     const std::map<std::string, double>& host_values) {
+      .def("run", [](const Kernel& k, const ComputeDevice& d, const std::vector<PyArray*>& inputs, const py::dict& given) {
+        std::map<std::string, HostNumber> host_values;
+        for (auto [key, value] : given) host_values.emplace(py::cast<std::string>(key), host_number(py::cast<std::string>(key), value));
         std::vector<Array> arrays = arrays_of(inputs);
         py::gil_scoped_release release;  // kernels run without the interpreter lock
         return PyArray{k.run(d, arrays, host_values), nullptr};
-      }, py::arg("device"), py::arg("inputs"), py::arg("host_values") = std::map<std::string, double>{});
+      }, py::arg("device"), py::arg("inputs"), py::arg("host_values") = py::dict());
 
   py::class_<Program>(m, "Program", "A ZynML program: its kernels, compiled for a device")
       .def_static("load", [](const std::string& path, const ComputeDevice& d) { return Program::load(path, d); },

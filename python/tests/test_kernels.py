@@ -168,3 +168,16 @@ def gather(x: tensor[n, f32], ids: tensor[k, i64]) {
     np.testing.assert_array_equal(prog.gather(np.array([1., 2., 3.], np.float32), np.array([2, 0])), [3, 1])
     with pytest.raises(zyntax.ComputeError, match=r"gather.zynml:6:22: error: index out of bounds: x\[5\]: axis 0 has size 3"):
         prog.gather(np.array([1., 2., 3.], np.float32), np.array([5]))
+
+
+def test_integer_host_values_stay_exact_over_64_bits():
+    prog = zyntax.compile("def shift(x: tensor[n, i64], off: int) {\n return compute(x) {\n  for i in 0..n:\n"
+                          "   out[i] = x[i] + off\n }\n}\n", device="cpu")
+    x = np.array([1, 2], np.int64)
+    big = 2**62 + 3  # past 2^53: a double would round it
+    assert list(prog.shift(x, off=big)) == [big + 1, big + 2]
+    assert list(prog.shift(x, off=np.int64(big))) == [big + 1, big + 2]
+    with pytest.raises(zyntax.ShapeError, match="beyond a 64-bit integer"):
+        prog.shift(x, off=2**70)
+    with pytest.raises(zyntax.ShapeError, match="is an integer, not 2.5"):
+        prog.shift(x, off=2.5)

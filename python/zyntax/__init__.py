@@ -115,7 +115,7 @@ class KernelFunction:
         params = self._kernel.params
         inputs = [to_array(a, dev, _NUMPY_TYPES.get(params[i][1]) if i < len(params) else None)
                   for i, a in enumerate(arrays)]
-        out = self._kernel.run(dev, inputs, {k: float(v) for k, v in host_values.items()})
+        out = self._kernel.run(dev, inputs, host_values)  # integers stay exact
         # A torch tensor comes back where the first torch input lives: from
         # the GPU's memory without a copy where the result is there already.
         on_gpu = bool(torch_inputs) and torch_inputs[0].device.type == "cuda"

@@ -132,12 +132,12 @@ std::string Kernel::signature() const {
   return s + ")";
 }
 
-Array Kernel::operator()(const std::vector<Array>& inputs, const std::map<std::string, double>& host_values) const {
+Array Kernel::operator()(const std::vector<Array>& inputs, const std::map<std::string, HostNumber>& host_values) const {
   return run(program_->device, inputs, host_values);
 }
 
 Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
-                  const std::map<std::string, double>& host_values) const {
+                  const std::map<std::string, HostNumber>& host_values) const {
   if (!device.impl()) throw ComputeError("kernel " + entry_->name + ": the device was moved from");
   const DeviceImpl& dev = *device.impl();
   const std::string& name = entry_->name;
@@ -174,8 +174,12 @@ Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
       throw ShapeError("kernel " + name + " reads no host value '" + given + "' (" +
                        (reads.empty() ? std::string("it reads none") : "it reads " + reads) + ")");
     }
-    if (h->integer && (value != std::floor(value) || std::fabs(value) > 9.007199254740992e15))
-      throw ShapeError("kernel " + name + ": host value '" + given + "' is an integer, not " + std::to_string(value));
+    // A float standing for an integer must be one, and within 2^53, where
+    // every integer is a double; an integer given as one is exact.
+    double v = value.value();
+    if (h->integer && !value.is_integer() && (v != std::floor(v) || std::fabs(v) > 9.007199254740992e15))
+      throw ShapeError("kernel " + name + ": host value '" + given + "' is an integer, not " + Scalar::of_float(v, DType::F64).str() +
+                       (std::fabs(v) > 9.007199254740992e15 && v == std::floor(v) ? " (a float past 2^53: give it as an integer)" : ""));
   }
   for (const HostValue& h : entry_->host_values) {
     auto it = host_values.find(h.name);
@@ -184,8 +188,10 @@ Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
                        "), given by name: " + signature());
     bool dim = false;
     for (const cir::DimParam& d : k.dims) dim = dim || (d.source == cir::DimSource::Host && d.name == h.name);
-    if (dim) host_dims[h.name] = static_cast<int64_t>(it->second);
-    else scalars[h.name] = h.integer ? Scalar::of_int(static_cast<int64_t>(it->second)) : Scalar::of_float(it->second, DType::F64);
+    const HostNumber& n = it->second;
+    int64_t as_int = n.is_integer() ? static_cast<int64_t>(n.integer()) : static_cast<int64_t>(n.value());
+    if (dim) host_dims[h.name] = as_int;
+    else scalars[h.name] = h.integer ? Scalar::of_int(as_int) : Scalar::of_float(n.value(), DType::F64);
   }
   try {
     bind_dimensions(k, tensors, host_dims);  // sizes that disagree: before anything runs

@@ -47,7 +47,8 @@ std::string inflate_raw(const std::string& name, const char* data, size_t size, 
 
 std::vector<std::pair<std::string, Tensor>> parse_npz(const std::string& b, const std::string& name) {
   // The end-of-central-directory record: in the last 64 KiB + 22 bytes.
-  if (b.size() < 22 || u32_at(b, 0) != kLocalHeader) fail(name, "not a .npz file (no zip header)");
+  // An archive starts with its first entry, or, holding none (np.savez(f)), with its directory's end.
+  if (b.size() < 22 || (u32_at(b, 0) != kLocalHeader && u32_at(b, 0) != kEndOfDirectory)) fail(name, "not a .npz file (no zip header)");
   size_t end = std::string::npos;
   size_t lowest = b.size() > 65557 ? b.size() - 65557 : 0;
   for (size_t at = b.size() - 22 + 1; at-- > lowest;)

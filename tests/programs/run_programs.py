@@ -116,6 +116,7 @@ ELEMENTWISE = (1e-5, 1e-6)
 REDUCTION = (1e-4, 1e-5)
 MATMUL = (1e-4, 1e-4)
 EXACT = None
+BITS = "bits"   # every bit: the signs of zeros too, NaN where NaN
 
 
 # ---------------------------------------------------------------------------
@@ -377,6 +378,41 @@ def define_math():
                 np.minimum(a, b), np.maximum(a, b), np.clip(a, F32(-1), F32(1)), -a, a / b, a - b]
         expected = np.stack(cols, axis=1).astype(F32)
     add("math_functions", "special values", {"x": x, "y": y}, {"r": expected}, (1e-5, 1e-30))
+
+
+def ieee_min_max(x, y):
+    """IEEE 754-2019 minimum and maximum: NaN propagates, -0 < +0 (NumPy
+    returns either zero)."""
+    lo, hi = np.minimum(x, y), np.maximum(x, y)
+    zeros = (x == 0) & (y == 0)
+    lo = np.where(zeros, np.where(np.signbit(x) | np.signbit(y), F32(-0.0), F32(0.0)), lo).astype(x.dtype)
+    hi = np.where(zeros, np.where(np.signbit(x) & np.signbit(y), F32(-0.0), F32(0.0)), hi).astype(x.dtype)
+    return lo, hi
+
+
+def define_ieee_edges():
+    special = [0.0, -0.0, 1.0, -1.0, 2.5, -7.5, 1e10, 3.0, 1e-40, np.inf, -np.inf, np.nan]
+    xs, ys = np.meshgrid(np.array(special, F32), np.array(special, F32), indexing="ij")
+    x, y = xs.ravel(), ys.ravel()
+    x64, y64 = x.astype(F64), y.astype(F64)
+    with np.errstate(all="ignore"):
+        ops = np.stack([x + y, x - y, x * y, x / y, np.fmod(x, y), *ieee_min_max(x, y),
+                        x / F32(0.0), x / F32(-0.0), np.fmod(x, F32(0.0)), np.fmod(x, F32(3.0)), np.fmod(x, F32(-0.5))], axis=1)
+        # computed in f64 and rounded once, as every device does
+        angles = np.stack([np.arctan2(x64, y64), np.arctan2(x64, -0.0), np.arctan2(-0.0, y64),
+                           np.full_like(x64, np.arctan2(-0.0, -0.0)), np.power(x64, y64)], axis=1).astype(F32)
+    add("ieee_edges", "specials", {"x": x, "y": y}, {"ops": ops, "angles": angles}, {"ops": BITS, "angles": BITS})
+    # fmod is exact however far apart the operands are
+    r = rng_for("ieee_edges")
+    x = (r.choice([-1.0, 1.0], 144) * 10.0 ** r.uniform(-30, 30, 144)).astype(F32)
+    y = (r.choice([-1.0, 1.0], 144) * 10.0 ** r.uniform(-30, 30, 144)).astype(F32)
+    x64, y64 = x.astype(F64), y.astype(F64)
+    with np.errstate(all="ignore"):
+        ops = np.stack([x + y, x - y, x * y, x / y, np.fmod(x, y), *ieee_min_max(x, y),
+                        x / F32(0.0), x / F32(-0.0), np.fmod(x, F32(0.0)), np.fmod(x, F32(3.0)), np.fmod(x, F32(-0.5))], axis=1)
+        angles = np.stack([np.arctan2(x64, y64), np.arctan2(x64, -0.0), np.arctan2(-0.0, y64),
+                           np.full_like(x64, np.arctan2(-0.0, -0.0)), np.power(x64, y64)], axis=1).astype(F32)
+    add("ieee_edges", "wide magnitudes", {"x": x, "y": y}, {"ops": ops, "angles": angles}, {"ops": BITS, "angles": ELEMENTWISE})
 
 
 def define_host():
@@ -792,7 +828,14 @@ def compare(stem, actual, expected, tol):
     if tol == "shape":
         return
     try:
-        if tol is None:
+        if tol == BITS:
+            np.testing.assert_array_equal(actual, expected, err_msg=stem, strict=False)
+            sign_differs = (np.signbit(actual) != np.signbit(expected)) & ~np.isnan(expected)
+            if sign_differs.any():
+                where = np.argwhere(sign_differs)[:8].tolist()
+                raise AssertionError("%s: the sign differs at %s: %s, expected %s" % (
+                    stem, where, actual[sign_differs][:8], expected[sign_differs][:8]))
+        elif tol is None:
             np.testing.assert_array_equal(actual, expected, err_msg=stem, strict=False)
         else:
             rtol, atol = tol
@@ -895,6 +938,7 @@ def define_all():
     define_reductions()
     define_reduce_ops()
     define_math()
+    define_ieee_edges()
     define_host()
     define_matrix()
     define_scatter()

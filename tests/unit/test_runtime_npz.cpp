@@ -50,6 +50,14 @@ TEST(RuntimeNpz, WritesWhatItReads) {
   EXPECT_EQ(back[1].second.get(3).as_int64(), -3);
 }
 
+// np.savez(f) with no arrays writes only the end of a zip directory: an
+// empty archive, not a corrupt one. And we write it back the same.
+TEST(RuntimeNpz, ReadsAnEmptyArchive) {
+  std::string numpy_empty = std::string("PK\x05\x06", 4) + std::string(18, '\0');
+  EXPECT_TRUE(parse_npz(numpy_empty, "empty.npz").empty());
+  EXPECT_TRUE(parse_npz(serialize_npz({}), "ours.npz").empty());
+}
+
 TEST(RuntimeNpz, CorruptArchivesAreDataErrors) {
   std::string good = read_bytes(fixture("deflated.npz"));
   EXPECT_NE(message_of<DataError>([&] { parse_npz("PK", "x.npz"); }).find("not a .npz"), std::string::npos);

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "cir/passes/spell_out_zero_divisors.hpp"
 #include "cir/printer.hpp"
 #include "cir/reads.hpp"
 #include "cir/visitor.hpp"
@@ -471,11 +472,64 @@ class Glsl {
            "float zy_bf16(float x) { return uintBitsToFloat(zy_bf16_bits(x) << 16); }\n";
     for (const char* t : {"float", "double"}) {
       std::string T = t;
+      // IEEE 754-2019 minimum and maximum: NaN propagates and -0 < +0
+      // (GLSL's min and max return either zero), as the reference.
+      std::string bits = T == "float" ? "floatBitsToUint" : "doubleBitsToUint64", from = T == "float" ? "uintBitsToFloat" : "uint64BitsToDouble";
       if (helpers_.count("minmax_" + T))
-        h << T << " zy_min(" << T << " a, " << T << " b) { return isnan(a) || isnan(b) ? a + b : min(a, b); }\n"
-          << T << " zy_max(" << T << " a, " << T << " b) { return isnan(a) || isnan(b) ? a + b : max(a, b); }\n";
+        h << T << " zy_min(" << T << " a, " << T << " b) {\n"
+          << "  if (isnan(a) || isnan(b)) return a + b;\n"
+          << "  return a == 0.0 && b == 0.0 ? " << from << "(" << bits << "(a) | " << bits << "(b)) : min(a, b);\n}\n"
+          << T << " zy_max(" << T << " a, " << T << " b) {\n"
+          << "  if (isnan(a) || isnan(b)) return a + b;\n"
+          << "  return a == 0.0 && b == 0.0 ? " << from << "(" << bits << "(a) & " << bits << "(b)) : max(a, b);\n}\n";
     }
-    if (helpers_.count("fmod")) h << "float zy_fmod(float a, float b) { return a - b * trunc(a / b); }\n";
+    if (helpers_.count("fmod"))  // C's fmod, exact: shift-and-subtract on the integer significands, so that
+      // subnormal operands and results are exact on devices that flush them in float arithmetic
+      h << "uint zy_fmod_significand(uint u, out int e) {\n"
+           "  e = int(u >> 23);\n"
+           "  if (e != 0) return (u & 0x7fffffu) | 0x800000u;\n"
+           "  int shift = 23 - findMSB(u);\n"
+           "  e = 1 - shift;\n"
+           "  return u << shift;\n"
+           "}\n"
+           "float zy_fmod(float a, float b) {\n"
+           "  uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);\n"
+           "  uint ux = ua & 0x7fffffffu, uy = ub & 0x7fffffffu, sign = ua & 0x80000000u;\n"
+           "  if (ux > 0x7f800000u || uy > 0x7f800000u) return a + b;\n"
+           "  if (ux == 0x7f800000u || uy == 0u) return uintBitsToFloat(0x7fc00000u);\n"
+           "  if (ux < uy) return a;\n"
+           "  if (ux == uy) return uintBitsToFloat(sign);\n"
+           "  int ex, ey;\n"
+           "  uint mx = zy_fmod_significand(ux, ex), my = zy_fmod_significand(uy, ey);\n"
+           "  for (; ex > ey; --ex) {\n"
+           "    if (mx >= my) {\n"
+           "      if (mx == my) return uintBitsToFloat(sign);\n"
+           "      mx -= my;\n"
+           "    }\n"
+           "    mx <<= 1;\n"
+           "  }\n"
+           "  if (mx >= my) {\n"
+           "    if (mx == my) return uintBitsToFloat(sign);\n"
+           "    mx -= my;\n"
+           "  }\n"
+           "  int shift = 23 - findMSB(mx);\n"
+           "  mx <<= shift;\n"
+           "  ex -= shift;\n"
+           "  uint r = ex > 0 ? (uint(ex) << 23) | (mx & 0x7fffffu) : mx >> uint(min(1 - ex, 31));\n"
+           "  return uintBitsToFloat(r | sign);\n"
+           "}\n";
+    if (helpers_.count("atan2"))  // C's atan2 (C99 F.9.1.4): signed zeros and infinities, which atan leaves undefined
+      h << "float zy_atan2(float y, float x) {\n"
+           "  if (isnan(x) || isnan(y)) return x + y;\n"
+           "  bool x_neg = (floatBitsToUint(x) >> 31) != 0u;\n"
+           "  float r;\n"
+           "  if (y == 0.0) r = x_neg ? 3.14159265358979 : 0.0;\n"
+           "  else if (isinf(x) && isinf(y)) r = x_neg ? 2.35619449019234 : 0.785398163397448;\n"
+           "  else if (isinf(y) || x == 0.0) r = 1.5707963267949;\n"
+           "  else if (isinf(x)) r = x_neg ? 3.14159265358979 : 0.0;\n"
+           "  else return atan(y, x);\n"
+           "  return (floatBitsToUint(y) >> 31) != 0u ? -r : r;\n"
+           "}\n";
     if (helpers_.count("pow"))  // C's pow, special values included (C99 F.9.4.4)
       h << "float zy_pow(float x, float y) {\n"
            "  float inf = uintBitsToFloat(0x7f800000u);\n"
@@ -789,6 +843,7 @@ class Glsl {
           return round_to(t, "zy_fmod(" + a + ", " + c + ")");
         case BinaryOp::Pow:
           if (t == DType::F64) return f64_call(kGlslF64Pow, a + ", " + c);
+          if (t_.f64) return round_to(t, "float(" + f64_call(kGlslF64Pow, "double(" + a + "), double(" + c + ")") + ")");  // as math functions
           helpers_.insert("pow");
           return round_to(t, "zy_pow(" + a + ", " + c + ")");
         case BinaryOp::Min: return min_max(true, t, a, c);
@@ -851,6 +906,18 @@ class Glsl {
     }
     std::string one = t == DType::F64 ? "1.0lf" : "1.0";
     if (t == DType::F64) return f64_math(m.fn, args);
+    // GLSL's own functions promise little (asin 4e-4 off, tanh of tiny
+    // arguments wrong, sinh overflowing early, log thousands of ulp off near
+    // 1): where the device has doubles, the f64 helpers compute them and
+    // the result is rounded once, as the reference does. exp and exp2 stay
+    // GLSL's (a few ulp, and the hot path of softmax), rounding GLSL's.
+    bool exact_in_f32 = m.fn == MathFn::Round || m.fn == MathFn::Floor || m.fn == MathFn::Ceil || m.fn == MathFn::Trunc;
+    if (t_.f64 && m.fn != MathFn::Exp && m.fn != MathFn::Exp2 && !exact_in_f32)
+      if (const char* helper = glsl_f64_function(m.fn)) {
+        std::string joined;
+        for (const std::string& a : args) joined += (joined.empty() ? "" : ", ") + std::string("double(") + a + ")";
+        return temp(t, round_to(t, "float(" + f64_call(helper, joined) + ")"));
+      }
     switch (m.fn) {
       case MathFn::Sin: return call("sin");
       case MathFn::Cos: return call("cos");
@@ -891,8 +958,7 @@ class Glsl {
           return temp(t, round_to(t, x + " / (1.0 + exp(-1.5957691216057308 * (" + x + " + 0.044715 * " + x + " * " + x + " * " + x + ")))"));
         return temp(t, round_to(t, (m.fn == MathFn::Sigmoid ? std::string("1.0") : x) + " / (1.0 + exp(-" + x + "))"));
       case MathFn::Pow: helpers_.insert("pow"); return temp(t, round_to(t, "zy_pow(" + x + ", " + args[1] + ")"));
-      case MathFn::Atan2:
-        return temp(t, round_to(t, "((" + x + " == 0.0 && " + args[1] + " == 0.0) ? 0.0 : atan(" + x + ", " + args[1] + "))"));
+      case MathFn::Atan2: helpers_.insert("atan2"); return temp(t, round_to(t, "zy_atan2(" + x + ", " + args[1] + ")"));
       case MathFn::Min: return temp(t, min_max(true, t, x, args[1]));
       case MathFn::Max: return temp(t, min_max(false, t, x, args[1]));
       case MathFn::Clamp: return temp(t, min_max(true, t, min_max(false, t, x, args[1]), args[2]));
@@ -1452,7 +1518,7 @@ std::optional<std::string> glsl_unsupported_reason(const cir::Kernel& k, const G
 GlslKernel emit_glsl(const cir::Kernel& k, const GpuTarget& target, int block_threads) {
   if (std::optional<std::string> why = glsl_unsupported_reason(k, target, block_threads))
     throw std::logic_error("GLSL lowering: kernel " + k.name + " uses " + *why);
-  return Glsl(k, target, block_threads).run();
+  return Glsl(cir::spell_out_zero_divisors(k), target, block_threads).run();
 }
 
 }  // namespace zyntax::codegen

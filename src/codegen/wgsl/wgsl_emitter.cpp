@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "cir/passes/spell_out_zero_divisors.hpp"
 #include "cir/printer.hpp"
 #include "cir/reads.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
@@ -179,8 +180,11 @@ class Wgsl {
     std::ostringstream s;
     s << decls_ << shared_.str() << helpers() << "\n@compute @workgroup_size(" << threads_ << ")\n"
       << "fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(workgroup_id) wid: vec3u,\n"
-      << "        @builtin(local_invocation_id) lid: vec3u) {\n"
-      << body_.str() << "}\n";
+      << "        @builtin(local_invocation_id) lid: vec3u) {\n";
+    // Every buffer the runtime binds stays in the pipeline's layout, read
+    // by the kernel or not (an input a kernel takes only its size from).
+    for (const std::string& b : storage_bindings_) s << "  _ = &" << b << ";\n";
+    s << body_.str() << "}\n";
     out.source = s.str();
     out.sites = std::move(sites_);
     return out;
@@ -212,6 +216,7 @@ class Wgsl {
       d << "@group(0) @binding(" << binding << ") var<storage, " << (output ? "read_write> " : "read> ") << name << ": array<"
         << (output ? "atomic<u32>" : "u32") << ">;\n";
       bufs_[p.name] = {name, p.type, true, output, false};
+      storage_bindings_.push_back(name);
       ++binding;
     }
     out.tensor_bindings = binding;
@@ -227,6 +232,7 @@ class Wgsl {
           std::string name = "b" + std::to_string(binding);
           d << "@group(0) @binding(" << binding << ") var<storage, read_write> " << name << ": array<atomic<u32>>;\n";
           bufs_[n] = {name, cir::Type::tensor(t, o.type.shape), true, true, false};
+          storage_bindings_.push_back(name);
           *at = binding++;
         }
       } else {
@@ -235,6 +241,7 @@ class Wgsl {
     }
     out.status_binding = binding;
     d << "@group(0) @binding(" << binding++ << ") var<storage, read_write> status: array<atomic<u32>>;\n";
+    storage_bindings_.push_back("status");
     std::ostringstream fields;
     uint32_t offset = 0;
     auto uniform = [&](WgslUniform::Source src, size_t index, DType t, const std::string& name) {
@@ -282,12 +289,73 @@ class Wgsl {
            "  return (x + 0x7fffu + ((x >> 16u) & 1u)) >> 16u;\n"
            "}\n";
     if (helpers_.count("minmax"))
-      h << "fn zy_min(a: f32, b: f32) -> f32 { if (a != a || b != b) { return a + b; } return min(a, b); }\n"
-        << "fn zy_max(a: f32, b: f32) -> f32 { if (a != a || b != b) { return a + b; } return max(a, b); }\n";
-    if (helpers_.count("fmod")) h << "fn zy_fmod(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }\n";
+      // IEEE 754-2019 minimum and maximum: NaN propagates and -0 < +0 (WGSL's min and max return either zero).
+      h << "fn zy_min(a: f32, b: f32) -> f32 {\n"
+           "  if (a != a || b != b) { return a + b; }\n"
+           "  if (a == 0.0 && b == 0.0) { return bitcast<f32>(bitcast<u32>(a) | bitcast<u32>(b)); }\n"
+           "  return min(a, b);\n"
+           "}\n"
+           "fn zy_max(a: f32, b: f32) -> f32 {\n"
+           "  if (a != a || b != b) { return a + b; }\n"
+           "  if (a == 0.0 && b == 0.0) { return bitcast<f32>(bitcast<u32>(a) & bitcast<u32>(b)); }\n"
+           "  return max(a, b);\n"
+           "}\n";
+    if (helpers_.count("fmod"))  // C's fmod, exact: shift-and-subtract on the integer significands, so that
+      // subnormal operands and results are exact on devices that flush them in float arithmetic
+      h << "fn zy_fmod_significand(u: u32) -> vec2<i32> {\n"  // (significand, exponent)
+           "  let e = i32(u >> 23u);\n"
+           "  if (e != 0) { return vec2<i32>(i32((u & 0x7fffffu) | 0x800000u), e); }\n"
+           "  let shift = 23u - firstLeadingBit(u);\n"
+           "  return vec2<i32>(i32(u << shift), 1 - i32(shift));\n"
+           "}\n"
+           "fn zy_fmod(a: f32, b: f32) -> f32 {\n"
+           "  let ua = bitcast<u32>(a);\n"
+           "  let ux = ua & 0x7fffffffu;\n"
+           "  let uy = bitcast<u32>(b) & 0x7fffffffu;\n"
+           "  let sign = ua & 0x80000000u;\n"
+           "  if (ux > 0x7f800000u || uy > 0x7f800000u) { return a + b; }\n"
+           "  if (ux == 0x7f800000u || uy == 0u) { return zy_f32(0x7fc00000u); }\n"
+           "  if (ux < uy) { return a; }\n"
+           "  if (ux == uy) { return bitcast<f32>(sign); }\n"
+           "  let x = zy_fmod_significand(ux);\n"
+           "  let y = zy_fmod_significand(uy);\n"
+           "  var mx = u32(x.x);\n"
+           "  let my = u32(y.x);\n"
+           "  var ex = x.y;\n"
+           "  for (; ex > y.y; ex--) {\n"
+           "    if (mx >= my) {\n"
+           "      if (mx == my) { return bitcast<f32>(sign); }\n"
+           "      mx -= my;\n"
+           "    }\n"
+           "    mx <<= 1u;\n"
+           "  }\n"
+           "  if (mx >= my) {\n"
+           "    if (mx == my) { return bitcast<f32>(sign); }\n"
+           "    mx -= my;\n"
+           "  }\n"
+           "  let shift = 23u - firstLeadingBit(mx);\n"
+           "  mx <<= shift;\n"
+           "  ex -= i32(shift);\n"
+           "  var r = mx >> u32(clamp(1 - ex, 0, 31));\n"
+           "  if (ex > 0) { r = (u32(ex) << 23u) | (mx & 0x7fffffu); }\n"
+           "  return bitcast<f32>(r | sign);\n"
+           "}\n";
+    if (helpers_.count("atan2"))  // C's atan2 (C99 F.9.1.4): signed zeros and infinities, which atan2 leaves undefined
+      h << "fn zy_atan2(y: f32, x: f32) -> f32 {\n"
+           "  if (x != x || y != y) { return x + y; }\n"
+           "  let inf = zy_f32(0x7f800000u);\n"
+           "  let x_neg = (bitcast<u32>(x) & 0x80000000u) != 0u;\n"
+           "  var r: f32;\n"
+           "  if (y == 0.0) { r = select(0.0, 3.14159265358979, x_neg); }\n"
+           "  else if (abs(x) == inf && abs(y) == inf) { r = select(0.785398163397448, 2.35619449019234, x_neg); }\n"
+           "  else if (abs(y) == inf || x == 0.0) { r = 1.5707963267949; }\n"
+           "  else if (abs(x) == inf) { r = select(0.0, 3.14159265358979, x_neg); }\n"
+           "  else { return atan2(y, x); }\n"
+           "  return select(r, -r, (bitcast<u32>(y) & 0x80000000u) != 0u);\n"
+           "}\n";
     if (helpers_.count("pow"))  // C's pow, special values included (C99 F.9.4.4)
       h << "fn zy_pow(x: f32, y: f32) -> f32 {\n"
-           "  let inf = bitcast<f32>(0x7f800000u);\n"
+           "  let inf = zy_f32(0x7f800000u);\n"
            "  if (y == 0.0 || x == 1.0) { return 1.0; }\n"
            "  if (x != x || y != y) { return x + y; }\n"
            "  let y_inf = abs(y) == inf;\n"
@@ -303,7 +371,7 @@ class Wgsl {
            "    if (y > 0.0) { return select(inf, -inf, y_odd); }\n"
            "    return select(0.0, -0.0, y_odd);\n"
            "  }\n"
-           "  if (x < 0.0 && trunc(y) != y) { return bitcast<f32>(0x7fc00000u); }\n"
+           "  if (x < 0.0 && trunc(y) != y) { return zy_f32(0x7fc00000u); }\n"
            "  let r = exp2(y * log2(abs(x)));\n"
            "  return select(r, -r, x < 0.0 && y_odd);\n"
            "}\n";
@@ -384,8 +452,10 @@ class Wgsl {
     float f = static_cast<float>(v);
     uint32_t bits;
     std::memcpy(&bits, &f, 4);
-    if (std::isfinite(f)) return "bitcast<f32>(" + hex(bits) + ")";
-    // WGSL's constant expressions hold no infinity or NaN: through a function.
+    if (std::isfinite(f) && bits != 0x80000000u) return "bitcast<f32>(" + hex(bits) + ")";
+    // WGSL's constant expressions hold no infinity or NaN, and translators
+    // to other shading languages drop the sign of a constant -0: through a
+    // function.
     helpers_.insert("bits");
     return "zy_f32(" + hex(bits) + ")";
   }
@@ -682,8 +752,8 @@ class Wgsl {
         case BinaryOp::Sub: return temp(t, a + " - " + c);
         case BinaryOp::Mul: return temp(t, a + " * " + c);
         case BinaryOp::Div: return temp(t, a + " / " + c);
-        case BinaryOp::Mod: helpers_.insert("fmod"); return temp(t, "zy_fmod(" + a + ", " + c + ")");
-        case BinaryOp::Pow: helpers_.insert("pow"); return temp(t, "zy_pow(" + a + ", " + c + ")");
+        case BinaryOp::Mod: helpers_.insert({"fmod", "bits"}); return temp(t, "zy_fmod(" + a + ", " + c + ")");
+        case BinaryOp::Pow: helpers_.insert({"pow", "bits"}); return temp(t, "zy_pow(" + a + ", " + c + ")");
         case BinaryOp::Min: return temp(t, min_max(true, t, a, c));
         case BinaryOp::Max: return temp(t, min_max(false, t, a, c));
         default: throw std::logic_error("WGSL lowering: bad float operator");
@@ -803,8 +873,8 @@ class Wgsl {
         return temp(t, x + " / (1.0 + exp(-1.5957691216057308 * (" + x + " + 0.044715 * " + x + " * " + x + " * " + x + ")))");
       case MathFn::Sigmoid: return temp(t, "1.0 / (1.0 + exp(-" + x + "))");
       case MathFn::Silu: return temp(t, x + " / (1.0 + exp(-" + x + "))");
-      case MathFn::Pow: helpers_.insert("pow"); return temp(t, "zy_pow(" + x + ", " + args[1] + ")");
-      case MathFn::Atan2: return temp(t, "select(atan2(" + x + ", " + args[1] + "), 0.0, " + x + " == 0.0 && " + args[1] + " == 0.0)");
+      case MathFn::Pow: helpers_.insert({"pow", "bits"}); return temp(t, "zy_pow(" + x + ", " + args[1] + ")");
+      case MathFn::Atan2: helpers_.insert({"atan2", "bits"}); return temp(t, "zy_atan2(" + x + ", " + args[1] + ")");
       case MathFn::Min: return temp(t, min_max(true, t, x, args[1]));
       case MathFn::Max: return temp(t, min_max(false, t, x, args[1]));
       case MathFn::Clamp: return temp(t, min_max(true, t, min_max(false, t, x, args[1]), args[2]));
@@ -1089,6 +1159,7 @@ class Wgsl {
     line("}");
   }
 
+  std::vector<std::string> storage_bindings_;  // b0, b1, ..., status
   const cir::Kernel& k_;
   int threads_;
   std::string decls_;
@@ -1132,7 +1203,7 @@ std::optional<std::string> wgsl_unsupported_reason(const cir::Kernel& k, const G
 WgslKernel emit_wgsl(const cir::Kernel& k, const GpuTarget& target, int block_threads) {
   if (std::optional<std::string> why = wgsl_unsupported_reason(k, target, block_threads))
     throw std::logic_error("WGSL lowering: kernel " + k.name + " uses " + *why);
-  return Wgsl(k, std::max(block_threads, 1)).run();
+  return Wgsl(cir::spell_out_zero_divisors(k), std::max(block_threads, 1)).run();
 }
 
 }  // namespace zyntax::codegen
