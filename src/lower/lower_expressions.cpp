@@ -283,8 +283,10 @@ Value Lowering::lower_index(const ast::Index& idx) {
   cir::Type type;
   std::string buffer;
   int input = -1;
+  bool weak = false;  // an element of a local tile of literals (`let t = ones(4)`) adopts the type it meets
   if (Symbol* sym = lookup_local(base)) {
     if (poisoned_.count(sym)) return {};
+    weak = sym->weak;
     if (sym->type.is_scalar()) {
       if (final_)
         diags_->error(idx.span, "'" + base + "' is a scalar and cannot be indexed").note(sym->decl, "declared here");
@@ -315,7 +317,7 @@ Value Lowering::lower_index(const ast::Index& idx) {
   std::vector<cir::AxisSel> axes = lower_items(idx, input);
   if (axes.size() != idx.items.size()) return {};
   if (element_of_out) return out_read(std::move(axes), idx.span);
-  return {cir::make_access(buffer, type, std::move(axes), idx.span), false};
+  return {cir::make_access(buffer, type, std::move(axes), idx.span), weak};
 }
 
 }  // namespace zyntax::lowering

@@ -6,6 +6,7 @@
 #include "cir/equal.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/printer.hpp"
+#include "cir/reads.hpp"
 #include "cir/substitute.hpp"
 
 namespace zyntax {
@@ -26,6 +27,7 @@ class ShapeInference {
     walk(body);
     if (failed_) return std::nullopt;
     if (!shape_) return std::vector<Expr>{};  // the caller reports a kernel that never writes
+    if (declared_) return *declared_;
     std::vector<Expr> shape;
     for (size_t k = 0; k < shape_->size(); ++k) {
       if (!(*shape_)[k].defined()) {
@@ -67,7 +69,7 @@ class ShapeInference {
       const cir::AxisSel& a = st.axes[k];
       std::optional<Expr> extent;
       if (!a.is_slice) {
-        if (auto ub = bound(a.index, true)) extent = *ub + cir::i64(1);
+        if (auto ub = bound(a.index, true)) extent = nothing_if_never_run(*ub + cir::i64(1), a.index);
       } else {
         ++slices;
         extent = slice_extent(a);
@@ -95,7 +97,51 @@ class ShapeInference {
       }
       shape.push_back(extent);
     }
+    if (st.axes.empty()) declare(shape);
     merge(shape, st.span);
+  }
+
+  // `out = zeros(M, N)` (out assigned whole) gives out its shape: stores
+  // past it are out of bounds when they run, as documented, rather than
+  // growing the output.
+  void declare(const std::vector<Expr>& shape) {
+    if (!declared_) {
+      declared_ = shape;
+      return;
+    }
+    if (declared_->size() != shape.size()) return;  // merge() reports the ranks
+    for (size_t k = 0; k < shape.size(); ++k)
+      if (!cir::equal((*declared_)[k], shape[k])) (*declared_)[k] = cir::simplify(cir::max((*declared_)[k], shape[k]));
+  }
+
+  // A loop that runs no iteration writes nothing: the axis an index over
+  // it sets is 0 long then (`for i in 5..2`, a window longer than the
+  // data), not what its range's end says. `extent` is the axis' size from
+  // `index`; each loop the index reads that may be empty scales it by
+  // min(max(hi - lo, 0), 1), its upper bound over the outer loops. The
+  // common `for i in 0..n: out[i]` (the extent is n, 0 when the loop is)
+  // keeps its plain shape.
+  Expr nothing_if_never_run(Expr extent, const Expr& index) {
+    for (const auto& [var, loop] : loops_) {
+      if (!cir::reads_any(index, {var})) continue;
+      std::optional<Expr> runs = bound(loop.hi - loop.lo, true);
+      if (!runs) continue;
+      Expr trips = cir::simplify(*runs);
+      if (auto c = trips.as<cir::IntImm>()) {
+        if (c->value <= 0) return cir::i64(0);
+        continue;
+      }
+      std::optional<Expr> lo = bound(loop.lo, false);
+      auto zero = lo ? cir::simplify(*lo).as<cir::IntImm>() : nullptr;
+      if (zero && zero->value == 0 && cir::equal(cir::simplify(extent), cir::simplify(loop.hi))) {
+        // 0 when the loop is empty, unless its end is below 0 (`0..n - 5`)
+        bool never_negative = loop.hi.as<cir::Var>() || (loop.hi.as<cir::IntImm>() && loop.hi.as<cir::IntImm>()->value >= 0);
+        if (!never_negative) extent = cir::max(extent, cir::i64(0));
+        continue;
+      }
+      extent = extent * cir::min(cir::max(trips, cir::i64(0)), cir::i64(1));
+    }
+    return extent;
   }
 
   void merge(const std::vector<Expr>& shape, Span span) {
@@ -234,6 +280,7 @@ class ShapeInference {
   int depth_ = 0;  // bound()'s recursion
   std::set<std::string> mutables_;
   std::optional<std::vector<Expr>> shape_;  // undefined where only data-dependent indices wrote
+  std::optional<std::vector<Expr>> declared_;  // from out assigned whole
   struct Unsized {
     Span span;
     std::string index;

@@ -253,6 +253,16 @@ def define_elementwise():
         x = randn(r, (n,))
         add("reversed_index", "n=%d" % n, {"x": x}, {"r": (x.astype(F64)[::-1] * 2.0).astype(F32)}, ELEMENTWISE)
 
+    for n in (1, 3, 4, 5, 9):
+        x = randn(rng_for("output_shapes", n), (n,))
+        x64 = x.astype(F64)
+        declared = np.zeros((n, 3), F32)
+        declared[:, 1] = x
+        add("output_shapes", "n=%d" % n, {"x": x},
+            {"win": (x64[:max(n - 4, 0)] + x64[4:]).astype(F32), "backwards": np.zeros(0, F32), "declared": declared,
+             "scaled": x * F32(2.5) + F32(1.0)},  # each operation rounded to f32
+            {"win": EXACT, "backwards": EXACT, "declared": EXACT, "scaled": EXACT})
+
     for n in VECTOR_SIZES:
         r = rng_for("gelu", n)
         x = randn(r, (n,), scale=2.0)
