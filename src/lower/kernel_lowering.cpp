@@ -249,6 +249,7 @@ cir::Kernel Lowering::assemble(DiagnosticEngine& diags) {
     std::optional<std::vector<Expr>> shape = infer_output_shape(k.body, diags);
     if (!shape) return k;
     out.type.shape = *shape;
+    check_whole_out_reads(k.body, out.type.rank(), diags);
     drop_shape_only_fill(k.body);
   }
   k.params.push_back(out);

@@ -171,7 +171,14 @@ Value Lowering::lower_fill(const ast::Call& c, const std::string& fn) {
   std::vector<Expr> shape;
   auto add_dim = [&](const ast::Expr& d) {
     Value v = int_operand(d, "size");
-    if (v.ok()) shape.push_back(v.e);
+    if (v.ok()) {
+      // As the reference executor: a tile has no negative size.
+      if (auto c = cir::simplify(v.e).as<cir::IntImm>(); c && c->value < 0) {
+        error_if_final(d.span, "a tile size is negative (" + std::to_string(c->value) + ")");
+        return false;
+      }
+      shape.push_back(v.e);
+    }
     return v.ok();
   };
   for (size_t i = first_dim; i < c.args.size(); ++i) {

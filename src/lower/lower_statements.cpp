@@ -4,6 +4,7 @@
 
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
+#include "runtime/tensor.hpp"
 
 namespace zyntax::lowering {
 
@@ -483,6 +484,21 @@ void Lowering::lower_shared(const ast::SharedVar& s, cir::Block& out) {
   }
   const Inferred* prev = previous(&s);
   DType t = declared ? *declared : prev ? resolved(*prev) : DType::F32;
+  // Sizes known now are checked now, located, as a run would find them.
+  Shape known;
+  for (const Expr& d : shape)
+    if (auto c = cir::simplify(d).as<cir::IntImm>()) known.push_back(c->value);
+  if (known.size() == shape.size()) {
+    try {
+      Tensor::bytes_for(t, known);
+    } catch (const DataError& e) {
+      error_if_final(s.span, "shared array '" + s.name + "': " + e.what());
+      Symbol* sym = declare(s.name, SymKind::Shared, s.name_span, &s);  // uses say nothing more
+      sym->type = cir::Type::tensor(t, shape);
+      poisoned_.insert(sym);
+      return;
+    }
+  }
   Symbol* sym = declare(s.name, SymKind::Shared, s.name_span, &s);
   sym->type = cir::Type::tensor(t, shape);
   out.push_back(cir::make_allocate(sym->cir_name, sym->type, cir::MemorySpace::Shared, s.span));

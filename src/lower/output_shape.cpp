@@ -7,6 +7,7 @@
 #include "cir/passes/simplify.hpp"
 #include "cir/printer.hpp"
 #include "cir/reads.hpp"
+#include "cir/visitor.hpp"
 #include "cir/substitute.hpp"
 
 namespace zyntax {
@@ -294,6 +295,26 @@ class ShapeInference {
 
 std::optional<std::vector<cir::Expr>> infer_output_shape(const cir::Block& body, DiagnosticEngine& diags) {
   return ShapeInference(diags).run(body);
+}
+
+bool check_whole_out_reads(const cir::Block& body, size_t out_rank, DiagnosticEngine& diags) {
+  struct Reads : cir::IRVisitor {
+    size_t rank;
+    DiagnosticEngine& diags;
+    bool ok = true;
+    Reads(size_t r, DiagnosticEngine& d) : rank(r), diags(d) {}
+    using cir::IRVisitor::visit;
+    void visit(const cir::Access* op) override {
+      if (op->buffer == "out" && op->axes.empty() && op->type.rank() != rank) {
+        diags.error(op->span, "'out' has " + std::to_string(rank) + " axes but is read here whole, as a number")
+            .with_hint("read one element, as in out[i, j]");
+        ok = false;
+      }
+      cir::IRVisitor::visit(op);
+    }
+  } reads(out_rank, diags);
+  reads.include(body);
+  return reads.ok;
 }
 
 }  // namespace zyntax

@@ -14,4 +14,9 @@ namespace zyntax {
 
 std::optional<std::vector<cir::Expr>> infer_output_shape(const cir::Block& body, DiagnosticEngine& diags);
 
+// Reports each read of `out` whole (`out + 1.0`, no indices) as a number
+// where out has axes: the reference executor refuses it, and compiled code
+// would read out[0, ..., 0]. False if there was one.
+bool check_whole_out_reads(const cir::Block& body, size_t out_rank, DiagnosticEngine& diags);
+
 }  // namespace zyntax
