@@ -118,10 +118,10 @@ class ShapeInference {
   // A loop that runs no iteration writes nothing: the axis an index over
   // it sets is 0 long then (`for i in 5..2`, a window longer than the
   // data), not what its range's end says. `extent` is the axis' size from
-  // `index`; each loop the index reads that may be empty scales it by
-  // min(max(hi - lo, 0), 1), its upper bound over the outer loops. The
-  // common `for i in 0..n: out[i]` (the extent is n, 0 when the loop is)
-  // keeps its plain shape.
+  // `index`; each loop the index reads that may be empty and does not
+  // start at 0 scales it by min(max(hi - lo, 0), 1), with hi - lo bounded
+  // over the outer loops. Loops from 0 (`for i in 0..n: out[i]`, `d * 2 + 1`
+  // over `0..head_dim / 2`) keep their plain shapes.
   Expr nothing_if_never_run(Expr extent, const Expr& index) {
     for (const auto& [var, loop] : loops_) {
       if (!cir::reads_any(index, {var})) continue;
@@ -134,15 +134,27 @@ class ShapeInference {
       }
       std::optional<Expr> lo = bound(loop.lo, false);
       auto zero = lo ? cir::simplify(*lo).as<cir::IntImm>() : nullptr;
-      if (zero && zero->value == 0 && cir::equal(cir::simplify(extent), cir::simplify(loop.hi))) {
-        // 0 when the loop is empty, unless its end is below 0 (`0..n - 5`)
-        bool never_negative = loop.hi.as<cir::Var>() || (loop.hi.as<cir::IntImm>() && loop.hi.as<cir::IntImm>()->value >= 0);
-        if (!never_negative) extent = cir::max(extent, cir::i64(0));
+      if (zero && zero->value == 0) {
+        // From 0, an index rising with the variable ends at or below 0
+        // when the loop is empty, unless the range's end is below 0
+        // (`0..n - 5`): stores there go nowhere.
+        if (!never_negative(loop.hi)) extent = cir::max(extent, cir::i64(0));
         continue;
       }
       extent = extent * cir::min(cir::max(trips, cir::i64(0)), cir::i64(1));
     }
     return extent;
+  }
+
+  // Sizes and host integers, and what + * / min max make of them.
+  static bool never_negative(const Expr& e) {
+    if (auto c = e.as<cir::IntImm>()) return c->value >= 0;
+    if (e.as<cir::Var>()) return true;
+    auto b = e.as<cir::Binary>();
+    if (!b) return false;
+    bool keeps = b->op == BinaryOp::Add || b->op == BinaryOp::Mul || b->op == BinaryOp::Div || b->op == BinaryOp::Min ||
+                 b->op == BinaryOp::Max;
+    return keeps && never_negative(b->a) && never_negative(b->b);
   }
 
   void merge(const std::vector<Expr>& shape, Span span) {
