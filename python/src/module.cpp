@@ -113,6 +113,24 @@ PYBIND11_MODULE(_zyntax, m) {
            py::arg("on_device") = false,
            "A DLPack capsule over the array: with on_device, over the GPU memory holding it where a CUDA GPU "
            "does (no copy), else over host memory")
+      .def("host_array_interface", [](const PyArray& a) -> py::object {
+        // NumPy's __array_interface__ over the array's host memory, writable;
+        // None where it is not in host memory or NumPy has no such type (bf16).
+        static const std::map<ElementType, const char*> kTypestr = {
+            {ElementType::F32, "<f4"}, {ElementType::F64, "<f8"}, {ElementType::F16, "<f2"}, {ElementType::I8, "|i1"},
+            {ElementType::I16, "<i2"}, {ElementType::I32, "<i4"}, {ElementType::I64, "<i8"}, {ElementType::U8, "|u1"},
+            {ElementType::U16, "<u2"}, {ElementType::U32, "<u4"}, {ElementType::U64, "<u8"}, {ElementType::Bool, "|b1"}};
+        auto t = kTypestr.find(a.array.element_type());
+        void* data = a.array.host_data();
+        if (t == kTypestr.end() || (!data && a.array.size() > 0)) return py::none();
+        static char empty;
+        py::dict d;
+        d["shape"] = py::tuple(py::cast(a.array.shape()));
+        d["typestr"] = t->second;
+        d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(data ? data : &empty), false);
+        d["version"] = 3;
+        return std::move(d);
+      })
       .def_property_readonly("device_address", [](const PyArray& a) { return device_memory_of(a.array).address; },
                              "The address of the elements in a CUDA GPU's memory where the GPU holds them, else 0")
       .def("__repr__", [](const PyArray& a) {

@@ -181,3 +181,12 @@ def test_integer_host_values_stay_exact_over_64_bits():
         prog.shift(x, off=2**70)
     with pytest.raises(zyntax.ShapeError, match="is an integer, not 2.5"):
         prog.shift(x, off=2.5)
+
+
+def test_results_are_writable_numpy_arrays():
+    prog = zyntax.compile(SOURCE, device="cpu")
+    for device in ("cpu", "cpu:reference"):
+        y = prog.axpy(np.arange(3.0), np.zeros(3), device=device)
+        assert y.flags.writeable  # as NumPy's own results
+        y[0] = 5.0
+        assert list(y) == [5.0, 2.5, 5.0]

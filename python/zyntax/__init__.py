@@ -83,7 +83,21 @@ def from_array(a, like_torch, on_device=False):
         import torch.utils.dlpack
         return torch.utils.dlpack.from_dlpack(a.to_dlpack(on_device=on_device))
     import numpy as np
-    return np.from_dlpack(a)
+    # Over the array's own host memory, writable as NumPy's own results are
+    # (NumPy marks what it takes through DLPack read-only); the view keeps
+    # the array alive. Elsewhere (a GPU's array, bf16) a copy.
+    interface = a.host_array_interface()
+    if interface is not None:
+        return np.asarray(_HostView(a, interface))
+    return np.array(np.from_dlpack(a))
+
+
+class _HostView:
+    """What NumPy reads an array's host memory through; owns the array."""
+
+    def __init__(self, array, interface):
+        self.array = array
+        self.__array_interface__ = interface
 
 
 class KernelFunction:
