@@ -196,12 +196,21 @@ Interpreter::Flow Interpreter::exec(const ast::Stmt& s, Frame& f) {
 
 void Interpreter::exec_let(const ast::Let& l, Frame& f) {
   Value v = l.init ? eval(*l.init, f) : Value::none();
+  Scope& scope = f.innermost();
   if (l.type && l.init) {
-    Scope scratch;
-    check_type(*l.type, v, l.init->span, scratch, "'" + l.names[0] + "'", "", nullptr);
+    // `let x: tensor[n, m] = load(...)`: a dimension name in scope is
+    // checked against the tensor, a new one is bound to its axis here.
+    Scope dims;
+    for (const ast::ExprPtr& d : l.type->dims)
+      if (d->kind == ast::ExprKind::Name)
+        if (Binding* b = f.lookup(ast::as<ast::Name>(*d).name)) dims[ast::as<ast::Name>(*d).name] = *b;
+    Scope visible = dims;
+    std::map<std::string, Span> sites;
+    check_type(*l.type, v, l.init->span, dims, "'" + l.names[0] + "'", l.names[0], &sites);
+    for (auto& [name, binding] : dims)
+      if (!visible.count(name)) scope[name] = binding;
     if (l.type->name == "float" && v.kind == Value::Kind::Int) v = Value::of_float(static_cast<double>(v.i));
   }
-  Scope& scope = f.innermost();
   if (!l.destructure) {
     scope[l.names[0]] = Binding{v, l.is_mutable, l.name_spans[0], {}};
     return;

@@ -4,9 +4,11 @@
 
 namespace zyntax::lowering {
 
+// A CIR name for a local: never one a host number or dimension of the
+// kernel goes by (`for i in 0..i` over a dimension i gives the loop `i_1`).
 std::string Lowering::fresh_name(const std::string& base) {
   std::string n = base;
-  for (int k = 1; used_names_.count(n); ++k) n = base + "_" + std::to_string(k);
+  for (int k = 1; used_names_.count(n) || host_.lookup(n) || unresolved_.count(n); ++k) n = base + "_" + std::to_string(k);
   used_names_.insert(n);
   return n;
 }

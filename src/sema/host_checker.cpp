@@ -177,7 +177,12 @@ class Checker {
   void let(const ast::Let& l) {
     StaticType t = l.init ? expr(*l.init) : StaticType{};
     if (l.type) {
-      StaticType declared = from_type(*l.type, nullptr, "");
+      // A dimension name the type introduces (`let x: tensor[n, m] = ...`)
+      // is an integer from here on, bound to x's axis when the let runs.
+      Scope introduced;
+      StaticType declared = from_type(*l.type, &introduced, l.destructure ? "" : l.names[0]);
+      for (auto& [name, sym] : introduced)
+        if (!lookup(name)) innermost()[name] = sym;
       if (declared.known()) t = declared;
     }
     if (!l.destructure) {

@@ -67,6 +67,7 @@ SETUP = {
     "truncated_npy": setup_truncated_npy,
     "shape_mismatch": setup_shape_mismatch,
     "annotations_of_loaded_inputs": setup_loaded_matrix,
+    "typed_let_mismatch": setup_loaded_matrix,
 }
 
 

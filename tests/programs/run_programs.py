@@ -253,6 +253,13 @@ def define_elementwise():
         x = randn(r, (n,))
         add("reversed_index", "n=%d" % n, {"x": x}, {"r": (x.astype(F64)[::-1] * 2.0).astype(F32)}, ELEMENTWISE)
 
+    for rows, cols in ((1, 1), (3, 5), (17, 2)):
+        x = randn(rng_for("typed_let", rows, cols), (rows, cols))
+        doubled = x * F32(2.0)
+        add("typed_let", "%dx%d" % (rows, cols), {"x": x},
+            {"doubled": doubled, "firsts": doubled[0] + F32(1.0), "sizes": np.array([rows, cols], F32)},
+            {"doubled": EXACT, "firsts": EXACT, "sizes": EXACT})
+
     for n in (1, 3, 4, 5, 9):
         x = randn(rng_for("output_shapes", n), (n,))
         x64 = x.astype(F64)
