@@ -248,6 +248,11 @@ void Interpreter::exec_assign(const ast::Assign& a, Frame& f) {
     Value base = eval(*ix.base, f);
     std::vector<HostIndex> items = eval_index_items(ix, f);
     Value value = a.op == ast::AssignOp::Set ? rhs : combine(host_index(base, items, target.span));
+    // A block sees its inputs as they were when it was launched: a write
+    // into a tensor waits for the @async launches still running (they may
+    // read it), rather than racing them.
+    if (base.kind == Value::Kind::Tensor)
+      for (const auto& launch : launched_) launch->wait();
     host_index_assign(base, items, value, target.span);
     return;
   }

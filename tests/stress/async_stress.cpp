@@ -55,6 +55,17 @@ for r in 0..rounds:
     if not all(ys[2] == x * x): bad += 1
     if not all(ys[3] == x + 0.5): bad += 1
     total += 4
+    // A host write into an input of a block still running: the block sees
+    // the input as it was at launch, never a torn or later value.
+    let before = x[0]
+    let snap = compute(x) @async @device("cpu:reference") {
+        @kernel elementwise
+        for i in 0..len:
+            out[i] = x[i]
+    }
+    x[0] = before + 100.0
+    if (await snap)[0] != before: bad += 1
+    total += 1
     // A future never awaited: it must finish and be freed all the same.
     let dropped = compute(x) @async {
         @kernel elementwise
@@ -97,13 +108,13 @@ int main(int argc, char** argv) {
   for (int t = 0; t < threads; ++t) pool.emplace_back([&, t] { outcomes[t] = run_thread(t + 1, rounds); });
   for (std::thread& t : pool) t.join();
   int failures = 0;
-  std::string want = "kernels: " + std::to_string(rounds * 4) + " bad: 0";
+  std::string want = "kernels: " + std::to_string(rounds * 5) + " bad: 0";
   for (int t = 0; t < threads; ++t) {
     bool good = outcomes[t].ok && outcomes[t].output.find(want) != std::string::npos;
     if (!good) ++failures;
     std::printf("thread %d: %s%s", t, good ? "ok, " : "FAILED: ", outcomes[t].output.c_str());
   }
-  std::printf("%d threads x %d rounds: %d kernels launched (4 awaited and 1 dropped per round), %d threads failed\n", threads,
-              rounds, threads * rounds * 5, failures);
+  std::printf("%d threads x %d rounds: %d kernels launched (5 awaited and 1 dropped per round), %d threads failed\n", threads,
+              rounds, threads * rounds * 6, failures);
   return failures ? 1 : 0;
 }
