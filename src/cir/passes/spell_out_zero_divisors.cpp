@@ -16,20 +16,60 @@ class ZeroDivisors : public IRMutator {
   Expr visit(const Binary* op) override {
     Expr e = IRMutator::visit(op);
     const Binary* b = e.as<Binary>();
-    if (!b || (b->op != BinaryOp::Div && b->op != BinaryOp::Mod) || !is_float(b->type.dtype) || b->type.rank() != 0) return e;
-    const FloatImm* zero = b->b.as<FloatImm>();
-    if (!zero || zero->value != 0.0) return e;
+    if (!b || !is_float(b->type.dtype) || b->type.rank() != 0) return e;
     DType t = b->type.dtype;
     Span s = b->span;
-    const Expr& a = b->a;
-    Expr nan = FloatImm::make(std::numeric_limits<double>::quiet_NaN(), t, s);
-    Expr is_nan = Binary::make(BinaryOp::Ne, a, a, s);
-    if (b->op == BinaryOp::Mod) return Select::make(is_nan, a, nan, s);  // NaN either way; `a` still evaluated
-    double inf = std::numeric_limits<double>::infinity(), sign = std::signbit(zero->value) ? -1.0 : 1.0;
-    Expr nan_or_zero = Binary::make(BinaryOp::Or, is_nan, Binary::make(BinaryOp::Eq, a, FloatImm::make(0.0, t, s), s), s);
-    Expr below = Binary::make(BinaryOp::Lt, a, FloatImm::make(0.0, t, s), s);
-    Expr signed_inf = Select::make(below, FloatImm::make(-sign * inf, t, s), FloatImm::make(sign * inf, t, s), s);
-    return Select::make(nan_or_zero, nan, signed_inf, s);
+    auto f = [&](double v) { return FloatImm::make(v, t, s); };
+    auto bin = [&](BinaryOp o, Expr x, Expr y) { return Binary::make(o, std::move(x), std::move(y), s); };
+    double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    // A literal NaN operand makes every arithmetic result NaN (min and max
+    // propagate it too): said here, not left to a driver that assumes none.
+    bool arithmetic = b->op == BinaryOp::Add || b->op == BinaryOp::Sub || b->op == BinaryOp::Mul || b->op == BinaryOp::Div ||
+                      b->op == BinaryOp::Mod || b->op == BinaryOp::Min || b->op == BinaryOp::Max;
+    for (const Expr& operand : {b->a, b->b})
+      if (auto n = operand.as<FloatImm>(); n && std::isnan(n->value) && arithmetic) return f(nan);
+    // 0.0 / a: NaN where a is NaN or 0, else a zero signed by the signs.
+    if (const FloatImm* numerator = literal_zero(b->a); numerator && b->op == BinaryOp::Div && !literal_zero(b->b)) {
+      const Expr& a = b->b;
+      Expr nan_or_zero = bin(BinaryOp::Or, bin(BinaryOp::Ne, a, a), bin(BinaryOp::Eq, a, f(0.0)));
+      bool negative = std::signbit(numerator->value);
+      Expr a_negative = bin(BinaryOp::Lt, a, f(0.0));
+      return Select::make(nan_or_zero, f(nan), Select::make(a_negative, f(negative ? 0.0 : -0.0), f(negative ? -0.0 : 0.0), s), s);
+    }
+    const FloatImm* zero = literal_zero(b->b);
+    Expr a = b->a;
+    if (!zero && (b->op == BinaryOp::Mul || b->op == BinaryOp::Add) && (zero = literal_zero(b->a))) a = b->b;  // commutes
+    if (!zero) return e;
+    bool negative_zero = std::signbit(zero->value);
+    Expr is_nan = bin(BinaryOp::Ne, a, a);
+    // a's sign, -0 included (1 / -0 is -inf): a run-time division, which
+    // compilers leave alone.
+    Expr a_negative = bin(BinaryOp::Lt, bin(BinaryOp::Div, f(1.0), a), f(0.0));
+    switch (b->op) {
+      case BinaryOp::Mod: return Select::make(is_nan, a, f(nan), s);  // NaN either way; `a` still evaluated
+      case BinaryOp::Div: {
+        Expr nan_or_zero = bin(BinaryOp::Or, is_nan, bin(BinaryOp::Eq, a, f(0.0)));
+        double sign = negative_zero ? -1.0 : 1.0;
+        Expr signed_inf = Select::make(bin(BinaryOp::Lt, a, f(0.0)), f(-sign * inf), f(sign * inf), s);
+        return Select::make(nan_or_zero, f(nan), signed_inf, s);
+      }
+      case BinaryOp::Mul: {
+        Expr not_finite = bin(BinaryOp::Or, is_nan, bin(BinaryOp::Eq, Math::make(MathFn::Abs, {a}, s), f(inf)));
+        Expr signed_zero = Select::make(a_negative, f(negative_zero ? 0.0 : -0.0), f(negative_zero ? -0.0 : 0.0), s);
+        return Select::make(not_finite, f(nan), signed_zero, s);
+      }
+      case BinaryOp::Add:
+      case BinaryOp::Sub:
+        // a + 0.0 and a - -0.0 are +0 for a = -0; a + -0.0 and a - 0.0 are a.
+        if ((b->op == BinaryOp::Add) == negative_zero) return e;
+        return Select::make(bin(BinaryOp::Eq, a, f(0.0)), f(0.0), a, s);
+      default: return e;
+    }
+  }
+
+  static const FloatImm* literal_zero(const Expr& e) {
+    const FloatImm* z = e.as<FloatImm>();
+    return z && z->value == 0.0 ? z : nullptr;
   }
 };
 

@@ -1,11 +1,17 @@
-// Float division and remainder by a literal zero, written out as their
-// IEEE results. Shader compilers may treat a constant zero divisor as
-// undefined behaviour: Mesa folds `x / 0.0` into garbage (the store goes)
-// and `2 * x / 0.0` into the wrong infinity. For the GLSL and WGSL
-// emitters; a divisor that is zero only at run time divides as usual.
+// Float operations with a literal zero operand, written out as their IEEE
+// results. Shader compilers may treat a constant zero divisor as undefined
+// behaviour (Mesa folds `x / 0.0` into garbage: the store goes) and, with
+// fast-math flags they set themselves, fold `x * 0.0` to 0 (wrong for NaN
+// and infinities) and `x + 0.0` to x (wrong for -0), whatever the shader
+// says. For the GLSL and WGSL emitters; an operand that is zero only at run
+// time computes as usual.
 //
 //   a / ±0.0  ->  NaN where a is NaN or 0, else ±inf by the signs
 //   a % ±0.0  ->  NaN
+//   a * ±0.0  ->  NaN where a is NaN or infinite, else a zero signed by the signs
+//   a + 0.0, a - -0.0  ->  +0 where a is ±0, else a
+//   0.0 / a   ->  NaN where a is NaN or 0, else a zero signed by the signs
+//   a op NaN  ->  NaN for + - * / % min max
 #pragma once
 
 #include "cir/ir.hpp"

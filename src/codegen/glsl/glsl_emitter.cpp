@@ -327,9 +327,38 @@ class Support : public cir::IRVisitor {
 
 // ------------------------------------------------------------ the emitter
 
+// Whether a kernel computes products of sums (matrix products,
+// convolutions, attention, `s += a * b`), whose multiply-adds a driver may
+// fuse (as cuBLAS does), within the products' parity bound.
+bool computes_products(const cir::Kernel& k) {
+  using K = cir::KernelKind;
+  if (k.kind == K::MatMul || k.kind == K::BatchedMatMul || k.kind == K::Conv2d || k.kind == K::Conv2dDepthwise ||
+      k.kind == K::Attention || k.kind == K::FlashAttention)
+    return true;
+  struct Finder : cir::IRVisitor {
+    bool found = false;
+    using cir::IRVisitor::visit;
+    void visit(const cir::Dot*) override { found = true; }
+    void visit(const cir::MatMul*) override { found = true; }
+    void visit(const cir::Assign* op) override {
+      auto add = op->value.as<cir::Binary>();
+      if (add && add->op == BinaryOp::Add && is_float(add->type.dtype))
+        for (const cir::Expr& term : {add->a, add->b})
+          if (auto m = term.as<cir::Binary>(); m && m->op == BinaryOp::Mul) found = true;
+      cir::IRVisitor::visit(op);
+    }
+  } finder;
+  finder.include(k.body);
+  return finder.found;
+}
+
 class Glsl {
  public:
-  Glsl(const cir::Kernel& k, const GpuTarget& t, int threads) : k_(k), t_(t), threads_(threads) {}
+  // Other kernels' float values are `precise`: drivers then keep IEEE
+  // semantics (Mesa otherwise folds x * 0 to 0 and a / (b * -0.0) to garbage
+  // once it knows an operand, and fuses a * b + c), as the reference does.
+  Glsl(const cir::Kernel& k, const GpuTarget& t, int threads)
+      : k_(k), t_(t), threads_(threads), precise_(!computes_products(k)) {}
 
   GlslKernel run() {
     GlslKernel out;
@@ -582,9 +611,12 @@ class Glsl {
   // A new temporary holding `value` (of dtype t); its name.
   std::string temp(DType t, const std::string& value) {
     std::string n = "t" + std::to_string(temp_++);
-    line(reg_type(t) + " " + n + " = " + value + ";");
+    line(value_type(t) + " " + n + " = " + value + ";");
     return n;
   }
+
+  // The declared type of a value: `precise` floats where the kernel keeps IEEE semantics.
+  std::string value_type(DType t) { return (precise_ && is_float(t) ? "precise " : "") + reg_type(t); }
 
   std::string fresh(const std::string& base) { return base + std::to_string(temp_++); }
 
@@ -755,9 +787,10 @@ class Glsl {
         std::string a = expr(u->a);
         DType at = u->a->type.dtype;
         if (u->op == UnaryOp::Not) return temp(DType::Bool, "!" + truthy(a, at));
-        if (is_float(at)) return temp(at, round_to(at, "-" + a));
+        // Parenthesised: `a` may be a negative literal, and `--7l` is a decrement.
+        if (is_float(at)) return temp(at, round_to(at, "-(" + a + ")"));
         if (at == DType::Bool) return a;
-        return temp(at, wrap(at, "-" + a));
+        return temp(at, wrap(at, "-(" + a + ")"));
       }
       case cir::ExprKind::Binary: return binary(*e.as<cir::Binary>());
       case cir::ExprKind::Select: {
@@ -863,7 +896,7 @@ class Glsl {
         std::string q;
         if (is_signed_int(t)) {
           std::string minus_one = "(" + d + " == " + int_constant(-1, t) + ")";
-          q = temp(t, minus_one + " ? " + wrap(t, "-" + a) + " : " + a + " / " + d);
+          q = temp(t, minus_one + " ? " + wrap(t, "-(" + a + ")") + " : " + a + " / " + d);
         } else {
           q = temp(t, a + " / " + d);
         }
@@ -1077,7 +1110,7 @@ class Glsl {
         auto l = s.as<cir::Let>();
         DType t = l->value->type.dtype;
         std::string v = expr(l->value), n = ident(l->name);
-        line(reg_type(t) + " " + n + " = " + v + ";");
+        line(value_type(t) + " " + n + " = " + v + ";");
         values_[l->name] = {n, t};
         return;
       }
@@ -1085,7 +1118,7 @@ class Glsl {
         auto d = s.as<cir::Decl>();
         DType t = d->type.dtype;
         std::string v = d->init.defined() ? expr(d->init) : zero(t), n = ident(d->name);
-        line(reg_type(t) + " " + n + " = " + v + ";");
+        line(value_type(t) + " " + n + " = " + v + ";");
         values_[d->name] = {n, t};
         return;
       }
@@ -1476,6 +1509,7 @@ class Glsl {
   const cir::Kernel& k_;
   const GpuTarget& t_;
   int threads_;
+  bool precise_;
   std::string decls_;
   std::ostringstream body_, shared_;
   int indent_ = 1;

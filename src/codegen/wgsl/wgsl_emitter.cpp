@@ -669,7 +669,7 @@ class Wgsl {
         std::string a = expr(u->a);
         DType at = u->a->type.dtype;
         if (u->op == UnaryOp::Not) return temp(DType::Bool, "!" + truthy(a, at));
-        if (is_float(at)) return temp(at, "-" + a);
+        if (is_float(at)) return temp(at, "-(" + a + ")");  // `a` may be a negative literal: no `--`
         if (at == DType::Bool) return a;
         if (at == DType::I64) return arith(BinaryOp::Sub, at, "i32(0)", a, u->span);
         if (!is_signed_int(at)) return temp(at, wrap(at, "(0u - " + a + ")"));
