@@ -189,9 +189,10 @@ Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
     bool dim = false;
     for (const cir::DimParam& d : k.dims) dim = dim || (d.source == cir::DimSource::Host && d.name == h.name);
     const HostNumber& n = it->second;
-    int64_t as_int = n.is_integer() ? static_cast<int64_t>(n.integer()) : static_cast<int64_t>(n.value());
-    if (dim) host_dims[h.name] = as_int;
-    else scalars[h.name] = h.integer ? Scalar::of_int(as_int) : Scalar::of_float(n.value(), DType::F64);
+    // Integral and within 2^53 when not given as an integer (checked above).
+    auto as_int = [&] { return n.is_integer() ? static_cast<int64_t>(n.integer()) : static_cast<int64_t>(n.value()); };
+    if (dim) host_dims[h.name] = as_int();
+    else scalars[h.name] = h.integer ? Scalar::of_int(as_int()) : Scalar::of_float(n.value(), DType::F64);
   }
   try {
     bind_dimensions(k, tensors, host_dims);  // sizes that disagree: before anything runs
