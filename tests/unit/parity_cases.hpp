@@ -63,6 +63,9 @@ inline std::vector<Shape> shapes_for(int rank, int variant) {
 
 inline const Case kParityCases[] = {
     {"relu", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = relu(x[i])\n }\n}", {1}},
+    // LLVM 19 folded relu's compare through abs (relu(abs(x)) gave 0 for x < 0).
+    {"relu_of_abs", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n"
+                    "  out[i] = relu(abs(x[i])) + relu(-abs(x[i])) * 3.0 + sign(abs(x[i]))\n }\n}", {1}},
     {"mul_add", "def f(x: tensor[n, DT], y: tensor[n, DT]) {\n return compute(x, y) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = x[i] * y[i] + 1.0\n }\n}", {1, 1}},
     {"math", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n"
              "  out[i] = exp(x[i]) + tanh(x[i]) * gelu(x[i]) - sigmoid(x[i]) / (1.0 + abs(x[i])) + rsqrt(abs(x[i]) + 1.0)"

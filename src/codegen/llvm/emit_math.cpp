@@ -170,10 +170,11 @@ llvm::Value* Emitter::math(const cir::Math& m) {
                                        b_.CreateSelect(b_.CreateFCmpOLT(x, zero), llvm::ConstantFP::get(rt, -1.0), zero));
       return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, s);
     }
-    case MathFn::Relu: {
-      llvm::Value* zero = llvm::ConstantFP::get(rt, 0.0);
-      return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, b_.CreateSelect(b_.CreateFCmpOGT(x, zero), x, zero));
-    }
+    case MathFn::Relu:
+      // IEEE maximum with +0: NaN stays NaN and relu(-0) is +0, as the
+      // reference. (Written as selects over a compare, LLVM 19's InstCombine
+      // turned relu(abs(x)) into `x > 0 ? |x| : 0`.)
+      return round_to(t, b_.CreateBinaryIntrinsic(llvm::Intrinsic::maximum, x, llvm::ConstantFP::get(rt, 0.0)));
     case MathFn::Gelu: {  // 0.5 x erfc(-x / sqrt(2)), as the reference: no cancellation in the negative tail
       llvm::Value* e = libm1("erfc", b_.CreateFMul(x, f64(-0.70710678118654752440)));
       return zero_at_minus_inf(x, b_.CreateFMul(b_.CreateFMul(f64(0.5), x), e));
