@@ -20,6 +20,7 @@
 
 namespace zyntax::testing {
 
+// Distance in units in the last place between two finite floats.
 inline int64_t f32_ulps(float a, float b) {
   int32_t x, y;
   std::memcpy(&x, &a, 4);

@@ -93,14 +93,7 @@ TEST(CodegenCpu, TileKernelsAreScalarisedAndCompiled) {
 namespace zyntax {
 namespace {
 
-// Distance in units in the last place between two finite floats.
-int64_t ulps(float a, float b) {
-  int32_t x, y;
-  std::memcpy(&x, &a, 4);
-  std::memcpy(&y, &b, 4);
-  if ((x < 0) != (y < 0)) return std::llabs(static_cast<int64_t>(x & 0x7fffffff)) + std::llabs(static_cast<int64_t>(y & 0x7fffffff));
-  return std::llabs(static_cast<int64_t>(x) - static_cast<int64_t>(y));
-}
+using testing::f32_ulps;
 
 // f32 erf runs inline, without libm, within 1 ulp of the correctly rounded
 // value (subnormal arguments included); NaN stays NaN, erf(±inf) = ±1.
@@ -115,7 +108,7 @@ TEST(CodegenCpu, InlineErfIsWithinOneUlp) {
   int64_t worst = 0;
   for (int64_t i = 0; i < n; ++i) {
     double v = static_cast<double>(static_cast<float>(x.get(i).f));
-    worst = std::max(worst, ulps(static_cast<float>(erf.get(i).f), static_cast<float>(std::erf(v))));
+    worst = std::max(worst, f32_ulps(static_cast<float>(erf.get(i).f), static_cast<float>(std::erf(v))));
   }
   EXPECT_LE(worst, 1);
   EXPECT_TRUE(std::isnan(erf.get(n).f));
@@ -161,7 +154,7 @@ TEST(CodegenCpu, FastExpAndTanhAreWithinTwoUlp) {
     for (int64_t i = 0; i < n; ++i) {
       float arg = static_cast<float>(x.get(i).f) * (std::string(fn) == "exp" ? 1.0f : 0.25f);  // the kernel's f32 product
       double exact = std::string(fn) == "exp" ? std::exp(static_cast<double>(arg)) : std::tanh(static_cast<double>(arg));
-      worst = std::max(worst, ulps(static_cast<float>(got.get(i).f), static_cast<float>(exact)));
+      worst = std::max(worst, f32_ulps(static_cast<float>(got.get(i).f), static_cast<float>(exact)));
     }
     EXPECT_LE(worst, 2) << fn;
   }
