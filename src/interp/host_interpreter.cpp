@@ -251,8 +251,9 @@ void Interpreter::exec_assign(const ast::Assign& a, Frame& f) {
     // A block sees its inputs as they were when it was launched: a write
     // into a tensor waits for the @async launches still running (they may
     // read it), rather than racing them.
-    if (base.kind == Value::Kind::Tensor)
-      for (const auto& launch : launched_) launch->wait();
+    if (base.kind == Value::Kind::Tensor) {
+      for (; launches_waited_ < launched_.size(); ++launches_waited_) launched_[launches_waited_]->wait();  // each once
+    }
     host_index_assign(base, items, value, target.span);
     return;
   }

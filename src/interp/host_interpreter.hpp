@@ -73,6 +73,7 @@ class Interpreter {
   std::map<std::string, std::shared_ptr<ModuleInstance>> instances_;
   std::unique_ptr<ComputeRunner> computes_;
   std::vector<std::shared_ptr<std::shared_future<Value>>> launched_;  // @async launches
+  size_t launches_waited_ = 0;  // launched_[0..this) are finished: a host tensor write waited for them
   int depth_ = 0;
   bool main_called_ = false;
   LoadedModule* main_module_ = nullptr;

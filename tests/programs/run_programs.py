@@ -407,29 +407,28 @@ def ieee_min_max(x, y):
     return lo, hi
 
 
+def ieee_expected(x, y):
+    """NumPy's (ops, angles) for tests/programs/ieee_edges.zynml; angles
+    computed in f64 and rounded once, as every device does."""
+    x64, y64 = x.astype(F64), y.astype(F64)
+    with np.errstate(all="ignore"):
+        ops = np.stack([x + y, x - y, x * y, x / y, np.fmod(x, y), *ieee_min_max(x, y),
+                        x / F32(0.0), x / F32(-0.0), np.fmod(x, F32(0.0)), np.fmod(x, F32(3.0)), np.fmod(x, F32(-0.5))], axis=1)
+        angles = np.stack([np.arctan2(x64, y64), np.arctan2(x64, -0.0), np.arctan2(-0.0, y64),
+                           np.full_like(x64, np.arctan2(-0.0, -0.0)), np.power(x64, y64)], axis=1).astype(F32)
+    return {"ops": ops, "angles": angles}
+
+
 def define_ieee_edges():
     special = [0.0, -0.0, 1.0, -1.0, 2.5, -7.5, 1e10, 3.0, 1e-40, np.inf, -np.inf, np.nan]
     xs, ys = np.meshgrid(np.array(special, F32), np.array(special, F32), indexing="ij")
     x, y = xs.ravel(), ys.ravel()
-    x64, y64 = x.astype(F64), y.astype(F64)
-    with np.errstate(all="ignore"):
-        ops = np.stack([x + y, x - y, x * y, x / y, np.fmod(x, y), *ieee_min_max(x, y),
-                        x / F32(0.0), x / F32(-0.0), np.fmod(x, F32(0.0)), np.fmod(x, F32(3.0)), np.fmod(x, F32(-0.5))], axis=1)
-        # computed in f64 and rounded once, as every device does
-        angles = np.stack([np.arctan2(x64, y64), np.arctan2(x64, -0.0), np.arctan2(-0.0, y64),
-                           np.full_like(x64, np.arctan2(-0.0, -0.0)), np.power(x64, y64)], axis=1).astype(F32)
-    add("ieee_edges", "specials", {"x": x, "y": y}, {"ops": ops, "angles": angles}, {"ops": BITS, "angles": BITS})
+    add("ieee_edges", "specials", {"x": x, "y": y}, ieee_expected(x, y), {"ops": BITS, "angles": BITS})
     # fmod is exact however far apart the operands are
     r = rng_for("ieee_edges")
     x = (r.choice([-1.0, 1.0], 144) * 10.0 ** r.uniform(-30, 30, 144)).astype(F32)
     y = (r.choice([-1.0, 1.0], 144) * 10.0 ** r.uniform(-30, 30, 144)).astype(F32)
-    x64, y64 = x.astype(F64), y.astype(F64)
-    with np.errstate(all="ignore"):
-        ops = np.stack([x + y, x - y, x * y, x / y, np.fmod(x, y), *ieee_min_max(x, y),
-                        x / F32(0.0), x / F32(-0.0), np.fmod(x, F32(0.0)), np.fmod(x, F32(3.0)), np.fmod(x, F32(-0.5))], axis=1)
-        angles = np.stack([np.arctan2(x64, y64), np.arctan2(x64, -0.0), np.arctan2(-0.0, y64),
-                           np.full_like(x64, np.arctan2(-0.0, -0.0)), np.power(x64, y64)], axis=1).astype(F32)
-    add("ieee_edges", "wide magnitudes", {"x": x, "y": y}, {"ops": ops, "angles": angles}, {"ops": BITS, "angles": ELEMENTWISE})
+    add("ieee_edges", "wide magnitudes", {"x": x, "y": y}, ieee_expected(x, y), {"ops": BITS, "angles": ELEMENTWISE})
 
 
 def define_host():

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "cir/passes/spell_out_zero_divisors.hpp"
+#include "cir/passes/spell_out_special_literals.hpp"
 #include "cir/printer.hpp"
 #include "cir/reads.hpp"
 #include "cir/visitor.hpp"
@@ -1552,7 +1552,7 @@ std::optional<std::string> glsl_unsupported_reason(const cir::Kernel& k, const G
 GlslKernel emit_glsl(const cir::Kernel& k, const GpuTarget& target, int block_threads) {
   if (std::optional<std::string> why = glsl_unsupported_reason(k, target, block_threads))
     throw std::logic_error("GLSL lowering: kernel " + k.name + " uses " + *why);
-  return Glsl(cir::spell_out_zero_divisors(k), target, block_threads).run();
+  return Glsl(cir::spell_out_special_literals(k), target, block_threads).run();
 }
 
 }  // namespace zyntax::codegen

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "cir/passes/spell_out_zero_divisors.hpp"
+#include "cir/passes/spell_out_special_literals.hpp"
 #include "cir/printer.hpp"
 #include "cir/reads.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
@@ -1203,7 +1203,7 @@ std::optional<std::string> wgsl_unsupported_reason(const cir::Kernel& k, const G
 WgslKernel emit_wgsl(const cir::Kernel& k, const GpuTarget& target, int block_threads) {
   if (std::optional<std::string> why = wgsl_unsupported_reason(k, target, block_threads))
     throw std::logic_error("WGSL lowering: kernel " + k.name + " uses " + *why);
-  return Wgsl(cir::spell_out_zero_divisors(k), std::max(block_threads, 1)).run();
+  return Wgsl(cir::spell_out_special_literals(k), std::max(block_threads, 1)).run();
 }
 
 }  // namespace zyntax::codegen

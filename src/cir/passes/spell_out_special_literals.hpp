@@ -18,6 +18,6 @@
 
 namespace zyntax::cir {
 
-Kernel spell_out_zero_divisors(const Kernel& k);
+Kernel spell_out_special_literals(const Kernel& k);
 
 }  // namespace zyntax::cir

@@ -1,4 +1,4 @@
-#include "cir/passes/spell_out_zero_divisors.hpp"
+#include "cir/passes/spell_out_special_literals.hpp"
 
 #include <cmath>
 #include <limits>
@@ -9,7 +9,7 @@ namespace zyntax::cir {
 
 namespace {
 
-class ZeroDivisors : public IRMutator {
+class SpecialLiterals : public IRMutator {
  public:
   using IRMutator::visit;
 
@@ -42,9 +42,11 @@ class ZeroDivisors : public IRMutator {
     if (!zero) return e;
     bool negative_zero = std::signbit(zero->value);
     Expr is_nan = bin(BinaryOp::Ne, a, a);
-    // a's sign, -0 included (1 / -0 is -inf): a run-time division, which
-    // compilers leave alone.
-    Expr a_negative = bin(BinaryOp::Lt, bin(BinaryOp::Div, f(1.0), a), f(0.0));
+    // a's sign, -0 included (1 / -0 is -inf, a run-time division, which
+    // compilers leave alone); other values by a compare, which holds on
+    // devices that flush 1 / huge to 0.
+    Expr a_negative = bin(BinaryOp::Or, bin(BinaryOp::Lt, a, f(0.0)),
+                          bin(BinaryOp::And, bin(BinaryOp::Eq, a, f(0.0)), bin(BinaryOp::Lt, bin(BinaryOp::Div, f(1.0), a), f(0.0))));
     switch (b->op) {
       case BinaryOp::Mod: return Select::make(is_nan, a, f(nan), s);  // NaN either way; `a` still evaluated
       case BinaryOp::Div: {
@@ -75,6 +77,6 @@ class ZeroDivisors : public IRMutator {
 
 }  // namespace
 
-Kernel spell_out_zero_divisors(const Kernel& k) { return ZeroDivisors().mutate(k); }
+Kernel spell_out_special_literals(const Kernel& k) { return SpecialLiterals().mutate(k); }
 
 }  // namespace zyntax::cir
