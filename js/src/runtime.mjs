@@ -198,6 +198,12 @@ export async function launch(device, plan, args) {
     const t = ArrayBuffer.isView(a) ? { data: a, shape: [a.length] } : a;
     if (!t || !t.data || !Array.isArray(t.shape))
       throw new TypeError(`${name}: argument ${p.name} is a typed array, or { data, shape } with data a typed array or a GPUBuffer`);
+    // A typed array says its element type: one of another type is refused
+    // (an Int32Array read as f32 has the right size and wrong values).
+    // Bytes (a Uint8Array or a DataView) and GPUBuffers are taken as the kernel's type.
+    const want = kArrays[p.dtype];
+    if (ArrayBuffer.isView(t.data) && !(t.data instanceof DataView) && !(t.data instanceof Uint8Array) && want && !(t.data instanceof want))
+      throw new TypeError(`${name}: argument ${p.name} is a ${t.data.constructor.name}, the kernel wants ${p.dtype} (a ${want.name})`);
     const elements = t.shape.reduce((x, y) => x * y, 1), bytes = elements * dtypeBytes(p.dtype);
     if (isGpuBuffer(t.data) ? t.data.size < bytes : t.data.byteLength !== bytes)
       throw new TypeError(`${name}: argument ${p.name} (${p.dtype}) holds ${isGpuBuffer(t.data) ? t.data.size : t.data.byteLength} bytes, not the ${bytes} of shape ${shapeText(t.shape)}`);
@@ -206,7 +212,10 @@ export async function launch(device, plan, args) {
   // The sizes: from the inputs' axes, or arguments of their own.
   const d = {};
   for (const s of plan.sizes) {
-    if (s.input !== undefined) {
+    if (s.unread) {
+      const t = inputs.get(s.input);
+      d[s.name] = t && s.axis < t.shape.length ? t.shape[s.axis] : 1;
+    } else if (s.input !== undefined) {
       const t = inputs.get(s.input);
       if (!t || s.axis >= t.shape.length) throw new TypeError(`${name}: argument ${s.input} has no axis ${s.axis} (for size ${s.name})`);
       d[s.name] = t.shape[s.axis];
@@ -217,7 +226,7 @@ export async function launch(device, plan, args) {
   }
   // Every input's shape as the sizes make it.
   tensorParams.forEach((p, i) => {
-    if (p.role !== 'input') return;
+    if (p.role !== 'input' || plan.shapes[i] === null) return;
     const want = plan.shapes[i](d), got = inputs.get(p.name).shape;
     if (want.length !== got.length || want.some((x, a) => x !== got[a]))
       throw new TypeError(`${name}: argument ${p.name} has shape ${shapeText(got)}, the kernel wants ${shapeText(want)}`);

@@ -50,6 +50,9 @@ struct GpuTarget {
   int vector_bytes = 16;                  // the widest load or store of one thread
   int index_bits = 64;                    // integer width of addresses and indices
   bool f64 = true, f16 = true, bf16 = true, i64 = true;
+  // Shaders may ask the driver's compiler to keep NaN, infinities and
+  // signed zeros (SPIR-V's SignedZeroInfNanPreserve), per float width.
+  bool preserves_ieee_specials_f32 = false, preserves_ieee_specials_f64 = false;
   bool subgroup_shuffles = true;          // lanes exchange registers (block reductions use them)
   bool async_copy = false;                // copies into shared memory that land while the thread goes on
   // Hopper's (sm_90a): tiles copied by a tensor copy engine into swizzled

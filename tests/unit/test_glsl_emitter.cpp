@@ -12,6 +12,7 @@
 
 #include "codegen/glsl/glsl_emitter.hpp"
 #include "codegen/glsl/spirv_compiler.hpp"
+#include "codegen/glsl/spirv_float_controls.hpp"
 #include "plan/gpu_plan.hpp"
 #include "runtime/disk_cache.hpp"
 #include "plan_parity.hpp"
@@ -114,6 +115,43 @@ TEST(SpirvCompiler, SpirvComesFromTheDiskCacheOnTheNextRun) {
   EXPECT_FALSE(bad.error.empty());
   EXPECT_NE(bad.error.find("bad:"), std::string::npos) << bad.error;
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace zyntax
+
+namespace zyntax {
+namespace {
+
+// The pragma's widths become SignedZeroInfNanPreserve modes of the module,
+// with the capability and the extension once each; a module that declares
+// some already gets only the others; spirv-val accepts the result.
+TEST(SpirvFloatControls, ThePragmaDeclaresEachWidthOnce) {
+  std::string body = "layout(local_size_x = 1) in;\nlayout(std430, binding = 0) buffer B { double d[]; } b;\n"
+                     "void main() { b.d[0] = b.d[1] * 0.0; }\n";
+  std::string glsl = std::string("#version 450\n") + codegen::kPreservePragma + " 32 64\n" + body;
+  EXPECT_EQ(codegen::preserved_float_widths(glsl), (std::vector<uint32_t>{32, 64}));
+  EXPECT_TRUE(codegen::preserved_float_widths("#version 450\n" + body).empty());
+  codegen::SpirvModule m = codegen::compile_glsl(glsl, "k");
+  ASSERT_TRUE(m.error.empty()) << m.error;
+  EXPECT_EQ(validate(m.words, "float_controls"), "");
+  std::string text = codegen::compile_glsl_to_assembly(glsl, "k");
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("OpCapability SignedZeroInfNanPreserve"), 1u) << text;
+  EXPECT_EQ(count("OpExtension \"SPV_KHR_float_controls\""), 1u) << text;
+  EXPECT_EQ(count("SignedZeroInfNanPreserve 32"), 1u) << text;
+  EXPECT_EQ(count("SignedZeroInfNanPreserve 64"), 1u) << text;
+  // Declaring again adds nothing.
+  std::vector<uint32_t> again = m.words;
+  codegen::declare_signed_zero_inf_nan_preserve(again, {32, 64});
+  EXPECT_EQ(again, m.words);
+  // Not a module: an error, not a crash.
+  std::vector<uint32_t> junk{0x07230203u, 0, 0, 0, 0, 0x00ff0001u};
+  EXPECT_THROW(codegen::declare_signed_zero_inf_nan_preserve(junk, {32}), std::runtime_error);
 }
 
 }  // namespace

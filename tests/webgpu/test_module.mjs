@@ -31,7 +31,9 @@ const close = (got, want, tol = 1e-5) => got.length === want.length && Array.fro
 try {
   execFileSync(process.argv[2], ['compile', join(here, 'module_test.zynml'), '--backend', 'webgpu', '--emit', 'js', '-o', out], { stdio: 'pipe' });
   const mod = await import(join(out, 'module_test.mjs'));
-  expect('the module exports every kernel', ['scaled_sum', 'row_sums', 'arg_max', 'softmax_rows', 'shifted_read'].every((k) => typeof mod[k] === 'function'));
+  expect('the module exports every kernel', ['scaled_sum', 'row_sums', 'arg_max', 'softmax_rows', 'shifted_read', 'unread_input'].every((k) => typeof mod[k] === 'function'));
+  const doubled = await mod.unread_input(device, { mask: { data: new Float32Array(6), shape: [2, 3] }, v: Float32Array.from([1, -2, 3]) });
+  expect('an input the kernel does not read takes any shape', close(doubled.data, [2, -4, 6], 0), String(Array.from(doubled.data)));
 
   const r = 5, c = 7;
   const m = Float32Array.from({ length: r * c }, (_, i) => Math.sin(i) * 3);
@@ -72,6 +74,13 @@ try {
     error = e.message;
   }
   expect('a wrong shape names the argument and both shapes', /argument v has shape \[8\], the kernel wants \[7\]/.test(error), error);
+  error = '';
+  try {
+    await mod.scaled_sum(device, { m: { data: new Int32Array(r * c), shape: [r, c] }, v, s: 1 });
+  } catch (e) {
+    error = e.message;
+  }
+  expect('a typed array of another type is refused', /argument m is a Int32Array, the kernel wants f32/.test(error), error);
   error = '';
   try {
     await mod.shifted_read(device, { x: Int32Array.from([1, 2, 3]) });

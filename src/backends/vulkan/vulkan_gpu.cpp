@@ -71,9 +71,11 @@ std::vector<std::unique_ptr<Gpu>> Gpu::open_all(std::vector<std::string>* skippe
 Gpu::Gpu(VkPhysicalDevice physical, int ordinal) : physical_(physical) {
   auto subgroup = make<VkPhysicalDeviceSubgroupProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES);
   auto driver = make<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+  auto float_controls = make<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
   auto props = make<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   props.pNext = &subgroup;
   subgroup.pNext = &driver;
+  driver.pNext = &float_controls;
   vkGetPhysicalDeviceProperties2(physical, &props);
   const VkPhysicalDeviceProperties& p = props.properties;
   id_ = "vulkan:" + std::to_string(ordinal);
@@ -108,6 +110,8 @@ Gpu::Gpu(VkPhysicalDevice physical, int ordinal) : physical_(physical) {
   target_.vector_bytes = 16;
   target_.index_bits = 64;
   target_.f64 = f.core.features.shaderFloat64;
+  target_.preserves_ieee_specials_f32 = float_controls.shaderSignedZeroInfNanPreserveFloat32;
+  target_.preserves_ieee_specials_f64 = float_controls.shaderSignedZeroInfNanPreserveFloat64;
   target_.f16 = target_.bf16 = f.v11.storageBuffer16BitAccess;
   target_.i64 = true;
   bool compute_subgroups = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;

@@ -2,76 +2,193 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
+#include <string>
 
 #include "cir/mutator.hpp"
+#include "cir/visitor.hpp"
 
 namespace zyntax::cir {
 
 namespace {
 
+// Whether a shader compiler could know a float expression's value: nothing in
+// it comes from memory or from a float variable, so after unrolling a loop
+// or folding an index of a one-element axis the driver may compute it (an
+// integer loop variable converted to float, say). Integer variables count as
+// known: a compare and a select are cheaper than being wrong. Float lets
+// count where their values do (`known_lets`); float vars do not (guarding
+// every accumulation would cost hot loops a compare and a division each).
+class MayBeConstantToTheDriver : public IRVisitor {
+ public:
+  using IRVisitor::visit;
+  static bool of(const Expr& e, const std::set<std::string>& known_lets) {
+    if (e.as<FloatImm>()) return false;  // literals are spelled out themselves
+    MayBeConstantToTheDriver v(known_lets);
+    v.include(e);
+    return v.known_;
+  }
+  explicit MayBeConstantToTheDriver(const std::set<std::string>& known_lets) : known_lets_(known_lets) {}
+  void visit(const Var* op) override {
+    if (is_float(op->type.dtype) && !known_lets_.count(op->name)) known_ = false;
+  }
+  void visit(const Access*) override { known_ = false; }
+  void visit(const Dot*) override { known_ = false; }
+  void visit(const Reduce*) override { known_ = false; }
+  void visit(const MatMul*) override { known_ = false; }
+  void visit(const Transpose*) override { known_ = false; }
+
+ private:
+  const std::set<std::string>& known_lets_;
+  bool known_ = true;
+};
+
 class SpecialLiterals : public IRMutator {
  public:
   using IRMutator::visit;
 
-  Expr visit(const Binary* op) override {
-    Expr e = IRMutator::visit(op);
+  Expr visit(const Binary* op) override { return spell(IRMutator::visit(op)); }
+
+  // `e`, a binary operation whose operands are spelled out already, spelled out.
+  Expr spell(const Expr& e) {
     const Binary* b = e.as<Binary>();
     if (!b || !is_float(b->type.dtype) || b->type.rank() != 0) return e;
     DType t = b->type.dtype;
     Span s = b->span;
-    auto f = [&](double v) { return FloatImm::make(v, t, s); };
-    auto bin = [&](BinaryOp o, Expr x, Expr y) { return Binary::make(o, std::move(x), std::move(y), s); };
-    double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
     // A literal NaN operand makes every arithmetic result NaN (min and max
     // propagate it too): said here, not left to a driver that assumes none.
     bool arithmetic = b->op == BinaryOp::Add || b->op == BinaryOp::Sub || b->op == BinaryOp::Mul || b->op == BinaryOp::Div ||
                       b->op == BinaryOp::Mod || b->op == BinaryOp::Min || b->op == BinaryOp::Max;
     for (const Expr& operand : {b->a, b->b})
-      if (auto n = operand.as<FloatImm>(); n && std::isnan(n->value) && arithmetic) return f(nan);
-    // 0.0 / a: NaN where a is NaN or 0, else a zero signed by the signs.
-    if (const FloatImm* numerator = literal_zero(b->a); numerator && b->op == BinaryOp::Div && !literal_zero(b->b)) {
-      const Expr& a = b->b;
-      Expr nan_or_zero = bin(BinaryOp::Or, bin(BinaryOp::Ne, a, a), bin(BinaryOp::Eq, a, f(0.0)));
-      bool negative = std::signbit(numerator->value);
-      Expr a_negative = bin(BinaryOp::Lt, a, f(0.0));
-      return Select::make(nan_or_zero, f(nan), Select::make(a_negative, f(negative ? 0.0 : -0.0), f(negative ? -0.0 : 0.0), s), s);
+      if (auto n = operand.as<FloatImm>(); n && std::isnan(n->value) && arithmetic) return FloatImm::make(kNaN, t, s);
+    if (const FloatImm* numerator = literal_zero(b->a); numerator && b->op == BinaryOp::Div && !literal_zero(b->b))
+      return with_zero(b->op, b->b, std::signbit(numerator->value), /*zero_first=*/true, t, s);
+    bool commutes = b->op == BinaryOp::Mul || b->op == BinaryOp::Add;
+    if (const FloatImm* zero = literal_zero(b->b)) {
+      Expr spelled = with_zero(b->op, b->a, std::signbit(zero->value), false, t, s);
+      return spelled.defined() ? spelled : e;
     }
-    const FloatImm* zero = literal_zero(b->b);
-    Expr a = b->a;
-    if (!zero && (b->op == BinaryOp::Mul || b->op == BinaryOp::Add) && (zero = literal_zero(b->a))) a = b->b;  // commutes
-    if (!zero) return e;
-    bool negative_zero = std::signbit(zero->value);
+    if (const FloatImm* zero = literal_zero(b->a); zero && commutes) {
+      Expr spelled = with_zero(b->op, b->b, std::signbit(zero->value), false, t, s);
+      return spelled.defined() ? spelled : e;
+    }
+    // An operand zero only to the driver's own constant propagation: the
+    // same forms, chosen at run time (or by the driver, once it knows).
+    if (known(b->b)) {
+      // A divisor the driver knows to be zero is never divided by, not even
+      // in the branch not taken (a driver may fold that into garbage).
+      Expr otherwise = e;
+      if (b->op == BinaryOp::Div || b->op == BinaryOp::Mod)
+        otherwise = Binary::make(b->op, b->a, Select::make(Binary::make(BinaryOp::Eq, b->b, FloatImm::make(0.0, t, s), s), FloatImm::make(1.0, t, s), b->b, s), s);
+      if (Expr z = when_zero(b->b, b->op, b->a, false, otherwise, t, s); z.defined()) return z;
+    }
+    if (known(b->a)) {
+      if (b->op == BinaryOp::Div) return when_zero(b->a, b->op, b->b, true, e, t, s);
+      if (commutes) return when_zero(b->a, b->op, b->b, false, e, t, s);
+    }
+    return e;
+  }
+
+  Expr visit(const Math* op) override {
+    Expr e = IRMutator::visit(op);
+    const Math* m = e.as<Math>();
+    if (!m || m->fn != MathFn::Fma || !is_float(m->type.dtype) || m->type.rank() != 0) return e;
+    // fma(a, ±0, c) is (a * ±0) + c exactly: the product spelled out.
+    DType t = m->type.dtype;
+    Span s = m->span;
+    // fma(a, b, ±0) is a * b (exact or rounded once either way) + ±0, whose
+    // zero sign a compiler folding `+ 0` would lose.
+    if (const FloatImm* zero = literal_zero(m->args[2])) {
+      Expr product = spell(Binary::make(BinaryOp::Mul, m->args[0], m->args[1], s));
+      Expr spelled = with_zero(BinaryOp::Add, product, std::signbit(zero->value), false, t, s);
+      return spelled.defined() ? spelled : product;
+    }
+    for (int i : {0, 1}) {
+      const Expr& factor = m->args[i];
+      const Expr& other = m->args[1 - i];
+      auto plus_addend = [&](Expr product) { return Binary::make(BinaryOp::Add, std::move(product), m->args[2], s); };
+      if (const FloatImm* zero = literal_zero(factor))
+        return plus_addend(with_zero(BinaryOp::Mul, other, std::signbit(zero->value), false, t, s));
+      if (known(factor))
+        return Select::make(Binary::make(BinaryOp::Eq, factor, FloatImm::make(0.0, t, s), s),
+                            plus_addend(when_zero(factor, BinaryOp::Mul, other, false, Binary::make(BinaryOp::Mul, other, factor, s), t, s)),
+                            e, s);
+    }
+    return e;
+  }
+
+  Stmt visit(const Let* op) override {
+    Stmt st = IRMutator::visit(op);
+    if (const Let* let = st.as<Let>(); let && is_float(let->value->type.dtype) && known(let->value)) known_lets_.insert(let->name);
+    return st;
+  }
+
+ private:
+  // Names are unique within a kernel, so a let's name means that let everywhere.
+  std::set<std::string> known_lets_;
+
+  bool known(const Expr& e) const { return MayBeConstantToTheDriver::of(e, known_lets_); }
+
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
+  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+  static const FloatImm* literal_zero(const Expr& e) {
+    const FloatImm* z = e.as<FloatImm>();
+    return z && z->value == 0.0 ? z : nullptr;
+  }
+
+  // `z op a` (zero_first) or `a op z` for `z`, maybe zero at run time:
+  // where z is ±0 the forms of with_zero, else `otherwise`. Undefined where
+  // the operator needs no form.
+  static Expr when_zero(const Expr& z, BinaryOp op, const Expr& a, bool zero_first, const Expr& otherwise, DType t, Span s) {
+    Expr plus = with_zero(op, a, false, zero_first, t, s), minus = with_zero(op, a, true, zero_first, t, s);
+    if (!plus.defined() && !minus.defined()) return {};
+    if (!plus.defined()) plus = otherwise;
+    if (!minus.defined()) minus = otherwise;
+    auto f = [&](double v) { return FloatImm::make(v, t, s); };
+    Expr z_negative = Binary::make(BinaryOp::Lt, Binary::make(BinaryOp::Div, f(1.0), z, s), f(0.0), s);
+    return Select::make(Binary::make(BinaryOp::Eq, z, f(0.0), s), Select::make(z_negative, minus, plus, s), otherwise, s);
+  }
+
+  // The IEEE result of `a op ±0` (or `±0 / a` when zero_first) in compares
+  // and selects; undefined where the operation needs none.
+  static Expr with_zero(BinaryOp op, const Expr& a, bool negative_zero, bool zero_first, DType t, Span s) {
+    auto f = [&](double v) { return FloatImm::make(v, t, s); };
+    auto bin = [&](BinaryOp o, Expr x, Expr y) { return Binary::make(o, std::move(x), std::move(y), s); };
     Expr is_nan = bin(BinaryOp::Ne, a, a);
+    if (zero_first) {
+      if (op != BinaryOp::Div) return {};
+      // ±0 / a: NaN where a is NaN or 0, else a zero signed by the signs.
+      Expr nan_or_zero = bin(BinaryOp::Or, is_nan, bin(BinaryOp::Eq, a, f(0.0)));
+      Expr a_negative = bin(BinaryOp::Lt, a, f(0.0));
+      return Select::make(nan_or_zero, f(kNaN),
+                          Select::make(a_negative, f(negative_zero ? 0.0 : -0.0), f(negative_zero ? -0.0 : 0.0), s), s);
+    }
     // a's sign, -0 included (1 / -0 is -inf, a run-time division, which
     // compilers leave alone); other values by a compare, which holds on
     // devices that flush 1 / huge to 0.
     Expr a_negative = bin(BinaryOp::Or, bin(BinaryOp::Lt, a, f(0.0)),
                           bin(BinaryOp::And, bin(BinaryOp::Eq, a, f(0.0)), bin(BinaryOp::Lt, bin(BinaryOp::Div, f(1.0), a), f(0.0))));
-    switch (b->op) {
-      case BinaryOp::Mod: return Select::make(is_nan, a, f(nan), s);  // NaN either way; `a` still evaluated
+    switch (op) {
+      case BinaryOp::Mod: return Select::make(is_nan, a, f(kNaN), s);  // NaN either way; `a` still evaluated
       case BinaryOp::Div: {
         Expr nan_or_zero = bin(BinaryOp::Or, is_nan, bin(BinaryOp::Eq, a, f(0.0)));
         double sign = negative_zero ? -1.0 : 1.0;
-        Expr signed_inf = Select::make(bin(BinaryOp::Lt, a, f(0.0)), f(-sign * inf), f(sign * inf), s);
-        return Select::make(nan_or_zero, f(nan), signed_inf, s);
+        Expr signed_inf = Select::make(bin(BinaryOp::Lt, a, f(0.0)), f(-sign * kInf), f(sign * kInf), s);
+        return Select::make(nan_or_zero, f(kNaN), signed_inf, s);
       }
       case BinaryOp::Mul: {
-        Expr not_finite = bin(BinaryOp::Or, is_nan, bin(BinaryOp::Eq, Math::make(MathFn::Abs, {a}, s), f(inf)));
+        Expr not_finite = bin(BinaryOp::Or, is_nan, bin(BinaryOp::Eq, Math::make(MathFn::Abs, {a}, s), f(kInf)));
         Expr signed_zero = Select::make(a_negative, f(negative_zero ? 0.0 : -0.0), f(negative_zero ? -0.0 : 0.0), s);
-        return Select::make(not_finite, f(nan), signed_zero, s);
+        return Select::make(not_finite, f(kNaN), signed_zero, s);
       }
       case BinaryOp::Add:
       case BinaryOp::Sub:
         // a + 0.0 and a - -0.0 are +0 for a = -0; a + -0.0 and a - 0.0 are a.
-        if ((b->op == BinaryOp::Add) == negative_zero) return e;
+        if ((op == BinaryOp::Add) == negative_zero) return {};
         return Select::make(bin(BinaryOp::Eq, a, f(0.0)), f(0.0), a, s);
-      default: return e;
+      default: return {};
     }
-  }
-
-  static const FloatImm* literal_zero(const Expr& e) {
-    const FloatImm* z = e.as<FloatImm>();
-    return z && z->value == 0.0 ? z : nullptr;
   }
 };
 

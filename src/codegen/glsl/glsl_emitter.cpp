@@ -12,6 +12,7 @@
 #include "cir/reads.hpp"
 #include "cir/visitor.hpp"
 #include "codegen/glsl/glsl_f64_math.hpp"
+#include "codegen/glsl/spirv_float_controls.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "support/trip_count.hpp"
 
@@ -481,9 +482,17 @@ class Glsl {
       << "#extension GL_KHR_shader_subgroup_basic : require\n"
       << "#extension GL_KHR_shader_subgroup_shuffle : require\n"
       << (unrolled_ ? "#extension GL_EXT_control_flow_attributes : require\n" : "")
+      << preserve_pragma()
       << "layout(local_size_x = " << out.local_size << ") in;\n"
       << decls_;
     return h.str();
+  }
+
+  // Asks the driver to keep NaN, infinities and signed zeros where the
+  // device lets a shader ask (codegen/glsl/spirv_float_controls.hpp).
+  std::string preserve_pragma() const {
+    std::string widths = std::string(t_.preserves_ieee_specials_f32 ? " 32" : "") + (t_.preserves_ieee_specials_f64 && t_.f64 ? " 64" : "");
+    return widths.empty() ? "" : std::string(kPreservePragma) + widths + "\n";
   }
 
   // Functions the body calls (written out only where it does).

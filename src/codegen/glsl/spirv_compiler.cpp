@@ -1,11 +1,13 @@
 #include "codegen/glsl/spirv_compiler.hpp"
 
 #include <shaderc/shaderc.hpp>
+#include <spirv-tools/libspirv.hpp>
 
 #include <cstring>
 #include <optional>
 #include <stdexcept>
 
+#include "codegen/glsl/spirv_float_controls.hpp"
 #include "runtime/disk_cache.hpp"
 
 namespace zyntax::codegen {
@@ -54,6 +56,12 @@ SpirvModule compile_glsl(const std::string& glsl, const std::string& name, bool 
     return m;
   }
   m.words.assign(r.cbegin(), r.cend());
+  try {
+    declare_signed_zero_inf_nan_preserve(m.words, preserved_float_widths(glsl));
+  } catch (const std::exception& e) {
+    m.words.clear();
+    m.error = e.what();
+  }
   return m;
 }
 
@@ -73,10 +81,13 @@ SpirvModule cached_spirv(const std::string& glsl, const std::string& name, const
 }
 
 std::string compile_glsl_to_assembly(const std::string& glsl, const std::string& name, bool optimize) {
-  shaderc::Compiler compiler;
-  shaderc::AssemblyCompilationResult r = compiler.CompileGlslToSpvAssembly(glsl, shaderc_compute_shader, name.c_str(), options(optimize && optimizable(glsl)));
-  if (r.GetCompilationStatus() != shaderc_compilation_status_success) throw std::runtime_error(r.GetErrorMessage());
-  return std::string(r.cbegin(), r.cend());
+  SpirvModule m = compile_glsl(glsl, name, optimize);
+  if (!m.error.empty()) throw std::runtime_error(m.error);
+  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_1);
+  std::string text;
+  if (!tools.Disassemble(m.words, &text, SPV_BINARY_TO_TEXT_OPTION_FRIENDLY_NAMES | SPV_BINARY_TO_TEXT_OPTION_INDENT))
+    throw std::runtime_error("cannot disassemble the SPIR-V of " + name);
+  return text;
 }
 
 }  // namespace zyntax::codegen

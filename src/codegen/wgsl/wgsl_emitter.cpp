@@ -182,8 +182,9 @@ class Wgsl {
       << "fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(workgroup_id) wid: vec3u,\n"
       << "        @builtin(local_invocation_id) lid: vec3u) {\n";
     // Every buffer the runtime binds stays in the pipeline's layout, read
-    // by the kernel or not (an input a kernel takes only its size from).
-    for (const std::string& b : storage_bindings_) s << "  _ = &" << b << ";\n";
+    // by the kernel or not (an input a kernel takes only its size from, the
+    // uniforms of sizes it does not read).
+    for (const std::string& b : bindings_) s << "  _ = &" << b << ";\n";
     s << body_.str() << "}\n";
     out.source = s.str();
     out.sites = std::move(sites_);
@@ -216,7 +217,7 @@ class Wgsl {
       d << "@group(0) @binding(" << binding << ") var<storage, " << (output ? "read_write> " : "read> ") << name << ": array<"
         << (output ? "atomic<u32>" : "u32") << ">;\n";
       bufs_[p.name] = {name, p.type, true, output, false};
-      storage_bindings_.push_back(name);
+      bindings_.push_back(name);
       ++binding;
     }
     out.tensor_bindings = binding;
@@ -232,7 +233,7 @@ class Wgsl {
           std::string name = "b" + std::to_string(binding);
           d << "@group(0) @binding(" << binding << ") var<storage, read_write> " << name << ": array<atomic<u32>>;\n";
           bufs_[n] = {name, cir::Type::tensor(t, o.type.shape), true, true, false};
-          storage_bindings_.push_back(name);
+          bindings_.push_back(name);
           *at = binding++;
         }
       } else {
@@ -241,7 +242,7 @@ class Wgsl {
     }
     out.status_binding = binding;
     d << "@group(0) @binding(" << binding++ << ") var<storage, read_write> status: array<atomic<u32>>;\n";
-    storage_bindings_.push_back("status");
+    bindings_.push_back("status");
     std::ostringstream fields;
     uint32_t offset = 0;
     auto uniform = [&](WgslUniform::Source src, size_t index, DType t, const std::string& name) {
@@ -260,6 +261,7 @@ class Wgsl {
       out.uniform_binding = binding;
       out.uniform_bytes = (offset + 15) / 16 * 16;
       d << "struct Args {\n" << fields.str() << "}\n@group(0) @binding(" << binding << ") var<uniform> args: Args;\n";
+      bindings_.push_back("args");
     }
     decls_ = d.str();
   }
@@ -839,10 +841,20 @@ class Wgsl {
     return math_f32(m.fn, args);
   }
 
+  std::string sigmoid(const std::string& x) {
+    std::string e = temp(DType::F32, "exp(-abs(" + x + "))");
+    return temp(DType::F32, "select(" + e + " / (1.0 + " + e + "), 1.0 / (1.0 + " + e + "), " + x + " >= 0.0)");
+  }
+  std::string at_minus_inf(const std::string& x, const std::string& value) {
+    return temp(DType::F32, "select(" + value + ", -0.0, " + x + " < -3.4028234663852886e38)");
+  }
+
   std::string math_f32(MathFn fn, const std::vector<std::string>& args) {
     const DType t = DType::F32;
     const std::string& x = args[0];
-    auto call = [&](const char* name) { return temp(t, std::string(name) + "(" + x + ")"); };
+    // NaN in, NaN out: some adapters' built-ins give a number (atan(NaN)
+    // is 0 on OpenGL ES through Mesa).
+    auto call = [&](const char* name) { return temp(t, "select(" + std::string(name) + "(" + x + "), " + x + ", " + x + " != " + x + ")"); };
     switch (fn) {
       case MathFn::Sin: return call("sin");
       case MathFn::Cos: return call("cos");
@@ -852,7 +864,8 @@ class Wgsl {
       case MathFn::Atan: return call("atan");
       case MathFn::Sinh: return call("sinh");
       case MathFn::Cosh: return call("cosh");
-      case MathFn::Tanh: return temp(t, "select(tanh(" + x + "), sign(" + x + "), abs(" + x + ") > 9.1)");  // tanh may overflow where exp does
+      case MathFn::Tanh:  // tanh may overflow where exp does
+        return temp(t, "select(select(tanh(" + x + "), sign(" + x + "), abs(" + x + ") > 9.1), " + x + ", " + x + " != " + x + ")");
       case MathFn::Exp: return call("exp");
       case MathFn::Exp2: return call("exp2");
       case MathFn::Log: return call("log");
@@ -868,11 +881,16 @@ class Wgsl {
       case MathFn::Sign: return temp(t, "select(sign(" + x + "), " + x + ", " + x + " != " + x + ")");
       case MathFn::Relu: return temp(t, "select(select(0.0, " + x + ", " + x + " > 0.0), " + x + ", " + x + " != " + x + ")");
       case MathFn::Erf: helpers_.insert("erf"); return call("zy_erf");
-      case MathFn::Gelu: helpers_.insert("erf"); return temp(t, "0.5 * " + x + " * (1.0 + zy_erf(" + x + " * 0.70710678118654752440))");
+      // The activations are -0 at -inf, as the reference's (x * 0 is NaN
+      // there); sigmoid is e / (1 + e) below zero, so that it reaches the
+      // subnormals instead of 1 / inf.
+      case MathFn::Gelu:
+        helpers_.insert("erf");
+        return at_minus_inf(x, "0.5 * " + x + " * (1.0 + zy_erf(" + x + " * 0.70710678118654752440))");
       case MathFn::GeluTanh:
-        return temp(t, x + " / (1.0 + exp(-1.5957691216057308 * (" + x + " + 0.044715 * " + x + " * " + x + " * " + x + ")))");
-      case MathFn::Sigmoid: return temp(t, "1.0 / (1.0 + exp(-" + x + "))");
-      case MathFn::Silu: return temp(t, x + " / (1.0 + exp(-" + x + "))");
+        return at_minus_inf(x, x + " / (1.0 + exp(-1.5957691216057308 * (" + x + " + 0.044715 * " + x + " * " + x + " * " + x + ")))");
+      case MathFn::Sigmoid: return sigmoid(x);
+      case MathFn::Silu: return at_minus_inf(x, x + " * " + sigmoid(x));
       case MathFn::Pow: helpers_.insert({"pow", "bits"}); return temp(t, "zy_pow(" + x + ", " + args[1] + ")");
       case MathFn::Atan2: helpers_.insert({"atan2", "bits"}); return temp(t, "zy_atan2(" + x + ", " + args[1] + ")");
       case MathFn::Min: return temp(t, min_max(true, t, x, args[1]));
@@ -1159,7 +1177,7 @@ class Wgsl {
     line("}");
   }
 
-  std::vector<std::string> storage_bindings_;  // b0, b1, ..., status
+  std::vector<std::string> bindings_;  // b0, b1, ..., status, args
   const cir::Kernel& k_;
   int threads_;
   std::string decls_;

@@ -1,9 +1,11 @@
 #include "codegen/wgsl/wgsl_module.hpp"
 
 #include <cctype>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
+#include "cir/reads.hpp"
 #include "codegen/wgsl/wgsl_description.hpp"
 
 namespace zyntax::codegen {
@@ -40,6 +42,20 @@ std::string js_ident(const std::string& name) {
   return s;
 }
 
+// Inputs the kernel reads neither element nor size of (a block may name an
+// input it does not use): they may have any shape.
+std::set<std::string> unread_inputs(const cir::Kernel& k) {
+  std::set<std::string> read;
+  for (const cir::Stmt& st : k.body)
+    for (const std::string& n : cir::reads(st)) read.insert(n);
+  std::set<std::string> unread;
+  for (const cir::Param& p : k.params)
+    if (p.role == cir::ParamRole::Input && !read.count(p.name)) unread.insert(p.name);
+  for (const cir::DimParam& dp : k.dims)
+    if (dp.source == cir::DimSource::Input && read.count(dp.name)) unread.erase(dp.input);
+  return unread;
+}
+
 }  // namespace
 
 std::optional<std::string> js_shape_problem(const cir::Kernel& k) {
@@ -59,21 +75,28 @@ std::string wgsl_js_module(const std::vector<WgslModuleKernel>& kernels, const s
     const cir::Kernel& k = mk.kernel;
     if (std::optional<std::string> why = js_shape_problem(k)) throw std::invalid_argument("kernel " + mk.name + ": " + *why);
     std::string id = js_ident(mk.name);
-    m << "const " << id << "_plan = {\n  kernel: " << wgsl_kernel_json(k, mk.wgsl) << ",\n  // where each size comes from: an input's axis, or an argument\n  sizes: [";
+    std::set<std::string> unread = unread_inputs(k);
+    m << "const " << id << "_plan = {\n  kernel: " << wgsl_kernel_json(k, mk.wgsl)
+      << ",\n  // where each size comes from: an input's axis (of any shape where `unread`), or an argument\n  sizes: [";
     for (size_t i = 0; i < k.dims.size(); ++i) {
       const cir::DimParam& dp = k.dims[i];
       m << (i ? ", " : "") << "{ name: " << json_string(dp.name);
-      if (dp.source == cir::DimSource::Input) m << ", input: " << json_string(dp.input) << ", axis: " << dp.axis;
+      if (dp.source == cir::DimSource::Input) m << ", input: " << json_string(dp.input) << ", axis: " << dp.axis << (unread.count(dp.input) ? ", unread: true" : "");
       m << " }";
     }
-    m << "],\n  // each tensor param's shape, from the sizes\n  shapes: [";
+    m << "],\n  // each tensor param's shape, from the sizes (null: any shape)\n  shapes: [";
     bool first = true;
     for (const cir::Param& p : k.params) {
       if (p.role == cir::ParamRole::Scalar) continue;
-      m << (first ? "" : ", ") << "(d) => [";
+      m << (first ? "" : ", ");
+      first = false;
+      if (unread.count(p.name)) {
+        m << "null";
+        continue;
+      }
+      m << "(d) => [";
       for (size_t a = 0; a < p.type.shape.size(); ++a) m << (a ? ", " : "") << *js_size(p.type.shape[a]);
       m << "]";
-      first = false;
     }
     m << "],\n};\n"
       << "export async function " << id << "(device, args = {}) {\n  return launch(device, " << id << "_plan, args);\n}\n\n";
