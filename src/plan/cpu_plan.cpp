@@ -4,6 +4,7 @@
 #include "cir/pass_manager.hpp"
 #include "cir/passes/interchange_reductions.hpp"
 #include "cir/passes/partition_guarded_loops.hpp"
+#include "cir/passes/read_each_element_once.hpp"
 #include "cir/passes/reuse_row_values.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/serialize_atomic_loops.hpp"
@@ -45,6 +46,8 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits)
   // (ThreadPool::parallel_for); a batch of one must still give each a share.
   if (threads > 1)
     passes.push_back({"widen_task_loop", [threads](const cir::Kernel& k) { return cir::widen_task_loop(k, 4 * int64_t(threads)); }});
+  // Last: the schedules above match the expressions as written.
+  passes.push_back({"read_each_element_once", [](const cir::Kernel& k) { return cir::read_each_element_once(k); }});
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
   if (auto why = cpu_unsupported_reason(k)) {
     plan.why_not = *why;

@@ -2,7 +2,10 @@
 
 #include <llvm/IR/MDBuilder.h>
 
+#include <algorithm>
+
 #include "cir/affine.hpp"
+#include "cir/equal.hpp"
 #include "cir/reads.hpp"
 #include "cir/visitor.hpp"
 
@@ -171,12 +174,19 @@ void Emitter::emit_loop(const cir::For& f, llvm::Value* lo, llvm::Value* step, l
   b_.CreateCondBr(b_.CreateICmpULT(k, trips), body, done);
   b_.SetInsertPoint(body);
   values_[f.var] = b_.CreateAdd(lo, b_.CreateMul(k, step), f.var);
+  unsigned before = fn_->getInstructionCount();
   block(f.body);
   if (!b_.GetInsertBlock()->getTerminator()) {
     llvm::Value* next = b_.CreateAdd(k, stride);
     k->addIncoming(next, b_.GetInsertBlock());
     llvm::BranchInst* latch = b_.CreateBr(header);
-    if (f.loop_kind == cir::LoopKind::Vectorized && f.factor > 1 && target_.vectorize_hints()) latch->setMetadata(llvm::LLVMContext::MD_loop, vectorize_hint(f.factor));
+    // LLVM's loop vectoriser takes time quadratic in a loop's size (a sum of
+    // 400 exp terms: 6 s): past this size a loop stays scalar, so that
+    // compile time grows linearly with a kernel's expression.
+    constexpr unsigned kMaxVectorizedBody = 12000;
+    if (fn_->getInstructionCount() - before > kMaxVectorizedBody)
+      latch->setMetadata(llvm::LLVMContext::MD_loop, no_vectorize_hint());
+    else if (f.loop_kind == cir::LoopKind::Vectorized && f.factor > 1 && target_.vectorize_hints()) latch->setMetadata(llvm::LLVMContext::MD_loop, vectorize_hint(f.factor));
     if (f.loop_kind == cir::LoopKind::Unrolled) latch->setMetadata(llvm::LLVMContext::MD_loop, unroll_hint(f.factor));
   }
   b_.SetInsertPoint(done);
@@ -198,6 +208,14 @@ llvm::MDNode* Emitter::unroll_hint(int factor) {
 // Loop metadata asking for vectors of `width` lanes and no interleaving: a
 // schedule marks short loops (a few vectors long) this way, which the cost
 // model would otherwise interleave past their trip count.
+llvm::MDNode* Emitter::no_vectorize_hint() {
+  llvm::Metadata* off = llvm::ConstantAsMetadata::get(b_.getFalse());
+  llvm::SmallVector<llvm::Metadata*, 2> ops = {nullptr, llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"), off})};
+  llvm::MDNode* node = llvm::MDNode::getDistinct(ctx_, ops);
+  node->replaceOperandWith(0, node);
+  return node;
+}
+
 llvm::MDNode* Emitter::vectorize_hint(int width) {
   llvm::Type* i32 = b_.getInt32Ty();
   auto option = [&](const char* name, llvm::Metadata* value) {
@@ -264,9 +282,21 @@ llvm::Value* Emitter::in_bounds_at_ends(const cir::For& f, const std::vector<Sit
   llvm::Value* v1 = b_.CreateAdd(lo, b_.CreateMul(b_.CreateSub(trips, b_.getInt64(1)), step));
   llvm::Value* ok = b_.CreateICmpULT(trips, b_.getInt64(int64_t{1} << 32));
   auto saved = values_.find(f.var) != values_.end() ? values_[f.var] : nullptr;
+  // One check per distinct site: a chain of equal checks on one value costs
+  // LLVM's InstCombine time quadratic in its length.
+  std::vector<Site> distinct;
+  for (const Site& site : sites) {
+    auto same = [&](const Site& kept) {
+      if (kept.second != site.second || kept.first->size() != site.first->size()) return false;
+      for (size_t a = 0; a < site.first->size(); ++a)
+        if (!cir::equal((*kept.first)[a].index, (*site.first)[a].index)) return false;
+      return true;
+    };
+    if (std::none_of(distinct.begin(), distinct.end(), same)) distinct.push_back(site);
+  }
   for (llvm::Value* at : {v0, v1}) {
     values_[f.var] = at;
-    for (const auto& [axes, name] : sites) {
+    for (const auto& [axes, name] : distinct) {
       const Buffer& buf = buffer(name);
       for (size_t a = 0; a < axes->size(); ++a) {
         llvm::Value* extent = b_.CreateSExt(expr(buf.type.shape[a]), i64);

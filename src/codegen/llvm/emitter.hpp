@@ -160,6 +160,7 @@ class Emitter {
   void emit_for(const cir::For& f, bool outer);
   void emit_loop(const cir::For& f, llvm::Value* lo, llvm::Value* step, llvm::Value* first, llvm::Value* trips, llvm::Value* stride);
   llvm::MDNode* unroll_hint(int factor);
+  llvm::MDNode* no_vectorize_hint();
   llvm::MDNode* vectorize_hint(int width);
   std::vector<Site> provable_sites(const cir::For& f);
   llvm::Value* in_bounds_at_ends(const cir::For& f, const std::vector<Site>& sites, llvm::Value* lo, llvm::Value* step, llvm::Value* first,
