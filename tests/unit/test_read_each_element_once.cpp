@@ -96,5 +96,15 @@ TEST(ReadEachElementOnce, NotWhereEvaluationIsConditionalOrMayFailOtherwise) {
   }
 }
 
+// A store's indices are evaluated before its value: one that reads keeps
+// the value's reads where they are.
+TEST(ReadEachElementOnce, NotWhereTheStoreIndexReads) {
+  cir::Kernel k = cir::specialize(
+      kernel_of("def f(x: tensor[n, f32], ids: tensor[n, i64]) {\n return compute(x, ids) {\n @kernel fused\n out = zeros(n)\n"
+                " for i in 0..n:\n  out[ids[i]] = x[i] * x[i]\n }\n}"),
+      {{"n", 3}});
+  EXPECT_EQ(cir::print(cir::read_each_element_once(k)), cir::print(k));
+}
+
 }  // namespace
 }  // namespace zyntax

@@ -77,11 +77,26 @@ class ReadOnce : public IRMutator {
     for (const Stmt& s : b) {
       Stmt m = mutate(s);
       if (!m.defined()) continue;
+      // A store's indices are evaluated before its value: they must read
+      // nothing and be unable to fail, so that the lets may come first.
+      auto quiet = [](const Expr& e) {
+        std::vector<Expr> none;
+        return collect_reads(e, none) && none.empty();
+      };
       const Expr* value = nullptr;
-      if (auto st = m.as<Store>()) value = &st->value;
-      else if (auto as = m.as<Assign>()) value = &as->value;
-      else if (auto let = m.as<Let>()) value = &let->value;
-      else if (auto y = m.as<Yield>(); y && !y->index.defined()) value = &y->value;
+      if (auto st = m.as<Store>()) {
+        bool indices_quiet = true;
+        for (const AxisSel& a : st->axes) indices_quiet &= !a.is_slice && quiet(a.index);
+        if (indices_quiet) value = &st->value;
+      } else if (auto as = m.as<Assign>()) {
+        value = &as->value;
+      } else if (auto let = m.as<Let>()) {
+        value = &let->value;
+      } else if (auto y = m.as<Yield>(); y && !y->index.defined()) {
+        bool indices_quiet = true;
+        for (const Expr& o : y->out_index) indices_quiet &= quiet(o);
+        if (indices_quiet) value = &y->value;
+      }
       std::vector<Expr> reads;
       if (!value || !value->defined() || !collect_reads(*value, reads) || !repeats(reads)) {
         out.push_back(m);

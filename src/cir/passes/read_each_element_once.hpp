@@ -13,7 +13,9 @@
 // It applies only where every part of the expression is evaluated, in order
 // (no select, `and`/`or`, reduction, product or fill, whose parts may be
 // skipped or looped over) and no operation of it can fail but a read (no
-// integer division, remainder or power), and only to scalar reads.
+// integer division, remainder or power), only to scalar reads, and only to
+// a store whose indices read nothing and cannot fail (they are evaluated
+// before its value).
 #pragma once
 
 #include "cir/ir.hpp"
