@@ -5,7 +5,6 @@
 
 #include "cir/output_coverage.hpp"
 #include "cir/pass_manager.hpp"
-#include "cir/passes/read_each_element_once.hpp"
 #include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/fold_broadcast_extents.hpp"
 #include "cir/passes/freeze_invariant_vars.hpp"
@@ -216,9 +215,6 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target) {
   passes.push_back({"group_thread_elements", [&](const Kernel& k) {
                       return cir::group_thread_elements(k, cir::thread_element_width(k, target.vector_bytes));
                     }});
-  // Last: a long expression reads each element once (the drivers' compilers
-  // are slow on thousands of equal loads and checks).
-  passes.push_back({"read_each_element_once", [](const Kernel& k) { return cir::read_each_element_once(k); }});
   Kernel k = cir::run_passes(kernel, "specialize", passes);
 
   auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
