@@ -521,6 +521,20 @@ class Glsl {
           << "  if (isnan(a) || isnan(b)) return a + b;\n"
           << "  return a == 0.0 && b == 0.0 ? " << from << "(" << bits << "(a) & " << bits << "(b)) : max(a, b);\n}\n";
     }
+    if (helpers_.count("fma32"))  // f32 a * b + c rounded once: the double product is exact, the double sum
+      // and its error (two-sum) rounded to odd, which the conversion to f32 then rounds correctly
+      h << "float zy_fma32(float a, float b, float c) {\n"
+           "  precise double p = double(a) * double(b);\n"
+           "  precise double s = p + double(c);\n"
+           "  if (isnan(s) || isinf(s)) return float(s);\n"
+           "  precise double bp = s - p;\n"
+           "  precise double t = (p - (s - bp)) + (double(c) - bp);\n"
+           "  if (t != 0.0LF && (unpackDouble2x32(s).x & 1u) == 0u) {\n"
+           "    uint64_t bits = doubleBitsToUint64(s);\n"
+           "    s = uint64BitsToDouble((t > 0.0LF) == (s > 0.0LF) ? bits + 1ul : bits - 1ul);\n"
+           "  }\n"
+           "  return float(s);\n"
+           "}\n";
     if (helpers_.count("fmod"))  // C's fmod, exact: shift-and-subtract on the integer significands, so that
       // subnormal operands and results are exact on devices that flush them in float arithmetic
       h << "uint zy_fmod_significand(uint u, out int e) {\n"
@@ -1004,7 +1018,13 @@ class Glsl {
       case MathFn::Min: return temp(t, min_max(true, t, x, args[1]));
       case MathFn::Max: return temp(t, min_max(false, t, x, args[1]));
       case MathFn::Clamp: return temp(t, min_max(true, t, min_max(false, t, x, args[1]), args[2]));
-      case MathFn::Fma: return temp(t, round_to(t, "fma(" + x + ", " + args[1] + ", " + args[2] + ")"));
+      case MathFn::Fma:
+        // GLSL need not fuse fma (lavapipe does not): with doubles, fused by hand.
+        if (t_.f64) {
+          helpers_.insert("fma32");
+          return temp(t, round_to(t, "zy_fma32(" + x + ", " + args[1] + ", " + args[2] + ")"));
+        }
+        return temp(t, round_to(t, "fma(" + x + ", " + args[1] + ", " + args[2] + ")"));
     }
     throw std::logic_error("GLSL lowering: unknown math function");
   }
