@@ -13,16 +13,6 @@ bool equal_exprs(const std::vector<Expr>& a, const std::vector<Expr>& b) {
   return true;
 }
 
-bool equal_axes(const std::vector<AxisSel>& a, const std::vector<AxisSel>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].is_slice != b[i].is_slice || !equal(a[i].index, b[i].index) || !equal(a[i].lo, b[i].lo) ||
-        !equal(a[i].hi, b[i].hi))
-      return false;
-  }
-  return true;
-}
-
 // Values, not IEEE comparison: NaN equals NaN, and -0.0 differs from 0.0.
 bool same_float(double a, double b) {
   if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
@@ -55,7 +45,7 @@ bool equal_fields(const Expr& x, const Expr& y) {
     }
     case ExprKind::Access: {
       auto a = x.as<Access>(), b = y.as<Access>();
-      return a->buffer == b->buffer && equal_axes(a->axes, b->axes);
+      return a->buffer == b->buffer && equal(a->axes, b->axes);
     }
     case ExprKind::Dot: {
       auto a = x.as<Dot>(), b = y.as<Dot>();
@@ -88,5 +78,15 @@ bool equal(const Expr& a, const Expr& b) {
 }
 
 bool equal(const Type& a, const Type& b) { return a.dtype == b.dtype && equal_exprs(a.shape, b.shape); }
+
+bool equal(const std::vector<AxisSel>& a, const std::vector<AxisSel>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].is_slice != b[i].is_slice || !equal(a[i].index, b[i].index) || !equal(a[i].lo, b[i].lo) ||
+        !equal(a[i].hi, b[i].hi))
+      return false;
+  }
+  return true;
+}
 
 }  // namespace zyntax::cir

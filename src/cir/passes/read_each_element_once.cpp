@@ -10,12 +10,7 @@ namespace zyntax::cir {
 
 namespace {
 
-bool same_read(const Access& a, const Access& b) {
-  if (a.buffer != b.buffer || a.axes.size() != b.axes.size()) return false;
-  for (size_t i = 0; i < a.axes.size(); ++i)
-    if (!equal(a.axes[i].index, b.axes[i].index)) return false;
-  return true;
-}
+bool same_read(const Access& a, const Access& b) { return a.buffer == b.buffer && equal(a.axes, b.axes); }
 
 // Appends the scalar reads of `e` in evaluation order (an access's indices
 // before the access); false where the expression is not straight (see the
@@ -117,10 +112,10 @@ class ReadOnce : public IRMutator {
       }
       ReadsToLets replace(distinct, names);
       Expr v = replace.mutate(*value);
-      if (auto st = m.as<Store>()) out.push_back(Stmt(std::make_shared<Store>(st->buffer, st->axes, v, st->span)));
-      else if (auto as = m.as<Assign>()) out.push_back(Stmt(std::make_shared<Assign>(as->name, v, as->span)));
-      else if (auto let = m.as<Let>()) out.push_back(Stmt(std::make_shared<Let>(let->name, v, let->span)));
-      else if (auto y = m.as<Yield>()) out.push_back(Stmt(std::make_shared<Yield>(v, y->index, y->out_index, y->span)));
+      if (auto st = m.as<Store>()) out.push_back(make_store(st->buffer, st->axes, v, st->span));
+      else if (auto as = m.as<Assign>()) out.push_back(make_assign(as->name, v, as->span));
+      else if (auto let = m.as<Let>()) out.push_back(make_let(let->name, v, let->span));
+      else if (auto y = m.as<Yield>()) out.push_back(make_yield(v, y->index, y->out_index, y->span));
     }
     return out;
   }

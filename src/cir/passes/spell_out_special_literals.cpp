@@ -93,7 +93,6 @@ class SpecialLiterals : public IRMutator {
     Expr e = IRMutator::visit(op);
     const Math* m = e.as<Math>();
     if (!m || m->fn != MathFn::Fma || !is_float(m->type.dtype) || m->type.rank() != 0) return e;
-    // fma(a, ±0, c) is (a * ±0) + c exactly: the product spelled out.
     DType t = m->type.dtype;
     Span s = m->span;
     // fma(a, b, ±0) is a * b (exact or rounded once either way) + ±0, whose
@@ -103,16 +102,15 @@ class SpecialLiterals : public IRMutator {
       Expr spelled = with_zero(BinaryOp::Add, product, std::signbit(zero->value), false, t, s);
       return spelled.defined() ? spelled : product;
     }
+    // fma(a, ±0, c) is (a * ±0) + c exactly: the product spelled out.
     for (int i : {0, 1}) {
       const Expr& factor = m->args[i];
       const Expr& other = m->args[1 - i];
-      auto plus_addend = [&](Expr product) { return Binary::make(BinaryOp::Add, std::move(product), m->args[2], s); };
-      if (const FloatImm* zero = literal_zero(factor))
-        return plus_addend(with_zero(BinaryOp::Mul, other, std::signbit(zero->value), false, t, s));
-      if (known(factor))
-        return Select::make(Binary::make(BinaryOp::Eq, factor, FloatImm::make(0.0, t, s), s),
-                            plus_addend(when_zero(factor, BinaryOp::Mul, other, false, Binary::make(BinaryOp::Mul, other, factor, s), t, s)),
-                            e, s);
+      auto plus_addend = [&](bool negative_zero) {
+        return Binary::make(BinaryOp::Add, with_zero(BinaryOp::Mul, other, negative_zero, false, t, s), m->args[2], s);
+      };
+      if (const FloatImm* zero = literal_zero(factor)) return plus_addend(std::signbit(zero->value));
+      if (known(factor)) return if_zero(factor, plus_addend(true), plus_addend(false), e, t, s);
     }
     return e;
   }
@@ -143,8 +141,11 @@ class SpecialLiterals : public IRMutator {
   static Expr when_zero(const Expr& z, BinaryOp op, const Expr& a, bool zero_first, const Expr& otherwise, DType t, Span s) {
     Expr plus = with_zero(op, a, false, zero_first, t, s), minus = with_zero(op, a, true, zero_first, t, s);
     if (!plus.defined() && !minus.defined()) return {};
-    if (!plus.defined()) plus = otherwise;
-    if (!minus.defined()) minus = otherwise;
+    return if_zero(z, minus.defined() ? minus : otherwise, plus.defined() ? plus : otherwise, otherwise, t, s);
+  }
+
+  // `minus` where z is -0, `plus` where it is +0, else `otherwise`.
+  static Expr if_zero(const Expr& z, const Expr& minus, const Expr& plus, const Expr& otherwise, DType t, Span s) {
     auto f = [&](double v) { return FloatImm::make(v, t, s); };
     Expr z_negative = Binary::make(BinaryOp::Lt, Binary::make(BinaryOp::Div, f(1.0), z, s), f(0.0), s);
     return Select::make(Binary::make(BinaryOp::Eq, z, f(0.0), s), Select::make(z_negative, minus, plus, s), otherwise, s);

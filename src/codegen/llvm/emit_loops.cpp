@@ -286,12 +286,7 @@ llvm::Value* Emitter::in_bounds_at_ends(const cir::For& f, const std::vector<Sit
   // LLVM's InstCombine time quadratic in its length.
   std::vector<Site> distinct;
   for (const Site& site : sites) {
-    auto same = [&](const Site& kept) {
-      if (kept.second != site.second || kept.first->size() != site.first->size()) return false;
-      for (size_t a = 0; a < site.first->size(); ++a)
-        if (!cir::equal((*kept.first)[a].index, (*site.first)[a].index)) return false;
-      return true;
-    };
+    auto same = [&](const Site& kept) { return kept.second == site.second && cir::equal(*kept.first, *site.first); };
     if (std::none_of(distinct.begin(), distinct.end(), same)) distinct.push_back(site);
   }
   for (llvm::Value* at : {v0, v1}) {
