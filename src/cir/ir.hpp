@@ -42,8 +42,12 @@ class Expr {
   const ExprNode* operator->() const { return p_.get(); }
   const ExprNode& operator*() const { return *p_; }
   bool same_as(const Expr& o) const { return p_ == o.p_; }
+  // Null if the node is not a T. Not on a temporary: the pointer would
+  // outlive the node it points into (name the expression first).
   template <class T>
-  const T* as() const;  // null if the node is not a T
+  const T* as() const&;
+  template <class T>
+  const T* as() const&& = delete;
 
  private:
   std::shared_ptr<const ExprNode> p_;
@@ -58,7 +62,9 @@ class Stmt {
   const StmtNode* operator->() const { return p_.get(); }
   bool same_as(const Stmt& o) const { return p_ == o.p_; }
   template <class T>
-  const T* as() const;
+  const T* as() const&;  // as Expr::as
+  template <class T>
+  const T* as() const&& = delete;
 
  private:
   std::shared_ptr<const StmtNode> p_;
@@ -97,7 +103,7 @@ struct ExprNode {
 };
 
 template <class T>
-const T* Expr::as() const {
+const T* Expr::as() const& {
   return p_ && p_->kind == T::kKind ? static_cast<const T*>(p_.get()) : nullptr;
 }
 
@@ -253,7 +259,7 @@ struct StmtNode {
 };
 
 template <class T>
-const T* Stmt::as() const {
+const T* Stmt::as() const& {
   return p_ && p_->kind == T::kKind ? static_cast<const T*>(p_.get()) : nullptr;
 }
 

@@ -173,7 +173,8 @@ Value Lowering::lower_fill(const ast::Call& c, const std::string& fn) {
     Value v = int_operand(d, "size");
     if (v.ok()) {
       // As the reference executor: a tile has no negative size.
-      if (auto c = cir::simplify(v.e).as<cir::IntImm>(); c && c->value < 0) {
+      Expr size = cir::simplify(v.e);
+      if (auto c = size.as<cir::IntImm>(); c && c->value < 0) {
         error_if_final(d.span, "a tile size is negative (" + std::to_string(c->value) + ")");
         return false;
       }

@@ -486,8 +486,10 @@ void Lowering::lower_shared(const ast::SharedVar& s, cir::Block& out) {
   DType t = declared ? *declared : prev ? resolved(*prev) : DType::F32;
   // Sizes known now are checked now, located, as a run would find them.
   Shape known;
-  for (const Expr& d : shape)
-    if (auto c = cir::simplify(d).as<cir::IntImm>()) known.push_back(c->value);
+  for (const Expr& d : shape) {
+    Expr size = cir::simplify(d);
+    if (auto c = size.as<cir::IntImm>()) known.push_back(c->value);
+  }
   if (known.size() == shape.size()) {
     try {
       Tensor::bytes_for(t, known);

@@ -133,7 +133,8 @@ class ShapeInference {
         continue;
       }
       std::optional<Expr> lo = bound(loop.lo, false);
-      auto zero = lo ? cir::simplify(*lo).as<cir::IntImm>() : nullptr;
+      Expr first = lo ? cir::simplify(*lo) : Expr();
+      auto zero = first.as<cir::IntImm>();
       if (zero && zero->value == 0) {
         // From 0, an index rising with the variable ends at or below 0
         // when the loop is empty, unless the range's end is below 0

@@ -26,7 +26,8 @@ For nest(const Expr& term) {
                 make_for("k", i64(0), i64(32), i64(1), {make_assign("acc", acc + term)}, LoopKind::Serial, 0, {}),
                 make_store("S", {AxisSel::at(i), AxisSel::at(j)}, acc)};
   Stmt cols = make_for("j", i64(0), i64(32), i64(1), std::move(body), LoopKind::Serial, 0, {});
-  return *make_for("i", i64(0), i64(32), i64(1), {cols}, LoopKind::Serial, 0, {}).as<For>();
+  Stmt rows = make_for("i", i64(0), i64(32), i64(1), {cols}, LoopKind::Serial, 0, {});
+  return *rows.as<For>();
 }
 
 TEST(GpuRegisterBlocks, ATileProductIsANestOfDotProducts) {

@@ -92,7 +92,8 @@ BlockFold block_fold(const For& f, Block body, const std::vector<Partial>& parti
     out.arrays.push_back(make_allocate(p.part, Type::tensor(p.dtype, {i64(threads)}), MemorySpace::Shared, f.span));
     thread_body.push_back(make_decl(p.name, Type::scalar(p.dtype), fold_identity(p.op, p.dtype), f.span));
   }
-  thread_body.push_back(strided_thread_loop(f, std::move(body), thread_var, threads, first, stride).as<For>()->body[0]);
+  Stmt strided = strided_thread_loop(f, std::move(body), thread_var, threads, first, stride);
+  thread_body.push_back(strided.as<For>()->body[0]);
   for (const Partial& p : partials) thread_body.push_back(make_store(p.part, {AxisSel::at(t)}, Var::make(p.name, Type::scalar(p.dtype)), f.span));
   out.threads = make_for(thread_var, i64(0), i64(threads), i64(1), std::move(thread_body), LoopKind::GpuThread, 0, f.span);
   for (size_t n = 0; n < partials.size(); ++n)
@@ -166,7 +167,8 @@ std::optional<Block> arg_block_fold(const For& f, ReduceOp op, const std::vector
 
   // Pass 1: each thread's first best, its place and index.
   Block mine = {make_decl(best, w, fold_identity(pick, wt), f.span), make_decl(place, i, none, f.span), make_decl(index, i, i64(0), f.span)};
-  mine.push_back(strided_thread_loop(f, std::move(body), t, threads, i64(0), i64(threads)).as<For>()->body[0]);
+  Stmt strided = strided_thread_loop(f, std::move(body), t, threads, i64(0), i64(threads));
+  mine.push_back(strided.as<For>()->body[0]);
   mine.push_back(make_store(best_part, {AxisSel::at(index_var(t))}, best_v, f.span));
   mine.push_back(make_store(place_part, {AxisSel::at(index_var(t))}, place_v, f.span));
   mine.push_back(make_store(index_part, {AxisSel::at(index_var(t))}, Var::make(index, i), f.span));
