@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 import numpy as np
 
@@ -382,6 +383,22 @@ def write_case(workdir, program):
         f.write(program.source())
     for name, a in program.inputs.items():
         np.save(os.path.join(workdir, name + ".npy"), a)
+    # What WebGPU's runner calls, so that a kept case replays there too.
+    with open(os.path.join(workdir, "webgpu.json"), "w") as f:
+        json.dump({"dtype": program.dtype, "outputs": program.outputs}, f)
+    np.savez(os.path.join(workdir, "host_values.npz"), **program.host_values)
+
+
+def read_case(folder):
+    """What write_case kept of the program in `folder` for WebGPU, or None."""
+    meta = os.path.join(folder, "webgpu.json")
+    if not os.path.exists(meta):
+        return None
+    with open(meta) as f:
+        m = json.load(f)
+    with np.load(os.path.join(folder, "host_values.npz")) as values:
+        host_values = {name: values[name] for name in values.files}
+    return types.SimpleNamespace(dtype=m["dtype"], outputs=m["outputs"], host_values=host_values)
 
 
 def main():
@@ -398,13 +415,16 @@ def main():
     webgpu = WebGpu() if "webgpu" in wanted else None
     print("devices against cpu:reference:", ", ".join(devices + (["webgpu"] if webgpu and webgpu.available() else [])) or "none")
     found = []
+    on_webgpu = 0
     # Past findings first: each a program and its inputs.
     for case in sorted(glob.glob(os.path.join(CORPUS, "*", "program.zynml"))):
         workdir = tempfile.mkdtemp(prefix="zyntax_diff_")
         for f in glob.glob(os.path.join(os.path.dirname(case), "*")):
             shutil.copy(f, workdir)
         exact = "// exact" in open(case).read()
-        for why in check_program(args.zyntax, workdir, devices, exact):
+        kept = read_case(os.path.dirname(case))
+        on_webgpu += bool(kept and webgpu and webgpu.available() and kept.dtype in WebGpu.DTYPES)
+        for why in check_program(args.zyntax, workdir, devices, exact, webgpu, kept):
             found.append((os.path.basename(os.path.dirname(case)), why))
         shutil.rmtree(workdir, ignore_errors=True)
     start, count, seed = time.time(), 0, args.seed
@@ -424,8 +444,8 @@ def main():
         shutil.rmtree(workdir, ignore_errors=True)
         count += 1
         seed += 1
-    print("%d generated programs (seeds %d..%d) and %d corpus cases in %.0f s; %d findings" %
-          (count, args.seed, seed - 1, len(glob.glob(os.path.join(CORPUS, "*", "program.zynml"))),
+    print("%d generated programs (seeds %d..%d) and %d corpus cases (%d on WebGPU too) in %.0f s; %d findings" %
+          (count, args.seed, seed - 1, len(glob.glob(os.path.join(CORPUS, "*", "program.zynml"))), on_webgpu,
            time.time() - start, len(found)))
     for where, why in found:
         print("FAIL %s: %s" % (where, why))

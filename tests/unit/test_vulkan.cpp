@@ -49,6 +49,9 @@ TEST_P(VulkanParity, RunsOnTheDevice) {
     if (!dims) continue;
     std::string why;
     std::string glsl = vulkan_glsl_of(*d, compiled.specialize(*dims)->kernel, &why);
+    // Kernels that compute in doubles (f64 data, f32 sums kept in f64) run
+    // on the host where the device has none (vulkan_minimal_device).
+    if (glsl.empty() && !d->gpu_target()->f64 && why.find("would need f64") != std::string::npos) continue;
     EXPECT_EQ(glsl.empty(), kOnTheHost.count(c.name) > 0) << c.name << " variant " << variant << ": " << why;
   }
 }

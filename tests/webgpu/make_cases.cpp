@@ -8,6 +8,7 @@
 //
 //   zyntax_webgpu_cases > cases.jsonl
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <sstream>
@@ -15,6 +16,7 @@
 #include "backends/registry.hpp"
 #include "codegen/wgsl/wgsl_description.hpp"
 #include "codegen/wgsl/wgsl_emitter.hpp"
+#include "f32_math_accuracy.hpp"
 #include "parity_cases.hpp"
 #include "plan/gpu_plan.hpp"
 #include "plan_parity.hpp"
@@ -26,7 +28,7 @@ using namespace zyntax;
 // One case: the kernel planned and written for WebGPU (or why not), its
 // inputs, and the reference's output or error.
 void write_case(const std::string& name, int variant, const cir::Kernel& generic, CompiledCompute& compiled, const std::vector<Tensor>& inputs,
-                bool approximate) {
+                bool approximate, const zyntax::testing::F32MathCase* bound = nullptr) {
   Device* ref = device_registry().find("cpu:reference");
   GpuTarget target = codegen::webgpu_target();
   std::optional<std::map<std::string, int64_t>> dims = zyntax::testing::variant_dims(generic, inputs);
@@ -44,7 +46,9 @@ void write_case(const std::string& name, int variant, const cir::Kernel& generic
     return;
   }
   codegen::WgslKernel w = codegen::emit_wgsl(*plan.kernel, target, plan.block_threads);
-  line << ", \"approximate\": " << (approximate ? "true" : "false") << ", \"kernel\": " << codegen::wgsl_kernel_json(*plan.kernel, w)
+  line << ", \"approximate\": " << (approximate ? "true" : "false");
+  if (bound) line << ", \"ulp\": " << bound->ulp << ", \"growth\": " << bound->growth;
+  line << ", \"kernel\": " << codegen::wgsl_kernel_json(*plan.kernel, w)
        << ", \"tensors\": [";
   for (size_t i = 0; i < inputs.size(); ++i) line << (i ? ", " : "") << "\"" << codegen::base64(inputs[i].data(), inputs[i].nbytes()) << "\"";
   // The output: its size from the specialised kernel's shape.
@@ -84,6 +88,26 @@ void write_edge_cases() {
   }
 }
 
+// The f32 math functions over the whole range, each within its bound in
+// ulp (tests/unit/f32_math_accuracy.hpp).
+void write_math_cases() {
+  std::vector<std::vector<float>> args = zyntax::testing::f32_math_arguments();
+  std::vector<Tensor> inputs;
+  for (const std::vector<float>& a : args) {
+    Tensor t = Tensor::empty(DType::F32, {static_cast<int64_t>(a.size())});
+    std::memcpy(t.data(), a.data(), a.size() * sizeof(float));
+    inputs.push_back(t);
+  }
+  for (const zyntax::testing::F32MathCase& c : zyntax::testing::f32_math_cases()) {
+    std::string src = std::string("def f(x: tensor[n, f32], y: tensor[n, f32], z: tensor[n, f32]) {\n return compute(x, y, z) {\n"
+                                  " @kernel elementwise\n for i in 0..n:\n  out[i] = ") +
+                      c.expr + "\n }\n}";
+    cir::Kernel generic = zyntax::testing::kernel_of(src);
+    CompiledCompute compiled(generic);
+    write_case(std::string("f32_math_") + c.name, 0, generic, compiled, inputs, true, &c);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -95,5 +119,6 @@ int main() {
       write_case(c.name, variant, generic, compiled, zyntax::testing::parity_inputs(c, variant, rng), c.approximate || is_float(c.dtype));
   }
   write_edge_cases();
+  write_math_cases();
   return 0;
 }

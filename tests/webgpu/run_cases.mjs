@@ -46,6 +46,27 @@ function agree(got, want, dtype, approximate) {
   return '';
 }
 
+// The f32 math cases: within `ulp` (plus `growth` per unit of the result's
+// |log2|) of the reference; where the reference is below the normal range
+// (not zero), anything there, flushed to either zero included
+// (tests/unit/f32_math_accuracy.hpp).
+function within_ulp(got, want, ulp, growth) {
+  const g = view(got, 'f32'), w = view(want, 'f32');
+  const gi = new Int32Array(g.buffer, g.byteOffset, g.length), wi = new Int32Array(w.buffer, w.byteOffset, w.length);
+  const smallest_normal = 1.1754943508222875e-38;
+  for (let i = 0; i < g.length; ++i) {
+    const x = g[i], y = w[i];
+    if (Number.isNaN(x) || Number.isNaN(y)) { if (Number.isNaN(x) && Number.isNaN(y)) continue; return `element ${i}: ${x} vs ${y}`; }
+    if (!Number.isFinite(x) || !Number.isFinite(y)) { if (x === y) continue; return `element ${i}: ${x} vs ${y}`; }
+    if (y !== 0 && Math.abs(x) < smallest_normal && Math.abs(y) < smallest_normal) continue;
+    if ((gi[i] < 0) !== (wi[i] < 0)) return `element ${i}: ${x} vs ${y} (signs differ)`;
+    const off = Math.abs(gi[i] - wi[i]);
+    const bound = ulp + growth * (y === 0 ? 0 : Math.abs(Math.log2(Math.abs(y))));
+    if (off > bound) return `element ${i}: ${x} vs ${y} (${off} ulp, bound ${Math.floor(bound)})`;
+  }
+  return '';
+}
+
 // Where the reference's 64-bit integers reach past 32 bits and come back
 // (i64(-inf) saturates to -2^63, then % 4 brings it back), WebGPU fails the
 // run saying so instead; these cases must fail that way.
@@ -74,6 +95,7 @@ for (const l of lines) {
     if (c.error !== undefined) wrong = error ? '' : `the reference reports "${c.error}", WebGPU ran`;
     else if (k32BitLimits.has(what)) wrong = /past 32 bits/.test(error) ? '' : `expected to fail past 32 bits, ${error ? 'failed: ' + error : 'ran'}`;
     else if (error) wrong = `failed: ${error}`;
+    else if (c.ulp !== undefined) wrong = within_ulp(got, decode(c.expected.bytes), c.ulp, c.growth);
     else wrong = agree(got, decode(c.expected.bytes), c.expected.dtype, c.approximate);
     if (wrong) {
       ++failed;

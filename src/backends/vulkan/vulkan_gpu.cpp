@@ -120,6 +120,9 @@ Gpu::Gpu(VkPhysicalDevice physical, int ordinal) : physical_(physical) {
   // ZYNTAX_VULKAN_NO_SUBGROUPS=1: plan and write as for a device without
   // subgroup shuffles (block reductions in shared memory), to test that path.
   if (const char* off = std::getenv("ZYNTAX_VULKAN_NO_SUBGROUPS"); off && std::string(off) == "1") target_.subgroup_shuffles = false;
+  // ZYNTAX_VULKAN_NO_F64=1: as for a device without shaderFloat64 (the f32
+  // math of codegen/shader/f32_math instead of the f64 helpers).
+  if (const char* off = std::getenv("ZYNTAX_VULKAN_NO_F64"); off && std::string(off) == "1") target_.f64 = false;
   target_.async_copy = false;
   // Mesa's lavapipe ends loops once an invocation has run 65,535 iterations of them in all.
   target_.loop_budget = driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? 65535 : 0;

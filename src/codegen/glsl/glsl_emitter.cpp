@@ -12,6 +12,7 @@
 #include "cir/reads.hpp"
 #include "cir/visitor.hpp"
 #include "codegen/glsl/glsl_f64_math.hpp"
+#include "codegen/shader/f32_math.hpp"
 #include "codegen/glsl/spirv_float_controls.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "support/trip_count.hpp"
@@ -535,75 +536,7 @@ class Glsl {
            "  }\n"
            "  return float(s);\n"
            "}\n";
-    if (helpers_.count("fmod"))  // C's fmod, exact: shift-and-subtract on the integer significands, so that
-      // subnormal operands and results are exact on devices that flush them in float arithmetic
-      h << "uint zy_fmod_significand(uint u, out int e) {\n"
-           "  e = int(u >> 23);\n"
-           "  if (e != 0) return (u & 0x7fffffu) | 0x800000u;\n"
-           "  int shift = 23 - findMSB(u);\n"
-           "  e = 1 - shift;\n"
-           "  return u << shift;\n"
-           "}\n"
-           "float zy_fmod(float a, float b) {\n"
-           "  uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);\n"
-           "  uint ux = ua & 0x7fffffffu, uy = ub & 0x7fffffffu, sign = ua & 0x80000000u;\n"
-           "  if (ux > 0x7f800000u || uy > 0x7f800000u) return a + b;\n"
-           "  if (ux == 0x7f800000u || uy == 0u) return uintBitsToFloat(0x7fc00000u);\n"
-           "  if (ux < uy) return a;\n"
-           "  if (ux == uy) return uintBitsToFloat(sign);\n"
-           "  int ex, ey;\n"
-           "  uint mx = zy_fmod_significand(ux, ex), my = zy_fmod_significand(uy, ey);\n"
-           "  for (; ex > ey; --ex) {\n"
-           "    if (mx >= my) {\n"
-           "      if (mx == my) return uintBitsToFloat(sign);\n"
-           "      mx -= my;\n"
-           "    }\n"
-           "    mx <<= 1;\n"
-           "  }\n"
-           "  if (mx >= my) {\n"
-           "    if (mx == my) return uintBitsToFloat(sign);\n"
-           "    mx -= my;\n"
-           "  }\n"
-           "  int shift = 23 - findMSB(mx);\n"
-           "  mx <<= shift;\n"
-           "  ex -= shift;\n"
-           "  uint r = ex > 0 ? (uint(ex) << 23) | (mx & 0x7fffffu) : mx >> uint(min(1 - ex, 31));\n"
-           "  return uintBitsToFloat(r | sign);\n"
-           "}\n";
-    if (helpers_.count("atan2"))  // C's atan2 (C99 F.9.1.4): signed zeros and infinities, which atan leaves undefined
-      h << "float zy_atan2(float y, float x) {\n"
-           "  if (isnan(x) || isnan(y)) return x + y;\n"
-           "  bool x_neg = (floatBitsToUint(x) >> 31) != 0u;\n"
-           "  float r;\n"
-           "  if (y == 0.0) r = x_neg ? 3.14159265358979 : 0.0;\n"
-           "  else if (isinf(x) && isinf(y)) r = x_neg ? 2.35619449019234 : 0.785398163397448;\n"
-           "  else if (isinf(y) || x == 0.0) r = 1.5707963267949;\n"
-           "  else if (isinf(x)) r = x_neg ? 3.14159265358979 : 0.0;\n"
-           "  else return atan(y, x);\n"
-           "  return (floatBitsToUint(y) >> 31) != 0u ? -r : r;\n"
-           "}\n";
-    if (helpers_.count("pow"))  // C's pow, special values included (C99 F.9.4.4)
-      h << "float zy_pow(float x, float y) {\n"
-           "  float inf = uintBitsToFloat(0x7f800000u);\n"
-           "  if (y == 0.0 || x == 1.0) return 1.0;\n"
-           "  if (isnan(x) || isnan(y)) return x + y;\n"
-           "  bool y_odd = !isinf(y) && trunc(y) == y && mod(abs(y), 2.0) == 1.0;\n"
-           "  if (isinf(y)) return abs(x) == 1.0 ? 1.0 : ((abs(x) < 1.0) == (y < 0.0) ? inf : 0.0);\n"
-           "  if (x == 0.0) return y < 0.0 ? (y_odd ? sign(1.0 / x) * inf : inf) : (y_odd ? x : 0.0);\n"
-           "  if (isinf(x)) return x > 0.0 ? (y > 0.0 ? inf : 0.0) : (y > 0.0 ? (y_odd ? -inf : inf) : (y_odd ? -0.0 : 0.0));\n"
-           "  if (x < 0.0 && trunc(y) != y) return uintBitsToFloat(0x7fc00000u);\n"
-           "  float r = exp2(y * log2(abs(x)));\n"
-           "  return x < 0.0 && y_odd ? -r : r;\n"
-           "}\n";
-    if (helpers_.count("erf"))
-      h << "float zy_erf(float x) {\n"  // x P(x^2) / Q(x^2) in f64 where the device has it (the LLVM lowering's rational)
-           "  " << (t_.f64 ? "double" : "float") << " d = clamp(x, -3.92, 3.92), s = d * d;\n"
-           "  " << (t_.f64 ? "double" : "float") << " p = ((((2.0428020050672346e-06 * s + 0.0002857252011551452) * s + 0.00380419366925265) * s"
-           " + 0.05286758831280999) * s + 0.19130654475081452) * s + 1.1283791670955126;\n"
-           "  " << (t_.f64 ? "double" : "float") << " q = ((((3.806039534569143e-05 * s + 0.0011718445442006392) * s + 0.015046480707136246) * s"
-           " + 0.11448093915405412) * s + 0.5028736534848581) * s + 1.0;\n"
-           "  return isnan(x) ? x : float(d * p / q);\n"
-           "}\n";
+    h << shader_f32_library(library_, ShaderLanguage::Glsl);
     h << glsl_f64_library(f64_);
     if (helpers_.count("ipow"))
       h << "int64_t zy_ipow(int64_t b, int64_t e, bool is_signed, inout bool bad) {\n"
@@ -895,13 +828,11 @@ class Glsl {
         case BinaryOp::Div: return round_to(t, a + " / " + c);
         case BinaryOp::Mod:
           if (t == DType::F64) return f64_call(kGlslF64Fmod, a + ", " + c);
-          helpers_.insert("fmod");
-          return round_to(t, "zy_fmod(" + a + ", " + c + ")");
+          return round_to(t, library(kShaderF32Fmod, a + ", " + c));
         case BinaryOp::Pow:
           if (t == DType::F64) return f64_call(kGlslF64Pow, a + ", " + c);
           if (t_.f64) return round_to(t, "float(" + f64_call(kGlslF64Pow, "double(" + a + "), double(" + c + ")") + ")");  // as math functions
-          helpers_.insert("pow");
-          return round_to(t, "zy_pow(" + a + ", " + c + ")");
+          return round_to(t, library(kShaderF32Pow, a + ", " + c));
         case BinaryOp::Min: return min_max(true, t, a, c);
         case BinaryOp::Max: return min_max(false, t, a, c);
         default: throw std::logic_error("GLSL lowering: bad float operator");
@@ -964,9 +895,9 @@ class Glsl {
     if (t == DType::F64) return f64_math(m.fn, args);
     // GLSL's own functions promise little (asin 4e-4 off, tanh of tiny
     // arguments wrong, sinh overflowing early, log thousands of ulp off near
-    // 1): where the device has doubles, the f64 helpers compute them and
-    // the result is rounded once, as the reference does. exp and exp2 stay
-    // GLSL's (a few ulp, and the hot path of softmax), rounding GLSL's.
+    // 1, exp 15 ulp at 34): where the device has doubles, the f64 helpers
+    // compute them and the result is rounded once, as the reference does;
+    // exp and exp2 (the hot path of softmax) stay in f32, ours.
     bool exact_in_f32 = m.fn == MathFn::Round || m.fn == MathFn::Floor || m.fn == MathFn::Ceil || m.fn == MathFn::Trunc;
     if (t_.f64 && m.fn != MathFn::Exp && m.fn != MathFn::Exp2 && !exact_in_f32)
       if (const char* helper = glsl_f64_function(m.fn)) {
@@ -974,22 +905,15 @@ class Glsl {
         for (const std::string& a : args) joined += (joined.empty() ? "" : ", ") + std::string("double(") + a + ")";
         return temp(t, round_to(t, "float(" + f64_call(helper, joined) + ")"));
       }
+    // Without doubles, ours in f32 (codegen/shader/f32_math); fma may
+    // round twice.
+    if (!t_.f64 || m.fn == MathFn::Exp || m.fn == MathFn::Exp2)
+      if (const char* ours = shader_f32_function(m.fn)) {
+        std::string joined;
+        for (const std::string& a : args) joined += (joined.empty() ? "" : ", ") + a;
+        return temp(t, round_to(t, library(ours, joined)));
+      }
     switch (m.fn) {
-      case MathFn::Sin: return call("sin");
-      case MathFn::Cos: return call("cos");
-      case MathFn::Tan: return call("tan");
-      case MathFn::Asin: return call("asin");
-      case MathFn::Acos: return call("acos");
-      case MathFn::Atan: return call("atan");
-      case MathFn::Sinh: return call("sinh");
-      case MathFn::Cosh: return call("cosh");
-      case MathFn::Tanh:  // GLSL's tanh overflows to NaN where exp does: written out
-        return temp(t, round_to(t, "(abs(" + x + ") > 9.1 ? sign(" + x + ") : tanh(" + x + "))"));
-      case MathFn::Exp: return call("exp");
-      case MathFn::Exp2: return call("exp2");
-      case MathFn::Log: return call("log");
-      case MathFn::Log2: return call("log2");
-      case MathFn::Log10: return temp(t, round_to(t, "log2(" + x + ") * 0.30102999566398120"));
       case MathFn::Sqrt: return call("sqrt");
       case MathFn::Rsqrt: return temp(t, round_to(t, one + " / sqrt(" + x + ")"));
       case MathFn::Abs: return call("abs");
@@ -999,22 +923,12 @@ class Glsl {
       case MathFn::Trunc: return call("trunc");
       case MathFn::Sign: return temp(t, "(isnan(" + x + ") ? " + x + " : sign(" + x + "))");
       case MathFn::Relu: return temp(t, "(isnan(" + x + ") ? " + x + " : " + x + " > " + zero(t) + " ? " + x + " : " + zero(t) + ")");
-      case MathFn::Erf: helpers_.insert("erf"); return call("zy_erf");
       case MathFn::Gelu:
       case MathFn::GeluTanh:
       case MathFn::Sigmoid:
       case MathFn::Silu:
-        // In doubles where the device has them: rounded once, as the reference.
-        if (t_.f64) return temp(t, round_to(t, "float(" + f64_activation(m.fn, temp(DType::F64, "double(" + x + ")")) + ")"));
-        if (m.fn == MathFn::Gelu) {
-          helpers_.insert("erf");
-          return temp(t, round_to(t, "0.5 * " + x + " * (1.0 + zy_erf(" + x + " * 0.70710678118654752440))"));
-        }
-        if (m.fn == MathFn::GeluTanh)
-          return temp(t, round_to(t, x + " / (1.0 + exp(-1.5957691216057308 * (" + x + " + 0.044715 * " + x + " * " + x + " * " + x + ")))"));
-        return temp(t, round_to(t, (m.fn == MathFn::Sigmoid ? std::string("1.0") : x) + " / (1.0 + exp(-" + x + "))"));
-      case MathFn::Pow: helpers_.insert("pow"); return temp(t, round_to(t, "zy_pow(" + x + ", " + args[1] + ")"));
-      case MathFn::Atan2: helpers_.insert("atan2"); return temp(t, round_to(t, "zy_atan2(" + x + ", " + args[1] + ")"));
+        // In doubles (without them, codegen/shader/f32_math's): rounded once, as the reference.
+        return temp(t, round_to(t, "float(" + f64_activation(m.fn, temp(DType::F64, "double(" + x + ")")) + ")"));
       case MathFn::Min: return temp(t, min_max(true, t, x, args[1]));
       case MathFn::Max: return temp(t, min_max(false, t, x, args[1]));
       case MathFn::Clamp: return temp(t, min_max(true, t, min_max(false, t, x, args[1]), args[2]));
@@ -1024,9 +938,16 @@ class Glsl {
           helpers_.insert("fma32");
           return temp(t, round_to(t, "zy_fma32(" + x + ", " + args[1] + ", " + args[2] + ")"));
         }
-        return temp(t, round_to(t, "fma(" + x + ", " + args[1] + ", " + args[2] + ")"));
+        break;
+      default: break;
     }
     throw std::logic_error("GLSL lowering: unknown math function");
+  }
+
+  // Calls a helper of codegen/shader/f32_math.
+  std::string library(const char* fn, const std::string& args) {
+    library_.insert(fn);
+    return std::string(fn) + "(" + args + ")";
   }
 
   // Calls a helper of glsl_f64_math.
@@ -1551,6 +1472,7 @@ class Glsl {
   std::set<std::string> declared_shared_;
   std::set<std::string> helpers_;
   std::set<std::string> f64_;  // helpers of glsl_f64_math the shader calls
+  std::set<std::string> library_;  // helpers of codegen/shader/f32_math the shader calls
   std::vector<CheckSite> sites_;
 };
 

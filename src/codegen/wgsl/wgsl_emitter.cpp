@@ -14,6 +14,7 @@
 #include "cir/printer.hpp"
 #include "cir/reads.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
+#include "codegen/shader/f32_math.hpp"
 #include "cir/visitor.hpp"
 
 namespace zyntax::codegen {
@@ -302,92 +303,6 @@ class Wgsl {
            "  if (a == 0.0 && b == 0.0) { return bitcast<f32>(bitcast<u32>(a) & bitcast<u32>(b)); }\n"
            "  return max(a, b);\n"
            "}\n";
-    if (helpers_.count("fmod"))  // C's fmod, exact: shift-and-subtract on the integer significands, so that
-      // subnormal operands and results are exact on devices that flush them in float arithmetic
-      h << "fn zy_fmod_significand(u: u32) -> vec2<i32> {\n"  // (significand, exponent)
-           "  let e = i32(u >> 23u);\n"
-           "  if (e != 0) { return vec2<i32>(i32((u & 0x7fffffu) | 0x800000u), e); }\n"
-           "  let shift = 23u - firstLeadingBit(u);\n"
-           "  return vec2<i32>(i32(u << shift), 1 - i32(shift));\n"
-           "}\n"
-           "fn zy_fmod(a: f32, b: f32) -> f32 {\n"
-           "  let ua = bitcast<u32>(a);\n"
-           "  let ux = ua & 0x7fffffffu;\n"
-           "  let uy = bitcast<u32>(b) & 0x7fffffffu;\n"
-           "  let sign = ua & 0x80000000u;\n"
-           "  if (ux > 0x7f800000u || uy > 0x7f800000u) { return a + b; }\n"
-           "  if (ux == 0x7f800000u || uy == 0u) { return zy_f32(0x7fc00000u); }\n"
-           "  if (ux < uy) { return a; }\n"
-           "  if (ux == uy) { return bitcast<f32>(sign); }\n"
-           "  let x = zy_fmod_significand(ux);\n"
-           "  let y = zy_fmod_significand(uy);\n"
-           "  var mx = u32(x.x);\n"
-           "  let my = u32(y.x);\n"
-           "  var ex = x.y;\n"
-           "  for (; ex > y.y; ex--) {\n"
-           "    if (mx >= my) {\n"
-           "      if (mx == my) { return bitcast<f32>(sign); }\n"
-           "      mx -= my;\n"
-           "    }\n"
-           "    mx <<= 1u;\n"
-           "  }\n"
-           "  if (mx >= my) {\n"
-           "    if (mx == my) { return bitcast<f32>(sign); }\n"
-           "    mx -= my;\n"
-           "  }\n"
-           "  let shift = 23u - firstLeadingBit(mx);\n"
-           "  mx <<= shift;\n"
-           "  ex -= i32(shift);\n"
-           "  var r = mx >> u32(clamp(1 - ex, 0, 31));\n"
-           "  if (ex > 0) { r = (u32(ex) << 23u) | (mx & 0x7fffffu); }\n"
-           "  return bitcast<f32>(r | sign);\n"
-           "}\n";
-    if (helpers_.count("atan2"))  // C's atan2 (C99 F.9.1.4): signed zeros and infinities, which atan2 leaves undefined
-      h << "fn zy_atan2(y: f32, x: f32) -> f32 {\n"
-           "  if (x != x || y != y) { return x + y; }\n"
-           "  let inf = zy_f32(0x7f800000u);\n"
-           "  let x_neg = (bitcast<u32>(x) & 0x80000000u) != 0u;\n"
-           "  var r: f32;\n"
-           "  if (y == 0.0) { r = select(0.0, 3.14159265358979, x_neg); }\n"
-           "  else if (abs(x) == inf && abs(y) == inf) { r = select(0.785398163397448, 2.35619449019234, x_neg); }\n"
-           "  else if (abs(y) == inf || x == 0.0) { r = 1.5707963267949; }\n"
-           "  else if (abs(x) == inf) { r = select(0.0, 3.14159265358979, x_neg); }\n"
-           "  else { return atan2(y, x); }\n"
-           "  return select(r, -r, (bitcast<u32>(y) & 0x80000000u) != 0u);\n"
-           "}\n";
-    if (helpers_.count("pow"))  // C's pow, special values included (C99 F.9.4.4)
-      h << "fn zy_pow(x: f32, y: f32) -> f32 {\n"
-           "  let inf = zy_f32(0x7f800000u);\n"
-           "  if (y == 0.0 || x == 1.0) { return 1.0; }\n"
-           "  if (x != x || y != y) { return x + y; }\n"
-           "  let y_inf = abs(y) == inf;\n"
-           "  let y_odd = !y_inf && trunc(y) == y && abs(y) % 2.0 == 1.0;\n"
-           "  if (y_inf) { if (abs(x) == 1.0) { return 1.0; } return select(0.0, inf, (abs(x) < 1.0) == (y < 0.0)); }\n"
-           "  let neg = (bitcast<u32>(x) & 0x80000000u) != 0u;\n"
-           "  if (x == 0.0) {\n"
-           "    if (y < 0.0) { return select(inf, select(inf, -inf, neg), y_odd); }\n"
-           "    return select(0.0, x, y_odd);\n"
-           "  }\n"
-           "  if (abs(x) == inf) {\n"
-           "    if (x > 0.0) { return select(0.0, inf, y > 0.0); }\n"
-           "    if (y > 0.0) { return select(inf, -inf, y_odd); }\n"
-           "    return select(0.0, -0.0, y_odd);\n"
-           "  }\n"
-           "  if (x < 0.0 && trunc(y) != y) { return zy_f32(0x7fc00000u); }\n"
-           "  let r = exp2(y * log2(abs(x)));\n"
-           "  return select(r, -r, x < 0.0 && y_odd);\n"
-           "}\n";
-    if (helpers_.count("erf"))  // x P(x^2) / Q(x^2), the LLVM lowering's rational
-      h << "fn zy_erf(x: f32) -> f32 {\n"
-           "  let d = clamp(x, -3.92, 3.92);\n"
-           "  let s = d * d;\n"
-           "  let p = ((((2.0428020050672346e-06 * s + 0.0002857252011551452) * s + 0.00380419366925265) * s"
-           " + 0.05286758831280999) * s + 0.19130654475081452) * s + 1.1283791670955126;\n"
-           "  let q = ((((3.806039534569143e-05 * s + 0.0011718445442006392) * s + 0.015046480707136246) * s"
-           " + 0.11448093915405412) * s + 0.5028736534848581) * s + 1.0;\n"
-           "  if (x != x) { return x; }\n"
-           "  return d * p / q;\n"
-           "}\n";
     if (helpers_.count("ipow"))  // b^e in 32-bit wrapping arithmetic (the result is at most 32 bits wide)
       h << "fn zy_ipow(b: u32, e: u32) -> u32 {\n"
            "  var x = b;\n"
@@ -400,6 +315,7 @@ class Wgsl {
            "  }\n"
            "  return r;\n"
            "}\n";
+    h << shader_f32_library(library_, ShaderLanguage::Wgsl);
     return h.str();
   }
 
@@ -754,8 +670,8 @@ class Wgsl {
         case BinaryOp::Sub: return temp(t, a + " - " + c);
         case BinaryOp::Mul: return temp(t, a + " * " + c);
         case BinaryOp::Div: return temp(t, a + " / " + c);
-        case BinaryOp::Mod: helpers_.insert({"fmod", "bits"}); return temp(t, "zy_fmod(" + a + ", " + c + ")");
-        case BinaryOp::Pow: helpers_.insert({"pow", "bits"}); return temp(t, "zy_pow(" + a + ", " + c + ")");
+        case BinaryOp::Mod: return temp(t, library(kShaderF32Fmod, a + ", " + c));
+        case BinaryOp::Pow: return temp(t, library(kShaderF32Pow, a + ", " + c));
         case BinaryOp::Min: return temp(t, min_max(true, t, a, c));
         case BinaryOp::Max: return temp(t, min_max(false, t, a, c));
         default: throw std::logic_error("WGSL lowering: bad float operator");
@@ -841,12 +757,10 @@ class Wgsl {
     return math_f32(m.fn, args);
   }
 
-  std::string sigmoid(const std::string& x) {
-    std::string e = temp(DType::F32, "exp(-abs(" + x + "))");
-    return temp(DType::F32, "select(" + e + " / (1.0 + " + e + "), 1.0 / (1.0 + " + e + "), " + x + " >= 0.0)");
-  }
-  std::string at_minus_inf(const std::string& x, const std::string& value) {
-    return temp(DType::F32, "select(" + value + ", -0.0, " + x + " < -3.4028234663852886e38)");
+  // A call of a helper of codegen/shader/f32_math.
+  std::string library(const char* fn, const std::string& args) {
+    library_.insert(fn);
+    return std::string(fn) + "(" + args + ")";
   }
 
   std::string math_f32(MathFn fn, const std::vector<std::string>& args) {
@@ -855,22 +769,14 @@ class Wgsl {
     // NaN in, NaN out: some adapters' built-ins give a number (atan(NaN)
     // is 0 on OpenGL ES through Mesa).
     auto call = [&](const char* name) { return temp(t, "select(" + std::string(name) + "(" + x + "), " + x + ", " + x + " != " + x + ")"); };
+    // WGSL's transcendental functions promise little (sin and cos to 2^-11
+    // inside [-pi, pi], nothing outside), and fma may round twice: ours.
+    if (const char* ours = shader_f32_function(fn)) {
+      std::string joined;
+      for (const std::string& a : args) joined += (joined.empty() ? "" : ", ") + a;
+      return temp(t, library(ours, joined));
+    }
     switch (fn) {
-      case MathFn::Sin: return call("sin");
-      case MathFn::Cos: return call("cos");
-      case MathFn::Tan: return call("tan");
-      case MathFn::Asin: return call("asin");
-      case MathFn::Acos: return call("acos");
-      case MathFn::Atan: return call("atan");
-      case MathFn::Sinh: return call("sinh");
-      case MathFn::Cosh: return call("cosh");
-      case MathFn::Tanh:  // tanh may overflow where exp does
-        return temp(t, "select(select(tanh(" + x + "), sign(" + x + "), abs(" + x + ") > 9.1), " + x + ", " + x + " != " + x + ")");
-      case MathFn::Exp: return call("exp");
-      case MathFn::Exp2: return call("exp2");
-      case MathFn::Log: return call("log");
-      case MathFn::Log2: return call("log2");
-      case MathFn::Log10: return temp(t, "log2(" + x + ") * 0.30102999566398120");
       case MathFn::Sqrt: return call("sqrt");
       case MathFn::Rsqrt: return temp(t, "1.0 / sqrt(" + x + ")");
       case MathFn::Abs: return call("abs");
@@ -880,23 +786,10 @@ class Wgsl {
       case MathFn::Trunc: return call("trunc");
       case MathFn::Sign: return temp(t, "select(sign(" + x + "), " + x + ", " + x + " != " + x + ")");
       case MathFn::Relu: return temp(t, "select(select(0.0, " + x + ", " + x + " > 0.0), " + x + ", " + x + " != " + x + ")");
-      case MathFn::Erf: helpers_.insert("erf"); return call("zy_erf");
-      // The activations are -0 at -inf, as the reference's (x * 0 is NaN
-      // there); sigmoid is e / (1 + e) below zero, so that it reaches the
-      // subnormals instead of 1 / inf.
-      case MathFn::Gelu:
-        helpers_.insert("erf");
-        return at_minus_inf(x, "0.5 * " + x + " * (1.0 + zy_erf(" + x + " * 0.70710678118654752440))");
-      case MathFn::GeluTanh:
-        return at_minus_inf(x, x + " / (1.0 + exp(-1.5957691216057308 * (" + x + " + 0.044715 * " + x + " * " + x + " * " + x + ")))");
-      case MathFn::Sigmoid: return sigmoid(x);
-      case MathFn::Silu: return at_minus_inf(x, x + " * " + sigmoid(x));
-      case MathFn::Pow: helpers_.insert({"pow", "bits"}); return temp(t, "zy_pow(" + x + ", " + args[1] + ")");
-      case MathFn::Atan2: helpers_.insert({"atan2", "bits"}); return temp(t, "zy_atan2(" + x + ", " + args[1] + ")");
       case MathFn::Min: return temp(t, min_max(true, t, x, args[1]));
       case MathFn::Max: return temp(t, min_max(false, t, x, args[1]));
       case MathFn::Clamp: return temp(t, min_max(true, t, min_max(false, t, x, args[1]), args[2]));
-      case MathFn::Fma: return temp(t, "fma(" + x + ", " + args[1] + ", " + args[2] + ")");
+      default: break;
     }
     throw std::logic_error("WGSL lowering: unknown math function");
   }
@@ -1187,6 +1080,7 @@ class Wgsl {
   std::map<std::string, Buf> bufs_;
   std::map<std::string, Value> values_;
   std::set<std::string> helpers_;
+  std::set<std::string> library_;  // helpers of codegen/shader/f32_math the shader calls
   std::vector<CheckSite> sites_;
   std::string task_var_;  // a reduce kernel's grid-stride loop variable
   std::ostringstream shared_;  // workgroup arrays, at module scope
