@@ -7,6 +7,7 @@
 // fmod with a quotient past 2^53) are tested for that too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <functional>
@@ -207,6 +208,23 @@ TEST_F(VulkanF64Math, PowAtan2AndFmod) {
   got = run("x[i] % y[i]", a, b);
   expect_within("%", 0, a, got, [&](size_t i) { return std::fmod(a[i], b[i]); });
   EXPECT_EQ(spy_.calls, 0);
+}
+
+// fma rounds once: the product's rounding error comes out exactly, and the
+// hard cases (a sum that cancels to the product's last bits, ties,
+// subnormal and overflowing results) are C's.
+TEST_F(VulkanF64Math, FmaRoundsOnce) {
+  std::vector<double> x = arguments(-600, 600, true, {1.0000000000000002, 1.0000000000000002, 3.0, 1e308, 1e-308, 0.1}),
+                      y = arguments(-600, 600, true, {1.0000000000000002, -1.0000000000000002, 1.0 / 3, 10.0, 1e-10, 10.0});
+  std::reverse(y.begin(), y.end());
+  std::vector<double> error = run("fma(x[i], y[i], -(x[i] * y[i]))", x, y);
+  expect_within("fma(x, y, -x y)", 0, x, error, [&](size_t i) { return std::fma(x[i], y[i], -(x[i] * y[i])); });
+  std::vector<double> sum = run("fma(x[i], y[i], x[i])", x, y);
+  expect_within("fma(x, y, x)", 0, x, sum, [&](size_t i) { return std::fma(x[i], y[i], x[i]); });
+  std::vector<double> a = {1.0000000000000002, 1e308, 1e-300, -2.5, 0.5, 3.0, 1.0000000000000002},
+                      b = {1.0000000000000002, 10.0, 1e-30, 3e300, 4.9e-324, 1.0 / 3, 0.9999999999999999};
+  std::vector<double> hard = run("fma(x[i], y[i], -1.0000000000000004)", a, b);
+  expect_within("fma(x, y, -1 - 2^-51)", 0, a, hard, [&](size_t i) { return std::fma(a[i], b[i], -1.0000000000000004); });
 }
 
 TEST_F(VulkanF64Math, CompositionsMatchTheReference) {

@@ -1000,7 +1000,7 @@ class Glsl {
       case MathFn::Min: return temp(t, min_max(true, t, x, args[1]));
       case MathFn::Max: return temp(t, min_max(false, t, x, args[1]));
       case MathFn::Clamp: return temp(t, min_max(true, t, min_max(false, t, x, args[1]), args[2]));
-      case MathFn::Fma: return temp(t, "fma(" + x + ", " + args[1] + ", " + args[2] + ")");
+      case MathFn::Fma: return temp(t, f64_call("zy_d_fma", x + ", " + args[1] + ", " + args[2]));  // GLSL need not fuse it
       default: throw std::logic_error(std::string("GLSL lowering: f64 ") + math_fn_name(fn));
     }
   }

@@ -488,6 +488,100 @@ const std::vector<Helper>& helpers() {
        }},
       // C's fmod, exact: a - b trunc(a / b) by an fma, corrected where a / b
       // rounded up to the next integer.
+      // a * b + c rounded once, in integers (GLSL need not fuse fma, and
+      // lavapipe does not): the 106-bit product of the significands and c's
+      // aligned in 128 bits (two uint64_t, what falls off kept as a sticky
+      // bit), added, rounded to nearest even, subnormal and overflowing
+      // results included; codegen/shader/f32_math's fma at 53 bits.
+      // Infinities, NaN and zeros take the plain expression, exact there.
+      {"zy_d_fma", {}, [] {
+         return "int zy_d_msb64(uint64_t v) {\n"  // -1 for 0
+                "  uint h = uint(v >> 32);\n"
+                "  return h != 0u ? 32 + findMSB(h) : findMSB(uint(v));\n"
+                "}\n"
+                "uint64_t zy_d_unpack(uint64_t a, out int e) {\n"  // |x|'s bits, finite, nonzero: significand with bit 52 set
+                "  int be = int(a >> 52);\n"
+                "  uint64_t f = a & 0xfffffffffffffUL;\n"
+                "  if (be == 0) {\n"
+                "    int s = 52 - zy_d_msb64(f);\n"
+                "    e = -1074 - s;\n"
+                "    return f << s;\n"
+                "  }\n"
+                "  e = be - 1075;\n"
+                "  return f | 0x10000000000000UL;\n"
+                "}\n"
+                "void zy_d_shl128(inout uint64_t hi, inout uint64_t lo, int n) {\n"  // 0 <= n < 128
+                "  if (n == 0) return;\n"
+                "  if (n >= 64) { hi = lo << (n - 64); lo = 0UL; return; }\n"
+                "  hi = (hi << n) | (lo >> (64 - n));\n"
+                "  lo = lo << n;\n"
+                "}\n"
+                "void zy_d_shr128_sticky(inout uint64_t hi, inout uint64_t lo, int n) {\n"
+                "  if (n == 0) return;\n"
+                "  if (n >= 128) { lo = (hi | lo) != 0UL ? 1UL : 0UL; hi = 0UL; return; }\n"
+                "  uint64_t lost;\n"
+                "  if (n >= 64) {\n"
+                "    int m = n - 64;\n"
+                "    lost = lo | (m != 0 ? hi << (64 - m) : 0UL);\n"
+                "    lo = hi >> m;\n"
+                "    hi = 0UL;\n"
+                "  } else {\n"
+                "    lost = lo << (64 - n);\n"
+                "    lo = (lo >> n) | (hi << (64 - n));\n"
+                "    hi = hi >> n;\n"
+                "  }\n"
+                "  if (lost != 0UL) lo |= 1UL;\n"
+                "}\n"
+                "double zy_d_fma(double a, double b, double c) {\n"
+                "  uint64_t ua = doubleBitsToUint64(a), ub = doubleBitsToUint64(b), uc = doubleBitsToUint64(c);\n"
+                "  uint64_t magnitude = 0x7fffffffffffffffUL, inf = 0x7ff0000000000000UL;\n"
+                "  uint64_t fa = ua & magnitude, fb = ub & magnitude, fc = uc & magnitude;\n"
+                "  if (fa >= inf || fb >= inf || fa == 0UL || fb == 0UL) return a * b + c;\n"
+                "  if (fc >= inf) return c;\n"
+                "  if (fc == 0UL) return a * b;\n"
+                "  int ea, eb, ec;\n"
+                "  uint64_t ma = zy_d_unpack(fa, ea), mb = zy_d_unpack(fb, eb), mc = zy_d_unpack(fc, ec);\n"
+                "  uint64_t sp = (ua ^ ub) & 0x8000000000000000UL, sc = uc & 0x8000000000000000UL;\n"
+                // the 106-bit product from 32-bit halves
+                "  uint64_t al = ma & 0xffffffffUL, ah = ma >> 32, bl = mb & 0xffffffffUL, bh = mb >> 32;\n"
+                "  uint64_t ll = al * bl, mid = al * bh + ah * bl;\n"
+                "  uint64_t plo = ll + (mid << 32);\n"
+                "  uint64_t phi = ah * bh + (mid >> 32) + (plo < ll ? 1UL : 0UL);\n"
+                // both with their leading bit at 124 or 125
+                "  zy_d_shl128(phi, plo, 20);\n"
+                "  int ep = ea + eb - 20;\n"
+                "  uint64_t qhi = mc << 9, qlo = 0UL;\n"
+                "  int eq = ec - 73;\n"
+                "  if (ep >= eq) zy_d_shr128_sticky(qhi, qlo, min(ep - eq, 128));\n"
+                "  else { zy_d_shr128_sticky(phi, plo, min(eq - ep, 128)); ep = eq; }\n"
+                "  uint64_t shi, slo, sgn = sp;\n"
+                "  if (sp == sc) {\n"
+                "    slo = plo + qlo;\n"
+                "    shi = phi + qhi + (slo < plo ? 1UL : 0UL);\n"
+                "  } else if (phi < qhi || (phi == qhi && plo < qlo)) {\n"
+                "    slo = qlo - plo;\n"
+                "    shi = qhi - phi - (qlo < plo ? 1UL : 0UL);\n"
+                "    sgn = sc;\n"
+                "  } else {\n"
+                "    slo = plo - qlo;\n"
+                "    shi = phi - qhi - (plo < qlo ? 1UL : 0UL);\n"
+                "  }\n"
+                "  if ((shi | slo) == 0UL) return 0.0LF;\n"
+                "  int z = shi != 0UL ? 63 - zy_d_msb64(shi) : 127 - zy_d_msb64(slo);\n"
+                "  zy_d_shl128(shi, slo, z);\n"
+                "  int be = ep - z + 1150;\n"  // the biased exponent of the leading bit (127 + 1023)
+                "  if (be >= 2047) return uint64BitsToDouble(sgn | inf);\n"
+                "  if (be <= 0) {\n"
+                "    zy_d_shr128_sticky(shi, slo, min(1 - be, 128));\n"
+                "    be = 1;\n"
+                "  }\n"
+                "  uint64_t kept = shi >> 11;\n"
+                "  bool first_lost = (shi & 0x400UL) != 0UL, rest_lost = ((shi & 0x3ffUL) | slo) != 0UL;\n"
+                "  uint64_t bits = (uint64_t(be - 1) << 52) + kept;\n"  // the leading bit carries into the exponent
+                "  if (first_lost && (rest_lost || (kept & 1UL) != 0UL)) bits += 1UL;\n"
+                "  return uint64BitsToDouble(sgn | min(bits, inf));\n"
+                "}\n";
+       }},
       {"zy_d_fmod", {"zy_d_bits", "zy_d_trunc"}, [] {
          return "double zy_d_fmod(double a, double b) {\n"
                 "  if (isnan(a) || isnan(b)) return a + b;\n"
