@@ -6,13 +6,15 @@
 # the .npy reader.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage says when it starts, so a slow one shows in the log.
+stage() { echo "== $1 ($(date -u +%H:%M:%S), ${SECONDS}s in)"; }
 scripts/setup.sh
 JOBS=$(nproc)
 
-echo "== tests"
+stage "tests"
 ctest --test-dir build --output-on-failure -j"$JOBS"
 
-echo "== tests with AddressSanitizer and UndefinedBehaviorSanitizer"
+stage "tests with AddressSanitizer and UndefinedBehaviorSanitizer"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DZYNTAX_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$JOBS"
 # What the Vulkan driver and layers keep to the end of the process is theirs
@@ -28,12 +30,12 @@ LSAN_OPTIONS=suppressions="$PWD/tests/sanitizers/lsan.supp" \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$JOBS" -E "$ASAN_SKIP"
 
-echo "== async stress test with ThreadSanitizer"
+stage "async stress test with ThreadSanitizer"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZYNTAX_TSAN=ON >/dev/null
 cmake --build build-tsan -j"$JOBS" --target zyntax_stress
 ZYNTAX_CACHE_DIR="$PWD/build-tsan/kernel-cache" TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   build-tsan/tests/zyntax_stress 4 100
 
-echo "== fuzzing (short run)"
+stage "fuzzing (short run)"
 scripts/fuzz.sh
-echo "== all tests passed"
+stage "all tests passed"

@@ -92,6 +92,31 @@ TEST(Vulkan, LoopsPastTheDevicesBudgetRunOnTheHost) {
   EXPECT_EQ(got.get(2).f, 548878.0);
 }
 
+// A long sum of transcendental functions runs on the host where the driver
+// would take minutes to compile it (its compile time grows faster than the
+// shader), with the reference's result; a short one on the device.
+TEST(Vulkan, ShadersPastTheDriversHelperCallsRunOnTheHost) {
+  Device* d = vulkan_device();
+  if (!d) GTEST_SKIP() << device_registry().unavailable_reason("vulkan:0");
+  auto sum_of = [](int terms) {
+    std::string e;
+    for (int k = 1; k <= terms; ++k) e += (k > 1 ? " + " : "") + std::string("tanh(exp(x[i] * 0.") + std::to_string(k) + "))";
+    return "def f(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n  out[i] = " + e + "\n }\n}";
+  };
+  Tensor x = Tensor::full(DType::F32, {5}, Scalar::of_float(0.25, DType::F32));
+  for (int terms : {4, 60}) {
+    std::string src = sum_of(terms), why;
+    bool on_host = vulkan_glsl_of(*d, specialised(src.c_str(), {{"n", 5}}), &why).empty();
+    int limit = d->gpu_target()->max_shader_helper_calls;
+    EXPECT_EQ(on_host, limit > 0 && 2 * terms > limit) << terms << " terms: " << why;
+    if (on_host) EXPECT_NE(why.find("would take minutes to compile"), std::string::npos) << why;
+    CompiledCompute compiled(testing::kernel_of(src));
+    Tensor got = compiled.launch(*d, {x}, {}, {});
+    Tensor want = compiled.launch(*device_registry().find("cpu:reference"), {x}, {}, {});
+    EXPECT_NEAR(got.get(4).f, want.get(4).f, 1e-5 * std::fabs(want.get(4).f)) << terms << " terms";
+  }
+}
+
 // 70,000 workgroups of 256 invocations: more than one row of the grid
 // (65,535 workgroups), every element computed once.
 TEST(Vulkan, GridsOfMoreThanOneRowOfWorkgroups) {

@@ -12,6 +12,7 @@ inline GpuTarget lavapipe_like_target() {
   t.subgroup_size = 8;
   t.multiprocessors = 2;
   t.loop_budget = 65535;
+  t.max_shader_helper_calls = 64;
   t.preserves_ieee_specials_f32 = t.preserves_ieee_specials_f64 = true;
   return t;
 }

@@ -150,6 +150,14 @@ class VulkanDevice : public Device {
       return plan;
     }
     plan->shader = codegen::emit_glsl(*p.kernel, target, p.block_threads);
+    // Where the driver's compile time would run away, the host's (about
+    // linear in the kernel's size) instead.
+    if (target.max_shader_helper_calls && plan->shader.helper_calls > target.max_shader_helper_calls) {
+      plan->why_not = "its shader calls math functions " + std::to_string(plan->shader.helper_calls) +
+                      " times, which this driver would take minutes to compile (at most " +
+                      std::to_string(target.max_shader_helper_calls) + ")";
+      return plan;
+    }
     plan->glsl = plan->shader.source;
     int bindings = plan->shader.status_binding + 1;
     if (plan->shader.push_constant_bytes > gpu_->push_constant_limit()) {

@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "cir/equal.hpp"
 #include "cir/mutator.hpp"
 #include "cir/visitor.hpp"
 
@@ -61,6 +62,13 @@ class SpecialLiterals : public IRMutator {
                       b->op == BinaryOp::Mod || b->op == BinaryOp::Min || b->op == BinaryOp::Max;
     for (const Expr& operand : {b->a, b->b})
       if (auto n = operand.as<FloatImm>(); n && std::isnan(n->value) && arithmetic) return FloatImm::make(kNaN, t, s);
+    // One value less itself (or plus its negation) is 0, or NaN where the
+    // value is infinite or NaN; drivers that may assume neither (OpenGL ES
+    // has no `precise` for WGSL to ask) fold it to 0 once they see one value.
+    if (Expr value = cancelling(*b); value.defined()) {
+      Expr finite = Binary::make(BinaryOp::Lt, Math::make(MathFn::Abs, {value}, s), FloatImm::make(kInf, t, s), s);
+      return Select::make(finite, FloatImm::make(0.0, t, s), FloatImm::make(kNaN, t, s), s);
+    }
     if (const FloatImm* numerator = literal_zero(b->a); numerator && b->op == BinaryOp::Div && !literal_zero(b->b))
       return with_zero(b->op, b->b, std::signbit(numerator->value), /*zero_first=*/true, t, s);
     bool commutes = b->op == BinaryOp::Mul || b->op == BinaryOp::Add;
@@ -87,6 +95,15 @@ class SpecialLiterals : public IRMutator {
       if (commutes) return when_zero(b->a, b->op, b->b, false, e, t, s);
     }
     return e;
+  }
+
+  // x for x - x, x + -x and -x + x; nothing otherwise.
+  static Expr cancelling(const Binary& b) {
+    if (b.op == BinaryOp::Sub && equal(b.a, b.b)) return b.a;
+    if (b.op != BinaryOp::Add) return {};
+    for (auto [x, y] : {std::pair{b.a, b.b}, std::pair{b.b, b.a}})
+      if (const Unary* neg = y.as<Unary>(); neg && neg->op == UnaryOp::Neg && equal(neg->a, x)) return x;
+    return {};
   }
 
   Expr visit(const Math* op) override {

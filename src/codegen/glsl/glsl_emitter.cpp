@@ -385,6 +385,7 @@ class Glsl {
       line("}");
     }
     out.source = header(out) + helpers() + shared_.str() + "\nvoid main() {\n" + body_.str() + "}\n";
+    out.helper_calls = helper_calls_;
     out.sites = std::move(sites_);
     return out;
   }
@@ -947,12 +948,14 @@ class Glsl {
   // Calls a helper of codegen/shader/f32_math.
   std::string library(const char* fn, const std::string& args) {
     library_.insert(fn);
+    ++helper_calls_;
     return std::string(fn) + "(" + args + ")";
   }
 
   // Calls a helper of glsl_f64_math.
   std::string f64_call(const char* fn, const std::string& args) {
     f64_.insert(fn);
+    ++helper_calls_;
     return std::string(fn) + "(" + args + ")";
   }
 
@@ -1473,6 +1476,7 @@ class Glsl {
   std::set<std::string> helpers_;
   std::set<std::string> f64_;  // helpers of glsl_f64_math the shader calls
   std::set<std::string> library_;  // helpers of codegen/shader/f32_math the shader calls
+  int helper_calls_ = 0;
   std::vector<CheckSite> sites_;
 };
 

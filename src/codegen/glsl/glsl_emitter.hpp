@@ -60,6 +60,9 @@ struct GlslKernel {
   std::vector<GlslPushConstant> push_constants;
   uint32_t push_constant_bytes = 0;
   std::vector<CheckSite> sites;  // a failed check's id is its index + 1
+  // Calls of math helpers in the kernel's body (GpuTarget's
+  // max_shader_helper_calls bounds them).
+  int helper_calls = 0;
 };
 
 // What `zyntax compile --backend vulkan` plans for where there is no Vulkan

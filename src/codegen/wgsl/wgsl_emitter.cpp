@@ -119,6 +119,9 @@ class Support : public cir::IRVisitor {
   }
   void visit(const cir::Cast* op) override {
     value(op->type.dtype);
+    // f32 holds integers exactly only to 2^24 (i32(f64(2^31 - 4)) would come
+    // back as 2^31 - 1): not computed in f32 as other f64 values are.
+    if (op->type.dtype == DType::F64 && !is_float(op->value->type.dtype)) fail("integers converted to f64 (WGSL has no f64)");
     IRVisitor::visit(op);
   }
   void visit(const cir::Access* op) override {
@@ -370,10 +373,11 @@ class Wgsl {
     float f = static_cast<float>(v);
     uint32_t bits;
     std::memcpy(&bits, &f, 4);
-    if (std::isfinite(f) && bits != 0x80000000u) return "bitcast<f32>(" + hex(bits) + ")";
-    // WGSL's constant expressions hold no infinity or NaN, and translators
-    // to other shading languages drop the sign of a constant -0: through a
-    // function.
+    if (std::isfinite(f) && f != 0) return "bitcast<f32>(" + hex(bits) + ")";
+    // WGSL's constant expressions hold no infinity or NaN (a division by a
+    // constant zero, as spelled-out forms may make once a loop of one trip
+    // is written out, is an error), and translators to other shading
+    // languages drop the sign of a constant -0: through a function.
     helpers_.insert("bits");
     return "zy_f32(" + hex(bits) + ")";
   }
