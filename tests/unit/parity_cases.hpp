@@ -88,6 +88,11 @@ inline const Case kParityCases[] = {
                                  "   if i % 8 == 6:\n    a = 3.0\n   if i % 8 == 7:\n    a = x[i]\n   let z = DT(j)\n"
                                  "   out[i, 0] = a * z\n   out[i, 1] = fma(a, z, -0.0)\n   out[i, 2] = a + z\n   out[i, 3] = a / z\n   out[i, 4] = z / a\n"
                                  "   out[i, 5] = a % z\n   out[i, 6] = a - -z\n   out[i, 7] = a * -z\n   var s = 1.0\n   for k in 0..2:\n    s = s * (a * DT(k))\n   out[i, 8] = s\n }\n}", {1}},
+    // Float vars a driver comes to know once it unrolls their loop (an
+    // accumulator from 0.0 or 1.0): NaN and infinities in x still reach them.
+    {"float_vars_known_to_the_driver", "def f(x: tensor[n, DT]) {\n return compute(x) {\n  for i in 0..n:\n   var s = 0.0\n   var p = 1.0\n"
+                                       "   for k in 0..2:\n    s = s * x[(i + k) % n]\n    p = p * x[(i + k) % n] - p * x[(i + k) % n]\n"
+                                       "   out[i] = s + p\n }\n}", {1}},
     // One value less itself, or plus its negation: NaN where the value is
     // infinite or NaN (a driver that sees one value may fold it to 0).
     {"value_less_itself", "def f(x: tensor[n, DT]) {\n return compute(x) {\n  for i in 0..n, j in 0..1:\n   var a = x[i]\n   if i % 4 == 1:\n"
