@@ -12,6 +12,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <stdexcept>
@@ -59,6 +60,8 @@ CpuJit::CpuJit() {
   llvm::TargetOptions options;  // IEEE semantics: no fast-math, no FMA contraction
   machine_.reset(t->createTargetMachine(target_.triple, target_.cpu, target_.features, options, llvm::Reloc::PIC_,
                                         std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  quick_machine_.reset(t->createTargetMachine(target_.triple, target_.cpu, target_.features, options, llvm::Reloc::PIC_,
+                                              std::nullopt, llvm::CodeGenOptLevel::None));
 
   llvm::orc::JITTargetMachineBuilder jtmb{llvm::Triple(target_.triple)};
   jtmb.setCPU(target_.cpu);
@@ -103,11 +106,34 @@ std::string CpuJit::cache_key(const cir::Kernel& k) const {
          target_.features + "\n" + cir::print(k);
 }
 
+namespace {
+
+// A block this long (a sum of some 300 tanh(exp(...)) terms, scalar already:
+// the vectoriser stops at 12,000 instructions) takes LLVM's optimising code
+// generator 4 s, and twice the block four times as long (its register
+// allocator and machine scheduler); without its optimisations, a quarter of
+// that, growing linearly. The code is slower (values go through the stack),
+// on the largest bodies only.
+constexpr size_t kMostInstructionsPerOptimizedBlock = 16000;
+
+size_t largest_block(const llvm::Module& m) {
+  size_t most = 0;
+  for (const llvm::Function& f : m)
+    for (const llvm::BasicBlock& b : f) most = std::max(most, b.size());
+  return most;
+}
+
+}  // namespace
+
+llvm::TargetMachine& CpuJit::code_generator(const llvm::Module& m) {
+  return largest_block(m) > kMostInstructionsPerOptimizedBlock ? *quick_machine_ : *machine_;
+}
+
 std::string CpuJit::object_code(llvm::Module& m) {
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream out(buffer);
   llvm::legacy::PassManager pm;
-  if (machine_->addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::ObjectFile))
+  if (code_generator(m).addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::ObjectFile))
     throw std::runtime_error("this target cannot emit object code");
   pm.run(m);
   return std::string(buffer.begin(), buffer.end());
@@ -167,7 +193,7 @@ std::string CpuJit::emit(const cir::Kernel& k, const std::string& what) {
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream out(buffer);
   llvm::legacy::PassManager pm;
-  if (machine_->addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::AssemblyFile))
+  if (code_generator(*m).addPassesToEmitFile(pm, out, nullptr, llvm::CodeGenFileType::AssemblyFile))
     throw std::runtime_error("this target cannot emit assembly");
   pm.run(*m);
   return std::string(buffer.begin(), buffer.end());

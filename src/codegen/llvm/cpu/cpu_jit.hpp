@@ -56,10 +56,15 @@ class CpuJit {
   CpuJit();
   std::string cache_key(const cir::Kernel& k) const;
   std::string object_code(llvm::Module& m);
+  llvm::TargetMachine& code_generator(const llvm::Module& m);  // machine_ or quick_machine_
   std::unique_ptr<llvm::Module> build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name);
 
   CpuTarget target_;
   std::unique_ptr<llvm::TargetMachine> machine_;
+  // Code generation without its optimisations, for kernels with a basic
+  // block past kMostInstructionsPerOptimizedBlock: the register allocator
+  // and machine scheduler grow faster than linearly in a block's size.
+  std::unique_ptr<llvm::TargetMachine> quick_machine_;
   std::unique_ptr<llvm::orc::LLJIT> jit_;
   std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<Compiled>> compiled_;
