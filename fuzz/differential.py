@@ -301,9 +301,10 @@ class WebGpu:
 
     # WGSL has neither f64 nor i64: programs in those types are not for it.
     DTYPES = ("f32", "i32")
-    # WebGPU's documented limit (indices and integers in 32 bits) is a
-    # refusal, not a wrong result.
-    LIMITS = ("past 32 bits",)
+    # WebGPU's documented limits (indices and integers in 32 bits; no f64, so
+    # no integer converted to f64: a program may have no kernel for WebGPU
+    # at all) are refusals, not wrong results.
+    LIMITS = ("past 32 bits", "no kernel was compiled for WebGPU")
 
     def __init__(self):
         self.proc = None
