@@ -93,6 +93,10 @@ inline const Case kParityCases[] = {
     {"float_vars_known_to_the_driver", "def f(x: tensor[n, DT]) {\n return compute(x) {\n  for i in 0..n:\n   var s = 0.0\n   var p = 1.0\n"
                                        "   for k in 0..2:\n    s = s * x[(i + k) % n]\n    p = p * x[(i + k) % n] - p * x[(i + k) % n]\n"
                                        "   out[i] = s + p\n }\n}", {1}},
+    // A condition as a number times a value: 0 times an infinity is NaN (a
+    // driver may rewrite c * x as c ? x : 0).
+    {"condition_times_value", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n"
+                              "  out[i] = DT(x[i] > 0.0) * x[i] + DT(x[i] < 0.5) * (x[i] * 3.0)\n }\n}", {1}},
     // One value less itself, or plus its negation: NaN where the value is
     // infinite or NaN (a driver that sees one value may fold it to 0).
     {"value_less_itself", "def f(x: tensor[n, DT]) {\n return compute(x) {\n  for i in 0..n, j in 0..1:\n   var a = x[i]\n   if i % 4 == 1:\n"

@@ -33,6 +33,12 @@ class MayBeConstantToTheDriver : public IRVisitor {
   void visit(const Var* op) override {
     if (is_float(op->type.dtype) && !known_lets_.count(op->name)) known_ = false;
   }
+  // A number made from a condition or an integer takes few values, which a
+  // driver may use however little it knows of where they came from
+  // (lavapipe turns f64(c) * x into c ? x : 0, wrong for an infinite x).
+  void visit(const Cast* op) override {
+    if (is_float(op->value->type.dtype)) IRVisitor::visit(op);
+  }
   void visit(const Access*) override { known_ = false; }
   void visit(const Dot*) override { known_ = false; }
   void visit(const Reduce*) override { known_ = false; }

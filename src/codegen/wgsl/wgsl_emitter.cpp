@@ -373,11 +373,12 @@ class Wgsl {
     float f = static_cast<float>(v);
     uint32_t bits;
     std::memcpy(&bits, &f, 4);
-    if (std::isfinite(f) && f != 0) return "bitcast<f32>(" + hex(bits) + ")";
+    if (std::fabs(f) >= 0x1p-60f && std::fabs(f) <= 0x1p60f) return "bitcast<f32>(" + hex(bits) + ")";
     // WGSL's constant expressions hold no infinity or NaN (a division by a
-    // constant zero, as spelled-out forms may make once a loop of one trip
-    // is written out, is an error), and translators to other shading
-    // languages drop the sign of a constant -0: through a function.
+    // constant zero or a tiny constant, as spelled-out forms may make once a
+    // loop of one trip is written out, is an error; between 2^-60 and 2^60 a
+    // product or quotient of two cannot overflow), and translators to other
+    // shading languages drop the sign of a constant -0: through a function.
     helpers_.insert("bits");
     return "zy_f32(" + hex(bits) + ")";
   }
