@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "codegen/shader/shader_helpers.hpp"
+
 namespace zyntax::codegen {
 namespace {
 
@@ -25,19 +27,6 @@ std::string horner(const std::string& z, const std::vector<long double>& c) {
   std::string s = d(c.back());
   for (size_t i = c.size() - 1; i-- > 0;) s = "fma(" + s + ", " + z + ", " + d(c[i]) + ")";
   return s;
-}
-
-long double factorial(int n) {
-  long double f = 1;
-  for (int i = 2; i <= n; ++i) f *= i;
-  return f;
-}
-
-// Coefficients of series, computed here rather than copied in.
-std::vector<long double> series(int terms, const std::function<long double(int)>& c) {
-  std::vector<long double> v;
-  for (int n = 0; n < terms; ++n) v.push_back(c(n));
-  return v;
 }
 
 // Constants split in a double and the rest where one double is not enough.
@@ -58,14 +47,8 @@ const std::string TWO_OVER_PI = "0.6366197723675814LF";
 // a * b + c into an fma or split an fma, and reassociate sums, unless the
 // value is precise, and the two-double sums and fma residuals below are
 // exact only as written.
-struct Helper {
-  const char* name;
-  std::vector<const char*> calls;
-  std::function<std::string()> source;
-};
-
-const std::vector<Helper>& helpers() {
-  static const std::vector<Helper> all = {
+const std::vector<ShaderHelper>& helpers() {
+  static const std::vector<ShaderHelper> all = {
       {"zy_d_bits", {}, [] {
          return "double zy_d_inf() { return packDouble2x32(uvec2(0u, 0x7ff00000u)); }\n"
                 "double zy_d_nan() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }\n"
@@ -639,22 +622,6 @@ const char* glsl_f64_function(MathFn fn) {
   }
 }
 
-std::string glsl_f64_library(const std::set<std::string>& names) {
-  const std::vector<Helper>& all = helpers();
-  std::map<std::string, const Helper*> by_name;
-  for (const Helper& h : all) by_name[h.name] = &h;
-  std::set<std::string> wanted;
-  std::function<void(const std::string&)> want = [&](const std::string& n) {
-    auto it = by_name.find(n);
-    if (it == by_name.end()) throw std::logic_error("GLSL f64 math: no helper " + n);
-    if (!wanted.insert(n).second) return;
-    for (const char* c : it->second->calls) want(c);
-  };
-  for (const std::string& n : names) want(n);
-  std::string out;
-  for (const Helper& h : all)  // the table lists every helper after those it calls
-    if (wanted.count(h.name)) out += h.source();
-  return out;
-}
+std::string glsl_f64_library(const std::set<std::string>& names) { return write_helpers(helpers(), names, "GLSL f64 math"); }
 
 }  // namespace zyntax::codegen

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "codegen/shader/shader_helpers.hpp"
 #include "codegen/shader/wgsl_to_glsl.hpp"
 #include "support/normal_tail.hpp"
 
@@ -31,19 +32,6 @@ std::string horner(const std::string& z, const std::vector<long double>& c) {
   return "(" + s + ")";
 }
 
-long double factorial(int n) {
-  long double r = 1;
-  for (int i = 2; i <= n; ++i) r *= i;
-  return r;
-}
-
-// Coefficients of series, computed here rather than copied in.
-std::vector<long double> series(int first, int last, const std::function<long double(int)>& c) {
-  std::vector<long double> v;
-  for (int n = first; n <= last; ++n) v.push_back(c(n));
-  return v;
-}
-
 // A constant and the rest of it (`bits` significant bits in the first, so
 // that its product with a small integer is exact).
 struct Split {
@@ -63,14 +51,9 @@ Split f32_split(long double v) {
 const long double kLn2 = std::numbers::ln2_v<long double>;
 const long double kPi = std::numbers::pi_v<long double>;
 
-struct Helper {
-  const char* name;
-  std::vector<const char*> calls;
-  std::function<std::string()> source;
-};
-
-const std::vector<Helper>& helpers() {
-  static const std::vector<Helper> all = {
+// Listed after the helpers each calls.
+const std::vector<ShaderHelper>& helpers() {
+  static const std::vector<ShaderHelper> all = {
       {"zy_f_bits", {}, [] {
          // (bit patterns of constants through a function: WGSL refuses NaN and
          // infinity in constant expressions)
@@ -241,7 +224,7 @@ const std::vector<Helper>& helpers() {
       // first exact in its product with k), exp(r) - 1 by its series.
       {"zy_f_exp", {"zy_f_bits"}, [] {
          Split ln2 = split(kLn2, 16);
-         std::string series_r = horner("r", series(2, 8, [](int n) { return 1 / factorial(n); }));
+         std::string series_r = horner("r", series(7, [](int n) { return 1 / factorial(n + 2); }));
          return "fn zy_f_expm1_series(r: f32) -> f32 { return r + r * r * " + series_r + "; }\n" +
                 "fn zy_f_exp_scaled(x: f32, s: i32) -> f32 {\n"  // x not NaN
                 "  let c: f32 = clamp(x, -110.0, 100.0);\n"
@@ -311,7 +294,7 @@ const std::vector<Helper>& helpers() {
       // log(m) = 2 atanh((m - 1) / (m + 1)) by its series.
       {"zy_f_log", {"zy_f_bits"}, [] {
          Split ln2 = split(kLn2, 16), log10_2 = split(std::log10(2.0L), 16);
-         std::string series_z = horner("z", series(1, 6, [](int n) { return 2.0L / (2 * n + 1); }));
+         std::string series_z = horner("z", series(6, [](int n) { return 2.0L / (2 * n + 3); }));
          return "fn zy_f_log_parts(x: f32) -> vec2<f32> {\n"  // x finite, > 0: (e, log(m))
                 "  var u: u32 = bitcast<u32>(x);\n"
                 "  var e: i32 = i32(u >> 23u) - 127;\n"
@@ -359,8 +342,8 @@ const std::vector<Helper>& helpers() {
       // then the series of sin and cos on r.
       {"zy_f_trig", {"zy_f_bits", "zy_f_u64"}, [] {
          Split pio2 = f32_split(kPi / 2);
-         std::string sin_z = horner("z", series(1, 4, [](int n) { return (n % 2 ? -1 : 1) / factorial(2 * n + 1); }));
-         std::string cos_z = horner("z", series(2, 5, [](int n) { return (n % 2 ? -1 : 1) / factorial(2 * n); }));
+         std::string sin_z = horner("z", series(4, [](int n) { return (n % 2 ? 1 : -1) / factorial(2 * n + 3); }));
+         std::string cos_z = horner("z", series(4, [](int n) { return (n % 2 ? -1 : 1) / factorial(2 * n + 4); }));
          return "fn zy_f_rem_pio2(a: f32) -> vec2<f32> {\n"  // a = |x|, finite: (r, q mod 4)
                 "  let u: u32 = bitcast<u32>(a);\n"
                 "  if (u <= 0x3f490fdau) { return vec2<f32>(a, 0.0); }\n"
@@ -449,7 +432,7 @@ const std::vector<Helper>& helpers() {
       // then the series on |z| <= tan(pi/8); asin, acos and atan2 from it.
       {"zy_f_atan", {"zy_f_bits"}, [] {
          Split pio2 = f32_split(kPi / 2), pio4 = f32_split(kPi / 4), pi = f32_split(kPi);
-         std::string atan_w = horner("w", series(1, 10, [](int n) { return (n % 2 ? -1.0L : 1.0L) / (2 * n + 1); }));
+         std::string atan_w = horner("w", series(10, [](int n) { return (n % 2 ? 1.0L : -1.0L) / (2 * n + 3); }));
          return "fn zy_f_atan(x: f32) -> f32 {\n"
                 "  if (zy_f_is_nan(x)) { return x; }\n"
                 "  let a: f32 = abs(x);\n"
@@ -582,8 +565,8 @@ const std::vector<Helper>& helpers() {
   return all;
 }
 
-// The helper that defines function `fn`.
-const Helper& defining(const std::string& fn) {
+// The helper that defines function `fn` (a helper's own name names it).
+const char* defining(const std::string& fn) {
   static const std::map<std::string, std::string> owner = {
       {"zy_f_fma", "zy_f_fma"},       {"zy_f_fmod", "zy_f_fmod"},   {"zy_f_exp", "zy_f_exp"},   {"zy_f_exp2", "zy_f_exp"},
       {"zy_f_tanh", "zy_f_hyperbolic"}, {"zy_f_sinh", "zy_f_hyperbolic"}, {"zy_f_cosh", "zy_f_hyperbolic"},
@@ -593,17 +576,7 @@ const Helper& defining(const std::string& fn) {
       {"zy_f_sigmoid", "zy_f_activations"}, {"zy_f_silu", "zy_f_activations"}, {"zy_f_gelu", "zy_f_activations"},
       {"zy_f_gelu_tanh", "zy_f_activations"}};
   auto it = owner.find(fn);
-  std::string name = it == owner.end() ? fn : it->second;
-  for (const Helper& h : helpers())
-    if (name == h.name) return h;
-  throw std::logic_error("shader f32 math: no helper '" + fn + "'");
-}
-
-void add(const Helper& h, std::vector<const Helper*>& order) {
-  for (const Helper* o : order)
-    if (o == &h) return;
-  for (const char* c : h.calls) add(defining(c), order);
-  order.push_back(&h);
+  return it == owner.end() ? fn.c_str() : it->second.c_str();
 }
 
 }  // namespace
@@ -637,10 +610,9 @@ const char* shader_f32_function(MathFn fn) {
 }
 
 std::string shader_f32_library(const std::set<std::string>& names, ShaderLanguage language) {
-  std::vector<const Helper*> order;
-  for (const std::string& n : names) add(defining(n), order);
-  std::string wgsl;
-  for (const Helper* h : order) wgsl += h->source();
+  std::set<std::string> wanted;
+  for (const std::string& n : names) wanted.insert(defining(n));
+  std::string wgsl = write_helpers(helpers(), wanted, "shader f32 math");
   return language == ShaderLanguage::Wgsl ? wgsl : wgsl_to_glsl(wgsl);
 }
 
