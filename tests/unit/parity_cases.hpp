@@ -97,6 +97,12 @@ inline const Case kParityCases[] = {
     // driver may rewrite c * x as c ? x : 0).
     {"condition_times_value", "def f(x: tensor[n, DT]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..n:\n"
                               "  out[i] = DT(x[i] > 0.0) * x[i] + DT(x[i] < 0.5) * (x[i] * 3.0)\n }\n}", {1}},
+    // fma with a literal zero factor and a factor the driver may know
+    // (infinite where i % 3 == 0): inf times zero is NaN, whichever factor
+    // the zero is, and whatever the driver folds.
+    {"fma_of_known_factor_and_zero", "def f(x: tensor[n, DT]) {\n return compute(x) {\n  for i in 0..n, j in 0..1:\n   let a = floor(2.1 / DT(i % 3))\n"
+                                     "   out[i, 0] = fma(a, -0.0, 0.303)\n   out[i, 1] = fma(0.0, a, x[i])\n   out[i, 2] = fma(a, DT(j), 0.5)\n"
+                                     "   out[i, 3] = fma(DT(j), a, -0.0)\n }\n}", {1}},
     // One value less itself, or plus its negation: NaN where the value is
     // infinite or NaN (a driver that sees one value may fold it to 0).
     {"value_less_itself", "def f(x: tensor[n, DT]) {\n return compute(x) {\n  for i in 0..n, j in 0..1:\n   var a = x[i]\n   if i % 4 == 1:\n"

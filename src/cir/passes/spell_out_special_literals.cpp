@@ -88,19 +88,17 @@ class SpecialLiterals : public IRMutator {
     }
     // An operand zero only to the driver's own constant propagation: the
     // same forms, chosen at run time (or by the driver, once it knows).
-    if (known(b->b)) {
-      // A divisor the driver knows to be zero is never divided by, not even
-      // in the branch not taken (a driver may fold that into garbage).
-      Expr otherwise = e;
-      if (b->op == BinaryOp::Div || b->op == BinaryOp::Mod)
-        otherwise = Binary::make(b->op, b->a, Select::make(Binary::make(BinaryOp::Eq, b->b, FloatImm::make(0.0, t, s), s), FloatImm::make(1.0, t, s), b->b, s), s);
-      if (Expr z = when_zero(b->b, b->op, b->a, false, otherwise, t, s); z.defined()) return z;
-    }
-    if (known(b->a)) {
-      if (b->op == BinaryOp::Div) return when_zero(b->a, b->op, b->b, true, e, t, s);
-      if (commutes) return when_zero(b->a, b->op, b->b, false, e, t, s);
-    }
-    return e;
+    // Both operands may be known: each guard falls back on the other's.
+    Expr spelled = e;
+    // A divisor the driver knows to be zero is never divided by, not even
+    // in the branch not taken (a driver may fold that into garbage).
+    if (known(b->b) && (b->op == BinaryOp::Div || b->op == BinaryOp::Mod))
+      spelled = Binary::make(b->op, b->a, Select::make(Binary::make(BinaryOp::Eq, b->b, FloatImm::make(0.0, t, s), s), FloatImm::make(1.0, t, s), b->b, s), s);
+    if (known(b->a) && (b->op == BinaryOp::Div || commutes))
+      if (Expr z = when_zero(b->a, b->op, b->b, b->op == BinaryOp::Div, spelled, t, s); z.defined()) spelled = z;
+    if (known(b->b))
+      if (Expr z = when_zero(b->b, b->op, b->a, false, spelled, t, s); z.defined()) spelled = z;
+    return spelled;
   }
 
   // x for x - x, x + -x and -x + x; nothing otherwise.
@@ -125,17 +123,21 @@ class SpecialLiterals : public IRMutator {
       Expr spelled = with_zero(BinaryOp::Add, product, std::signbit(zero->value), false, t, s);
       return spelled.defined() ? spelled : product;
     }
-    // fma(a, ±0, c) is (a * ±0) + c exactly: the product spelled out.
-    for (int i : {0, 1}) {
-      const Expr& factor = m->args[i];
-      const Expr& other = m->args[1 - i];
-      auto plus_addend = [&](bool negative_zero) {
-        return Binary::make(BinaryOp::Add, with_zero(BinaryOp::Mul, other, negative_zero, false, t, s), m->args[2], s);
-      };
-      if (const FloatImm* zero = literal_zero(factor)) return plus_addend(std::signbit(zero->value));
-      if (known(factor)) return if_zero(factor, plus_addend(true), plus_addend(false), e, t, s);
-    }
-    return e;
+    // fma(a, ±0, c) is (a * ±0) + c exactly: the product spelled out. A
+    // literal zero first, whichever factor it is: a guard on the other
+    // factor alone would leave the literal to the fma, which a driver
+    // inlines and folds (a * -0 + c as c, wrong for an infinite a).
+    auto plus_addend = [&](int i, bool negative_zero) {
+      return Binary::make(BinaryOp::Add, with_zero(BinaryOp::Mul, m->args[1 - i], negative_zero, false, t, s), m->args[2], s);
+    };
+    for (int i : {0, 1})
+      if (const FloatImm* zero = literal_zero(m->args[i])) return plus_addend(i, std::signbit(zero->value));
+    // Factors the driver may know: each zero spelled out, the fma kept for
+    // the rest.
+    Expr spelled = e;
+    for (int i : {1, 0})
+      if (known(m->args[i])) spelled = if_zero(m->args[i], plus_addend(i, true), plus_addend(i, false), spelled, t, s);
+    return spelled;
   }
 
   Stmt visit(const Let* op) override {
