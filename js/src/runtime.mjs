@@ -8,7 +8,7 @@
 // A kernel description is what the compiler writes for each kernel:
 //   { name, wgsl, workgroupSize, params: [{ name, role, dtype }],
 //     statusBinding, uniformBinding, uniformBytes,
-//     uniforms: [{ source: "scalar" | "dim", index, as, offset }],
+//     uniforms: [{ source: "scalar" | "dim" | "host", index, as, offset, expr }],
 //     sites: ["index out of bounds reading x", ...],
 //     reduce: null | { op, arg, identity (one element, base64) | bestDtype, bestBinding, hasBinding } }
 // Tensors travel as their bytes (any TypedArray or ArrayBuffer), in the
@@ -16,6 +16,80 @@
 // f32/i32/u32 four, little-endian).
 
 export class KernelError extends Error {}
+
+// An f64 expression of the kernel's scalars (a uniform of source "host"):
+// computed here in f64, as the compiler's reference computes it, since WGSL
+// would compute it in f32. Nodes: { op: "param", index }, { op: "const",
+// value } (a number, "inf", "-inf" or "nan"), { op, args }.
+const kHostOps = {
+  add: (a, b) => a + b, sub: (a, b) => a - b, mul: (a, b) => a * b, div: (a, b) => a / b,
+  mod: (a, b) => a % b,  // C's fmod: the sign of the dividend, exact
+  min: (a, b) => Math.min(a, b), max: (a, b) => Math.max(a, b),  // NaN wins; min(-0, 0) is -0
+  clamp: (a, lo, hi) => Math.min(Math.max(a, lo), hi),
+  neg: (a) => -a, abs: Math.abs, floor: Math.floor, ceil: Math.ceil, trunc: Math.trunc, sqrt: Math.sqrt,
+  rsqrt: (a) => 1 / Math.sqrt(a),
+  round: (a) => (Math.abs(a % 1) === 0.5 ? 2 * Math.round(a / 2) : Math.round(a)),  // half to even
+  sign: (a) => (a > 0 ? 1 : a < 0 ? -1 : a === 0 ? 0 : a),  // sign(-0) is 0
+  relu: (a) => (a > 0 || a !== a ? a : 0),
+  sin: Math.sin, cos: Math.cos, tan: Math.tan, asin: Math.asin, acos: Math.acos, atan: Math.atan,
+  sinh: Math.sinh, cosh: Math.cosh, tanh: Math.tanh, exp: Math.exp, exp2: (a) => 2 ** a,
+  log: Math.log, log2: Math.log2, log10: Math.log10, atan2: Math.atan2,
+  // C's pow where JavaScript's differs: 1 to any power, and -1 to ±inf, are 1.
+  pow: (a, b) => (a === 1 || (a === -1 && Math.abs(b) === Infinity) ? 1 : a ** b),
+  fma: exactFma,
+};
+
+// a * b + c rounded once: the exact sum in BigInt, then rounded to
+// nearest even (to the subnormals' spacing where the result is that small).
+function exactFma(a, b, c) {
+  if (!Number.isFinite(a) || !Number.isFinite(b) || a === 0 || b === 0) return a * b + c;  // the product exact (or not finite)
+  if (!Number.isFinite(c)) return c;  // a finite product, however large, does not change it
+  if (c === 0) return a * b;  // rounded once; a product too small keeps its sign
+  const parts = (x) => {
+    const view = new DataView(new ArrayBuffer(8));
+    view.setFloat64(0, x);
+    const hi = view.getUint32(0), lo = view.getUint32(4);
+    const biased = (hi >>> 20) & 0x7ff;
+    let m = (BigInt(hi & 0xfffff) << 32n) | BigInt(lo);
+    if (biased) m |= 1n << 52n;
+    return [x < 0 ? -m : m, (biased || 1) - 1075];
+  };
+  const [ma, ea] = parts(a), [mb, eb] = parts(b), [mc, ec] = parts(c);
+  const e = Math.min(ea + eb, ec);
+  const n = ((ma * mb) << BigInt(ea + eb - e)) + (mc << BigInt(ec - e));
+  if (n === 0n) return 0;
+  const negative = n < 0n;
+  let m = negative ? -n : n;
+  // Keep 53 bits below the leading one (fewer where the result is
+  // subnormal), rounded to nearest even; then m * 2^lsb is exact.
+  const lead = m.toString(2).length - 1 + e;
+  if (lead > 1023) return negative ? -Infinity : Infinity;
+  const lsb = Math.max(lead - 52, -1074);
+  let exponent = e;
+  if (lsb > e) {
+    const shift = BigInt(lsb - e);
+    const q = m >> shift, rest = m - (q << shift), half = 1n << (shift - 1n);
+    m = rest > half || (rest === half && (q & 1n)) ? q + 1n : q;
+    exponent = lsb;
+  }
+  // 2^exponent alone may be below the smallest subnormal: in two steps.
+  const r = exponent < -900 ? Number(m) * 2 ** (exponent + 200) * 2 ** -200 : Number(m) * 2 ** exponent;
+  return negative ? -r : r;
+}
+
+const kHostConsts = { inf: Infinity, '-inf': -Infinity, nan: NaN };
+
+export function hostValue(expr, scalars) {
+  if (expr.op === 'param') {
+    const v = scalars[expr.index];
+    if (v === undefined) throw new TypeError(`no value for scalar ${expr.index}`);
+    return Number(v);
+  }
+  if (expr.op === 'const') return typeof expr.value === 'string' ? kHostConsts[expr.value] : expr.value;
+  const f = kHostOps[expr.op];
+  if (!f) throw new TypeError(`unknown host operation ${expr.op}`);
+  return f(...expr.args.map((a) => hostValue(a, scalars)));
+}
 
 const kDtypeBytes = { bool: 1, i8: 1, u8: 1, i16: 2, u16: 2, f16: 2, bf16: 2, i32: 4, u32: 4, f32: 4, i64: 8, u64: 8, f64: 8 };
 
@@ -113,7 +187,7 @@ export async function runKernel(device, kernel, { tensors, scalars = {}, dims = 
     if (kernel.uniformBinding >= 0) {
       const fields = new DataView(new ArrayBuffer(kernel.uniformBytes));
       for (const u of kernel.uniforms) {
-        const value = u.source === 'dim' ? dims[u.index] : scalars[u.index];
+        const value = u.source === 'dim' ? dims[u.index] : u.source === 'host' ? hostValue(u.expr, scalars) : scalars[u.index];
         if (value === undefined) throw new TypeError(`kernel ${kernel.name}: no value for ${u.source} ${u.index}`);
         if (u.as === 'f32') fields.setFloat32(u.offset, Number(value), true);
         else {

@@ -8,6 +8,9 @@
 //
 //   zyntax_webgpu_cases > cases.jsonl
 #include <cmath>
+#include <cstdio>
+#include <functional>
+#include <span>
 #include <cstring>
 #include <iostream>
 #include <limits>
@@ -15,6 +18,7 @@
 
 #include "backends/registry.hpp"
 #include "codegen/wgsl/wgsl_description.hpp"
+#include "codegen/shader/host_scalar_expressions.hpp"
 #include "codegen/wgsl/wgsl_emitter.hpp"
 #include "f32_math_accuracy.hpp"
 #include "parity_cases.hpp"
@@ -108,6 +112,79 @@ void write_math_cases() {
   }
 }
 
+// f64 expressions of the scalars, which the JavaScript runtime computes
+// (codegen/shader/host_scalar_expressions): each operation at special and
+// random arguments against the reference's scalar arithmetic; bit for bit
+// where the operation is exact, else within 2 ulp of f64.
+std::string f64_text(double v) {
+  if (std::isnan(v)) return "\"NaN\"";
+  if (std::isinf(v)) return v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "\"%.17g\"", v);
+  return std::signbit(v) && v == 0 ? "\"-0\"" : buf;
+}
+
+void write_host_value_cases() {
+  cir::Kernel k;
+  k.name = "host_values";
+  std::vector<cir::Expr> x;
+  for (const char* n : {"a", "b", "c"}) {
+    k.params.push_back({cir::ParamRole::Scalar, n, cir::Type::scalar(DType::F64)});
+    x.push_back(cir::Var::make(n, cir::Type::scalar(DType::F64)));
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> specials = {0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.5, 3e38, 1e300, -1e-310, 5e-324, inf, -inf, std::nan(""), 7.0, 1e16 + 2};
+  Random rng(7);
+  auto pick = [&](int i) {
+    if (i < 64) return specials[(i * 7 + rng.next_u64() % 16) % specials.size()];
+    return std::ldexp((rng.uniform() - 0.5) * 8, static_cast<int>(rng.next_u64() % 120) - 60);
+  };
+  struct Op {
+    std::string name;
+    cir::Expr e;
+    bool exact;
+    std::function<Scalar(const std::vector<Scalar>&)> reference;
+  };
+  std::vector<Op> ops;
+  for (BinaryOp b : {BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Mod, BinaryOp::Min, BinaryOp::Max, BinaryOp::Pow})
+    ops.push_back({binary_op_symbol(b), cir::Binary::make(b, x[0], x[1]), b != BinaryOp::Pow,
+                   [b](const std::vector<Scalar>& v) { return eval_binary(b, v[0], v[1]); }});
+  ops.push_back({"neg", cir::Unary::make(UnaryOp::Neg, x[0]), true, [](const std::vector<Scalar>& v) { return eval_unary(UnaryOp::Neg, v[0]); }});
+  for (MathFn fn : {MathFn::Sin, MathFn::Cos, MathFn::Tan, MathFn::Asin, MathFn::Acos, MathFn::Atan, MathFn::Sinh, MathFn::Cosh,
+                    MathFn::Tanh, MathFn::Exp, MathFn::Exp2, MathFn::Log, MathFn::Log2, MathFn::Log10, MathFn::Sqrt, MathFn::Rsqrt,
+                    MathFn::Abs, MathFn::Floor, MathFn::Ceil, MathFn::Round, MathFn::Trunc, MathFn::Sign, MathFn::Relu, MathFn::Pow,
+                    MathFn::Atan2, MathFn::Min, MathFn::Max, MathFn::Clamp, MathFn::Fma}) {
+    int arity = fn == MathFn::Clamp || fn == MathFn::Fma ? 3 : fn == MathFn::Pow || fn == MathFn::Atan2 || fn == MathFn::Min || fn == MathFn::Max ? 2 : 1;
+    bool exact = fn == MathFn::Sqrt || fn == MathFn::Rsqrt || fn == MathFn::Abs || fn == MathFn::Floor || fn == MathFn::Ceil ||
+                 fn == MathFn::Round || fn == MathFn::Trunc || fn == MathFn::Sign || fn == MathFn::Relu || fn == MathFn::Min ||
+                 fn == MathFn::Max || fn == MathFn::Clamp || fn == MathFn::Fma;
+    ops.push_back({math_fn_name(fn), cir::Math::make(fn, std::vector<cir::Expr>(x.begin(), x.begin() + arity)), exact,
+                   [fn, arity](const std::vector<Scalar>& v) { return eval_math(fn, std::span<const Scalar>(v.data(), arity)); }});
+  }
+  for (const Op& op : ops) {
+    codegen::HostScalarExpressions hoisted = codegen::hoist_host_scalar_expressions([&] {
+      cir::Kernel with = k;
+      with.body = {cir::make_let("r", op.e)};
+      return with;
+    }());
+    if (hoisted.expressions.size() != 1) {
+      std::cout << "{\"case\": \"host_value_" << op.name << "\", \"unsupported\": \"not computed by the host\"}\n";
+      continue;
+    }
+    std::string json = codegen::host_scalar_expression_json(hoisted.expressions[0], k);
+    for (int i = 0; i < 160; ++i) {
+      double a = pick(i), b = pick(i + 1), c = pick(i + 2);
+      if (op.name == "fma" && i >= 100) c = -a * b;  // cancellation: the exact product shows
+      auto f = [](double v) { return Scalar::of_float(v, DType::F64); };
+      std::vector<Scalar> args = {f(a), f(b), f(c)};
+      Scalar want = op.reference(args);
+      std::cout << "{\"case\": \"host_value_" << op.name << "\", \"variant\": " << i << ", \"host\": " << json << ", \"scalars\": ["
+                << f64_text(a) << ", " << f64_text(b) << ", " << f64_text(c) << "], \"want\": " << f64_text(want.f)
+                << ", \"exact\": " << (op.exact ? "true" : "false") << "}\n";
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -120,5 +197,6 @@ int main() {
   }
   write_edge_cases();
   write_math_cases();
+  write_host_value_cases();
   return 0;
 }

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
-const { runKernel, KernelError } = await import(join(root, 'js', 'src', 'runtime.mjs'));
+const { runKernel, KernelError, hostValue } = await import(join(root, 'js', 'src', 'runtime.mjs'));
 
 const { adapter: found, device } = await import('./dawn_device.mjs');
 console.log(`adapter: ${found.info.vendor} ${found.info.description || found.info.device} (${found.info.architecture})`);
@@ -44,6 +44,18 @@ function agree(got, want, dtype, approximate) {
     return `element ${i}: ${x} vs ${y}`;
   }
   return '';
+}
+
+// An f64 the runtime computed for a kernel (its scalars' expressions):
+// the reference's bit for bit where `exact`, else within 2 ulp of f64.
+function host_value_wrong(got, want, exact) {
+  if (Object.is(got, want) || (Number.isNaN(got) && Number.isNaN(want))) return '';
+  if (!exact && Number.isFinite(got) && Number.isFinite(want) && Math.sign(got) === Math.sign(want)) {
+    const bits = (v) => new BigInt64Array(new Float64Array([Math.abs(v)]).buffer)[0];
+    const d = bits(got) - bits(want);
+    if (d <= 2n && d >= -2n) return '';
+  }
+  return `${got}, the reference ${want}`;
 }
 
 // The f32 math cases: within `ulp` (plus `growth` per unit of the result's
@@ -80,6 +92,16 @@ for (const l of lines) {
   const what = `${c.case} variant ${c.variant}`;
   if (c.unsupported) {
     unsupported.set(c.case, c.unsupported);
+    continue;
+  }
+  if (c.host) {
+    const wrong = host_value_wrong(hostValue(c.host, c.scalars.map(Number)), Number(c.want), c.exact);
+    if (wrong) {
+      ++failed;
+      console.log(`FAIL ${what}: (${c.scalars.join(', ')}): ${wrong}`);
+    } else {
+      ++passed;
+    }
     continue;
   }
   try {

@@ -36,8 +36,11 @@ std::string wgsl_kernel_json(const cir::Kernel& k, const WgslKernel& w) {
     << ", \"uniforms\": [";
   for (size_t i = 0; i < w.uniforms.size(); ++i) {
     const WgslUniform& u = w.uniforms[i];
-    o << (i ? ", " : "") << "{\"source\": \"" << (u.source == WgslUniform::Source::Dim ? "dim" : "scalar") << "\", \"index\": " << u.index
-      << ", \"as\": \"" << dtype_name(u.as) << "\", \"offset\": " << u.offset << "}";
+    const char* source = u.source == WgslUniform::Source::Dim ? "dim" : u.source == WgslUniform::Source::Host ? "host" : "scalar";
+    o << (i ? ", " : "") << "{\"source\": \"" << source << "\", \"index\": " << u.index << ", \"as\": \"" << dtype_name(u.as)
+      << "\", \"offset\": " << u.offset;
+    if (u.source == WgslUniform::Source::Host) o << ", \"expr\": " << w.host_expressions[u.index];
+    o << "}";
   }
   o << "], \"sites\": [";
   for (size_t i = 0; i < w.sites.size(); ++i) o << (i ? ", " : "") << json_string(w.sites[i].what);

@@ -15,6 +15,7 @@
 #include "cir/reads.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/shader/f32_math.hpp"
+#include "codegen/shader/host_scalar_expressions.hpp"
 #include "cir/visitor.hpp"
 
 namespace zyntax::codegen {
@@ -159,7 +160,8 @@ class Support : public cir::IRVisitor {
 
 class Wgsl {
  public:
-  Wgsl(const cir::Kernel& k, int threads) : k_(k), threads_(threads) {}
+  Wgsl(const cir::Kernel& k, int threads, const HostScalarExpressions& host, const cir::Kernel& original)
+      : k_(k), threads_(threads), host_(host), original_(original) {}
 
   WgslKernel run() {
     WgslKernel out;
@@ -261,6 +263,10 @@ class Wgsl {
     for (size_t i = 0; i < k_.params.size(); ++i)
       if (k_.params[i].role == cir::ParamRole::Scalar) uniform(WgslUniform::Source::Scalar, i, k_.params[i].type.dtype, k_.params[i].name);
     for (size_t i = 0; i < k_.dims.size(); ++i) uniform(WgslUniform::Source::Dim, i, DType::I64, k_.dims[i].name);
+    for (size_t i = 0; i < host_.names.size(); ++i) {
+      uniform(WgslUniform::Source::Host, i, DType::F64, host_.names[i]);
+      out.host_expressions.push_back(host_scalar_expression_json(host_.expressions[i], original_));
+    }
     if (offset > 0) {
       out.uniform_binding = binding;
       out.uniform_bytes = (offset + 15) / 16 * 16;
@@ -1078,6 +1084,8 @@ class Wgsl {
   std::vector<std::string> bindings_;  // b0, b1, ..., status, args
   const cir::Kernel& k_;
   int threads_;
+  const HostScalarExpressions& host_;
+  const cir::Kernel& original_;  // the params the host expressions name
   std::string decls_;
   std::ostringstream body_;
   int indent_ = 1;
@@ -1120,7 +1128,10 @@ std::optional<std::string> wgsl_unsupported_reason(const cir::Kernel& k, const G
 WgslKernel emit_wgsl(const cir::Kernel& k, const GpuTarget& target, int block_threads) {
   if (std::optional<std::string> why = wgsl_unsupported_reason(k, target, block_threads))
     throw std::logic_error("WGSL lowering: kernel " + k.name + " uses " + *why);
-  return Wgsl(cir::spell_out_special_literals(k), std::max(block_threads, 1)).run();
+  // Scalar expressions first: the host computes them exactly, and the
+  // names that stand for them are nothing a driver could fold.
+  HostScalarExpressions host = hoist_host_scalar_expressions(k);
+  return Wgsl(cir::spell_out_special_literals(host.kernel), std::max(block_threads, 1), host, k).run();
 }
 
 }  // namespace zyntax::codegen

@@ -5,7 +5,9 @@
 //
 // - No 64-bit types: tensors of f64 and u64 are not written; f64 values
 //   (the schedules accumulate f32 sums in f64, as the reference does) are
-//   computed in f32, so such sums round more often. CIR's
+//   computed in f32, so such sums round more often, except expressions of
+//   the scalars alone (weak literals and host numbers), which the host
+//   computes in f64 at launch. CIR's
 //   index values (i64) are i32; their additions, subtractions and products
 //   are checked, and an overflow fails the run (a check, as an index out of
 //   bounds), never a wrapped index. Scalars of i64 travel as i32 (the host
@@ -45,8 +47,10 @@ namespace zyntax::codegen {
 
 // One 4-byte field of the uniform buffer.
 struct WgslUniform {
-  enum class Source { Scalar, Dim } source;
-  size_t index = 0;      // the kernel's param (Scalar) or dim (Dim) index
+  enum class Source { Scalar, Dim, Host } source;
+  // The kernel's param (Scalar) or dim (Dim) index, or the index of an
+  // expression in WgslKernel::host_expressions (Host).
+  size_t index = 0;
   DType as = DType::I32;  // how it is stored: I32, U32 or F32
   uint32_t offset = 0;   // bytes
 };
@@ -61,6 +65,9 @@ struct WgslKernel {
   int uniform_binding = -1;
   std::vector<WgslUniform> uniforms;
   uint32_t uniform_bytes = 0;  // a multiple of 16
+  // f64 expressions of the scalars the host computes at each launch
+  // (codegen/shader/host_scalar_expressions), as JSON.
+  std::vector<std::string> host_expressions;
   std::vector<CheckSite> sites;  // a failed check's id is its index + 1
   // Reduce kernels accumulate in the output itself, which the host fills
   // with the reduction's identity first; argmin/argmax also keep the best
