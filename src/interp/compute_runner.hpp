@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <ostream>
+#include <set>
 #include <string>
 
 #include "driver/session.hpp"
@@ -19,10 +21,23 @@ namespace zyntax {
 
 class ComputeRunner {
  public:
-  explicit ComputeRunner(Session& session) : session_(session) {}
+  // `explain`: where to say which blocks fused and why others did not.
+  ComputeRunner(Session& session, std::ostream* explain = nullptr) : session_(session), explain_(explain) {}
 
   // `default_device`: the config's compute_device, or --device.
   Value run(const ast::Compute& c, Frame& frame, const std::vector<Value>& inputs, const std::string& default_device);
+
+  // A chain of blocks (interp/fusion_chains), each reading the one before it
+  // as its input named `link`, whose `inputs` holds no value: run as few
+  // kernels as fusion/block_fusion allows, the last block's result returned.
+  // Errors are the unfused program's: a fused kernel that fails runs again
+  // block by block, so the first failing block reports with its own source.
+  struct ChainBlock {
+    const ast::Compute* block = nullptr;
+    std::vector<Value> inputs;
+    std::string link;  // empty for the first
+  };
+  Value run_chain(const std::vector<ChainBlock>& chain, Frame& frame, const std::string& default_device);
 
  private:
   struct Entry {
@@ -30,10 +45,24 @@ class ComputeRunner {
     KernelAnnotations annotations;
   };
   Entry& lowered(const ast::Compute& c, Frame& frame, const std::vector<InputSignature>& sigs);
+  // One block of a group: its kernel and its own inputs by name.
+  struct Member {
+    size_t index = 0;
+    Entry* entry = nullptr;
+    std::map<std::string, Tensor> inputs;
+    std::string link_path;  // the input that is the member before it (none for the first)
+    Span span;              // the block's, for its errors
+  };
+  Tensor launch_group(const std::vector<Member>& members, const cir::Kernel& fused, const std::string& key,
+                      const std::map<std::string, Tensor>& tensors, Device& device, Frame& frame);
+  void explain(const std::string& what);
 
   Session& session_;
+  std::ostream* explain_;
   std::mutex mu_;
   std::map<std::pair<const ast::Compute*, std::string>, std::unique_ptr<Entry>> cache_;
+  std::map<std::string, std::unique_ptr<CompiledCompute>> fused_;  // by their members and signatures
+  std::set<std::string> explained_;
 };
 
 }  // namespace zyntax

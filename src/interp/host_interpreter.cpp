@@ -49,7 +49,7 @@ int64_t unit_scale(const std::string& unit) {
 }  // namespace
 
 Interpreter::Interpreter(Session& session, RunOptions options)
-    : session_(session), options_(std::move(options)), rng_(options_.seed), computes_(std::make_unique<ComputeRunner>(session)) {
+    : session_(session), options_(std::move(options)), rng_(options_.seed), computes_(std::make_unique<ComputeRunner>(session, options_.explain_fusion)) {
   if (!options_.out) options_.out = &std::cout;
 }
 
@@ -96,10 +96,18 @@ void Interpreter::execute_module(ModuleInstance& inst) {
   Frame f;
   f.module = &inst;
   hoist_functions(inst.source->ast.body, f);
-  for (const ast::StmtPtr& s : inst.source->ast.body.stmts) {
+  const ast::Block& body = inst.source->ast.body;
+  for (size_t i = 0; i < body.stmts.size(); ++i) {
+    const ast::StmtPtr& s = body.stmts[i];
     // Profiled: each top-level statement is a host span named by its line.
     std::optional<ProfileSpan> span;
     if (Profiler::global().enabled()) span.emplace(ProfileEvent::Kind::Host, statement_label(*s));
+    // The main module's own names only: an importer may read another's.
+    if (size_t n = inst.source == main_module_ ? chain_length(body, i) : 0; n > 1) {
+      exec_chain(body, i, n, f);
+      i += n - 1;
+      continue;
+    }
     Flow flow = exec(*s, f);
     if (flow == Flow::Return) break;
     if (flow != Flow::Normal) throw Error(s->span, "break and continue belong inside a loop");
@@ -127,8 +135,13 @@ Interpreter::Flow Interpreter::exec_block(const ast::Block& b, Frame& f, bool ne
   if (new_scope) f.scopes.emplace_back();
   hoist_functions(b, f);
   Flow flow = Flow::Normal;
-  for (const ast::StmtPtr& s : b.stmts) {
-    flow = exec(*s, f);
+  for (size_t i = 0; i < b.stmts.size(); ++i) {
+    if (size_t n = chain_length(b, i); n > 1) {
+      exec_chain(b, i, n, f);
+      i += n - 1;
+      continue;
+    }
+    flow = exec(*b.stmts[i], f);
     if (flow != Flow::Normal) break;
   }
   if (new_scope) f.scopes.pop_back();
@@ -192,6 +205,42 @@ Interpreter::Flow Interpreter::exec(const ast::Stmt& s, Frame& f) {
                               " belong inside compute blocks");
   }
   return Flow::Normal;
+}
+
+size_t Interpreter::chain_length(const ast::Block& b, size_t first) {
+  if (!options_.fusion || !let_compute(*b.stmts[first])) return 0;
+  auto [it, fresh] = chains_.try_emplace({&b, first});
+  if (fresh) {
+    it->second = block_chain(b, first);
+    if (options_.explain_fusion)
+      for (const std::string& why : it->second.not_continued)
+        *options_.explain_fusion << "zyntax: fusion: not fused: " << statement_label(*b.stmts[first + it->second.length]) << ": " << why << "\n";
+  }
+  return it->second.length;
+}
+
+void Interpreter::exec_chain(const ast::Block& b, size_t first, size_t length, Frame& f) {
+  const BlockChain& chain = chains_.at({&b, first});
+  std::vector<ComputeRunner::ChainBlock> blocks;
+  for (size_t j = 0; j < length; ++j) {
+    ComputeRunner::ChainBlock cb;
+    cb.block = let_compute(*b.stmts[first + j]);
+    if (j > 0) cb.link = chain.links[j - 1];
+    for (const ast::ExprPtr& x : cb.block->inputs) {
+      if (j > 0 && x->kind == ast::ExprKind::Name && ast::as<ast::Name>(*x).name == cb.link) {
+        cb.inputs.push_back(Value::none());  // the block before it: pending
+        continue;
+      }
+      Value v = eval(*x, f);
+      if (v.kind == Value::Kind::Future) v = v.future->get();
+      cb.inputs.push_back(std::move(v));
+    }
+    blocks.push_back(std::move(cb));
+  }
+  std::string device = !config_device_.empty() ? config_device_ : options_.device;
+  Value result = computes_->run_chain(blocks, f, device);
+  const auto& last = ast::as<ast::Let>(*b.stmts[first + length - 1]);
+  f.innermost()[last.names[0]] = Binding{result, false, last.name_spans[0], {}};
 }
 
 void Interpreter::exec_let(const ast::Let& l, Frame& f) {

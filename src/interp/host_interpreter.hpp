@@ -11,6 +11,7 @@
 #include "driver/session.hpp"
 #include "interp/builtins.hpp"
 #include "interp/environment.hpp"
+#include "interp/fusion_chains.hpp"
 #include "interp/host_ops.hpp"
 #include "interp/value.hpp"
 #include "runtime/tensor_ops.hpp"
@@ -21,6 +22,8 @@ struct RunOptions {
   std::string device = "auto";  // --device: the default for compute blocks
   std::ostream* out = nullptr;  // where print() writes
   uint64_t seed = 0;            // the generator behind rand()/randn() without a seed
+  bool fusion = true;           // adjacent blocks run as fused kernels where they can (--fusion=off)
+  std::ostream* explain_fusion = nullptr;  // --explain-fusion: which blocks fused, and why others did not
 };
 
 class ComputeRunner;
@@ -45,6 +48,9 @@ class Interpreter {
 
   Flow exec_block(const ast::Block& b, Frame& f, bool new_scope = true);
   Flow exec(const ast::Stmt& s, Frame& f);
+  // Statements first.. of `b` that run as one chain of blocks (0 or 1: none).
+  size_t chain_length(const ast::Block& b, size_t first);
+  void exec_chain(const ast::Block& b, size_t first, size_t length, Frame& f);
   void exec_let(const ast::Let& l, Frame& f);
   void exec_assign(const ast::Assign& a, Frame& f);
   Flow exec_for(const ast::For& fr, size_t range, Frame& f);
@@ -72,6 +78,7 @@ class Interpreter {
   std::string config_device_;
   std::map<std::string, std::shared_ptr<ModuleInstance>> instances_;
   std::unique_ptr<ComputeRunner> computes_;
+  std::map<std::pair<const ast::Block*, size_t>, BlockChain> chains_;
   std::vector<std::shared_ptr<std::shared_future<Value>>> launched_;  // @async launches
   size_t launches_waited_ = 0;  // launched_[0..this) are finished: a host tensor write waited for them
   int depth_ = 0;

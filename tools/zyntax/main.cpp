@@ -65,7 +65,8 @@ struct ProfileOptions {
   std::string trace;   // --trace FILE
 };
 
-int run_command(const std::string& path, const std::string& device, uint64_t seed, bool verbose, const ProfileOptions& profile) {
+int run_command(const std::string& path, const std::string& device, uint64_t seed, bool verbose, const ProfileOptions& profile,
+                const std::string& fusion, bool explain_fusion) {
   if (verbose) {
     if (Device* d = device_registry().find(device)) {
       std::cerr << "zyntax: device " << device;
@@ -87,6 +88,8 @@ int run_command(const std::string& path, const std::string& device, uint64_t see
   options.device = device;
   options.seed = seed;
   options.out = &std::cout;
+  options.fusion = fusion == "on";
+  if (explain_fusion) options.explain_fusion = &std::cerr;
   Interpreter interp(session, options);
   size_t before = session.diags().diagnostics().size();
   if (profile.table || !profile.trace.empty()) Profiler::global().enable();
@@ -199,6 +202,7 @@ std::vector<std::pair<std::string, cir::Kernel>> kernels_from_run(Session& sessi
   RunOptions options;
   options.device = "cpu";
   options.out = &discarded;
+  options.fusion = false;  // the blocks as written: a module exports each by its name
   Interpreter interp(session, options);
   bool ok = interp.run(m);
   set_launch_observer(nullptr);
@@ -559,6 +563,13 @@ int main(int argc, char** argv) {
                   "Write a Chrome/Perfetto trace (JSON) of host statements, compiles, kernels, copies and waits to this file");
   bool verbose = false;
   run->add_flag("-v,--verbose", verbose, "Say which device the default (auto) is, and why not a GPU");
+  std::string fusion = "on";
+  run->add_option("--fusion", fusion, "on: adjacent compute blocks run as fused kernels where they can; off: one kernel per block")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  bool explain_fusion = false;
+  run->add_flag("--explain-fusion", explain_fusion,
+                "Say on standard error which blocks ran as one kernel, and why adjacent blocks did not");
   int threads = 0;
   std::string simd;
   run->add_option("--threads", threads, "Threads of the cpu device (default: one per core)")->check(CLI::Range(1, 1024));
@@ -613,7 +624,7 @@ int main(int argc, char** argv) {
     setenv("ZYNTAX_CPU_SIMD", simd.c_str(), 1);
   }
   try {
-    if (run->parsed()) return with_deep_stack([&] { return run_command(path, device, seed, verbose, profile); });
+    if (run->parsed()) return with_deep_stack([&] { return run_command(path, device, seed, verbose, profile, fusion, explain_fusion); });
     if (check->parsed()) return with_deep_stack([&] { return check_command(path); });
     if (compile->parsed()) {
       bool gpu = backend == "nvptx" || backend == "cuda";

@@ -1,0 +1,213 @@
+// Fusion of adjacent compute blocks (fusion/block_fusion, interp/fusion_chains):
+// whole programs run with fusion on and off on every device here, their
+// saved results compared bit for bit, and each reason a pair is not fused
+// said by --explain-fusion.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "backends/registry.hpp"
+#include "driver/session.hpp"
+#include "interp/host_interpreter.hpp"
+#include "lower/check_program.hpp"
+
+namespace zyntax {
+namespace {
+
+struct Run {
+  Session session;
+  std::ostringstream out, explain;
+  bool ok = false;
+  std::string errors() { return session.diags().render_all(); }
+};
+
+std::unique_ptr<Run> run(const std::string& src, const std::string& device, bool fusion) {
+  auto r = std::make_unique<Run>();
+  LoadedModule* m = r->session.load_text("p.zynml", src);
+  if (r->session.diags().has_errors() || !check_program(r->session, *m)) return r;
+  RunOptions o;
+  o.out = &r->out;
+  o.device = device;
+  o.fusion = fusion;
+  o.explain_fusion = &r->explain;
+  Interpreter interp(r->session, o);
+  r->ok = interp.run(*m);
+  return r;
+}
+
+std::vector<std::string> devices() {
+  std::vector<std::string> d = {"cpu:reference", "cpu"};
+  if (device_registry().find("vulkan:0")) d.push_back("vulkan:0");
+  return d;
+}
+
+std::string bytes_of(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+// `src` saves its results as OUT/NAME.npy: on every device, fused and not,
+// the same bytes; returns the explanation of the fused run on the reference.
+std::string same_fused_and_not(const std::string& src, const std::vector<std::string>& saved) {
+  std::string explained;
+  for (const std::string& device : devices()) {
+    std::map<std::string, std::string> results[2];
+    for (bool fusion : {false, true}) {
+      std::filesystem::path dir = std::filesystem::temp_directory_path() / ("zyntax_fusion_" + std::to_string(getpid()));
+      std::filesystem::create_directories(dir);
+      std::string program = src;
+      for (size_t at; (at = program.find("OUT/")) != std::string::npos;) program.replace(at, 4, dir.string() + "/");
+      auto r = run(program, device, fusion);
+      EXPECT_TRUE(r->ok) << device << " fusion " << fusion << ": " << r->errors();
+      for (const std::string& name : saved) results[fusion][name] = bytes_of(dir / (name + ".npy"));
+      std::filesystem::remove_all(dir);
+      if (fusion && device == "cpu:reference") explained = r->explain.str();
+    }
+    for (const std::string& name : saved) {
+      EXPECT_FALSE(results[0][name].empty()) << device << ": " << name;
+      EXPECT_EQ(results[0][name], results[1][name]) << device << ": " << name << " differs with fusion";
+    }
+  }
+  return explained;
+}
+
+TEST(BlockFusion, AChainOfElementwiseBlocksRunsAsOneKernelWithTheSameBits) {
+  std::string why = same_fused_and_not(
+      "let x = rand([37, 19])\nlet bias = rand([19])\n"
+      "let a = compute(x, bias) {\n  @kernel elementwise\n  for i in 0..37, j in 0..19:\n    out[i, j] = x[i, j] * 2.5 + bias[j]\n}\n"
+      "let b = compute(a) {\n  for i in 0..37, j in 0..19:\n    let t = tanh(a[i, j])\n    out[i, j] = t * t - a[i, j]\n}\n"
+      "let c = compute(b, x) {\n  @kernel elementwise\n  for i in 0..37, j in 0..19:\n    out[i, j] = b[i, j] * x[i, j] + exp(-b[i, j])\n}\n"
+      "save(c, \"OUT/c.npy\")\n",
+      {"c"});
+  EXPECT_TRUE(contains(why, "the blocks at lines 3, 8, 13 run as one kernel, a+b+c")) << why;
+}
+
+TEST(BlockFusion, NarrowIntermediatesKeepTheirRounding) {
+  // f16 and i8 results rounded and saturated inside the fused kernel as in memory.
+  std::string why = same_fused_and_not(
+      "let x = rand([5, 33]) * 300.0 - 150.0\n"
+      "let a = compute(x) {\n  @kernel elementwise\n  for i in 0..5, j in 0..33:\n    out[i, j] = f16(x[i, j] / 3.0)\n}\n"
+      "let b = compute(a, x) {\n  @kernel elementwise\n  for i in 0..5, j in 0..33:\n    out[i, j] = i8(f32(a[i, j]) * 3.0 - x[i, j] + x[i, j] / 2.0)\n}\n"
+      "let c = compute(b) {\n  @kernel elementwise\n  for i in 0..5, j in 0..33:\n    out[i, j] = f32(b[i, j]) * 0.5\n}\n"
+      "save(c, \"OUT/c.npy\")\n",
+      {"c"});
+  EXPECT_TRUE(contains(why, "run as one kernel, a+b+c")) << why;
+}
+
+TEST(BlockFusion, ChainsInsideFunctionsAndLoopsFuse) {
+  std::string why = same_fused_and_not(
+      "def step(x: tensor[n, f32]) {\n  let a = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\n      out[i] = x[i] + 1.0\n  }\n"
+      "  let b = compute(a) {\n    @kernel elementwise\n    for i in 0..n:\n      out[i] = a[i] * a[i]\n  }\n  return b\n}\n"
+      "var v = rand([101])\nfor k in 0..3 {\n  v = step(v)\n}\nsave(v, \"OUT/v.npy\")\n",
+      {"v"});
+  EXPECT_TRUE(contains(why, "run as one kernel, a+b")) << why;
+}
+
+// Each pair that does not fuse, and why; the results are the same either way.
+struct Refusal {
+  const char* name;
+  const char* second;  // the second block (reads `a`), after `let a = ...` below
+  const char* why;
+};
+
+class BlockFusionRefuses : public ::testing::TestWithParam<Refusal> {};
+
+TEST_P(BlockFusionRefuses, AndSaysWhy) {
+  const Refusal& r = GetParam();
+  std::string src = std::string("let x = rand([24])\nlet idx = astype(rand([24]) * 20.0, i64)\n") +
+                    "let a = compute(x) {\n  @kernel elementwise\n  for i in 0..24:\n    out[i] = x[i] * 3.0\n}\n" + r.second +
+                    "save(b, \"OUT/b.npy\")\n";
+  std::string why = same_fused_and_not(src, {"b"});
+  EXPECT_TRUE(contains(why, r.why)) << why;
+  EXPECT_FALSE(contains(why, "run as one kernel")) << why;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Reasons, BlockFusionRefuses,
+    ::testing::Values(
+        Refusal{"read_by_host", "print(a[3])\nlet b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\n", ""},
+        Refusal{"read_later", "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\nprint(sum(a))\n",
+                "'a' is read by more than the next block"},
+        Refusal{"reduction_consumer", "let b = compute(a) {\n  @kernel reduce(+)\n  for i in 0..24:\n    yield a[i]\n}\n",
+                "the consumer is a reduction"},
+        Refusal{"several_indices", "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] - a[23 - i]\n}\n",
+                "the consumer reads it at several indices"},
+        Refusal{"other_index", "let b = compute(a) {\n  for i in 0..23:\n    out[i] = a[i + 1]\n}\n",
+                "the consumer reads it at an index that is not its loop variables"},
+        Refusal{"broadcast_read", "let b = compute(a) {\n  for i in 0..24, j in 0..3:\n    out[i, j] = a[i] * 2.0\n}\n",
+                "the consumer's loops and the element it reads do not match one to one"},
+        Refusal{"fewer_elements", "let b = compute(a) {\n  for i in 0..20:\n    out[i] = a[i]\n}\n",
+                "the consumer's loops do not cover the producer's elements"},
+        Refusal{"sizes_only", "let b = compute(a, x) {\n  for i in 0..24:\n    out[i] = x[i]\n}\n", "the consumer only takes its sizes"},
+        Refusal{"annotations", "let b = compute(a) {\n  @workgroup(64)\n  for i in 0..24:\n    out[i] = a[i]\n}\n",
+                "their annotations differ"},
+        Refusal{"device", "let b = compute(a) {\n  @device(\"cpu:reference\")\n  for i in 0..24:\n    out[i] = a[i]\n}\n",
+                "it names its device"},
+        Refusal{"running_sum", "let b = compute(a) {\n  var s = 0.0\n  for i in 0..24:\n    s += a[i]\n    out[i] = s\n}\n",
+                "the consumer is not a nest of parallel loops"}),
+    [](const ::testing::TestParamInfo<Refusal>& i) { return std::string(i.param.name); });
+
+TEST(BlockFusion, ProducersThatCannotMoveSayWhy) {
+  // A producer that stores conditionally, one that scatters, one that reads its own result.
+  std::string cond = same_fused_and_not(
+      "let x = rand([24])\nlet a = compute(x) {\n  for i in 0..24:\n    if x[i] > 0.5:\n      out[i] = x[i]\n}\n"
+      "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\nsave(b, \"OUT/b.npy\")\n",
+      {"b"});
+  EXPECT_TRUE(contains(cond, "the producer does not end by storing its element")) << cond;
+  std::string scatter = same_fused_and_not(
+      "let x = rand([24])\nlet idx = astype(rand([24]) * 20.0, i64)\n"
+      "let a = compute(x, idx) {\n  out = zeros(24)\n  for i in 0..24:\n    out[idx[i]] += x[i]\n}\n"
+      "let b = compute(a) {\n  for i in 0..20:\n    out[i] = a[i] + 1.0\n}\nsave(b, \"OUT/b.npy\")\n",
+      {"b"});
+  EXPECT_TRUE(contains(scatter, "not fused")) << scatter;
+  EXPECT_FALSE(contains(scatter, "run as one kernel")) << scatter;
+}
+
+TEST(BlockFusion, AScatterTakesTheProducerOfWhatItAdds) {
+  // Each a[i] computed once, where the scatter reads it (indices distinct,
+  // so the sums are deterministic).
+  std::string why = same_fused_and_not(
+      "let x = rand([24])\nlet idx = astype(arange(0, 24) * 5, i64) % 24\n"
+      "let a = compute(x) {\n  @kernel elementwise\n  for i in 0..24:\n    out[i] = x[i] * 3.0\n}\n"
+      "let b = compute(a, idx) {\n  out = zeros(24)\n  for i in 0..24:\n    out[idx[i]] += a[i]\n}\nsave(b, \"OUT/b.npy\")\n",
+      {"b"});
+  EXPECT_TRUE(contains(why, "run as one kernel, a+b")) << why;
+}
+
+TEST(BlockFusion, OffRunsEveryBlockAsWritten) {
+  auto r = run("let x = rand([8])\nlet a = compute(x) {\n  for i in 0..8:\n    out[i] = x[i] + 1.0\n}\n"
+               "let b = compute(a) {\n  for i in 0..8:\n    out[i] = a[i] * 2.0\n}\nprint(sum(b) > 0.0)\n",
+               "cpu", false);
+  ASSERT_TRUE(r->ok) << r->errors();
+  EXPECT_EQ(r->explain.str(), "");
+  EXPECT_EQ(r->out.str(), "true\n");
+}
+
+// A check failing inside a fused kernel reports as the unfused program
+// does: the block it belongs to, its line and caret.
+TEST(BlockFusion, ErrorsInFusedKernelsNameTheirOwnBlock) {
+  const char* producer_fails =
+      "let x = astype(arange(0, 8), i32)\nlet a = compute(x) {\n  for i in 0..8:\n    out[i] = 7 / (x[i] - 5)\n}\n"
+      "let b = compute(a) {\n  for i in 0..8:\n    out[i] = a[i] * 2\n}\nprint(b)\n";
+  const char* consumer_fails =
+      "let x = rand([8])\nlet y = rand([4])\nlet a = compute(x) {\n  for i in 0..8:\n    out[i] = x[i] + 1.0\n}\n"
+      "let b = compute(a, y) {\n  for i in 0..8:\n    out[i] = a[i] * y[i]\n}\nprint(b)\n";
+  for (const char* src : {producer_fails, consumer_fails})
+    for (const std::string& device : devices()) {
+      auto fused = run(src, device, true);
+      auto unfused = run(src, device, false);
+      EXPECT_FALSE(fused->ok);
+      EXPECT_FALSE(unfused->ok);
+      EXPECT_EQ(fused->errors(), unfused->errors()) << device;
+      EXPECT_TRUE(contains(fused->errors(), "p.zynml:")) << fused->errors();
+      EXPECT_EQ(fused->out.str(), "");
+    }
+}
+
+}  // namespace
+}  // namespace zyntax
