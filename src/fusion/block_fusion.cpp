@@ -1,5 +1,8 @@
 #include "fusion/block_fusion.hpp"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -48,8 +51,18 @@ class Unmovable : public cir::IRVisitor {
  public:
   using IRVisitor::visit;
   std::string why;
+  bool yields_allowed = false;
+  static std::string except_yields(const cir::Block& b) {
+    Unmovable u;
+    u.yields_allowed = true;
+    u.include(b);
+    return u.why;
+  }
   void visit(const cir::Atomic*) override { why = "it updates its result atomically"; }
-  void visit(const cir::Yield*) override { why = "it is a reduction"; }
+  void visit(const cir::Yield* op) override {
+    if (!yields_allowed) why = "it is a reduction";
+    IRVisitor::visit(op);
+  }
   void visit(const cir::Allocate*) override { why = "it allocates arrays"; }
   void visit(const cir::Barrier*) override { why = "it synchronises threads"; }
   void visit(const cir::GpuIndex*) override { why = "it is scheduled for a GPU"; }
@@ -137,6 +150,50 @@ bool same_hints(const cir::KernelHints& a, const cir::KernelHints& b) {
          a.device == b.device && a.parallel == b.parallel && a.tf32 == b.tf32;
 }
 
+// The consumer's sizes of `input` are the producer's output extents.
+Kernel in_producer_sizes(const Kernel& consumer, const Kernel& producer, const std::string& input) {
+  cir::Substitution sizes;
+  for (const cir::DimParam& d : consumer.dims)
+    if (d.source == cir::DimSource::Input && d.input == input) sizes[d.name] = producer.output().type.shape.at(d.axis);
+  return cir::substitute(consumer, sizes);
+}
+
+// The fused kernel's interface: the inputs of both (the producer's first,
+// each name once; `input` gone), their scalars and dims; the consumer's
+// output, name and reduction. `cons` is the consumer in the producer's sizes.
+std::variant<Kernel, std::string> merge_interfaces(const Kernel& producer, const Kernel& cons, const std::string& input, cir::Block body,
+                                                   cir::KernelKind kind, bool finished = true) {
+  Kernel fused;
+  fused.name = cons.name;
+  fused.kind = kind;
+  fused.reduce_op = cons.reduce_op;
+  fused.reduce_axis = cons.reduce_axis;
+  fused.hints = cons.hints;
+  fused.span = cons.span;
+  fused.body = std::move(body);
+  std::set<std::string> dims;
+  for (const Kernel* k : {&producer, &cons})
+    for (const cir::DimParam& d : k->dims)
+      if (!(d.source == cir::DimSource::Input && d.input == input) && dims.insert(d.name).second) fused.dims.push_back(d);
+  std::map<std::string, const cir::Param*> seen;
+  for (cir::ParamRole role : {cir::ParamRole::Input, cir::ParamRole::Scalar})
+    for (const Kernel* k : {&producer, &cons})
+      for (const cir::Param& prm : k->params) {
+        if (prm.role != role || (k == &cons && prm.name == input)) continue;
+        auto [it, fresh] = seen.emplace(prm.name, &prm);
+        if (fresh) {
+          fused.params.push_back(prm);
+        } else if (it->second->type.dtype != prm.type.dtype || it->second->type.rank() != prm.type.rank()) {
+          return "both read '" + prm.name + "' as different types";
+        }
+      }
+  fused.params.push_back(cons.output());
+  if (!finished) return fused;
+  std::vector<std::string> problems = cir::verify(fused);
+  if (!problems.empty()) return "the fused kernel does not verify: " + problems[0];
+  return cir::simplify(fused);
+}
+
 }  // namespace
 
 std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Kernel& consumer, const std::string& input) {
@@ -187,16 +244,8 @@ std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Ke
   }
   if (read_vars.size() != at.size() || at.size() != c->loops.size()) return "the consumer's loops and the element it reads do not match one to one";
 
-  // The consumer in the producer's sizes: its sizes of the input are the
-  // producer's output extents.
-  cir::Substitution sizes;
-  std::set<std::string> input_dims;
-  for (const cir::DimParam& d : consumer.dims)
-    if (d.source == cir::DimSource::Input && d.input == input) {
-      sizes[d.name] = out.type.shape.at(d.axis);
-      input_dims.insert(d.name);
-    }
-  Kernel cons = cir::substitute(consumer, sizes);
+  // The consumer in the producer's sizes.
+  Kernel cons = in_producer_sizes(consumer, producer, input);
   std::optional<Nest> cn = parallel_nest(cons);
   if (!cn) return "the consumer is not a nest of parallel loops";
   std::map<std::string, const cir::For*> cn_loops;
@@ -230,32 +279,450 @@ std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Ke
   for (auto it = cn->loops.rbegin(); it != cn->loops.rend(); ++it)
     body = {cir::make_for((*it)->var, (*it)->lo, (*it)->hi, (*it)->step, body, (*it)->loop_kind, (*it)->factor, (*it)->span)};
 
-  Kernel fused;
-  fused.name = producer.name + "+" + consumer.name;
-  fused.kind = cir::KernelKind::Fused;
-  fused.hints = consumer.hints;
-  fused.span = consumer.span;
-  fused.body = body;
-  std::set<std::string> dims;
-  for (const Kernel* k : {&producer, static_cast<const Kernel*>(&cons)})
-    for (const cir::DimParam& d : k->dims)
-      if (!input_dims.count(d.name) && dims.insert(d.name).second) fused.dims.push_back(d);
-  std::map<std::string, const cir::Param*> seen;
-  for (cir::ParamRole role : {cir::ParamRole::Input, cir::ParamRole::Scalar})
-    for (const Kernel* k : {&producer, static_cast<const Kernel*>(&cons)})
-      for (const cir::Param& prm : k->params) {
-        if (prm.role != role || (k == &cons && prm.name == input)) continue;
-        auto [it, fresh] = seen.emplace(prm.name, &prm);
-        if (fresh) {
-          fused.params.push_back(prm);
-        } else if (it->second->type.dtype != prm.type.dtype || it->second->type.rank() != prm.type.rank()) {
-          return "both read '" + prm.name + "' as different types";
+  return merge_interfaces(producer, cons, input, body, cir::KernelKind::Fused);
+}
+
+namespace {
+
+// Loops around a point of the consumer, and whether a condition is.
+struct LoopScope {
+  std::vector<const cir::For*> loops;  // outermost first
+  int conditions = 0;
+};
+
+// Why the read `a` of a producer with output `shape` cannot be inlined
+// there: each index a loop variable over the whole axis (so the producer's
+// every element, and every check it makes, is computed), one loop per
+// axis, not under a condition. The loops of the indices, by axis.
+std::variant<std::vector<const cir::For*>, std::string> whole_loop_read(const cir::Access& a, const std::vector<Expr>& shape,
+                                                                          const LoopScope& scope) {
+  if (scope.conditions) return "the consumer reads it under a condition";
+  std::vector<const cir::For*> at;
+  for (size_t k = 0; k < a.axes.size(); ++k) {
+    const cir::Var* v = a.axes[k].is_slice ? nullptr : a.axes[k].index.as<cir::Var>();
+    const cir::For* loop = nullptr;
+    for (const cir::For* f : scope.loops)
+      if (v && f->var == v->name) loop = f;
+    const cir::IntImm* lo = loop ? loop->lo.as<cir::IntImm>() : nullptr;
+    const cir::IntImm* step = loop ? loop->step.as<cir::IntImm>() : nullptr;
+    if (!lo || lo->value != 0 || !step || step->value != 1 || !cir::equal(cir::simplify(loop->hi), cir::simplify(shape[k])))
+      return "the consumer reads it at an index that is not a loop over its whole axis";
+    for (const cir::For* f : at)
+      if (f == loop) return "the consumer reads it with one loop on two axes";
+    at.push_back(loop);
+  }
+  return at;
+}
+
+// A mutator that knows the loops and conditions around what it visits.
+class ScopedMutator : public cir::IRMutator {
+ public:
+  using IRMutator::visit;
+  // Code placed inside these loops (a row computed at the top of the last).
+  void start_inside(std::vector<const cir::For*> loops) { scope_.loops = std::move(loops); }
+  Stmt visit(const cir::For* op) override {
+    scope_.loops.push_back(op);
+    Stmt s = IRMutator::visit(op);
+    scope_.loops.pop_back();
+    return s;
+  }
+  Stmt visit(const cir::If* op) override {
+    ++scope_.conditions;
+    Stmt s = IRMutator::visit(op);
+    --scope_.conditions;
+    return s;
+  }
+  Expr visit(const cir::Select* op) override {
+    ++scope_.conditions;  // only one side is computed
+    Expr e = IRMutator::visit(op);
+    --scope_.conditions;
+    return e;
+  }
+
+ protected:
+  LoopScope scope_;
+  std::string why_;
+};
+
+// The element of an element-wise producer as one expression of its loop
+// variables: lets and a store at them, nothing else. Or nothing.
+struct Element {
+  Expr value;
+  std::vector<std::string> vars;  // by output axis
+};
+
+std::optional<Element> element_expression(const Kernel& p) {
+  std::optional<Nest> nest = parallel_nest(p);
+  if (!nest || nest->body.empty()) return std::nullopt;
+  const cir::Store* store = nest->body.back().as<cir::Store>();
+  if (!store || store->buffer != p.output().name) return std::nullopt;
+  Element e;
+  for (const cir::AxisSel& a : store->axes) {
+    const cir::Var* v = a.is_slice ? nullptr : a.index.as<cir::Var>();
+    if (!v) return std::nullopt;
+    e.vars.push_back(v->name);
+  }
+  std::set<std::string> distinct(e.vars.begin(), e.vars.end());
+  if (distinct.size() != e.vars.size() || e.vars.size() != nest->loops.size()) return std::nullopt;
+  e.value = store->value;
+  for (size_t i = nest->body.size() - 1; i-- > 0;) {
+    const cir::Let* let = nest->body[i].as<cir::Let>();
+    if (!let) return std::nullopt;
+    e.value = cir::substitute(e.value, {{let->name, let->value}});
+  }
+  if (cir::reads(e.value).count(p.output().name)) return std::nullopt;
+  if (e.value->type.dtype != p.output().type.dtype) e.value = cir::Cast::make(p.output().type.dtype, e.value, store->span);
+  return e;
+}
+
+size_t node_count(const Expr& e) {
+  struct Count : cir::IRVisitor {
+    size_t n = 0;
+    using IRVisitor::visit;
+    void visit(const cir::Binary* op) override { ++n, IRVisitor::visit(op); }
+    void visit(const cir::Unary* op) override { ++n, IRVisitor::visit(op); }
+    void visit(const cir::Math* op) override { ++n, IRVisitor::visit(op); }
+    void visit(const cir::Select* op) override { ++n, IRVisitor::visit(op); }
+    void visit(const cir::Access* op) override { ++n, IRVisitor::visit(op); }
+  } c;
+  c.include(e);
+  return c.n;
+}
+
+// Each read of `name` replaced by the producer's element at its indices.
+class InlineElement : public ScopedMutator {
+ public:
+  InlineElement(std::string name, const Element& e, const std::vector<Expr>& shape) : name_(std::move(name)), e_(e), shape_(shape) {}
+  using ScopedMutator::visit;
+  std::string why;
+  Expr visit(const cir::Access* op) override {
+    if (op->buffer != name_) return IRMutator::visit(op);
+    auto at = whole_loop_read(*op, shape_, scope_);
+    if (auto* w = std::get_if<std::string>(&at)) {
+      if (why.empty()) why = *w;
+      return IRMutator::visit(op);
+    }
+    cir::Substitution s;
+    for (size_t k = 0; k < e_.vars.size(); ++k) s[e_.vars[k]] = op->axes[k].index;
+    return cir::substitute(e_.value, s);
+  }
+
+ private:
+  std::string name_;
+  const Element& e_;
+  const std::vector<Expr>& shape_;
+};
+
+// A row of a reduction read by the consumer: computed once, at the top of
+// the innermost loop of the indices it is read at, into the let `value`.
+// Its code is kept apart until every producer is inlined (it may read
+// other producers, and rows planned later may have to come before it).
+struct Row {
+  std::string key;    // the producer and the row's index variables
+  std::string value;  // the let holding it
+  std::string loop;   // where it is computed
+  cir::Block code;
+};
+
+struct InlineState {
+  std::vector<Row> rows;
+  int counter = 0;
+};
+
+// The loops from the top of `body` down to the loop of `var`, that one
+// included; empty where there is none.
+std::vector<const cir::For*> loops_to(const cir::Block& body, const std::string& var) {
+  for (const Stmt& st : body) {
+    const cir::For* f = st.as<cir::For>();
+    if (!f) {
+      if (const cir::If* i = st.as<cir::If>())
+        for (const cir::Block* b : {&i->then_body, &i->else_body})
+          if (auto inner = loops_to(*b, var); !inner.empty()) return inner;
+      continue;
+    }
+    if (f->var == var) return {f};
+    if (auto inner = loops_to(f->body, var); !inner.empty()) {
+      inner.insert(inner.begin(), f);
+      return inner;
+    }
+  }
+  return {};
+}
+
+// Yields folded into an accumulator.
+class Accumulate : public cir::IRMutator {
+ public:
+  Accumulate(std::string acc, DType acc_dtype, BinaryOp op) : acc_(std::move(acc)), dtype_(acc_dtype), op_(op) {}
+  using IRMutator::visit;
+  Stmt visit(const cir::Yield* op) override {
+    Expr v = mutate(op->value);
+    if (v->type.dtype != dtype_) v = cir::Cast::make(dtype_, v, op->span);
+    return cir::make_assign(acc_, cir::Binary::make(op_, cir::Var::make(acc_, cir::Type::scalar(dtype_)), v, op->span), op->span);
+  }
+
+ private:
+  std::string acc_;
+  DType dtype_;
+  BinaryOp op_;
+};
+
+Expr scalar_constant(const Scalar& v) {
+  if (is_float(v.dtype)) return cir::FloatImm::make(v.f, v.dtype);
+  if (v.dtype == DType::Bool) return cir::BoolImm::make(v.i != 0);
+  return cir::IntImm::make(v.i, v.dtype);
+}
+
+// The code of one row of reduction `p`: var acc = identity; the
+// reduction's loops inside its rows, yields folded into acc, as the
+// reduction accumulates (reduce_accumulator_dtype); let value = acc in
+// the output's dtype. `row_axis[k]`: the output axis p's loop k yields to.
+cir::Block row_code(const Kernel& p, const std::vector<size_t>& row_axis, const std::vector<std::string>& vars, const std::string& value) {
+  std::optional<Nest> nest = parallel_nest(p);
+  DType out = p.output().type.dtype;
+  DType acc_dtype = reduce_accumulator_dtype(p.reduce_op, out);
+  std::string prefix = value + ".";
+  RenameLocals rename(prefix);
+  cir::Substitution to_row;
+  for (size_t k = 0; k < nest->loops.size(); ++k) {
+    rename.bind(nest->loops[k]->var);
+    to_row[prefix + nest->loops[k]->var] = cir::Var::make(vars[row_axis[k]], cir::Type::scalar(DType::I64));
+  }
+  std::string acc = prefix + "acc";
+  Accumulate fold(acc, acc_dtype, *reduce_binary_op(p.reduce_op));
+  cir::Block code;
+  code.push_back(cir::make_decl(acc, cir::Type::scalar(acc_dtype), scalar_constant(reduce_identity(p.reduce_op, acc_dtype))));
+  for (const Stmt& st : nest->body) code.push_back(cir::substitute(cir::Block{fold.mutate(rename.mutate(st))}, to_row)[0]);
+  Expr v = cir::Var::make(acc, cir::Type::scalar(acc_dtype));
+  if (acc_dtype != out) v = cir::Cast::make(out, v);
+  code.push_back(cir::make_let(value, v));
+  return code;
+}
+
+// Reads of reduction `name` replaced by the lets of their rows, rows not
+// met before planned (their code from row_code).
+class PlanRows : public ScopedMutator {
+ public:
+  PlanRows(std::string name, const Kernel& p, const std::vector<size_t>& row_axis, const cir::Block& body, InlineState& st)
+      : name_(std::move(name)), p_(p), row_axis_(row_axis), body_(body), st_(st) {}
+  using ScopedMutator::visit;
+  std::string why;
+  Expr visit(const cir::Access* op) override {
+    if (op->buffer != name_) return IRMutator::visit(op);
+    auto at = whole_loop_read(*op, p_.output().type.shape, scope_);
+    if (auto* w = std::get_if<std::string>(&at)) {
+      if (why.empty()) why = *w;
+      return IRMutator::visit(op);
+    }
+    std::vector<std::string> vars;
+    std::string key = name_;
+    for (const cir::AxisSel& a : op->axes) {
+      vars.push_back(a.index.as<cir::Var>()->name);
+      key += "," + vars.back();
+    }
+    for (const Row& r : st_.rows)
+      if (r.key == key) return cir::Var::make(r.value, op->type, op->span);
+    // The innermost loop of the row's indices: one of the kernel's own
+    // (not a loop of another row's code).
+    size_t deepest = 0;
+    for (const cir::For* f : std::get<std::vector<const cir::For*>>(at))
+      for (size_t d = 0; d < scope_.loops.size(); ++d)
+        if (scope_.loops[d] == f) deepest = std::max(deepest, d);
+    std::string loop = scope_.loops[deepest]->var;
+    if (loops_to(body_, loop).empty()) {
+      if (why.empty()) why = "the consumer reads it inside another reduction's loop";
+      return IRMutator::visit(op);
+    }
+    Row r;
+    r.key = key;
+    r.value = name_ + "%row" + std::to_string(st_.counter++);
+    r.loop = loop;
+    r.code = row_code(p_, row_axis_, vars, r.value);
+    st_.rows.push_back(r);
+    return cir::Var::make(r.value, op->type, op->span);
+  }
+
+ private:
+  std::string name_;
+  const Kernel& p_;
+  const std::vector<size_t>& row_axis_;
+  const cir::Block& body_;
+  InlineState& st_;
+};
+
+// The rows computed at the top of their loops, each after the rows it reads.
+class InsertRows : public cir::IRMutator {
+ public:
+  explicit InsertRows(const std::vector<Row>& rows) : rows_(rows) {}
+  using IRMutator::visit;
+  Stmt visit(const cir::For* op) override {
+    Stmt s = IRMutator::visit(op);
+    std::vector<const Row*> here;
+    for (const Row& r : rows_)
+      if (r.loop == op->var) here.push_back(&r);
+    if (here.empty()) return s;
+    cir::Block head;
+    std::set<std::string> placed;
+    while (!here.empty()) {
+      size_t before = here.size();
+      for (auto it = here.begin(); it != here.end();) {
+        bool ready = true;
+        for (const Row* other : here)
+          if (other != *it && reads_name((*it)->code, other->value)) ready = false;
+        if (!ready) {
+          ++it;
+          continue;
         }
+        head.insert(head.end(), (*it)->code.begin(), (*it)->code.end());
+        it = here.erase(it);
       }
-  fused.params.push_back(cons.output());
-  std::vector<std::string> problems = cir::verify(fused);
-  if (!problems.empty()) return "the fused kernel does not verify: " + problems[0];
-  return cir::simplify(fused);
+      if (here.size() == before) throw std::logic_error("fusion: rows that read each other");
+    }
+    const cir::For* f = s.as<cir::For>();
+    cir::Block body = head;
+    body.insert(body.end(), f->body.begin(), f->body.end());
+    return cir::make_for(f->var, f->lo, f->hi, f->step, body, f->loop_kind, f->factor, f->span);
+  }
+
+ private:
+  static bool reads_name(const cir::Block& b, const std::string& name) {
+    for (const Stmt& st : b)
+      if (cir::reads(st).count(name)) return true;
+    return false;
+  }
+  const std::vector<Row>& rows_;
+};
+
+// The output axis each of a reduction's parallel loops yields to, or why
+// the reduction cannot be computed by rows.
+std::variant<std::vector<size_t>, std::string> row_axes(const Kernel& p) {
+  if (!reduce_binary_op(p.reduce_op)) return "the producer is an arg or logical reduction";
+  std::optional<Nest> nest = parallel_nest(p);
+  if (!nest) return "the producer does not reduce rows of parallel loops";
+  struct Yields : cir::IRVisitor {
+    std::vector<const cir::Yield*> found;
+    using IRVisitor::visit;
+    void visit(const cir::Yield* op) override { found.push_back(op); }
+  } yields;
+  yields.include(nest->body);
+  if (yields.found.empty()) return "the producer yields nothing";
+  if (std::string why = Unmovable::except_yields(nest->body); !why.empty()) return "the producer cannot move: " + why;
+  std::vector<size_t> axes(nest->loops.size(), SIZE_MAX);
+  for (const cir::Yield* y : yields.found) {
+    if (y->out_index.size() != nest->loops.size()) return "the producer yields to elements that are not its rows";
+    for (size_t a = 0; a < y->out_index.size(); ++a) {
+      const cir::Var* v = y->out_index[a].as<cir::Var>();
+      size_t k = SIZE_MAX;
+      for (size_t l = 0; l < nest->loops.size(); ++l)
+        if (v && nest->loops[l]->var == v->name) k = l;
+      if (k == SIZE_MAX || (axes[k] != SIZE_MAX && axes[k] != a)) return "the producer yields to elements that are not its rows";
+      axes[k] = a;
+    }
+  }
+  return axes;
+}
+
+std::optional<std::string> first_pending_read(const Kernel& k, const InlineState& st, const Pending& pending) {
+  struct First : cir::IRVisitor {
+    const Kernel& k;
+    const Pending& pending;
+    std::optional<std::string> name;
+    First(const Kernel& kk, const Pending& p) : k(kk), pending(p) {}
+    using IRVisitor::visit;
+    void visit(const cir::Access* op) override {
+      IRVisitor::visit(op);
+      const cir::Param* prm = k.find_param(op->buffer);
+      if (!name && pending.count(op->buffer) && prm && prm->role == cir::ParamRole::Input) name = op->buffer;
+    }
+  } f(k, pending);
+  f.include(k.body);
+  for (const Row& r : st.rows) f.include(r.code);
+  return f.name;
+}
+
+// `m` over the kernel's body, then over each row's code as placed.
+template <class M>
+std::string mutate_everywhere(M& m, cir::Block& body, InlineState& st) {
+  cir::Block original = body;
+  body = m.mutate(original);
+  for (size_t i = 0; i < st.rows.size(); ++i) {  // rows planned meanwhile too
+    m.start_inside(loops_to(original, st.rows[i].loop));
+    cir::Block code = m.mutate(st.rows[i].code);
+    st.rows[i].code = std::move(code);
+  }
+  return m.why;
+}
+
+std::variant<Kernel, std::string> inline_one(const Kernel& consumer, const Kernel& producer, const std::string& name, InlineState& st) {
+  const cir::Param* in = consumer.find_param(name);
+  const cir::Param& out = producer.output();
+  if (in->type.dtype != out.type.dtype || in->type.rank() != out.type.rank()) return "the consumer reads it as another type";
+  if (!same_hints(producer.hints, consumer.hints)) return "their annotations differ";
+  Kernel cons = in_producer_sizes(consumer, producer, name);
+  cir::Substitution sizes;
+  for (const cir::DimParam& d : consumer.dims)
+    if (d.source == cir::DimSource::Input && d.input == name) sizes[d.name] = out.type.shape.at(d.axis);
+  for (Row& r : st.rows) r.code = cir::substitute(r.code, sizes);
+  if (producer.kind == cir::KernelKind::Reduce) {
+    auto axes = row_axes(producer);
+    if (auto* why = std::get_if<std::string>(&axes)) return *why;
+    PlanRows plan(name, producer, std::get<std::vector<size_t>>(axes), cons.body, st);
+    cir::Block body = cons.body;
+    if (std::string why = mutate_everywhere(plan, body, st); !why.empty()) return why;
+    return merge_interfaces(producer, cons, name, body, cons.kind, false);
+  }
+  if (std::optional<Element> e = element_expression(producer)) {
+    // Recomputed at each read: only while that stays cheap.
+    ReadsOf reads(name);
+    reads.include(cons.body);
+    for (const Row& r : st.rows) reads.include(r.code);
+    if (reads.indices.size() > 1 && node_count(e->value) * reads.indices.size() > 96)
+      return "the consumer reads it " + std::to_string(reads.indices.size()) + " times, and recomputing it costs more than storing it";
+    InlineElement inl(name, *e, out.type.shape);
+    cir::Block body = cons.body;
+    if (std::string why = mutate_everywhere(inl, body, st); !why.empty()) return why;
+    return merge_interfaces(producer, cons, name, body, cons.kind, false);
+  }
+  for (const Row& r : st.rows) {
+    ReadsOf reads(name);
+    reads.include(r.code);
+    if (!reads.indices.empty()) return "the consumer reads it inside a reduction's row";
+  }
+  return fuse_producer(producer, consumer, name);
+}
+
+}  // namespace
+
+Inlined inline_producers(const Kernel& consumer, const Pending& pending) {
+  Inlined out;
+  Kernel k = consumer;
+  InlineState st;
+  while (std::optional<std::string> name = first_pending_read(k, st, pending)) {
+    auto r = inline_one(k, pending.at(*name), *name, st);
+    if (auto* why = std::get_if<std::string>(&r)) {
+      out.refused = *name;
+      out.why = *why;
+      return out;
+    }
+    k = std::move(std::get<Kernel>(r));
+    if (std::find(out.producers.begin(), out.producers.end(), *name) == out.producers.end()) out.producers.push_back(*name);
+    if (out.producers.size() > 64) {
+      out.refused = *name;
+      out.why = "too many producers in one kernel";
+      return out;
+    }
+  }
+  if (!out.producers.empty()) {
+    k.body = InsertRows(st.rows).mutate(k.body);
+    std::vector<std::string> problems = cir::verify(k);
+    if (!problems.empty()) {
+      out.refused = out.producers.back();
+      out.why = "the fused kernel does not verify: " + problems[0];
+      return out;
+    }
+    k = cir::simplify(k);
+  }
+  out.kernel = std::move(k);
+  return out;
 }
 
 }  // namespace zyntax::fusion

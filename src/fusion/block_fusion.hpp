@@ -1,19 +1,31 @@
-// Fusion of one compute block's kernel into the next: a producer whose
-// result only the consumer reads, read at the element the producer wrote,
-// becomes a value computed inside the consumer's loops instead of a tensor
-// in memory.
+// Fusion of compute blocks' kernels into the blocks that read their
+// results: a producer's result, instead of a tensor in memory, becomes a
+// value computed where the consumer reads it.
 //
 // Decided on CIR, after lowering and before planning, so every device (and
-// the reference executor) runs the fused kernel. The rule made here: an
-// element-wise producer (a nest of parallel loops over its output storing
-// each element once, at the loop variables, as its last statement) into a
-// consumer whose parallel loops cover the same elements and read the
-// producer's result only at their own loop variables. Everything else is
-// refused with a reason, which `zyntax run --explain-fusion` prints.
+// the reference executor) runs the fused kernel. The rules:
+// - an element-wise producer whose element is an expression (lets and one
+//   store, at its parallel loop variables) is recomputed at each read of
+//   the consumer whose indices are loop variables over the producer's
+//   whole axes (several reads, several consumers: computed where read,
+//   while that stays cheap);
+// - a reduction of rows (parallel loops over its output, each element
+//   folded from a loop inside) is computed once per row in the consumer,
+//   at the top of the loop that binds the row it reads (the softmax and
+//   norm patterns: one kernel of rows), accumulating as the reduction does;
+// - any other element-wise producer moves its statements into a consumer
+//   whose parallel loops cover the same elements and read it only there.
+// Never: a read under a condition (the producer's checks must still run on
+// every element), at an index that is not a whole loop, arg and logical
+// reductions, atomics, arrays. Refusals come with a reason, which
+// `zyntax run --explain-fusion` prints.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "cir/ir.hpp"
 
@@ -23,5 +35,19 @@ namespace zyntax::fusion {
 // loops: the inputs of both (the producer's first, each name once), their
 // scalars and dims; the consumer's output. Or why not.
 std::variant<cir::Kernel, std::string> fuse_producer(const cir::Kernel& producer, const cir::Kernel& consumer, const std::string& input);
+
+// Producers computed where they are read, by the names consumers read them
+// as; their own inputs may name other pending producers.
+using Pending = std::map<std::string, cir::Kernel>;
+
+struct Inlined {
+  std::optional<cir::Kernel> kernel;   // the consumer, no read of a pending producer left
+  std::vector<std::string> producers;  // those it took in, in the order taken
+  std::string refused, why;            // else: the first it could not take, and why
+};
+
+// Every read of a pending producer in `consumer` inlined, and those of the
+// producers it takes in, by the rules above.
+Inlined inline_producers(const cir::Kernel& consumer, const Pending& pending);
 
 }  // namespace zyntax::fusion

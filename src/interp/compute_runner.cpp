@@ -1,5 +1,8 @@
 #include "interp/compute_runner.hpp"
 
+#include <algorithm>
+#include <functional>
+
 #include "backends/registry.hpp"
 #include "fusion/block_fusion.hpp"
 #include "runtime/device.hpp"
@@ -165,28 +168,17 @@ void ComputeRunner::explain(const std::string& what) {
 
 Value ComputeRunner::run_chain(const std::vector<ChainBlock>& chain, Frame& frame, const std::string& default_device) {
   Device* device = find_device(default_device, chain[0].block->span);
-  auto line_of = [&](const ast::Compute& c) {
+  auto line_of = [&](size_t j) {
+    const ast::Compute& c = *chain[j].block;
     return std::to_string(session_.sources().file(c.span.file).line_col(c.span.begin).line);
   };
-  std::vector<Member> members;            // the group being fused
-  cir::Kernel group;                      // their kernel
-  std::map<std::string, Tensor> tensors;  // its inputs by name
-  std::string key;                        // its members and their signatures
-  Tensor carried;                         // a finished group's result
-  auto finish = [&]() {
-    if (members.size() > 1) {
-      std::string lines;
-      for (const Member& m : members) lines += (lines.empty() ? "" : ", ") + line_of(*chain[m.index].block);
-      explain("the blocks at lines " + lines + " run as one kernel, " + group.name);
-    }
-    return launch_group(members, group, key, tensors, *device, frame);
-  };
+  // Lower every block, in order: a block's input that is an earlier block
+  // has that block's output type.
+  std::map<std::string, size_t> index_of;
+  std::vector<Member> members(chain.size());
+  std::string run_key;
   for (size_t j = 0; j < chain.size(); ++j) {
-    const ChainBlock& cb = chain[j];
-    const ast::Compute& c = *cb.block;
-    Member m;
-    m.index = j;
-    m.span = c.span;
+    const ast::Compute& c = *chain[j].block;
     std::vector<InputSignature> sigs;
     std::string sig_key;
     for (size_t i = 0; i < c.inputs.size(); ++i) {
@@ -194,75 +186,114 @@ Value ComputeRunner::run_chain(const std::vector<ChainBlock>& chain, Frame& fram
       InputSignature s;
       s.path = ast::path_text(e);
       s.span = e.span;
-      bool link = j > 0 && e.kind == ast::ExprKind::Name && ast::as<ast::Name>(e).name == cb.link;
-      if (link && !members.empty()) {
-        s.rank = static_cast<int>(group.output().type.rank());
-        s.dtype = group.output().type.dtype;
-        m.link_path = s.path;
+      auto earlier = e.kind == ast::ExprKind::Name ? index_of.find(ast::as<ast::Name>(e).name) : index_of.end();
+      if (earlier != index_of.end()) {
+        const cir::Param& out = members[earlier->second].entry->compiled->generic().output();
+        s.rank = static_cast<int>(out.type.rank());
+        s.dtype = out.type.dtype;
       } else {
-        const Value& v = link ? Value::of_tensor(carried) : cb.inputs[i];
-        if (v.kind != Value::Kind::Tensor)
-          throw Error(e.span, "compute inputs must be tensors, but '" + s.path + "' is " + type_name(v));
+        const Value& v = chain[j].inputs[i];
+        if (v.kind != Value::Kind::Tensor) throw Error(e.span, "compute inputs must be tensors, but '" + s.path + "' is " + type_name(v));
         s.rank = static_cast<int>(v.tensor.rank());
         s.dtype = v.tensor.dtype();
-        m.inputs[s.path] = v.tensor;
+        members[j].inputs[s.path] = v.tensor;
       }
       sig_key += s.path + ":" + std::to_string(*s.rank) + ":" + dtype_name(*s.dtype) + ";";
       sigs.push_back(std::move(s));
     }
-    m.entry = &lowered(c, frame, sigs);
-    const KernelAnnotations& a = m.entry->annotations;
-    std::string why;
-    if (!a.devices.empty() || !a.parallel.empty()) why = "it names its device";
-    if (!members.empty()) {
-      std::string pair = "line " + line_of(c) + " and the block before it (line " + line_of(*chain[j - 1].block) + ")";
-      if (why.empty()) {
-        auto fused = fusion::fuse_producer(group, m.entry->compiled->generic(), m.link_path);
-        if (cir::Kernel* k = std::get_if<cir::Kernel>(&fused)) {
-          group = std::move(*k);
-          for (const auto& [name, t] : m.inputs) tensors.emplace(name, t);
-          key += "|" + std::to_string(reinterpret_cast<uintptr_t>(&c)) + "#" + sig_key;
-          members.push_back(std::move(m));
-          continue;
-        }
-        why = std::get<std::string>(fused);
-      }
-      explain("not fused: " + pair + ": " + why);
-      carried = finish();
-      m.inputs[m.link_path] = carried;
-      m.link_path.clear();
-    }
-    group = m.entry->compiled->generic();
-    tensors = m.inputs;
-    key = std::to_string(reinterpret_cast<uintptr_t>(&c)) + "#" + sig_key;
-    members = {std::move(m)};
+    members[j].entry = &lowered(c, frame, sigs);
+    members[j].span = c.span;
+    const KernelAnnotations& a = members[j].entry->annotations;
+    members[j].standalone = !a.devices.empty() || !a.parallel.empty();
+    index_of[chain[j].name] = j;
+    run_key += std::to_string(reinterpret_cast<uintptr_t>(&c)) + "#" + sig_key + "|";
   }
-  return Value::of_tensor(finish());
-}
 
-Tensor ComputeRunner::launch_group(const std::vector<Member>& members, const cir::Kernel& fused, const std::string& key,
-                                   const std::map<std::string, Tensor>& tensors, Device& device, Frame& frame) {
-  if (members.size() == 1)
-    return launch_named(*members[0].entry->compiled, device, tensors, frame, members[0].span);
-  CompiledCompute* compiled = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::unique_ptr<CompiledCompute>& slot = fused_[key];
-    if (!slot) slot = std::make_unique<CompiledCompute>(fused);
-    compiled = slot.get();
-  }
-  try {
-    return launch_named(*compiled, device, tensors, frame, members.back().span);
-  } catch (const Error&) {
-    // Block by block, as unfused: the first to fail reports itself.
-    Tensor last;
-    for (const Member& m : members) {
-      std::map<std::string, Tensor> inputs = m.inputs;
-      if (!m.link_path.empty()) inputs[m.link_path] = last;
-      last = launch_named(*m.entry->compiled, device, inputs, frame, m.span);
+  // Block j computed with what it reads of earlier blocks inlined; those it
+  // cannot take in are computed first (recursively).
+  std::map<std::string, Tensor> done;
+  std::function<Tensor(size_t)> compute = [&](size_t j) -> Tensor {
+    if (auto it = done.find(chain[j].name); it != done.end()) return it->second;
+    std::shared_ptr<FusedLaunch> launch;
+    for (;;) {
+      std::string key = run_key + std::to_string(j) + ":";
+      fusion::Pending pending;
+      for (size_t i = 0; i < j; ++i) {
+        if (!done.count(chain[i].name) && !members[i].standalone && !members[j].standalone)
+          pending.emplace(chain[i].name, members[i].entry->compiled->generic());
+        else
+          key += chain[i].name + ",";
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (auto it = fused_.find(key); it != fused_.end()) launch = it->second;
+      }
+      if (launch) break;
+      fusion::Inlined r = fusion::inline_producers(members[j].entry->compiled->generic(), pending);
+      if (!r.kernel) {
+        std::string why = members[index_of.at(r.refused)].standalone ? "it names its device" : r.why;
+        explain("not fused: line " + line_of(index_of.at(r.refused)) + " into line " + line_of(j) + ": " + why);
+        compute(index_of.at(r.refused));
+        continue;
+      }
+      // A block the kernel still takes as a tensor (for its sizes alone, or
+      // where either names its device) is computed first.
+      std::string first;
+      for (const cir::Param& prm : r.kernel->params)
+        if (prm.role == cir::ParamRole::Input && index_of.count(prm.name) && index_of.at(prm.name) < j && !done.count(prm.name)) first = prm.name;
+      if (!first.empty()) {
+        size_t i = index_of.at(first);
+        explain("not fused: line " + line_of(i) + " into line " + line_of(j) + ": " +
+                (members[i].standalone || members[j].standalone ? "it names its device" : "the consumer only takes its sizes"));
+        compute(i);
+        continue;
+      }
+      launch = std::make_shared<FusedLaunch>();
+      for (const std::string& p : r.producers) launch->blocks.push_back(index_of.at(p));
+      launch->blocks.push_back(j);
+      std::sort(launch->blocks.begin(), launch->blocks.end());
+      if (launch->blocks.size() > 1) {
+        cir::Kernel k = std::move(*r.kernel);
+        std::string name, lines;
+        for (size_t b : launch->blocks) {
+          name += (name.empty() ? "" : "+") + chain[b].name;
+          lines += (lines.empty() ? "" : ", ") + line_of(b);
+        }
+        k.name = name;
+        explain("the blocks at lines " + lines + " run as one kernel, " + name);
+        launch->compiled = std::make_unique<CompiledCompute>(std::move(k));
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      fused_[key] = launch;
+      break;
     }
+    // Inputs by name: the blocks' own, and earlier blocks computed.
+    std::map<std::string, Tensor> tensors = done;
+    for (size_t b : launch->blocks)
+      for (const auto& [name, t] : members[b].inputs) tensors.emplace(name, t);
+    CompiledCompute& compiled = launch->compiled ? *launch->compiled : *members[j].entry->compiled;
+    Tensor result = launch_named(compiled, *device, tensors, frame, members[j].span);
+    done[chain[j].name] = result;
+    return result;
+  };
+  try {
+    return Value::of_tensor(compute(chain.size() - 1));
+  } catch (const Error&) {
+    run_unfused(chain, members, *device, frame);  // throws the first failing block's error
     throw;
   }
+}
+
+Tensor ComputeRunner::run_unfused(const std::vector<ChainBlock>& chain, const std::vector<Member>& members, Device& device, Frame& frame) {
+  std::map<std::string, Tensor> done;
+  Tensor last;
+  for (size_t j = 0; j < chain.size(); ++j) {
+    std::map<std::string, Tensor> inputs = members[j].inputs;
+    for (const auto& [name, t] : done) inputs.emplace(name, t);
+    last = launch_named(*members[j].entry->compiled, device, inputs, frame, members[j].span);
+    done[chain[j].name] = last;
+  }
+  return last;
 }
 
 }  // namespace zyntax

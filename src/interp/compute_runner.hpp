@@ -27,15 +27,15 @@ class ComputeRunner {
   // `default_device`: the config's compute_device, or --device.
   Value run(const ast::Compute& c, Frame& frame, const std::vector<Value>& inputs, const std::string& default_device);
 
-  // A chain of blocks (interp/fusion_chains), each reading the one before it
-  // as its input named `link`, whose `inputs` holds no value: run as few
-  // kernels as fusion/block_fusion allows, the last block's result returned.
-  // Errors are the unfused program's: a fused kernel that fails runs again
-  // block by block, so the first failing block reports with its own source.
+  // A run of blocks (interp/fusion_chains), each binding `name`; inputs
+  // naming an earlier block of the run hold no value. Run as few kernels as
+  // fusion/block_fusion allows; the last block's result returned. Errors
+  // are the unfused program's: when a fused kernel fails, the blocks run
+  // again one by one, so the first failing block reports with its source.
   struct ChainBlock {
     const ast::Compute* block = nullptr;
     std::vector<Value> inputs;
-    std::string link;  // empty for the first
+    std::string name;
   };
   Value run_chain(const std::vector<ChainBlock>& chain, Frame& frame, const std::string& default_device);
 
@@ -45,23 +45,27 @@ class ComputeRunner {
     KernelAnnotations annotations;
   };
   Entry& lowered(const ast::Compute& c, Frame& frame, const std::vector<InputSignature>& sigs);
-  // One block of a group: its kernel and its own inputs by name.
+  // One block of a run: its kernel and its own inputs by name (those that
+  // are not earlier blocks of the run).
   struct Member {
-    size_t index = 0;
     Entry* entry = nullptr;
     std::map<std::string, Tensor> inputs;
-    std::string link_path;  // the input that is the member before it (none for the first)
-    Span span;              // the block's, for its errors
+    Span span;
+    bool standalone = false;  // names its device: launched as written
   };
-  Tensor launch_group(const std::vector<Member>& members, const cir::Kernel& fused, const std::string& key,
-                      const std::map<std::string, Tensor>& tensors, Device& device, Frame& frame);
+  // A kernel a run launches: block `last` with the earlier blocks it took in.
+  struct FusedLaunch {
+    std::unique_ptr<CompiledCompute> compiled;
+    std::vector<size_t> blocks;
+  };
+  Tensor run_unfused(const std::vector<ChainBlock>& chain, const std::vector<Member>& members, Device& device, Frame& frame);
   void explain(const std::string& what);
 
   Session& session_;
   std::ostream* explain_;
   std::mutex mu_;
   std::map<std::pair<const ast::Compute*, std::string>, std::unique_ptr<Entry>> cache_;
-  std::map<std::string, std::unique_ptr<CompiledCompute>> fused_;  // by their members and signatures
+  std::map<std::string, std::shared_ptr<FusedLaunch>> fused_;  // by the run, its signatures, the block and what is computed
   std::set<std::string> explained_;
 };
 

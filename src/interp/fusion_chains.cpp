@@ -1,5 +1,7 @@
 #include "interp/fusion_chains.hpp"
 
+#include <set>
+
 #include "syntax/name_uses.hpp"
 
 namespace zyntax {
@@ -9,13 +11,6 @@ namespace {
 bool is_path(const ast::Expr& e) {
   if (e.kind == ast::ExprKind::Name) return true;
   return e.kind == ast::ExprKind::Field && is_path(*ast::as<ast::Field>(e).base);
-}
-
-// Whether `c` reads `name` as one of its inputs, exactly once.
-bool reads_input(const ast::Compute& c, const std::string& name) {
-  int n = 0;
-  for (const ast::ExprPtr& x : c.inputs) n += x->kind == ast::ExprKind::Name && ast::as<ast::Name>(*x).name == name;
-  return n == 1;
 }
 
 }  // namespace
@@ -33,18 +28,28 @@ const ast::Compute* let_compute(const ast::Stmt& s) {
 
 BlockChain block_chain(const ast::Block& b, size_t first) {
   BlockChain chain;
-  if (!let_compute(*b.stmts[first])) return chain;
-  for (size_t i = first; i + 1 < b.stmts.size(); ++i) {
-    const std::string& name = ast::as<ast::Let>(*b.stmts[i]).names[0];
-    const ast::Compute* next = let_compute(*b.stmts[i + 1]);
-    if (!next || !reads_input(*next, name)) break;
-    // Inside the next block, the name is that block's input.
-    if (ast::count_name_uses(b, name) != ast::count_name_uses(*b.stmts[i + 1], name)) {
-      chain.not_continued.push_back("'" + name + "' is read by more than the next block");
-      break;
+  size_t run = 0;
+  while (first + run < b.stmts.size() && let_compute(*b.stmts[first + run])) ++run;
+  auto name = [&](size_t i) -> const std::string& { return ast::as<ast::Let>(*b.stmts[i]).names[0]; };
+  // The longest run whose results but the last are read by later blocks of
+  // the run alone.
+  for (size_t last = first + run; last-- > first + 1;) {
+    std::string why;
+    std::set<std::string> names;
+    for (size_t j = first; j <= last && why.empty(); ++j) {
+      if (!names.insert(name(j)).second) why = "'" + name(j) + "' is bound twice";
+      if (j == last) break;
+      size_t inside = 0;
+      for (size_t k = j + 1; k <= last; ++k) inside += ast::count_name_uses(*b.stmts[k], name(j));
+      if (inside == 0) why = "'" + name(j) + "' is not read by the blocks after it";
+      else if (ast::count_name_uses(b, name(j)) != inside) why = "'" + name(j) + "' is read by more than the blocks after it";
     }
-    chain.links.push_back(name);
-    ++chain.length;
+    if (why.empty()) {
+      chain.length = last - first + 1;
+      for (size_t j = first; j <= last; ++j) chain.names.push_back(name(j));
+      return chain;
+    }
+    if (last == first + 1) chain.not_continued.push_back(why);
   }
   return chain;
 }

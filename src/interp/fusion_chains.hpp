@@ -1,9 +1,9 @@
 // Which adjacent statements of a host block may run as one group of fused
-// kernels: `let a = compute(..) {..}` followed by `let b = compute(.., a, ..) {..}`
-// and so on, where each result is read by the next block only, nothing in
-// between (so no host code sees or changes anything mid-chain), and every
-// input is a name or a field path (reading it has no effect). Decided from
-// the syntax alone, once per statement; whether the kernels fuse is then
+// kernels: a run of `let NAME = compute(..) {..}` statements, nothing in
+// between (so no host code sees or changes anything mid-run), every input a
+// name or a field path (reading it has no effect), where every result but
+// the last is read by later blocks of the run and by nothing else. Decided
+// from the syntax alone, once per statement; which kernels fuse is then
 // fusion/block_fusion's call at run time.
 #pragma once
 
@@ -17,8 +17,8 @@ namespace zyntax {
 
 struct BlockChain {
   size_t length = 1;               // statements from the first
-  std::vector<std::string> links;  // links[j]: the name statement j binds, which statement j + 1 reads
-  std::vector<std::string> not_continued;  // why the statement after the last does not join, where it reads it
+  std::vector<std::string> names;  // the name each binds
+  std::vector<std::string> not_continued;  // why the statements after the last do not join
 };
 
 // The chain starting at statement `first` of `b`; length 1 where none does.

@@ -1,5 +1,7 @@
 #include "interp/host_interpreter.hpp"
 
+#include <algorithm>
+
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -225,10 +227,12 @@ void Interpreter::exec_chain(const ast::Block& b, size_t first, size_t length, F
   for (size_t j = 0; j < length; ++j) {
     ComputeRunner::ChainBlock cb;
     cb.block = let_compute(*b.stmts[first + j]);
-    if (j > 0) cb.link = chain.links[j - 1];
+    cb.name = chain.names[j];
     for (const ast::ExprPtr& x : cb.block->inputs) {
-      if (j > 0 && x->kind == ast::ExprKind::Name && ast::as<ast::Name>(*x).name == cb.link) {
-        cb.inputs.push_back(Value::none());  // the block before it: pending
+      bool earlier = x->kind == ast::ExprKind::Name &&
+                     std::find(chain.names.begin(), chain.names.begin() + j, ast::as<ast::Name>(*x).name) != chain.names.begin() + j;
+      if (earlier) {
+        cb.inputs.push_back(Value::none());  // a block before it: computed by the run
         continue;
       }
       Value v = eval(*x, f);

@@ -132,25 +132,82 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Refusal{"read_by_host", "print(a[3])\nlet b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\n", ""},
         Refusal{"read_later", "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\nprint(sum(a))\n",
-                "'a' is read by more than the next block"},
-        Refusal{"reduction_consumer", "let b = compute(a) {\n  @kernel reduce(+)\n  for i in 0..24:\n    yield a[i]\n}\n",
-                "the consumer is a reduction"},
-        Refusal{"several_indices", "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] - a[23 - i]\n}\n",
-                "the consumer reads it at several indices"},
-        Refusal{"other_index", "let b = compute(a) {\n  for i in 0..23:\n    out[i] = a[i + 1]\n}\n",
-                "the consumer reads it at an index that is not its loop variables"},
-        Refusal{"broadcast_read", "let b = compute(a) {\n  for i in 0..24, j in 0..3:\n    out[i, j] = a[i] * 2.0\n}\n",
-                "the consumer's loops and the element it reads do not match one to one"},
+                "'a' is read by more than the blocks after it"},
+        Refusal{"shifted_index", "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] - a[23 - i]\n}\n",
+                "the consumer reads it at an index that is not a loop over its whole axis"},
         Refusal{"fewer_elements", "let b = compute(a) {\n  for i in 0..20:\n    out[i] = a[i]\n}\n",
-                "the consumer's loops do not cover the producer's elements"},
+                "the consumer reads it at an index that is not a loop over its whole axis"},
+        Refusal{"under_a_condition", "let b = compute(a, x) {\n  for i in 0..24:\n    if x[i] > 0.5:\n      out[i] = a[i]\n}\n",
+                "the consumer reads it under a condition"},
+        Refusal{"in_a_select", "let b = compute(a, x) {\n  for i in 0..24:\n    out[i] = select(x[i] > 0.5, a[i], 0.0)\n}\n",
+                "the consumer reads it under a condition"},
         Refusal{"sizes_only", "let b = compute(a, x) {\n  for i in 0..24:\n    out[i] = x[i]\n}\n", "the consumer only takes its sizes"},
         Refusal{"annotations", "let b = compute(a) {\n  @workgroup(64)\n  for i in 0..24:\n    out[i] = a[i]\n}\n",
                 "their annotations differ"},
         Refusal{"device", "let b = compute(a) {\n  @device(\"cpu:reference\")\n  for i in 0..24:\n    out[i] = a[i]\n}\n",
-                "it names its device"},
-        Refusal{"running_sum", "let b = compute(a) {\n  var s = 0.0\n  for i in 0..24:\n    s += a[i]\n    out[i] = s\n}\n",
-                "the consumer is not a nest of parallel loops"}),
+                "it names its device"}),
     [](const ::testing::TestParamInfo<Refusal>& i) { return std::string(i.param.name); });
+
+// Reductions: computed by rows inside the blocks that read them.
+TEST(BlockFusion, ASoftmaxOfFourBlocksRunsAsOneRowKernel) {
+  std::string why = same_fused_and_not(
+      "let x = randn([37, 29]) * 4.0\n"
+      "let m = compute(x) {\n  @kernel reduce(max, axis=1)\n  for i in 0..37, j in 0..29:\n    yield x[i, j]\n}\n"
+      "let e = compute(x, m) {\n  @kernel elementwise\n  for i in 0..37, j in 0..29:\n    out[i, j] = exp(x[i, j] - m[i])\n}\n"
+      "let s = compute(e) {\n  @kernel reduce(+, axis=1)\n  for i in 0..37, j in 0..29:\n    yield e[i, j]\n}\n"
+      "let y = compute(e, s) {\n  @kernel elementwise\n  for i in 0..37, j in 0..29:\n    out[i, j] = e[i, j] / s[i]\n}\n"
+      "save(y, \"OUT/y.npy\")\n",
+      {"y"});
+  EXPECT_TRUE(contains(why, "the blocks at lines 2, 7, 12, 17 run as one kernel, m+e+s+y")) << why;
+}
+
+TEST(BlockFusion, ProducersFeedReductionsAndBroadcasts) {
+  // An element-wise producer into a reduction (its prologue), read whole by
+  // a later block's loops at a broadcast: an RMS norm of rows, of an
+  // integer-valued input so that its sums are exact.
+  std::string why = same_fused_and_not(
+      "let x = astype(astype(randn([23, 17]) * 8.0, i32), f32)\n"
+      "let sq = compute(x) {\n  @kernel elementwise\n  for i in 0..23, j in 0..17:\n    out[i, j] = x[i, j] * x[i, j]\n}\n"
+      "let ss = compute(sq) {\n  @kernel reduce(+, axis=1)\n  for i in 0..23, j in 0..17:\n    yield sq[i, j]\n}\n"
+      "let y = compute(x, ss) {\n  for i in 0..23, j in 0..17:\n    out[i, j] = x[i, j] / sqrt(ss[i] / 17.0 + 1e-5)\n}\n"
+      "save(y, \"OUT/y.npy\")\n",
+      {"y"});
+  EXPECT_TRUE(contains(why, "run as one kernel, sq+ss+y")) << why;
+  // A reduction over the first axis is not one of rows: computed first.
+  std::string columns = same_fused_and_not(
+      "let x = rand([23, 17])\n"
+      "let cs = compute(x) {\n  @kernel reduce(max, axis=0)\n  for i in 0..23, j in 0..17:\n    yield x[i, j]\n}\n"
+      "let y = compute(x, cs) {\n  for i in 0..23, j in 0..17:\n    out[i, j] = x[i, j] - cs[j]\n}\n"
+      "save(y, \"OUT/y.npy\")\n",
+      {"y"});
+  EXPECT_TRUE(contains(columns, "not fused: line 2 into line 7")) << columns;
+  std::string running = same_fused_and_not(
+      "let x = rand([24])\nlet a = compute(x) {\n  @kernel elementwise\n  for i in 0..24:\n    out[i] = x[i] * 3.0\n}\n"
+      "let b = compute(a) {\n  var s = 0.0\n  for i in 0..24:\n    s += a[i]\n    out[i] = s\n}\nsave(b, \"OUT/b.npy\")\n",
+      {"b"});
+  EXPECT_TRUE(contains(running, "run as one kernel, a+b")) << running;
+}
+
+TEST(BlockFusion, ReductionsThatAreNotRowsAreComputedFirst) {
+  std::string arg = same_fused_and_not(
+      "let x = rand([6, 9])\n"
+      "let k = compute(x) {\n  @kernel reduce(argmax, axis=1)\n  for i in 0..6, j in 0..9:\n    yield (x[i, j], j)\n}\n"
+      "let y = compute(k) {\n  for i in 0..6:\n    out[i] = k[i] * 2\n}\nsave(y, \"OUT/y.npy\")\n",
+      {"y"});
+  EXPECT_TRUE(contains(arg, "the producer is an arg or logical reduction")) << arg;
+}
+
+TEST(BlockFusion, AnExpensiveProducerReadManyTimesIsStored) {
+  std::string why = same_fused_and_not(
+      "let x = rand([16, 16])\n"
+      "let a = compute(x) {\n  for i in 0..16, j in 0..16:\n"
+      "    out[i, j] = sin(cos(sin(cos(x[i, j] * 2.0 + 1.0) * 3.0 + 2.0) * 4.0 + 3.0) * 5.0 + 4.0) * tanh(exp(x[i, j]) + log(x[i, j] + 1.0))"
+      " + sqrt(x[i, j]) * erf(x[i, j] - 0.5) + sigmoid(x[i, j] * 7.0) - gelu(x[i, j] * 3.0) + atan(x[i, j]) * asin(x[i, j] * 0.5)\n}\n"
+      "let b = compute(a) {\n  for i in 0..16, j in 0..16:\n    var s = 0.0\n    for k in 0..16:\n      s += a[i, k] * a[k, j]\n"
+      "    out[i, j] = s + a[i, j] + a[j, i] + a[i, i] + a[j, j] + a[i, j] * a[j, i]\n}\nsave(b, \"OUT/b.npy\")\n",
+      {"b"});
+  EXPECT_TRUE(contains(why, "recomputing it costs more than storing it")) << why;
+}
 
 TEST(BlockFusion, ProducersThatCannotMoveSayWhy) {
   // A producer that stores conditionally, one that scatters, one that reads its own result.
