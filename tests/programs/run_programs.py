@@ -42,6 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 DEFAULT_ZYNTAX = os.path.join(ROOT, "build", "zyntax")
 TIMEOUT_S = 120
 KEEP_DIR = None   # --keep: where failing cases leave their directories
+COMPARE_FUSION = False  # --compare-fusion: every case again with --fusion off, the same bytes
 DEVICE = None     # --device: passed to every `zyntax run` that names no device itself
 
 F32 = np.float32
@@ -909,20 +910,33 @@ def run_case(zyntax, case):
     return ok, msg, time.time() - t0
 
 
-def check_deterministic(cmd, tmp, first_stdout):
+def check_deterministic(cmd, tmp, first_stdout, what="second run", why="not deterministic"):
     """A second run in a copy of the directory gives the same stdout and bitwise the same files."""
     with tempfile.TemporaryDirectory(prefix="zyntax_prog_again_") as again:
         for name in os.listdir(tmp):
             shutil.copy(os.path.join(tmp, name), again)
         p = subprocess.run(cmd, cwd=again, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT_S)
         if p.returncode != 0:
-            raise AssertionError("second run: exit status %d" % p.returncode)
+            raise AssertionError("%s: exit status %d" % (what, p.returncode))
         if p.stdout.decode("utf-8", "replace") != first_stdout:
-            raise AssertionError("second run printed something else (not deterministic)")
+            raise AssertionError("%s printed something else (%s)" % (what, why))
         for name in sorted(os.listdir(tmp)):
             with open(os.path.join(tmp, name), "rb") as f1, open(os.path.join(again, name), "rb") as f2:
                 if f1.read() != f2.read():
-                    raise AssertionError("second run wrote a different %s (not deterministic)" % name)
+                    raise AssertionError("%s wrote a different %s (%s)" % (what, name, why))
+
+
+def check_fusion_off(cmd, tmp, first_stdout):
+    """With --fusion off the same stdout and files, bit for bit, unless the
+    program is not deterministic itself (a second fused run differs too)."""
+    try:
+        check_deterministic(cmd + ["--fusion", "off"], tmp, first_stdout, "the run with --fusion off", "fusion changed it")
+    except AssertionError:
+        try:
+            check_deterministic(cmd, tmp, first_stdout)
+        except AssertionError:
+            return  # not deterministic with fusion either: nothing to compare
+        raise
 
 
 def run_in(zyntax, case, tmp):
@@ -956,6 +970,9 @@ def run_in(zyntax, case, tmp):
             case.post_check(case, tmp)
         if case.repeat:
             check_deterministic(cmd, tmp, out)
+        if COMPARE_FUSION:
+            # The run's inputs only: outputs written by the first run are compared, not given.
+            check_fusion_off(cmd, tmp, out)
     except AssertionError as e:
         detail = str(e)
         tail = (err.strip() or out.strip())
@@ -996,13 +1013,16 @@ def main():
     ap.add_argument("-v", action="store_true", help="print passing cases too")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--device", help="run every program with `--device DEVICE` (e.g. cpu:reference)")
+    ap.add_argument("--compare-fusion", action="store_true",
+                    help="run every case again with --fusion off: the same stdout and files, bit for bit")
     ap.add_argument("--skip-without-device", action="store_true",
                     help="exit 77 (skipped) where `zyntax devices` does not list the --device")
     ap.add_argument("--keep", metavar="DIR", help="copy the directory of each failing case (inputs, outputs) "
                     "into DIR, to rerun the printed command there")
     args = ap.parse_args()
-    global KEEP_DIR, DEVICE
+    global KEEP_DIR, DEVICE, COMPARE_FUSION
     DEVICE = args.device
+    COMPARE_FUSION = args.compare_fusion
     if args.keep:
         KEEP_DIR = os.path.abspath(args.keep)
         os.makedirs(KEEP_DIR, exist_ok=True)
