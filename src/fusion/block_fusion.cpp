@@ -68,6 +68,16 @@ class Unmovable : public cir::IRVisitor {
   void visit(const cir::GpuIndex*) override { why = "it is scheduled for a GPU"; }
 };
 
+bool has_loop(const Stmt& s) {
+  struct Loops : cir::IRVisitor {
+    bool found = false;
+    using IRVisitor::visit;
+    void visit(const cir::For*) override { found = true; }
+  } v;
+  v.include(s);
+  return v.found;
+}
+
 std::string unmovable(const cir::Block& b) {
   Unmovable u;
   u.include(b);
@@ -210,6 +220,10 @@ std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Ke
   std::optional<Nest> c = parallel_nest(consumer);
   if (!c) return "the consumer is not a nest of parallel loops";
   if (std::string why = unmovable(p->body); !why.empty()) return "the producer cannot move: " + why;
+  // A product or a reduction inside keeps its own schedule (moved into an
+  // element-wise loop, it would lose its blocking and its summation order).
+  for (const Stmt& st : p->body)
+    if (has_loop(st)) return "the producer has loops of its own (a product keeps its schedule)";
 
   // The producer: one store, its last statement, at its loop variables.
   const cir::Store* store = p->body.empty() ? nullptr : p->body.back().as<cir::Store>();

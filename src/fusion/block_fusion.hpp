@@ -13,8 +13,10 @@
 //   folded from a loop inside) is computed once per row in the consumer,
 //   at the top of the loop that binds the row it reads (the softmax and
 //   norm patterns: one kernel of rows), accumulating as the reduction does;
-// - any other element-wise producer moves its statements into a consumer
-//   whose parallel loops cover the same elements and read it only there.
+// - any other element-wise producer without loops of its own (vars,
+//   conditions; a product keeps its schedule) moves its statements into a
+//   consumer whose parallel loops cover the same elements and read it only
+//   there.
 // Never: a read under a condition (the producer's checks must still run on
 // every element), at an index that is not a whole loop, arg and logical
 // reductions, atomics, arrays. Refusals come with a reason, which

@@ -223,6 +223,13 @@ TEST(BlockFusion, ProducersThatCannotMoveSayWhy) {
       {"b"});
   EXPECT_TRUE(contains(scatter, "not fused")) << scatter;
   EXPECT_FALSE(contains(scatter, "run as one kernel")) << scatter;
+  // A product keeps its own schedule (and summation order).
+  std::string product = same_fused_and_not(
+      "let x = rand([33, 33])\nlet p = compute(x) {\n  for i in 0..33, j in 0..33:\n    var s = 0.0\n    for k in 0..33:\n"
+      "      s += x[i, k] * x[k, j]\n    out[i, j] = s\n}\n"
+      "let b = compute(p, x) {\n  for i in 0..33, j in 0..33:\n    out[i, j] = tanh(p[i, j]) + x[i, j]\n}\nsave(b, \"OUT/b.npy\")\n",
+      {"b"});
+  EXPECT_TRUE(contains(product, "the producer has loops of its own")) << product;
 }
 
 TEST(BlockFusion, AScatterTakesTheProducerOfWhatItAdds) {
