@@ -8,7 +8,9 @@ reference executor. Fused and unfused results must be the same bytes on
 each device; where a program sums floats, a reduction fused into its rows
 may add in another order than the unfused kernel's schedule, so those
 compare within 1e-5 relative. Every device agrees with the reference within
-the tolerance of its math functions.
+the tolerance of its math functions (but for programs with an f16 or i32
+intermediate, whose rounding a last-bit difference of tanh or exp upstream
+may flip: those are compared fused against unfused only).
 
     /usr/bin/python3 tests/fusion/random_blocks.py [--zyntax build/zyntax] [--programs 30] [--seed 1]
 """
@@ -34,6 +36,7 @@ class Program:
         self.values = []  # (name, kind: "RC" | "R" | "C", dtype)
         self.read = set()
         self.float_sum = False
+        self.narrowed = False  # an f16 or i32 intermediate: a 1-ulp difference upstream may flip its rounding
         self.fusable_somewhere = False
 
     def ref(self, v, at="ij"):
@@ -88,6 +91,7 @@ class Program:
             out = (name, "RC", "f32")
         elif kind == "cast":
             dtype = r.choice(["f16", "i32"])
+            self.narrowed = True
             scale = " * 10.0" if dtype == "i32" else ""
             body = ["    for i in 0..%d, j in 0..%d:" % (R, C), "        out[i, j] = %s(%s%s)" % (dtype, e, scale)]
             out = (name, "RC", dtype)
@@ -206,7 +210,7 @@ def main():
                 if why:
                     failures.append((seed, device, why, src, on[2]))
                 results[device] = on[3]
-            ref = results.get("cpu:reference")
+            ref = None if p.narrowed else results.get("cpu:reference")
             for device, data in results.items():
                 if device == "cpu:reference" or data is None or ref is None or len(data) != len(ref):
                     continue

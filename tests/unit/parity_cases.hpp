@@ -103,6 +103,11 @@ inline const Case kParityCases[] = {
     {"fma_of_known_factor_and_zero", "def f(x: tensor[n, DT]) {\n return compute(x) {\n  for i in 0..n, j in 0..1:\n   let a = floor(2.1 / DT(i % 3))\n"
                                      "   out[i, 0] = fma(a, -0.0, 0.303)\n   out[i, 1] = fma(0.0, a, x[i])\n   out[i, 2] = fma(a, DT(j), 0.5)\n"
                                      "   out[i, 3] = fma(DT(j), a, -0.0)\n }\n}", {1}},
+    // Zero less a value: -a, but +0 where the value is a zero (a driver
+    // folding 0 - a into -a gives -0, and a division by it the wrong infinity).
+    {"zero_less_value", "def f(x: tensor[n, DT]) {\n return compute(x) {\n  for i in 0..n, j in 0..1:\n   var a = x[i]\n   if i % 4 == 1:\n    a = 0.0\n"
+                        "   if i % 4 == 2:\n    a = -0.0\n   let z = DT(j)\n   out[i, 0] = 1.0 / (0.0 - a)\n   out[i, 1] = 1.0 / (z - a)\n"
+                        "   out[i, 2] = 1.0 / (-0.0 - a)\n   out[i, 3] = -1.0 / (DT(i64(0.5)) - floor(a * 0.0))\n }\n}", {1}},
     // One value less itself, or plus its negation: NaN where the value is
     // infinite or NaN (a driver that sees one value may fold it to 0).
     {"value_less_itself", "def f(x: tensor[n, DT]) {\n return compute(x) {\n  for i in 0..n, j in 0..1:\n   var a = x[i]\n   if i % 4 == 1:\n"

@@ -77,6 +77,10 @@ class SpecialLiterals : public IRMutator {
     }
     if (const FloatImm* numerator = literal_zero(b->a); numerator && b->op == BinaryOp::Div && !literal_zero(b->b))
       return with_zero(b->op, b->b, std::signbit(numerator->value), /*zero_first=*/true, t, s);
+    if (const FloatImm* first = literal_zero(b->a); first && b->op == BinaryOp::Sub && !literal_zero(b->b)) {
+      Expr spelled = with_zero(b->op, b->b, std::signbit(first->value), /*zero_first=*/true, t, s);
+      return spelled.defined() ? spelled : e;
+    }
     bool commutes = b->op == BinaryOp::Mul || b->op == BinaryOp::Add;
     if (const FloatImm* zero = literal_zero(b->b)) {
       Expr spelled = with_zero(b->op, b->a, std::signbit(zero->value), false, t, s);
@@ -94,8 +98,9 @@ class SpecialLiterals : public IRMutator {
     // in the branch not taken (a driver may fold that into garbage).
     if (known(b->b) && (b->op == BinaryOp::Div || b->op == BinaryOp::Mod))
       spelled = Binary::make(b->op, b->a, Select::make(Binary::make(BinaryOp::Eq, b->b, FloatImm::make(0.0, t, s), s), FloatImm::make(1.0, t, s), b->b, s), s);
-    if (known(b->a) && (b->op == BinaryOp::Div || commutes))
-      if (Expr z = when_zero(b->a, b->op, b->b, b->op == BinaryOp::Div, spelled, t, s); z.defined()) spelled = z;
+    bool zero_first = b->op == BinaryOp::Div || b->op == BinaryOp::Sub;
+    if (known(b->a) && (zero_first || commutes))
+      if (Expr z = when_zero(b->a, b->op, b->b, zero_first, spelled, t, s); z.defined()) spelled = z;
     if (known(b->b))
       if (Expr z = when_zero(b->b, b->op, b->a, false, spelled, t, s); z.defined()) spelled = z;
     return spelled;
@@ -182,6 +187,12 @@ class SpecialLiterals : public IRMutator {
     auto f = [&](double v) { return FloatImm::make(v, t, s); };
     auto bin = [&](BinaryOp o, Expr x, Expr y) { return Binary::make(o, std::move(x), std::move(y), s); };
     Expr is_nan = bin(BinaryOp::Ne, a, a);
+    if (zero_first && op == BinaryOp::Sub) {
+      // -0 - a is -a for every a; +0 - a is -a but where a is a zero (+0 -
+      // +0 is +0), which a driver rewriting 0 - a as -a gets wrong.
+      if (negative_zero) return {};
+      return Select::make(bin(BinaryOp::Eq, a, f(0.0)), f(0.0), Unary::make(UnaryOp::Neg, a, s), s);
+    }
     if (zero_first) {
       if (op != BinaryOp::Div) return {};
       // ±0 / a: NaN where a is NaN or 0, else a zero signed by the signs.
