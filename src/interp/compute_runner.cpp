@@ -209,75 +209,38 @@ Value ComputeRunner::run_chain(const std::vector<ChainBlock>& chain, Frame& fram
     run_key += std::to_string(reinterpret_cast<uintptr_t>(&c)) + "#" + sig_key + "|";
   }
 
-  // Block j computed with what it reads of earlier blocks inlined; those it
-  // cannot take in are computed first (recursively).
+  // The plan, once per run and signatures.
+  std::shared_ptr<PlannedRun> planned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = runs_.find(run_key); it != runs_.end()) planned = it->second;
+  }
+  if (!planned) {
+    std::vector<fusion::RunBlock> blocks;
+    for (size_t j = 0; j < chain.size(); ++j)
+      blocks.push_back({&members[j].entry->compiled->generic(), chain[j].name, std::stoi(line_of(j)), members[j].standalone});
+    planned = std::make_shared<PlannedRun>();
+    planned->plan = fusion::plan_run(blocks);
+    for (const fusion::PlannedKernel& k : planned->plan.launches)
+      planned->compiled.push_back(k.fused() ? std::make_unique<CompiledCompute>(k.kernel) : nullptr);
+    for (const std::string& e : planned->plan.explanations) explain(e);
+    std::lock_guard<std::mutex> lock(mu_);
+    runs_.emplace(run_key, planned);
+  }
+  // Each launch reads the blocks' own inputs and the results before it.
   std::map<std::string, Tensor> done;
-  std::function<Tensor(size_t)> compute = [&](size_t j) -> Tensor {
-    if (auto it = done.find(chain[j].name); it != done.end()) return it->second;
-    std::shared_ptr<FusedLaunch> launch;
-    for (;;) {
-      std::string key = run_key + std::to_string(j) + ":";
-      fusion::Pending pending;
-      for (size_t i = 0; i < j; ++i) {
-        if (!done.count(chain[i].name) && !members[i].standalone && !members[j].standalone)
-          pending.emplace(chain[i].name, members[i].entry->compiled->generic());
-        else
-          key += chain[i].name + ",";
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (auto it = fused_.find(key); it != fused_.end()) launch = it->second;
-      }
-      if (launch) break;
-      fusion::Inlined r = fusion::inline_producers(members[j].entry->compiled->generic(), pending);
-      if (!r.kernel) {
-        std::string why = members[index_of.at(r.refused)].standalone ? "it names its device" : r.why;
-        explain("not fused: line " + line_of(index_of.at(r.refused)) + " into line " + line_of(j) + ": " + why);
-        compute(index_of.at(r.refused));
-        continue;
-      }
-      // A block the kernel still takes as a tensor (for its sizes alone, or
-      // where either names its device) is computed first.
-      std::string first;
-      for (const cir::Param& prm : r.kernel->params)
-        if (prm.role == cir::ParamRole::Input && index_of.count(prm.name) && index_of.at(prm.name) < j && !done.count(prm.name)) first = prm.name;
-      if (!first.empty()) {
-        size_t i = index_of.at(first);
-        explain("not fused: line " + line_of(i) + " into line " + line_of(j) + ": " +
-                (members[i].standalone || members[j].standalone ? "it names its device" : "the consumer only takes its sizes"));
-        compute(i);
-        continue;
-      }
-      launch = std::make_shared<FusedLaunch>();
-      for (const std::string& p : r.producers) launch->blocks.push_back(index_of.at(p));
-      launch->blocks.push_back(j);
-      std::sort(launch->blocks.begin(), launch->blocks.end());
-      if (launch->blocks.size() > 1) {
-        cir::Kernel k = std::move(*r.kernel);
-        std::string name, lines;
-        for (size_t b : launch->blocks) {
-          name += (name.empty() ? "" : "+") + chain[b].name;
-          lines += (lines.empty() ? "" : ", ") + line_of(b);
-        }
-        k.name = name;
-        explain("the blocks at lines " + lines + " run as one kernel, " + name);
-        launch->compiled = std::make_unique<CompiledCompute>(std::move(k));
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      fused_[key] = launch;
-      break;
-    }
-    // Inputs by name: the blocks' own, and earlier blocks computed.
-    std::map<std::string, Tensor> tensors = done;
-    for (size_t b : launch->blocks)
-      for (const auto& [name, t] : members[b].inputs) tensors.emplace(name, t);
-    CompiledCompute& compiled = launch->compiled ? *launch->compiled : *members[j].entry->compiled;
-    Tensor result = launch_named(compiled, *device, tensors, frame, members[j].span);
-    done[chain[j].name] = result;
-    return result;
-  };
   try {
-    return Value::of_tensor(compute(chain.size() - 1));
+    Tensor last;
+    for (size_t l = 0; l < planned->plan.launches.size(); ++l) {
+      const fusion::PlannedKernel& k = planned->plan.launches[l];
+      std::map<std::string, Tensor> tensors = done;
+      for (size_t b : k.blocks)
+        for (const auto& [name, t] : members[b].inputs) tensors.emplace(name, t);
+      CompiledCompute& compiled = planned->compiled[l] ? *planned->compiled[l] : *members[k.result].entry->compiled;
+      last = launch_named(compiled, *device, tensors, frame, members[k.result].span);
+      done[chain[k.result].name] = last;
+    }
+    return Value::of_tensor(last);
   } catch (const Error&) {
     run_unfused(chain, members, *device, frame);  // throws the first failing block's error
     throw;

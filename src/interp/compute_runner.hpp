@@ -12,6 +12,7 @@
 #include <string>
 
 #include "driver/session.hpp"
+#include "fusion/run_plan.hpp"
 #include "interp/environment.hpp"
 #include "interp/value.hpp"
 #include "lower/kernel_lowering.hpp"
@@ -53,10 +54,10 @@ class ComputeRunner {
     Span span;
     bool standalone = false;  // names its device: launched as written
   };
-  // A kernel a run launches: block `last` with the earlier blocks it took in.
-  struct FusedLaunch {
-    std::unique_ptr<CompiledCompute> compiled;
-    std::vector<size_t> blocks;
+  // A run's plan (fusion/run_plan), its fused kernels compiled.
+  struct PlannedRun {
+    fusion::RunPlan plan;
+    std::vector<std::unique_ptr<CompiledCompute>> compiled;  // per launch; null: the block's own
   };
   Tensor run_unfused(const std::vector<ChainBlock>& chain, const std::vector<Member>& members, Device& device, Frame& frame);
   void explain(const std::string& what);
@@ -65,7 +66,7 @@ class ComputeRunner {
   std::ostream* explain_;
   std::mutex mu_;
   std::map<std::pair<const ast::Compute*, std::string>, std::unique_ptr<Entry>> cache_;
-  std::map<std::string, std::shared_ptr<FusedLaunch>> fused_;  // by the run, its signatures, the block and what is computed
+  std::map<std::string, std::shared_ptr<PlannedRun>> runs_;  // by the run's blocks and their signatures
   std::set<std::string> explained_;
 };
 

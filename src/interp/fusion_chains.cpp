@@ -38,6 +38,8 @@ BlockChain block_chain(const ast::Block& b, size_t first) {
     std::set<std::string> names;
     for (size_t j = first; j <= last && why.empty(); ++j) {
       if (!names.insert(name(j)).second) why = "'" + name(j) + "' is bound twice";
+      for (size_t k = first; k < j && why.empty(); ++k)
+        if (ast::count_name_uses(*b.stmts[k], name(j))) why = "'" + name(j) + "' names something else before";
       if (j == last) break;
       size_t inside = 0;
       for (size_t k = j + 1; k <= last; ++k) inside += ast::count_name_uses(*b.stmts[k], name(j));

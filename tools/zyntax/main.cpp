@@ -8,6 +8,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <set>
@@ -29,6 +30,8 @@
 #include "cir/printer.hpp"
 #include "driver/session.hpp"
 #include "interp/host_interpreter.hpp"
+#include "interp/fusion_chains.hpp"
+#include "fusion/run_plan.hpp"
 #include "plan/gpu_plan.hpp"
 #include "runtime/device.hpp"
 #include "runtime/launch.hpp"
@@ -413,6 +416,45 @@ int compile_command(const std::string& path, const CompileOptions& o) {
   }
 }
 
+// The kernels fusion makes of the program's runs of blocks (interp/
+// fusion_chains, fusion/run_plan), from the blocks as the checker lowered
+// them, each after a comment naming its blocks; what does not fuse, as
+// comments.
+std::string fused_kernels_text(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const std::vector<std::string>& dims) {
+  std::map<const ast::Compute*, const CheckedKernel*> of;
+  for (const CheckedKernel& k : kernels) of[k.node] = &k;
+  std::string text;
+  std::function<void(const ast::Block&)> visit = [&](const ast::Block& b) {
+    for (size_t i = 0; i < b.stmts.size(); ++i) {
+      const ast::Stmt& s = *b.stmts[i];
+      if (s.kind == ast::StmtKind::FuncDef) visit(ast::as<ast::FuncDef>(s).body);
+      if (s.kind == ast::StmtKind::For) visit(ast::as<ast::For>(s).body);
+      if (s.kind == ast::StmtKind::While) visit(ast::as<ast::While>(s).body);
+      if (s.kind == ast::StmtKind::BlockStmt) visit(ast::as<ast::BlockStmt>(s).block);
+      if (s.kind == ast::StmtKind::If) visit(ast::as<ast::If>(s).then_body), visit(ast::as<ast::If>(s).else_body);
+      BlockChain chain = block_chain(b, i);
+      if (chain.length < 2) continue;
+      std::vector<fusion::RunBlock> blocks;
+      for (size_t j = 0; j < chain.length; ++j) {
+        const ast::Compute* c = let_compute(*b.stmts[i + j]);
+        auto it = of.find(c);
+        if (it == of.end() || !it->second->deferred.empty()) break;  // lowered only at run time
+        int line = static_cast<int>(session.sources().file(c->span.file).line_col(c->span.begin).line);
+        blocks.push_back({&it->second->kernel, chain.names[j], line, false});
+      }
+      if (blocks.size() == chain.length) {
+        fusion::RunPlan plan = fusion::plan_run(blocks);
+        for (const std::string& e : plan.explanations) text += "\n// fusion: " + e;
+        for (const fusion::PlannedKernel& k : plan.launches)
+          if (k.fused()) text += "\n\n" + cir::print(with_dims(k.kernel, dims));
+      }
+      i += chain.length - 1;
+    }
+  };
+  visit(m.ast.body);
+  return text;
+}
+
 // compile_command's work once the program is loaded and checked.
 int compile_to(Session& session, LoadedModule& mod, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, const std::string& path,
                std::string& text) {
@@ -496,6 +538,7 @@ int compile_to(Session& session, LoadedModule& mod, const std::vector<CheckedKer
         else
           text += cir::print(with_dims(k.kernel, o.dims));  // specialised where --dim gives sizes
       }
+      if (o.kernel.empty()) text += fused_kernels_text(session, *m, kernels, o.dims);
     } catch (const std::invalid_argument& e) {
       std::cerr << "zyntax: error: " << e.what() << "\n";
       return kUsageError;

@@ -1,0 +1,38 @@
+// Which kernels a run of blocks (interp/fusion_chains) launches, in order:
+// the last block with what it reads of earlier blocks inlined
+// (block_fusion's inline_producers); an earlier block it cannot take in is
+// planned first, on its own or with what it reads, and read as a tensor.
+// Used by the interpreter, with each block lowered for the inputs at hand,
+// and by `zyntax compile --emit cir`, with the blocks as the checker
+// lowered them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cir/ir.hpp"
+
+namespace zyntax::fusion {
+
+struct RunBlock {
+  const cir::Kernel* kernel = nullptr;  // inputs naming earlier blocks of the run read their results
+  std::string name;                     // the name the block's result is bound to
+  int line = 0;                         // where it is, for explanations
+  bool standalone = false;              // names its device: launched as written
+};
+
+struct PlannedKernel {
+  cir::Kernel kernel;           // fused (named by its blocks, `a+b+c`), or the block's own
+  std::vector<size_t> blocks;   // the blocks it computes, in order
+  size_t result = 0;            // the block whose result it gives
+  bool fused() const { return blocks.size() > 1; }
+};
+
+struct RunPlan {
+  std::vector<PlannedKernel> launches;  // in order: each reads the results of those before it
+  std::vector<std::string> explanations;  // "the blocks at lines 2, 7 run as one kernel, a+b", "not fused: ..."
+};
+
+RunPlan plan_run(const std::vector<RunBlock>& blocks);
+
+}  // namespace zyntax::fusion
