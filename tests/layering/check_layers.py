@@ -21,7 +21,7 @@ LAYERS = {
     "support": 0,
     "syntax": 1, "target": 1,
     "cir": 2, "driver": 2,
-    "sema": 3, "runtime": 3, "plan": 3,
+    "sema": 3, "runtime": 3, "plan": 3, "fusion": 3,
     "lower": 4, "codegen": 4,
     "backends": 5,
     "interp": 6,

@@ -197,6 +197,24 @@ TEST(BlockFusion, ReductionsThatAreNotRowsAreComputedFirst) {
   EXPECT_TRUE(contains(arg, "the producer is an arg or logical reduction")) << arg;
 }
 
+TEST(BlockFusion, ReadsThatCannotBeInlinedSayWhy) {
+  // The diagonal of a producer: one loop over both of its axes.
+  std::string diagonal = same_fused_and_not(
+      "let x = rand([8, 8])\nlet a = compute(x) {\n  @kernel elementwise\n  for i in 0..8, j in 0..8:\n    out[i, j] = x[i, j] + 1.0\n}\n"
+      "let b = compute(a) {\n  for i in 0..8:\n    out[i] = a[i, i]\n}\nsave(b, \"OUT/b.npy\")\n",
+      {"b"});
+  EXPECT_TRUE(contains(diagonal, "the consumer reads it with one loop on two axes")) << diagonal;
+  // A row sum read inside another row sum's loop: computed first; the rest fuses.
+  std::string nested = same_fused_and_not(
+      "let x = astype(astype(randn([8, 8]) * 4.0, i32), f32)\n"
+      "let t = compute(x) {\n  @kernel reduce(+, axis=1)\n  for i in 0..8, j in 0..8:\n    yield x[i, j]\n}\n"
+      "let s = compute(x, t) {\n  @kernel reduce(+, axis=1)\n  for i in 0..8, j in 0..8:\n    yield x[i, j] * t[j]\n}\n"
+      "let y = compute(x, s) {\n  for i in 0..8, j in 0..8:\n    out[i, j] = x[i, j] - s[i]\n}\nsave(y, \"OUT/y.npy\")\n",
+      {"y"});
+  EXPECT_TRUE(contains(nested, "not fused: line 2 into line 12: the consumer reads it inside another reduction's loop")) << nested;
+  EXPECT_TRUE(contains(nested, "the blocks at lines 7, 12 run as one kernel, s+y")) << nested;
+}
+
 TEST(BlockFusion, AnExpensiveProducerReadManyTimesIsStored) {
   std::string why = same_fused_and_not(
       "let x = rand([16, 16])\n"
