@@ -10,6 +10,7 @@
 #include "cir/passes/serialize_atomic_loops.hpp"
 #include "cir/passes/schedule_cpu_reduce.hpp"
 #include "cir/passes/schedule_matmul.hpp"
+#include "cir/passes/vectorize_wide_sums.hpp"
 #include "cir/passes/widen_task_loop.hpp"
 #include "plan/kernel_support.hpp"
 
@@ -42,6 +43,7 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits)
   passes.push_back({"reuse_row_values", [](const cir::Kernel& k) { return cir::reuse_row_values(k); }});
   passes.push_back({"interchange_reductions", [](const cir::Kernel& k) { return cir::interchange_reductions(k); }});
   passes.push_back({"partition_guarded_loops", [](const cir::Kernel& k) { return cir::partition_guarded_loops(k); }});
+  passes.push_back({"vectorize_wide_sums", [vector_bits](const cir::Kernel& k) { return cir::vectorize_wide_sums(k, vector_bits); }});
   // The pool splits the outer loop into a few chunks per thread
   // (ThreadPool::parallel_for); a batch of one must still give each a share.
   if (threads > 1)
