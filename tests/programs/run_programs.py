@@ -43,6 +43,7 @@ DEFAULT_ZYNTAX = os.path.join(ROOT, "build", "zyntax")
 TIMEOUT_S = 120
 KEEP_DIR = None   # --keep: where failing cases leave their directories
 COMPARE_FUSION = False  # --compare-fusion: every case again with --fusion off, the same bytes
+FUSED_CASES = []  # with --compare-fusion: the cases in which something fused
 DEVICE = None     # --device: passed to every `zyntax run` that names no device itself
 
 F32 = np.float32
@@ -606,6 +607,15 @@ def define_fused():
     x = np.array([[1000.0, 999.0, 0.0], [-1000.0, -1001.0, -1002.0]], dtype=F32)
     add("softmax_rows", "large", {"logits": x}, {"probs": ref_softmax(x, axis=1)}, REDUCTION)
 
+    # The same as blocks of one step each, which fusion runs as two kernels.
+    for rows, cols in [(1, 1), (3, 5), (17, 1), (1, 127), (40, 33)]:
+        r = rng_for("softmax_blocks", rows, cols)
+        x = randn(r, (rows, cols), scale=3.0)
+        x64 = x.astype(F64)
+        normed = (x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + 1e-6)).astype(F32)
+        add("softmax_blocks", "%dx%d" % (rows, cols), {"logits": x}, {"probs": ref_softmax(x, axis=1), "normed": normed},
+            REDUCTION)
+
     for batch, hidden in [(1, 1), (1, 3), (3, 17), (5, 127), (2, 64)]:
         r = rng_for("layer_norm", batch, hidden)
         x = randn(r, (batch, hidden), scale=2.0) + F32(0.5)
@@ -946,6 +956,8 @@ def run_in(zyntax, case, tmp):
     cmd = [zyntax, "run", program_path(case.program)] + case.args
     if DEVICE and "--device" not in case.args:
         cmd += ["--device", DEVICE]
+    if COMPARE_FUSION:
+        cmd += ["--explain-fusion"]  # on standard error: what fused, if anything
     try:
         p = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=TIMEOUT_S)
@@ -970,9 +982,10 @@ def run_in(zyntax, case, tmp):
             case.post_check(case, tmp)
         if case.repeat:
             check_deterministic(cmd, tmp, out)
-        if COMPARE_FUSION:
-            # The run's inputs only: outputs written by the first run are compared, not given.
+        if COMPARE_FUSION and "run as one kernel" in err:
+            # Where nothing fused, --fusion off runs the same kernels: nothing to compare.
             check_fusion_off(cmd, tmp, out)
+            FUSED_CASES.append(case.name)
     except AssertionError as e:
         detail = str(e)
         tail = (err.strip() or out.strip())
@@ -1060,6 +1073,11 @@ def main():
             sys.stdout.flush()
     total = time.time() - t0
     print("\n%d of %d cases passed in %.1fs" % (len(cases) - len(failures), len(cases), total))
+    if COMPARE_FUSION:
+        print("%d cases fused blocks and gave the same bytes with --fusion off" % len(FUSED_CASES))
+        if not FUSED_CASES and not args.k:
+            print("FAIL: no case fused anything: --compare-fusion compared nothing")
+            return 1
     if failures:
         progs = sorted(set(c.program for c in failures))
         print("failing programs: %s" % ", ".join(progs))
