@@ -9,6 +9,8 @@
 #include <iterator>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "backends/registry.hpp"
 #include "driver/session.hpp"
 #include "interp/host_interpreter.hpp"
@@ -213,6 +215,33 @@ TEST(BlockFusion, ReadsThatCannotBeInlinedSayWhy) {
       {"y"});
   EXPECT_TRUE(contains(nested, "not fused: line 2 into line 12: the consumer reads it inside another reduction's loop")) << nested;
   EXPECT_TRUE(contains(nested, "the blocks at lines 7, 12 run as one kernel, s+y")) << nested;
+}
+
+// Producers and runs the rules turn away, each with its reason.
+TEST(BlockFusion, EveryOtherRefusalSaysWhy) {
+  struct Program {
+    const char* src;
+    const char* why;
+  };
+  const Program programs[] = {
+      {"let x = rand([24])\nlet a = compute(x) {\n  var s = 0.0\n  for i in 0..24:\n    s += x[i]\n    out[i] = s\n}\n"
+       "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] * 2.0\n}\nsave(b, \"OUT/b.npy\")\n",
+       "the producer is not a nest of parallel loops"},
+      {"let x = rand([24])\nlet a = compute(x) {\n  for i in 0..24:\n    out[i] = 1.0\n    out[i] = out[i] + x[i]\n}\n"
+       "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] * 2.0\n}\nsave(b, \"OUT/b.npy\")\n",
+       "the producer reads or writes its result elsewhere"},
+      {"let x = rand([24])\nlet a = compute(x) {\n  for i in 0..24:\n    var v = x[i]\n    out[i, 0] = v\n}\n"
+       "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i, 0] * 2.0\n}\nsave(b, \"OUT/b.npy\")\n",
+       "the producer stores at an index that is not its loop variables"},
+      {"let x = rand([24])\nlet a = compute(x) {\n  for i in 0..24:\n    out[i] = x[i] + 1.0\n}\n"
+       "let b = compute(x) {\n  for i in 0..24:\n    out[i] = x[i] * 2.0\n}\nsave(b, \"OUT/b.npy\")\n",
+       "'a' is not read by the blocks after it"},
+  };
+  for (const Program& p : programs) {
+    std::string why = same_fused_and_not(p.src, {"b"});
+    EXPECT_TRUE(contains(why, p.why)) << p.src << "\n" << why;
+    EXPECT_FALSE(contains(why, "run as one kernel")) << why;
+  }
 }
 
 TEST(BlockFusion, AnExpensiveProducerReadManyTimesIsStored) {
