@@ -416,10 +416,18 @@ class InlineElement : public ScopedMutator {
       if (why.empty()) why = *w;
       return IRMutator::visit(op);
     }
+    // A loop around the read that is not one of its indices reads each
+    // element again at every iteration.
+    for (const cir::For* f : scope_.loops) {
+      bool index = false;
+      for (const cir::AxisSel& a : op->axes) index = index || a.index.as<cir::Var>()->name == f->var;
+      repeated = repeated || !index;
+    }
     cir::Substitution s;
     for (size_t k = 0; k < e_.vars.size(); ++k) s[e_.vars[k]] = op->axes[k].index;
     return cir::substitute(e_.value, s);
   }
+  bool repeated = false;
 
  private:
   std::string name_;
@@ -694,6 +702,10 @@ std::variant<Kernel, std::string> inline_one(const Kernel& consumer, const Kerne
     InlineElement inl(name, *e, out.type.shape);
     cir::Block body = cons.body;
     if (std::string why = mutate_everywhere(inl, body, st); !why.empty()) return why;
+    // Read again inside a loop over another axis (a product's operand, a
+    // broadcast): only an element of a few operations is recomputed there.
+    if (inl.repeated && node_count(e->value) > 4)
+      return "the consumer reads each element again in a loop over another axis, and recomputing it costs more than storing it";
     return merge_interfaces(producer, cons, name, body, cons.kind, false);
   }
   for (const Row& r : st.rows) {

@@ -8,7 +8,8 @@
 //   store, at its parallel loop variables) is recomputed at each read of
 //   the consumer whose indices are loop variables over the producer's
 //   whole axes (several reads, several consumers: computed where read,
-//   while that stays cheap);
+//   while that stays cheap; read again in a loop over another axis, as a
+//   product reads its operands, only an element of a few operations);
 // - a reduction of rows (parallel loops over its output, each element
 //   folded from a loop inside) is computed once per row in the consumer,
 //   at the top of the loop that binds the row it reads (the softmax and

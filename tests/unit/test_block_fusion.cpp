@@ -236,6 +236,11 @@ TEST(BlockFusion, EveryOtherRefusalSaysWhy) {
       {"let x = rand([24])\nlet a = compute(x) {\n  for i in 0..24:\n    out[i] = x[i] + 1.0\n}\n"
        "let b = compute(x) {\n  for i in 0..24:\n    out[i] = x[i] * 2.0\n}\nsave(b, \"OUT/b.npy\")\n",
        "'a' is not read by the blocks after it"},
+      {"let x = rand([16, 16])\nlet a = compute(x) {\n  @kernel elementwise\n  for i in 0..16, j in 0..16:\n"
+       "    out[i, j] = tanh(exp(x[i, j]) + 1.0) * 2.0 - 1.0\n}\n"
+       "let b = compute(a, x) {\n  for i in 0..16, j in 0..16:\n    var s = 0.0\n    for k in 0..16:\n      s += a[i, k] * x[k, j]\n"
+       "    out[i, j] = s\n}\nsave(b, \"OUT/b.npy\")\n",
+       "the consumer reads each element again in a loop over another axis"},
   };
   for (const Program& p : programs) {
     std::string why = same_fused_and_not(p.src, {"b"});
