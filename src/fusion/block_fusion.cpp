@@ -355,7 +355,6 @@ class ScopedMutator : public cir::IRMutator {
 
  protected:
   LoopScope scope_;
-  std::string why_;
 };
 
 // The element of an element-wise producer as one expression of its loop

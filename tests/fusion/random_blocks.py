@@ -201,7 +201,6 @@ def main():
                 elif on[1] != off[1]:
                     why = "printed %r with fusion, %r without" % (on[1], off[1])
                 elif on[3] != off[3]:
-                    a = np.load(os.path.join(workdir, "a.npy")) if False else None
                     got = np.frombuffer(on[3][-p.R * p.C * 4:], np.float32)
                     want = np.frombuffer(off[3][-p.R * p.C * 4:], np.float32)
                     if not p.float_sum or len(on[3]) != len(off[3]) or not np.allclose(got, want, rtol=1e-5, atol=1e-6, equal_nan=True):
