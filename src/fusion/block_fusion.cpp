@@ -46,26 +46,24 @@ std::optional<Nest> parallel_nest(const Kernel& k) {
   return n;
 }
 
-// Statements fusion cannot move into another kernel's loops.
+// Statements fusion cannot move into another kernel's loops (a
+// reduction's yields aside, where its rows are computed by fusion).
 class Unmovable : public cir::IRVisitor {
  public:
+  explicit Unmovable(bool yields_allowed) : yields_allowed_(yields_allowed) {}
   using IRVisitor::visit;
   std::string why;
-  bool yields_allowed = false;
-  static std::string except_yields(const cir::Block& b) {
-    Unmovable u;
-    u.yields_allowed = true;
-    u.include(b);
-    return u.why;
-  }
   void visit(const cir::Atomic*) override { why = "it updates its result atomically"; }
   void visit(const cir::Yield* op) override {
-    if (!yields_allowed) why = "it is a reduction";
+    if (!yields_allowed_) why = "it is a reduction";
     IRVisitor::visit(op);
   }
   void visit(const cir::Allocate*) override { why = "it allocates arrays"; }
   void visit(const cir::Barrier*) override { why = "it synchronises threads"; }
   void visit(const cir::GpuIndex*) override { why = "it is scheduled for a GPU"; }
+
+ private:
+  bool yields_allowed_;
 };
 
 bool has_loop(const Stmt& s) {
@@ -78,10 +76,26 @@ bool has_loop(const Stmt& s) {
   return v.found;
 }
 
-std::string unmovable(const cir::Block& b) {
-  Unmovable u;
+std::string unmovable(const cir::Block& b, bool yields_allowed = false) {
+  Unmovable u(yields_allowed);
   u.include(b);
   return u.why;
+}
+
+// The loop variable a producer's store writes each output axis at: one
+// loop per axis, every loop of its nest. Or why not.
+std::variant<std::vector<std::string>, std::string> stored_at(const Nest& nest, const cir::Store& store) {
+  std::vector<std::string> vars;
+  for (const cir::AxisSel& a : store.axes) {
+    const cir::Var* v = a.is_slice ? nullptr : a.index.as<cir::Var>();
+    bool loop = false;
+    for (const cir::For* f : nest.loops) loop = loop || (v && f->var == v->name);
+    if (!loop) return "the producer stores at an index that is not its loop variables";
+    vars.push_back(v->name);
+  }
+  if (std::set<std::string>(vars.begin(), vars.end()).size() != vars.size() || vars.size() != nest.loops.size())
+    return "the producer's loops and its element do not match one to one";
+  return vars;
 }
 
 // Every read of `buffer`: its index, as the names of loop variables (empty
@@ -204,20 +218,19 @@ std::variant<Kernel, std::string> merge_interfaces(const Kernel& producer, const
   return cir::simplify(fused);
 }
 
-}  // namespace
-
+// The third rule: a loop-free element-wise producer's statements moved
+// into a consumer whose parallel loops cover the same elements and read it
+// only there, at their own variables.
 std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Kernel& consumer, const std::string& input) {
-  const cir::Param* in = consumer.find_param(input);
-  if (!in || in->role != cir::ParamRole::Input) return "the consumer does not read it";
   const cir::Param& out = producer.output();
-  if (in->type.dtype != out.type.dtype || in->type.rank() != out.type.rank()) return "the consumer reads it as another type";
   if (producer.kind == cir::KernelKind::Reduce) return "the producer is a reduction";
   if (consumer.kind == cir::KernelKind::Reduce) return "the consumer is a reduction";
-  if (!same_hints(producer.hints, consumer.hints)) return "their annotations differ";
 
   std::optional<Nest> p = parallel_nest(producer);
   if (!p) return "the producer is not a nest of parallel loops";
-  std::optional<Nest> c = parallel_nest(consumer);
+  // The consumer in the producer's sizes.
+  Kernel cons = in_producer_sizes(consumer, producer, input);
+  std::optional<Nest> c = parallel_nest(cons);
   if (!c) return "the consumer is not a nest of parallel loops";
   if (std::string why = unmovable(p->body); !why.empty()) return "the producer cannot move: " + why;
   // A product or a reduction inside keeps its own schedule (moved into an
@@ -232,17 +245,12 @@ std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Ke
     if (cir::writes(p->body[i]).count(out.name) || cir::reads(p->body[i]).count(out.name))
       return "the producer reads or writes its result elsewhere";
   if (cir::reads(store->value).count(out.name)) return "the producer reads its own result";
+  auto stored_vars = stored_at(*p, *store);
+  if (auto* why = std::get_if<std::string>(&stored_vars)) return *why;
+  const std::vector<std::string>& stored = std::get<std::vector<std::string>>(stored_vars);
   std::map<std::string, const cir::For*> p_loops, c_loops;
   for (const cir::For* f : p->loops) p_loops[f->var] = f;
   for (const cir::For* f : c->loops) c_loops[f->var] = f;
-  std::vector<std::string> stored;
-  for (const cir::AxisSel& a : store->axes) {
-    const cir::Var* v = a.is_slice ? nullptr : a.index.as<cir::Var>();
-    if (!v || !p_loops.count(v->name)) return "the producer stores at an index that is not its loop variables";
-    stored.push_back(v->name);
-  }
-  if (std::set<std::string>(stored.begin(), stored.end()).size() != p->loops.size() || stored.size() != p->loops.size())
-    return "the producer's loops and its element do not match one to one";
 
   // The consumer: reads of the input at one index, its loop variables, one to one.
   ReadsOf reads(input);
@@ -258,19 +266,12 @@ std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Ke
   }
   if (read_vars.size() != at.size() || at.size() != c->loops.size()) return "the consumer's loops and the element it reads do not match one to one";
 
-  // The consumer in the producer's sizes.
-  Kernel cons = in_producer_sizes(consumer, producer, input);
-  std::optional<Nest> cn = parallel_nest(cons);
-  if (!cn) return "the consumer is not a nest of parallel loops";
-  std::map<std::string, const cir::For*> cn_loops;
-  for (const cir::For* f : cn->loops) cn_loops[f->var] = f;
-
   // The producer's names out of the way, its loop variables the consumer's.
   std::string prefix = producer.name + "%";
   cir::Substitution to_consumer;
   for (size_t axis = 0; axis < stored.size(); ++axis) {
     const cir::For* pf = p_loops.at(stored[axis]);
-    const cir::For* cf = cn_loops.at(at[axis]);
+    const cir::For* cf = c_loops.at(at[axis]);
     if (!cir::equal(cir::simplify(pf->hi), cir::simplify(cf->hi)) || !cir::equal(cir::simplify(out.type.shape[axis]), cir::simplify(cf->hi)))
       return "the consumer's loops do not cover the producer's elements";
     to_consumer[prefix + stored[axis]] = cir::Var::make(at[axis], cir::Type::scalar(DType::I64));
@@ -286,17 +287,15 @@ std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Ke
   moved.back() = cir::make_let(element, value, last->span);
   Expr element_var = cir::Var::make(element, cir::Type::scalar(out.type.dtype));
   ReplaceReads replace(input, element_var);
-  for (const Stmt& s : cn->body) moved.push_back(replace.mutate(s));
+  for (const Stmt& s : c->body) moved.push_back(replace.mutate(s));
 
   // The consumer's nest around it all.
   cir::Block body = moved;
-  for (auto it = cn->loops.rbegin(); it != cn->loops.rend(); ++it)
+  for (auto it = c->loops.rbegin(); it != c->loops.rend(); ++it)
     body = {cir::make_for((*it)->var, (*it)->lo, (*it)->hi, (*it)->step, body, (*it)->loop_kind, (*it)->factor, (*it)->span)};
 
   return merge_interfaces(producer, cons, input, body, cir::KernelKind::Fused);
 }
-
-namespace {
 
 // Loops around a point of the consumer, and whether a condition is.
 struct LoopScope {
@@ -369,14 +368,10 @@ std::optional<Element> element_expression(const Kernel& p) {
   if (!nest || nest->body.empty()) return std::nullopt;
   const cir::Store* store = nest->body.back().as<cir::Store>();
   if (!store || store->buffer != p.output().name) return std::nullopt;
+  auto vars = stored_at(*nest, *store);
+  if (!std::holds_alternative<std::vector<std::string>>(vars)) return std::nullopt;
   Element e;
-  for (const cir::AxisSel& a : store->axes) {
-    const cir::Var* v = a.is_slice ? nullptr : a.index.as<cir::Var>();
-    if (!v) return std::nullopt;
-    e.vars.push_back(v->name);
-  }
-  std::set<std::string> distinct(e.vars.begin(), e.vars.end());
-  if (distinct.size() != e.vars.size() || e.vars.size() != nest->loops.size()) return std::nullopt;
+  e.vars = std::get<std::vector<std::string>>(vars);
   e.value = store->value;
   for (size_t i = nest->body.size() - 1; i-- > 0;) {
     const cir::Let* let = nest->body[i].as<cir::Let>();
@@ -626,7 +621,7 @@ std::variant<std::vector<size_t>, std::string> row_axes(const Kernel& p) {
   } yields;
   yields.include(nest->body);
   if (yields.found.empty()) return "the producer yields nothing";
-  if (std::string why = Unmovable::except_yields(nest->body); !why.empty()) return "the producer cannot move: " + why;
+  if (std::string why = unmovable(nest->body, /*yields_allowed=*/true); !why.empty()) return "the producer cannot move: " + why;
   std::vector<size_t> axes(nest->loops.size(), SIZE_MAX);
   for (const cir::Yield* y : yields.found) {
     if (y->out_index.size() != nest->loops.size()) return "the producer yields to elements that are not its rows";

@@ -34,11 +34,6 @@
 
 namespace zyntax::fusion {
 
-// `consumer` with `producer`'s output, its input `input`, computed in its
-// loops: the inputs of both (the producer's first, each name once), their
-// scalars and dims; the consumer's output. Or why not.
-std::variant<cir::Kernel, std::string> fuse_producer(const cir::Kernel& producer, const cir::Kernel& consumer, const std::string& input);
-
 // Producers computed where they are read, by the names consumers read them
 // as; their own inputs may name other pending producers.
 using Pending = std::map<std::string, cir::Kernel>;

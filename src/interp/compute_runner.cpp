@@ -1,10 +1,6 @@
 #include "interp/compute_runner.hpp"
 
-#include <algorithm>
-#include <functional>
-
 #include "backends/registry.hpp"
-#include "fusion/block_fusion.hpp"
 #include "runtime/device.hpp"
 #include "runtime/split_launch.hpp"
 
@@ -69,6 +65,19 @@ Device* find_device(const std::string& id, Span span) {
   return d;
 }
 
+// The signature of input `e`, whose value is `v`: its rank and dtype (sizes
+// are not part of it: they are bound at launch).
+InputSignature tensor_signature(const ast::Expr& e, const Value& v) {
+  if (v.kind != Value::Kind::Tensor)
+    throw Error(e.span, "compute inputs must be tensors, but '" + ast::path_text(e) + "' is " + type_name(v));
+  InputSignature s;
+  s.path = ast::path_text(e);
+  s.span = e.span;
+  s.rank = static_cast<int>(v.tensor.rank());
+  s.dtype = v.tensor.dtype();
+  return s;
+}
+
 // The launch of one kernel on one device, its inputs picked by name.
 Tensor launch_named(CompiledCompute& compiled, Device& device, const std::map<std::string, Tensor>& named, Frame& frame, Span span) {
   const cir::Kernel& k = compiled.generic();
@@ -115,17 +124,8 @@ Value ComputeRunner::run(const ast::Compute& c, Frame& frame, const std::vector<
   std::vector<InputSignature> sigs;
   std::vector<Tensor> tensors;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Value& v = inputs[i];
-    const ast::Expr& e = *c.inputs[i];
-    if (v.kind != Value::Kind::Tensor)
-      throw Error(e.span, "compute inputs must be tensors, but '" + ast::path_text(e) + "' is " + type_name(v));
-    InputSignature s;
-    s.path = ast::path_text(e);
-    s.span = e.span;
-    s.rank = static_cast<int>(v.tensor.rank());
-    s.dtype = v.tensor.dtype();  // sizes are not part of it: they are bound at launch
-    sigs.push_back(std::move(s));
-    tensors.push_back(v.tensor);
+    sigs.push_back(tensor_signature(*c.inputs[i], inputs[i]));
+    tensors.push_back(inputs[i].tensor);
   }
   Entry& entry = lowered(c, frame, sigs);
   const cir::Kernel& k = entry.compiled->generic();
@@ -170,7 +170,7 @@ Value ComputeRunner::run_chain(const std::vector<ChainBlock>& chain, Frame& fram
   Device* device = find_device(default_device, chain[0].block->span);
   auto line_of = [&](size_t j) {
     const ast::Compute& c = *chain[j].block;
-    return std::to_string(session_.sources().file(c.span.file).line_col(c.span.begin).line);
+    return static_cast<int>(session_.sources().file(c.span.file).line_col(c.span.begin).line);
   };
   // Lower every block, in order: a block's input that is an earlier block
   // has that block's output type.
@@ -184,19 +184,16 @@ Value ComputeRunner::run_chain(const std::vector<ChainBlock>& chain, Frame& fram
     for (size_t i = 0; i < c.inputs.size(); ++i) {
       const ast::Expr& e = *c.inputs[i];
       InputSignature s;
-      s.path = ast::path_text(e);
-      s.span = e.span;
       auto earlier = e.kind == ast::ExprKind::Name ? index_of.find(ast::as<ast::Name>(e).name) : index_of.end();
       if (earlier != index_of.end()) {
         const cir::Param& out = members[earlier->second].entry->compiled->generic().output();
+        s.path = ast::path_text(e);
+        s.span = e.span;
         s.rank = static_cast<int>(out.type.rank());
         s.dtype = out.type.dtype;
       } else {
-        const Value& v = chain[j].inputs[i];
-        if (v.kind != Value::Kind::Tensor) throw Error(e.span, "compute inputs must be tensors, but '" + s.path + "' is " + type_name(v));
-        s.rank = static_cast<int>(v.tensor.rank());
-        s.dtype = v.tensor.dtype();
-        members[j].inputs[s.path] = v.tensor;
+        s = tensor_signature(e, chain[j].inputs[i]);
+        members[j].inputs[s.path] = chain[j].inputs[i].tensor;
       }
       sig_key += s.path + ":" + std::to_string(*s.rank) + ":" + dtype_name(*s.dtype) + ";";
       sigs.push_back(std::move(s));
@@ -218,7 +215,7 @@ Value ComputeRunner::run_chain(const std::vector<ChainBlock>& chain, Frame& fram
   if (!planned) {
     std::vector<fusion::RunBlock> blocks;
     for (size_t j = 0; j < chain.size(); ++j)
-      blocks.push_back({&members[j].entry->compiled->generic(), chain[j].name, std::stoi(line_of(j)), members[j].standalone});
+      blocks.push_back({&members[j].entry->compiled->generic(), chain[j].name, line_of(j), members[j].standalone});
     planned = std::make_shared<PlannedRun>();
     planned->plan = fusion::plan_run(blocks);
     for (const fusion::PlannedKernel& k : planned->plan.launches)

@@ -1,6 +1,7 @@
 #include "interp/fusion_chains.hpp"
 
 #include <set>
+#include <vector>
 
 #include "syntax/name_uses.hpp"
 
@@ -31,27 +32,36 @@ BlockChain block_chain(const ast::Block& b, size_t first) {
   size_t run = 0;
   while (first + run < b.stmts.size() && let_compute(*b.stmts[first + run])) ++run;
   auto name = [&](size_t i) -> const std::string& { return ast::as<ast::Let>(*b.stmts[i]).names[0]; };
+  // uses[k][j]: how often statement first + k names the result of first + j;
+  // total[j]: how often the whole block does.
+  std::vector<std::vector<size_t>> uses(run, std::vector<size_t>(run));
+  std::vector<size_t> total(run);
+  for (size_t j = 0; j < run; ++j) {
+    total[j] = ast::count_name_uses(b, name(first + j));
+    for (size_t k = 0; k < run; ++k) uses[k][j] = ast::count_name_uses(*b.stmts[first + k], name(first + j));
+  }
   // The longest run whose results but the last are read by later blocks of
   // the run alone.
-  for (size_t last = first + run; last-- > first + 1;) {
+  for (size_t last = run; last-- > 1;) {
     std::string why;
     std::set<std::string> names;
-    for (size_t j = first; j <= last && why.empty(); ++j) {
-      if (!names.insert(name(j)).second) why = "'" + name(j) + "' is bound twice";
-      for (size_t k = first; k < j && why.empty(); ++k)
-        if (ast::count_name_uses(*b.stmts[k], name(j))) why = "'" + name(j) + "' names something else before";
+    for (size_t j = 0; j <= last && why.empty(); ++j) {
+      const std::string& n = name(first + j);
+      if (!names.insert(n).second) why = "'" + n + "' is bound twice";
+      for (size_t k = 0; k < j && why.empty(); ++k)
+        if (uses[k][j]) why = "'" + n + "' names something else before";
       if (j == last) break;
       size_t inside = 0;
-      for (size_t k = j + 1; k <= last; ++k) inside += ast::count_name_uses(*b.stmts[k], name(j));
-      if (inside == 0) why = "'" + name(j) + "' is not read by the blocks after it";
-      else if (ast::count_name_uses(b, name(j)) != inside) why = "'" + name(j) + "' is read by more than the blocks after it";
+      for (size_t k = j + 1; k <= last; ++k) inside += uses[k][j];
+      if (inside == 0) why = "'" + n + "' is not read by the blocks after it";
+      else if (total[j] != inside) why = "'" + n + "' is read by more than the blocks after it";
     }
     if (why.empty()) {
-      chain.length = last - first + 1;
-      for (size_t j = first; j <= last; ++j) chain.names.push_back(name(j));
+      chain.length = last + 1;
+      for (size_t j = 0; j <= last; ++j) chain.names.push_back(name(first + j));
       return chain;
     }
-    if (last == first + 1) chain.not_continued.push_back(why);
+    if (last == 1) chain.not_continued.push_back(why);
   }
   return chain;
 }

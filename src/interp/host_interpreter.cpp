@@ -1,7 +1,6 @@
 #include "interp/host_interpreter.hpp"
 
 #include <algorithm>
-
 #include <chrono>
 #include <cmath>
 #include <iostream>
