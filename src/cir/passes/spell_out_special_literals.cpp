@@ -33,11 +33,13 @@ class MayBeConstantToTheDriver : public IRVisitor {
   void visit(const Var* op) override {
     if (is_float(op->type.dtype) && !known_lets_.count(op->name)) known_ = false;
   }
-  // A number made from a condition or an integer takes few values, which a
-  // driver may use however little it knows of where they came from
-  // (lavapipe turns f64(c) * x into c ? x : 0, wrong for an infinite x).
+  // A number made from a condition takes two values, which a driver may use
+  // however little it knows of where the condition came from (lavapipe
+  // turns f64(c) * x into c ? x : 0, wrong for an infinite x). Other
+  // conversions are known where what they convert is: an integer read from
+  // memory is not (guarding every such number would nest guards in guards).
   void visit(const Cast* op) override {
-    if (is_float(op->value->type.dtype)) IRVisitor::visit(op);
+    if (op->value->type.dtype != DType::Bool) IRVisitor::visit(op);
   }
   void visit(const Access*) override { known_ = false; }
   void visit(const Dot*) override { known_ = false; }
