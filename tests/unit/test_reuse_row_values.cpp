@@ -39,6 +39,27 @@ TEST(ReuseRowValues, SoftmaxComputesExpOnceWithIdenticalResults) {
   EXPECT_EQ(std::memcmp(want.data(), got.data(), want.nbytes()), 0);
 }
 
+// An f32 row summed in f64 (the reduction's accumulator once a sum block is
+// fused into its consumer): the output keeps the f32 value, the sum widens it.
+TEST(ReuseRowValues, WidenedSumKeepsTheValueBeforeItIsWidened) {
+  cir::Kernel k = cir::specialize(
+      kernel_of("def f(x: tensor[r, c, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..r:\n  var m = -inf\n"
+                "  for j in 0..c:\n   m = max(m, x[i, j])\n  var s = f64(0.0)\n  for j in 0..c:\n   s += f64(exp(x[i, j] - m))\n"
+                "  for j in 0..c:\n   out[i, j] = exp(x[i, j] - m) / f32(s)\n }\n}"),
+      {{"r", 4}, {"c", 29}});
+  cir::Kernel r = cir::reuse_row_values(k);
+  std::string text = cir::print(r);
+  EXPECT_NE(text.find("s = s + f64(s%row)"), std::string::npos) << text;
+  EXPECT_NE(text.find("out[i, j_2] / f32(s)"), std::string::npos) << text;
+
+  Random rng(5);
+  Tensor x = rand_normal(rng, DType::F32, {4, 29});
+  x.set(7, Scalar::of_float(INFINITY, DType::F32));
+  Tensor want = ReferenceKernel(k).run({x}, {});
+  Tensor got = ReferenceKernel(r).run({x}, {});
+  EXPECT_EQ(std::memcmp(want.data(), got.data(), want.nbytes()), 0);
+}
+
 TEST(ReuseRowValues, NotWhenWhatTheValueReadsChangesBetweenTheLoops) {
   cir::Kernel k = cir::specialize(
       kernel_of("def f(x: tensor[r, c, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..r:\n  var m = 0.0\n"

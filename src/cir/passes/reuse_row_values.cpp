@@ -63,7 +63,12 @@ class Rewriter {
     if (!sum || sum->op != BinaryOp::Add) return false;
     auto self = sum->a.as<Var>();
     if (!self || self->name != acc->name) return false;
+    // The summed value, or what a widening conversion widens (an f32 row
+    // summed in f64): the output keeps the value before it is widened.
     Expr e = sum->b;
+    const Cast* widen = e.as<Cast>();
+    if (widen && e->type.dtype != out_.type.dtype) e = widen->value;
+    else widen = nullptr;
     if (!e->type.is_scalar() || e->type.dtype != out_.type.dtype) return false;
     // The output element: indexed by jb itself on one axis, by values fixed
     // for the loop on the others.
@@ -104,7 +109,8 @@ class Rewriter {
     for (const AxisSel& ax : store->axes) at_a.push_back(AxisSel::at(substitute(ax.index, {{jb, Var::make(ja, Type::scalar(DType::I64))}})));
     Expr tv = Var::make(t, e->type);
     Block body_a = {make_let(t, e, acc->span), make_store(out_.name, at_a, tv, store->span),
-                    make_assign(acc->name, Binary::make(BinaryOp::Add, sum->a, tv, sum->span), acc->span)};
+                    make_assign(acc->name, Binary::make(BinaryOp::Add, sum->a, widen ? Cast::make(sum->b->type.dtype, tv, widen->span) : tv, sum->span),
+                                acc->span)};
     b[a] = make_for(la->var, la->lo, la->hi, la->step, body_a, la->loop_kind, la->factor, la->span);
     b[z] = make_for(lb->var, lb->lo, lb->hi, lb->step, {make_store(store->buffer, store->axes, v, store->span)}, lb->loop_kind,
                     lb->factor, lb->span);

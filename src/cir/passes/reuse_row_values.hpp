@@ -16,6 +16,8 @@
 // The values are the same bits, so the result is identical; what changes is
 // that exp is evaluated once per element instead of twice. It applies when
 // nothing between the loops touches the output or changes what E reads.
+// A sum that widens each value (`s = s + f64(E(j))`, an f32 row summed in
+// f64) keeps E(j) before it is widened.
 #pragma once
 
 #include "cir/ir.hpp"
