@@ -14,6 +14,7 @@
 #include "cir/passes/hoist_kept_loops.hpp"
 #include "cir/passes/map_in_place.hpp"
 #include "cir/passes/product_form.hpp"
+#include "cir/passes/read_each_element_once.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/schedule_gpu_matmul.hpp"
 #include "cir/passes/schedule_gpu_mma.hpp"
@@ -215,6 +216,10 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target) {
   passes.push_back({"group_thread_elements", [&](const Kernel& k) {
                       return cir::group_thread_elements(k, cir::thread_element_width(k, target.vector_bytes));
                     }});
+  // Last, as on the CPU: a statement that reads an element several times (a
+  // fused chain of blocks reads its input once per block) loads and checks
+  // it once; shader compilers do not merge the checked loads themselves.
+  passes.push_back({"read_each_element_once", [](const Kernel& k) { return cir::read_each_element_once(k); }});
   Kernel k = cir::run_passes(kernel, "specialize", passes);
 
   auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
