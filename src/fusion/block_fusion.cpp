@@ -10,6 +10,7 @@
 #include "cir/mutator.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
+#include "cir/storage_buffers.hpp"
 #include "cir/substitute.hpp"
 #include "cir/verifier.hpp"
 #include "cir/visitor.hpp"
@@ -712,7 +713,7 @@ std::variant<Kernel, std::string> inline_one(const Kernel& consumer, const Kerne
 
 }  // namespace
 
-Inlined inline_producers(const Kernel& consumer, const Pending& pending) {
+Inlined inline_producers(const Kernel& consumer, const Pending& pending, const GpuTarget* target) {
   Inlined out;
   Kernel k = consumer;
   InlineState st;
@@ -722,6 +723,15 @@ Inlined inline_producers(const Kernel& consumer, const Pending& pending) {
       out.refused = *name;
       out.why = *why;
       return out;
+    }
+    if (target && target->max_storage_buffers > 0) {
+      int buffers = cir::gpu_storage_buffers(std::get<Kernel>(r), target->api);
+      if (buffers > target->max_storage_buffers && buffers > cir::gpu_storage_buffers(k, target->api)) {
+        out.refused = *name;
+        out.why = "the fused kernel would bind " + std::to_string(buffers) + " storage buffers, more than the " +
+                  std::to_string(target->max_storage_buffers) + " a kernel may bind on " + gpu_api_name(target->api) + " " + target->arch;
+        return out;
+      }
     }
     k = std::move(std::get<Kernel>(r));
     if (std::find(out.producers.begin(), out.producers.end(), *name) == out.producers.end()) out.producers.push_back(*name);

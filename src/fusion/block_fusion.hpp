@@ -20,7 +20,8 @@
 //   there.
 // Never: a read under a condition (the producer's checks must still run on
 // every element), at an index that is not a whole loop, arg and logical
-// reductions, atomics, arrays. Refusals come with a reason, which
+// reductions, atomics, arrays, a fused kernel that binds more storage
+// buffers than the device that runs it may (its GpuTarget's). Refusals come with a reason, which
 // `zyntax run --explain-fusion` prints.
 #pragma once
 
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "cir/ir.hpp"
+#include "target/gpu_target.hpp"
 
 namespace zyntax::fusion {
 
@@ -45,7 +47,8 @@ struct Inlined {
 };
 
 // Every read of a pending producer in `consumer` inlined, and those of the
-// producers it takes in, by the rules above.
-Inlined inline_producers(const cir::Kernel& consumer, const Pending& pending);
+// producers it takes in, by the rules above; within the limits of `target`,
+// the GPU that runs the kernel (none on CPUs and the reference executor).
+Inlined inline_producers(const cir::Kernel& consumer, const Pending& pending, const GpuTarget* target = nullptr);
 
 }  // namespace zyntax::fusion

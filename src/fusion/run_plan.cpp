@@ -9,7 +9,7 @@
 
 namespace zyntax::fusion {
 
-RunPlan plan_run(const std::vector<RunBlock>& blocks) {
+RunPlan plan_run(const std::vector<RunBlock>& blocks, const GpuTarget* target) {
   RunPlan plan;
   std::map<std::string, size_t> index_of;
   for (size_t j = 0; j < blocks.size(); ++j) index_of[blocks[j].name] = j;
@@ -21,7 +21,7 @@ RunPlan plan_run(const std::vector<RunBlock>& blocks) {
       Pending pending;
       for (size_t i = 0; i < j; ++i)
         if (!done.count(blocks[i].name) && !blocks[i].standalone && !blocks[j].standalone) pending.emplace(blocks[i].name, *blocks[i].kernel);
-      Inlined r = inline_producers(*blocks[j].kernel, pending);
+      Inlined r = inline_producers(*blocks[j].kernel, pending, target);
       if (!r.kernel) {
         size_t i = index_of.at(r.refused);
         plan.explanations.push_back("not fused: line " + line(i) + " into line " + line(j) + ": " + r.why);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cir/ir.hpp"
+#include "target/gpu_target.hpp"
 
 namespace zyntax::fusion {
 
@@ -33,6 +34,8 @@ struct RunPlan {
   std::vector<std::string> explanations;  // "the blocks at lines 2, 7 run as one kernel, a+b", "not fused: ..."
 };
 
-RunPlan plan_run(const std::vector<RunBlock>& blocks);
+// `target`: the GPU the kernels run on, whose limits fused kernels keep
+// (none on CPUs, the reference executor, and for listings).
+RunPlan plan_run(const std::vector<RunBlock>& blocks, const GpuTarget* target = nullptr);
 
 }  // namespace zyntax::fusion

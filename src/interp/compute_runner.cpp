@@ -176,7 +176,7 @@ Value ComputeRunner::run_chain(const std::vector<ChainBlock>& chain, Frame& fram
   // has that block's output type.
   std::map<std::string, size_t> index_of;
   std::vector<Member> members(chain.size());
-  std::string run_key;
+  std::string run_key = device->info().id + "|";  // its limits decide what fuses
   for (size_t j = 0; j < chain.size(); ++j) {
     const ast::Compute& c = *chain[j].block;
     std::vector<InputSignature> sigs;
@@ -217,7 +217,7 @@ Value ComputeRunner::run_chain(const std::vector<ChainBlock>& chain, Frame& fram
     for (size_t j = 0; j < chain.size(); ++j)
       blocks.push_back({&members[j].entry->compiled->generic(), chain[j].name, line_of(j), members[j].standalone});
     planned = std::make_shared<PlannedRun>();
-    planned->plan = fusion::plan_run(blocks);
+    planned->plan = fusion::plan_run(blocks, device->gpu_target());
     for (const fusion::PlannedKernel& k : planned->plan.launches)
       planned->compiled.push_back(k.fused() ? std::make_unique<CompiledCompute>(k.kernel) : nullptr);
     for (const std::string& e : planned->plan.explanations) explain(e);

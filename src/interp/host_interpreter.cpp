@@ -222,26 +222,55 @@ size_t Interpreter::chain_length(const ast::Block& b, size_t first) {
 
 void Interpreter::exec_chain(const ast::Block& b, size_t first, size_t length, Frame& f) {
   const BlockChain& chain = chains_.at({&b, first});
-  std::vector<ComputeRunner::ChainBlock> blocks;
-  for (size_t j = 0; j < length; ++j) {
-    ComputeRunner::ChainBlock cb;
-    cb.block = let_compute(*b.stmts[first + j]);
-    cb.name = chain.names[j];
-    for (const ast::ExprPtr& x : cb.block->inputs) {
-      bool earlier = x->kind == ast::ExprKind::Name &&
-                     std::find(chain.names.begin(), chain.names.begin() + j, ast::as<ast::Name>(*x).name) != chain.names.begin() + j;
-      if (earlier) {
-        cb.inputs.push_back(Value::none());  // a block before it: computed by the run
-        continue;
-      }
-      Value v = eval(*x, f);
-      if (v.kind == Value::Kind::Future) v = v.future->get();
-      cb.inputs.push_back(std::move(v));
-    }
-    blocks.push_back(std::move(cb));
+  std::vector<size_t> host;  // the host statements between the blocks, by offset
+  for (size_t o = 0, j = 0; o < length; ++o) {
+    if (j < chain.blocks.size() && chain.blocks[j] == o) ++j;
+    else host.push_back(o);
   }
+  // A call that names something in scope, not the builtin: each statement as written.
+  for (size_t o : host)
+    for (const std::string& call : quiet_calls(*b.stmts[first + o]))
+      if (f.lookup(call) || !is_builtin(call)) {
+        for (size_t k = 0; k < length; ++k) exec(*b.stmts[first + k], f);
+        return;
+      }
+  // The first `count` blocks, their inputs read now.
+  auto blocks_of = [&](size_t count) {
+    std::vector<ComputeRunner::ChainBlock> blocks;
+    for (size_t j = 0; j < count; ++j) {
+      ComputeRunner::ChainBlock cb;
+      cb.block = let_compute(*b.stmts[first + chain.blocks[j]]);
+      cb.name = chain.names[j];
+      for (const ast::ExprPtr& x : cb.block->inputs) {
+        bool earlier = x->kind == ast::ExprKind::Name &&
+                       std::find(chain.names.begin(), chain.names.begin() + j, ast::as<ast::Name>(*x).name) != chain.names.begin() + j;
+        if (earlier) {
+          cb.inputs.push_back(Value::none());  // a block before it: computed by the run
+          continue;
+        }
+        Value v = eval(*x, f);
+        if (v.kind == Value::Kind::Future) v = v.future->get();
+        cb.inputs.push_back(std::move(v));
+      }
+      blocks.push_back(std::move(cb));
+    }
+    return blocks;
+  };
   std::string device = !config_device_.empty() ? config_device_ : options_.device;
-  Value result = computes_->run_chain(blocks, f, device);
+  // The host statements first: they read no result of the run, and change
+  // nothing a block before them reads. One that fails reports after what
+  // the blocks before it would have.
+  for (size_t o : host) {
+    try {
+      exec(*b.stmts[first + o], f);
+    } catch (const Error&) {
+      size_t before = 0;
+      while (before < chain.blocks.size() && chain.blocks[before] < o) ++before;
+      computes_->run_chain(blocks_of(before), f, device);
+      throw;
+    }
+  }
+  Value result = computes_->run_chain(blocks_of(chain.blocks.size()), f, device);
   const auto& last = ast::as<ast::Let>(*b.stmts[first + length - 1]);
   f.innermost()[last.names[0]] = Binding{result, false, last.name_spans[0], {}};
 }

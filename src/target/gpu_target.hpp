@@ -69,6 +69,9 @@ struct GpuTarget {
   // time grows faster than the inlined code: lavapipe takes 2 s at 24
   // calls, 5 s at 50, 12 s at 100, 40 s and 870 MB at 200.
   int max_shader_helper_calls = 0;
+  // Storage buffers one kernel may bind (0: no limit; CUDA passes pointers
+  // as parameters). Counted by cir/storage_buffers.
+  int max_storage_buffers = 0;
   GpuAtomics atomics;
   MatrixUnits matrix_units;
   PrecisionContract precision = PrecisionContract::Ieee;

@@ -12,8 +12,11 @@
 #include <unistd.h>
 
 #include "backends/registry.hpp"
+#include "cir/storage_buffers.hpp"
 #include "driver/session.hpp"
+#include "fusion/run_plan.hpp"
 #include "interp/host_interpreter.hpp"
+#include "kernel_source.hpp"
 #include "lower/check_program.hpp"
 
 namespace zyntax {
@@ -293,6 +296,100 @@ TEST(BlockFusion, AScatterTakesTheProducerOfWhatItAdds) {
       "let b = compute(a, idx) {\n  out = zeros(24)\n  for i in 0..24:\n    out[idx[i]] += a[i]\n}\nsave(b, \"OUT/b.npy\")\n",
       {"b"});
   EXPECT_TRUE(contains(why, "run as one kernel, a+b")) << why;
+}
+
+// Host code between blocks that reads none of their results and has no
+// effect runs first; the blocks still fuse and see its values.
+TEST(BlockFusion, QuietHostCodeBetweenBlocksRunsFirst) {
+  std::string why = same_fused_and_not(
+      "let x = rand([40])\nlet d = 64\n"
+      "let a = compute(x) {\n  @kernel elementwise\n  for i in 0..40:\n    out[i] = x[i] * 2.0\n}\n"
+      "let scale = 1.0 / sqrt(float(d))\nvar shift = max(x) * 0.5\nshift = shift + scale + x.shape[0]\n"
+      "let b = compute(a) {\n  @kernel elementwise\n  for i in 0..40:\n    out[i] = a[i] * scale + shift\n}\n"
+      "save(b, \"OUT/b.npy\")\n",
+      {"b"});
+  EXPECT_TRUE(contains(why, "the blocks at lines 3, 11 run as one kernel, a+b")) << why;
+}
+
+// Host code with an effect, or that reads a pending result, or changes
+// what a block before it reads, ends the run there.
+TEST(BlockFusion, HostCodeThatMustSeeTheBlocksEndsTheRun) {
+  const char* a = "let x = rand([40])\nvar s = 2.0\nlet a = compute(x) {\n  for i in 0..40:\n    out[i] = x[i] * s\n}\n";
+  const char* b = "let b = compute(a) {\n  for i in 0..40:\n    out[i] = a[i] + s\n}\nsave(b, \"OUT/b.npy\")\n";
+  struct Between {
+    const char* code;
+    const char* why;  // of --explain-fusion, where it says
+  };
+  const Between cases[] = {
+      {"print(\"between\")\n", ""},
+      {"let t0 = time()\n", ""},
+      {"let r = rand([2])\n", ""},
+      {"let m = a[0]\n", "host code between the blocks reads 'a'"},
+      {"s = 3.0\n", "host code between the blocks changes 's', which the block before it reads"},
+      {"let x = zeros(40)\n", "host code between the blocks changes 'x', which the block before it reads"},
+  };
+  for (const Between& c : cases) {
+    std::string why = same_fused_and_not(std::string(a) + c.code + b, {"b"});
+    EXPECT_FALSE(contains(why, "run as one kernel")) << c.code << why;
+    EXPECT_TRUE(contains(why, c.why)) << c.code << why;
+  }
+  // A user's function named like a quiet builtin: each statement as written.
+  std::string shadowed = same_fused_and_not(
+      "def sqrt(v) {\n  print(\"called\")\n  return v\n}\n" + std::string(a) + "let r = sqrt(4.0)\n" + b, {"b"});
+  EXPECT_FALSE(contains(shadowed, "run as one kernel")) << shadowed;
+}
+
+// A host statement that fails between blocks reports after what the blocks
+// before it report, as when each runs as written.
+TEST(BlockFusion, AFailingHostStatementBetweenBlocksReportsInOrder) {
+  const char* block_fails_first =
+      "let x = astype(arange(0, 8), i32)\nlet a = compute(x) {\n  for i in 0..8:\n    out[i] = 7 / (x[i] - 5)\n}\n"
+      "let k = 1 / (len(x) - 8)\nlet b = compute(a) {\n  for i in 0..8:\n    out[i] = a[i] * 2\n}\nprint(b)\n";
+  const char* host_fails =
+      "let x = astype(arange(0, 8), i32)\nlet a = compute(x) {\n  for i in 0..8:\n    out[i] = 7 / (x[i] + 1)\n}\n"
+      "let k = 1 / (len(x) - 8)\nlet b = compute(a) {\n  for i in 0..8:\n    out[i] = a[i] * 2\n}\nprint(b)\n";
+  for (const char* src : {block_fails_first, host_fails})
+    for (const std::string& device : devices()) {
+      auto fused = run(src, device, true);
+      auto unfused = run(src, device, false);
+      EXPECT_FALSE(fused->ok);
+      EXPECT_FALSE(unfused->ok);
+      EXPECT_EQ(fused->errors(), unfused->errors()) << device;
+      EXPECT_EQ(fused->out.str(), "");
+    }
+}
+
+// A fused kernel binds every input of its blocks: on a GPU that may bind
+// fewer storage buffers, the blocks run as two kernels instead.
+TEST(BlockFusion, AFusionBeyondTheDevicesBufferLimitIsNotMade) {
+  cir::Kernel a = testing::kernel_of(
+      "def f(x: tensor[n, f32], y: tensor[n, f32]) {\n return compute(x, y) {\n  for i in 0..n:\n   out[i] = x[i] * y[i]\n }\n}");
+  cir::Kernel b = testing::kernel_of(
+      "def f(a: tensor[n, f32], z: tensor[n, f32], w: tensor[n, f32]) {\n return compute(a, z, w) {\n  for i in 0..n:\n"
+      "   out[i] = a[i] + z[i] * w[i]\n }\n}");
+  EXPECT_EQ(cir::gpu_storage_buffers(a, GpuApi::Vulkan), 4);  // x, y, out, status
+  EXPECT_EQ(cir::gpu_storage_buffers(b, GpuApi::Vulkan), 5);
+  std::vector<fusion::RunBlock> blocks = {{&a, "a", 2, false}, {&b, "b", 7, false}};
+  EXPECT_EQ(fusion::plan_run(blocks).launches.size(), 1u);  // no limit: one kernel of x, y, z, w
+  GpuTarget gpu;
+  gpu.api = GpuApi::Vulkan;
+  gpu.arch = "small";
+  gpu.max_storage_buffers = 6;
+  fusion::RunPlan fits = fusion::plan_run(blocks, &gpu);
+  ASSERT_EQ(fits.launches.size(), 1u);
+  EXPECT_EQ(cir::gpu_storage_buffers(fits.launches[0].kernel, GpuApi::Vulkan), 6);
+  gpu.max_storage_buffers = 5;
+  fusion::RunPlan split = fusion::plan_run(blocks, &gpu);
+  ASSERT_EQ(split.launches.size(), 2u);
+  ASSERT_FALSE(split.explanations.empty());
+  EXPECT_EQ(split.explanations[0],
+            "not fused: line 2 into line 7: the fused kernel would bind 6 storage buffers, more than the 5 a kernel may bind on vulkan small");
+  // A reduction's accumulators count too, as each shader language binds them.
+  cir::Kernel r = testing::kernel_of(
+      "def f(x: tensor[m, n, f32]) {\n return compute(x) {\n  @kernel reduce(argmax, axis=1)\n  for i in 0..m, j in 0..n:\n"
+      "   yield (x[i, j], j)\n }\n}");
+  EXPECT_EQ(cir::gpu_storage_buffers(r, GpuApi::Vulkan), 6);  // x, out, index, best, seen, status
+  EXPECT_EQ(cir::gpu_storage_buffers(r, GpuApi::WebGpu), 5);  // the output is the index
 }
 
 TEST(BlockFusion, OffRunsEveryBlockAsWritten) {

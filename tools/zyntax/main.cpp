@@ -435,14 +435,14 @@ std::string fused_kernels_text(Session& session, LoadedModule& m, const std::vec
       BlockChain chain = block_chain(b, i);
       if (chain.length < 2) continue;
       std::vector<fusion::RunBlock> blocks;
-      for (size_t j = 0; j < chain.length; ++j) {
-        const ast::Compute* c = let_compute(*b.stmts[i + j]);
+      for (size_t j = 0; j < chain.blocks.size(); ++j) {
+        const ast::Compute* c = let_compute(*b.stmts[i + chain.blocks[j]]);
         auto it = of.find(c);
         if (it == of.end() || !it->second->deferred.empty()) break;  // lowered only at run time
         int line = static_cast<int>(session.sources().file(c->span.file).line_col(c->span.begin).line);
         blocks.push_back({&it->second->kernel, chain.names[j], line, false});
       }
-      if (blocks.size() == chain.length) {
+      if (blocks.size() == chain.blocks.size()) {
         fusion::RunPlan plan = fusion::plan_run(blocks);
         for (const std::string& e : plan.explanations) text += "\n// fusion: " + e;
         for (const fusion::PlannedKernel& k : plan.launches)

@@ -126,6 +126,9 @@ Gpu::Gpu(VkPhysicalDevice physical, int ordinal) : physical_(physical) {
   target_.async_copy = false;
   // Mesa's lavapipe ends loops once an invocation has run 65,535 iterations of them in all.
   target_.loop_budget = driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? 65535 : 0;
+  target_.max_storage_buffers = static_cast<int>(std::min<uint32_t>(p.limits.maxPerStageDescriptorStorageBuffers, 1u << 20));
+  if (const char* most = std::getenv("ZYNTAX_VULKAN_MAX_STORAGE_BUFFERS"); most && std::atoi(most) > 0)
+    target_.max_storage_buffers = std::min(target_.max_storage_buffers, std::atoi(most));  // to try a device with fewer
   target_.max_shader_helper_calls = driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE ? 64 : 0;
   target_.atomics = GpuAtomics{.float_add = false, .block_scope = true, .system_scope = false, .system_scope_min_bytes = 4};
   target_.matrix_units = {};

@@ -1112,6 +1112,7 @@ GpuTarget webgpu_target() {
   t.multiprocessors = 16;
   t.shared_memory_static = t.shared_memory_max = 16352;  // compatibility mode's (core: 16 KiB)
   t.private_memory_per_thread = 16 << 10;
+  t.max_storage_buffers = 8;  // maxStorageBuffersPerShaderStage, unless the page asks its adapter for more
   t.vector_bytes = 16;
   t.index_bits = 32;
   t.f64 = t.f16 = t.bf16 = t.i64 = false;
