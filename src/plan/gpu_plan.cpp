@@ -219,7 +219,11 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target) {
   // Last, as on the CPU: a statement that reads an element several times (a
   // fused chain of blocks reads its input once per block) loads and checks
   // it once; shader compilers do not merge the checked loads themselves.
-  passes.push_back({"read_each_element_once", [](const Kernel& k) { return cir::read_each_element_once(k); }});
+  // Not where the driver may assume no NaN or infinity (WebGPU's, a Vulkan
+  // driver without SignedZeroInfNanPreserve): one value read twice would
+  // let it fold `a - a` to 0, which two loads keep it from.
+  if (target.api == GpuApi::Cuda || target.preserves_ieee_specials_f32)
+    passes.push_back({"read_each_element_once", [](const Kernel& k) { return cir::read_each_element_once(k); }});
   Kernel k = cir::run_passes(kernel, "specialize", passes);
 
   auto outer = k.body.size() == 1 ? k.body[0].as<cir::For>() : nullptr;
