@@ -88,6 +88,65 @@ class ZYNTAX_API Kernel {
   KernelEntry* entry_;
 };
 
+// One argument of a program's function: an array or a host number.
+class ZYNTAX_API Argument {
+ public:
+  Argument(Array a) : is_array_(true), array_(std::move(a)) {}
+  Argument(HostNumber n) : number_(n) {}
+  Argument(int v) : number_(v) {}
+  Argument(long v) : number_(v) {}
+  Argument(long long v) : number_(v) {}
+  Argument(double v) : number_(v) {}
+  Argument(float v) : number_(v) {}
+  bool is_array() const { return is_array_; }
+  const Array& array() const { return array_; }        // when is_array()
+  const HostNumber& number() const { return number_; }  // otherwise
+
+ private:
+  bool is_array_ = false;
+  Array array_;
+  HostNumber number_{0};
+};
+
+// A function of the program, run with its host code as `zyntax run` runs
+// it: its compute blocks fuse (a chain of element-wise blocks, a softmax of
+// four blocks, each one kernel), its host statements run between them.
+//
+//   zyntax::Program prog = zyntax::Program::load("layers.zynml", dev);
+//   std::vector<zyntax::Array> y = prog.function("softmax_rows")({x});
+//
+// The program's functions, imports and config are bound; its other
+// top-level statements never run. What it prints goes to standard output.
+class ZYNTAX_API Function {
+ public:
+  // One parameter as declared: a tensor's element type where it names one.
+  struct Param {
+    std::string name;
+    bool tensor = false;
+    bool has_type = false;                    // a tensor that names its element type
+    ElementType type = ElementType::F32;      // then: which
+  };
+  const std::string& name() const;
+  const std::vector<Param>& params() const;
+  // "softmax_rows(x: tensor[n, m, f32], t: f32)".
+  std::string signature() const;
+
+  // Calls it: arguments positionally, then host numbers by name. Returns
+  // its result's arrays: one for a tensor, one per element of a tuple or
+  // list of tensors, a 0-d array (f64 or i64) for a number, none for none.
+  // ProgramError for arguments its parameters do not take, ComputeError
+  // (with the source line and caret) for what goes wrong while it runs.
+  std::vector<Array> operator()(const std::vector<Argument>& args, const std::map<std::string, HostNumber>& keywords = {}) const;
+
+  Function(std::shared_ptr<ProgramImpl> program, const void* def);
+
+ private:
+  std::shared_ptr<ProgramImpl> program_;
+  const void* def_;  // its definition in the program's syntax tree
+  std::string name_;
+  std::vector<Param> params_;
+};
+
 class ZYNTAX_API Program {
  public:
   // Reads and checks a program; ProgramError with its diagnostics when it
@@ -103,6 +162,11 @@ class ZYNTAX_API Program {
   // there is none of that name, or saying why one cannot be called alone.
   Kernel kernel(const std::string& name) const;
   const ComputeDevice& device() const;
+
+  // Every function defined at the program's top level, in source order.
+  std::vector<std::string> function_names() const;
+  // ProgramError naming the functions there are when there is none so named.
+  Function function(const std::string& name) const;
 
   explicit Program(std::shared_ptr<ProgramImpl> impl);
 

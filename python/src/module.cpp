@@ -240,6 +240,35 @@ PYBIND11_MODULE(_zyntax, m) {
         return PyArray{k.run(d, arrays, host_values), nullptr};
       }, py::arg("device"), py::arg("inputs"), py::arg("host_values") = py::dict());
 
+  py::class_<Function>(m, "Function", "A function of a ZynML program, run with its host code")
+      .def_property_readonly("name", &Function::name)
+      .def_property_readonly("signature", &Function::signature)
+      .def_property_readonly("params", [](const Function& f) {
+        py::list out;
+        for (const Function::Param& p : f.params())
+          out.append(py::make_tuple(p.name, p.tensor, p.has_type ? py::object(py::str(element_type_name(p.type))) : py::object(py::none())));
+        return out;
+      })
+      // args: arrays (zyntax.Array) and numbers, in order; keywords: numbers by name.
+      .def("call", [](const Function& f, const py::list& args, const py::dict& keywords) {
+        std::vector<Argument> in;
+        for (size_t i = 0; i < args.size(); ++i) {
+          py::handle a = args[i];
+          if (py::isinstance<PyArray>(a)) in.emplace_back(a.cast<PyArray&>().array);
+          else in.emplace_back(host_number(i < f.params().size() ? f.params()[i].name : "argument", a));
+        }
+        std::map<std::string, HostNumber> given;
+        for (auto [key, value] : keywords) given.emplace(py::cast<std::string>(key), host_number(py::cast<std::string>(key), value));
+        std::vector<Array> out;
+        {
+          py::gil_scoped_release release;  // kernels run without the interpreter lock
+          out = f(in, given);
+        }
+        py::list result;
+        for (Array& a : out) result.append(PyArray{std::move(a), nullptr});
+        return result;
+      }, py::arg("args"), py::arg("keywords") = py::dict());
+
   py::class_<Program>(m, "Program", "A ZynML program: its kernels, compiled for a device")
       .def_static("load", [](const std::string& path, const ComputeDevice& d) { return Program::load(path, d); },
                   py::arg("path"), py::arg("device"))
@@ -248,5 +277,7 @@ PYBIND11_MODULE(_zyntax, m) {
       }, py::arg("source"), py::arg("name"), py::arg("device"))
       .def_property_readonly("kernel_names", &Program::kernel_names)
       .def_property_readonly("device", &Program::device)
-      .def("kernel", &Program::kernel, py::arg("name"));
+      .def("kernel", &Program::kernel, py::arg("name"))
+      .def_property_readonly("function_names", &Program::function_names)
+      .def("function", &Program::function, py::arg("name"));
 }

@@ -137,6 +137,49 @@ class KernelFunction:
         return result.to(torch_inputs[0].device) if torch_inputs else result
 
 
+class ProgramFunction:
+    """A function of a program, called with its host code (its compute
+    blocks fused as `zyntax run` fuses them): arguments in order (arrays,
+    NumPy arrays, torch tensors, numbers), numbers also by name. Returns
+    what the function returns: an array for a tensor (a torch tensor when
+    given torch tensors), a number for a number, a tuple for a tuple."""
+
+    def __init__(self, function, device):
+        self._function = function
+        self._device = device
+
+    @property
+    def name(self):
+        return self._function.name
+
+    @property
+    def signature(self):
+        return self._function.signature
+
+    def __repr__(self):
+        return "<zyntax function %s>" % self._function.signature
+
+    def __call__(self, *args, device=None, **numbers):
+        dev = self._device if device is None else _open(device)
+        params = self._function.params
+        torch_inputs = [a for a in args if _is_torch(a)]
+        inputs = []
+        for i, a in enumerate(args):
+            tensor = i < len(params) and params[i][1]
+            if isinstance(a, Array) or _is_torch(a) or hasattr(a, "__dlpack__") or tensor:
+                inputs.append(to_array(a, dev, _NUMPY_TYPES.get(params[i][2]) if i < len(params) and params[i][2] else None))
+            else:
+                inputs.append(a)
+        out = self._function.call(inputs, numbers)
+        results = []
+        for a in out:
+            r = from_array(a, bool(torch_inputs))
+            results.append(r.item() if getattr(r, "ndim", 1) == 0 and not torch_inputs else r)
+        if not results:
+            return None
+        return results[0] if len(results) == 1 else tuple(results)
+
+
 class Program:
     """A compiled ZynML program: each kernel is an attribute (prog.softmax)
     and prog.kernel('name') finds one by name."""
@@ -156,9 +199,19 @@ class Program:
     def kernel(self, name):
         return KernelFunction(self._program.kernel(name), self._device)
 
+    @property
+    def functions(self):
+        return list(self._program.function_names)
+
+    def function(self, name):
+        """The function `name`, called with its host code: ProgramError naming those there are if none."""
+        return ProgramFunction(self._program.function(name), self._device)
+
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
+        if name not in self._program.kernel_names and name in self._program.function_names:
+            return self.function(name)
         if name not in self._program.kernel_names:
             try:
                 self._program.kernel(name)  # raises ProgramError with the kernels there are

@@ -1,11 +1,14 @@
 #include "zyntax/program.hpp"
 
 #include <cmath>
+#include <mutex>
+#include <sstream>
 #include <utility>
 
 #include "api/api_internal.hpp"
 #include "cir/printer.hpp"
 #include "driver/session.hpp"
+#include "interp/host_interpreter.hpp"
 #include "lower/check_program.hpp"
 #include "runtime/launch.hpp"
 #include "support/nearest_name.hpp"
@@ -28,6 +31,11 @@ class ProgramImpl {
   Session session;
   ComputeDevice device;
   std::vector<std::unique_ptr<KernelEntry>> kernels;  // in source order
+  LoadedModule* module = nullptr;
+  // Functions run on one interpreter, one call at a time: its caches of
+  // lowered blocks and fused runs last as long as the program.
+  std::mutex call_mu;
+  std::unique_ptr<Interpreter> interpreter;
 };
 
 namespace {
@@ -62,6 +70,7 @@ Program compile(std::shared_ptr<ProgramImpl> impl, const std::function<LoadedMod
     if (!m || session.diags().has_errors() || !check_program(session, *m, &kernels))
       throw ProgramError(session.diags().render_all());
     for (CheckedKernel& k : kernels) impl->kernels.push_back(entry_for(session, k));
+    impl->module = m;
   });
   return Program(std::move(impl));
 }
@@ -115,6 +124,140 @@ Kernel Program::kernel(const std::string& name) const {
 }
 
 const ComputeDevice& Program::device() const { return impl_->device; }
+
+std::vector<std::string> Program::function_names() const {
+  std::vector<std::string> names;
+  for (const ast::StmtPtr& s : impl_->module->ast.body.stmts)
+    if (s->kind == ast::StmtKind::FuncDef) names.push_back(ast::as<ast::FuncDef>(*s).name);
+  return names;
+}
+
+Function Program::function(const std::string& name) const {
+  for (const ast::StmtPtr& s : impl_->module->ast.body.stmts)
+    if (s->kind == ast::StmtKind::FuncDef && ast::as<ast::FuncDef>(*s).name == name) return Function(impl_, s.get());
+  std::vector<std::string> names = function_names();
+  std::string message = "the program has no function '" + name + "'";
+  std::string near = nearest_name(name, names);
+  if (!near.empty()) message += " (did you mean '" + near + "'?)";
+  if (names.empty()) {
+    message += "; it defines no functions";
+  } else {
+    message += "; its functions: ";
+    for (size_t i = 0; i < names.size(); ++i) message += (i ? ", " : "") + names[i];
+  }
+  throw ProgramError(message);
+}
+
+// ------------------------------------------------------------ Function
+
+Function::Function(std::shared_ptr<ProgramImpl> program, const void* def) : program_(std::move(program)), def_(def) {
+  const auto& d = *static_cast<const ast::FuncDef*>(def);
+  name_ = d.name;
+  for (const ast::Param& p : d.params) {
+    Param param;
+    param.name = p.name;
+    param.tensor = p.type && p.type->name == "tensor";
+    if (param.tensor && !p.type->dtype.empty())
+      if (std::optional<DType> t = parse_dtype(p.type->dtype)) {
+        param.has_type = true;
+        param.type = api::element_type_of(*t);
+      }
+    params_.push_back(std::move(param));
+  }
+}
+
+const std::string& Function::name() const { return name_; }
+const std::vector<Function::Param>& Function::params() const { return params_; }
+
+std::string Function::signature() const {
+  const auto& d = *static_cast<const ast::FuncDef*>(def_);
+  const SourceFile& file = program_->session.sources().file(d.span.file);
+  std::string text(file.line_text(file.line_col(d.span.begin).line));
+  size_t open = text.find(name_ + "(");
+  size_t close = open == std::string::npos ? std::string::npos : text.rfind(')');
+  if (open != std::string::npos && close != std::string::npos && close > open) return text.substr(open, close - open + 1);
+  std::string s = name_ + "(";
+  for (size_t i = 0; i < params_.size(); ++i) s += (i ? ", " : "") + params_[i].name;
+  return s + ")";
+}
+
+namespace {
+
+Value host_value(const HostNumber& n) {
+  return n.is_integer() ? Value::of_int(static_cast<int64_t>(n.integer())) : Value::of_float(n.value());
+}
+
+// The arrays of a function's result.
+void arrays_of_result(const DeviceImpl& dev, const Value& v, const std::string& what, std::vector<Array>& out) {
+  auto array = [&](Tensor t) {
+    std::vector<size_t> shape;
+    for (int64_t d : t.shape()) shape.push_back(static_cast<size_t>(d));
+    out.emplace_back(api::wrap(dev, t.reshaped({t.numel()})), std::move(shape));
+  };
+  switch (v.kind) {
+    case Value::Kind::None: return;
+    case Value::Kind::Tensor: return array(v.tensor);
+    case Value::Kind::Int: return array(Tensor::scalar(Scalar::of_int(v.i)));
+    case Value::Kind::Bool: return array(Tensor::scalar(Scalar::of_bool(v.b)));
+    case Value::Kind::Float: return array(Tensor::scalar(Scalar::of_float(v.f, DType::F64)));
+    case Value::Kind::List:
+    case Value::Kind::Tuple:
+      for (const Value& item : *v.items) {
+        if (item.kind != Value::Kind::Tensor && !item.is_number())
+          throw ComputeError(what + " returns a " + type_name(v) + " holding a " + type_name(item) + "; only tensors and numbers come back as arrays");
+        arrays_of_result(dev, item, what, out);
+      }
+      return;
+    default: throw ComputeError(what + " returns a " + type_name(v) + "; only tensors, numbers and tuples of them come back as arrays");
+  }
+}
+
+}  // namespace
+
+std::vector<Array> Function::operator()(const std::vector<Argument>& args, const std::map<std::string, HostNumber>& keywords) const {
+  ProgramImpl& p = *program_;
+  if (!p.device.impl()) throw ComputeError("function " + name_ + ": the device was moved from");
+  const DeviceImpl& dev = *p.device.impl();
+  std::string what = "function " + name_;
+  if (args.size() > params_.size())
+    throw ProgramError(what + " takes " + std::to_string(params_.size()) + " argument" + (params_.size() == 1 ? "" : "s") + ", got " +
+                       std::to_string(args.size()) + ": " + signature());
+  CallArgs call;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Param& param = params_[i];
+    if (args[i].is_array()) {
+      const Array& a = args[i].array();
+      if (!a.buffer().impl()) throw ShapeError(what + ": argument " + param.name + " is an empty array");
+      const Tensor& t = api::tensor_of(dev, a.buffer(), what.c_str(), param.name.c_str());
+      call.positional.push_back(Value::of_tensor(t.reshaped(api::to_shape(a.shape()))));
+    } else {
+      call.positional.push_back(host_value(args[i].number()));
+    }
+    call.positional_spans.push_back({});
+  }
+  for (const auto& [name, n] : keywords) {
+    call.keywords.push_back({name, host_value(n)});
+    call.keyword_spans.push_back({});
+  }
+  std::lock_guard<std::mutex> lock(p.call_mu);
+  if (!p.interpreter) {
+    RunOptions options;
+    options.device = p.device.id();
+    p.interpreter = std::make_unique<Interpreter>(p.session, options);
+  }
+  std::vector<Array> out;
+  try {
+    Value result = p.interpreter->call(*p.module, name_, std::move(call));
+    arrays_of_result(dev, result, what, out);
+  } catch (const Error& e) {  // located in the program's source: shown as `zyntax run` shows it
+    DiagnosticEngine rendered(p.session.sources());
+    rendered.report(e.diagnostic());
+    throw ComputeError(what + ": " + rendered.render_all());
+  } catch (const DataError& e) {
+    throw ComputeError(what + ": " + e.what());
+  }
+  return out;
+}
 
 // ------------------------------------------------------------ Kernel
 

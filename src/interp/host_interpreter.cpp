@@ -83,6 +83,39 @@ bool Interpreter::run_here(LoadedModule& m) {
   }
 }
 
+Value Interpreter::call(LoadedModule& m, const std::string& name, CallArgs args) {
+  return with_deep_stack([&] {
+    main_module_ = &m;
+    ModuleInstance& inst = instantiate_library(m);
+    auto fn = inst.globals.find(name);
+    if (fn == inst.globals.end() || fn->second.value.kind != Value::Kind::Function)
+      throw Error(args.span, "the program has no function '" + name + "'");
+    if (!args.span.valid()) args.span = fn->second.decl;
+    Value result = call_function(fn->second.value, args);
+    if (result.kind == Value::Kind::Future) result = result.future->get();
+    // Launches nobody awaited still finish, and their errors still count.
+    while (launches_waited_ < launched_.size()) launched_[launches_waited_++]->get();
+    options_.out->flush();
+    return result;
+  });
+}
+
+// The module's definitions alone: functions, imports, config.
+ModuleInstance& Interpreter::instantiate_library(LoadedModule& m) {
+  auto it = instances_.find(m.path);
+  if (it != instances_.end()) return *it->second;
+  auto inst = std::make_shared<ModuleInstance>();
+  inst->source = &m;
+  instances_[m.path] = inst;
+  Frame f;
+  f.module = inst.get();
+  hoist_functions(m.ast.body, f);
+  for (const ast::StmtPtr& s : m.ast.body.stmts)
+    if (s->kind == ast::StmtKind::Import || s->kind == ast::StmtKind::Config) exec(*s, f);
+  inst->executed = true;
+  return *inst;
+}
+
 ModuleInstance& Interpreter::instantiate(LoadedModule& m) {
   auto it = instances_.find(m.path);
   if (it != instances_.end()) return *it->second;

@@ -38,11 +38,20 @@ class Interpreter {
   // session's diagnostics). Runs on a deep stack (support/stack.hpp).
   bool run(LoadedModule& m);
 
+  // Calls function `name` of `m` as the program's own code would (its
+  // blocks fuse as under run()), for programs used as libraries from the
+  // C++ and Python APIs: the module's functions, imports and config are
+  // bound, its other top-level statements never run. Positional arguments,
+  // then keywords; a future in the result is awaited. Throws Error,
+  // located in the source, for what goes wrong; on a deep stack.
+  Value call(LoadedModule& m, const std::string& name, CallArgs args);
+
  private:
   bool run_here(LoadedModule& m);
   enum class Flow { Normal, Return, Break, Continue };
 
   ModuleInstance& instantiate(LoadedModule& m);
+  ModuleInstance& instantiate_library(LoadedModule& m);
   void execute_module(ModuleInstance& inst);
   void hoist_functions(const ast::Block& b, Frame& f);
 

@@ -161,4 +161,103 @@ TEST(Program, ATopLevelBlockIsAKernelNamedByItsVariable) {
   EXPECT_EQ(k({Array::from_vector<float>(dev, {1, 2, 3, 4, 5}, {5})}).to_vector<float>(), (std::vector<float>{2, 4, 6, 8}));
 }
 
+// Functions called with their host code: a softmax written as four blocks
+// with host code between them runs as the program would under `zyntax run`
+// (its blocks fused), against the host's computation, on every device.
+const char* kFunctions = R"(
+def softmax_rows(x: tensor[n, m, f32], temperature: f32) {
+    let mx = compute(x) {
+        @kernel reduce(max, axis=1)
+        for i in 0..n, j in 0..m:
+            yield x[i, j]
+    }
+    let inv = 1.0 / temperature
+    let e = compute(x, mx) {
+        @kernel elementwise
+        for i in 0..n, j in 0..m:
+            out[i, j] = exp((x[i, j] - mx[i]) * inv)
+    }
+    let s = compute(e) {
+        @kernel reduce(+, axis=1)
+        for i in 0..n, j in 0..m:
+            yield e[i, j]
+    }
+    let y = compute(e, s) {
+        @kernel elementwise
+        for i in 0..n, j in 0..m:
+            out[i, j] = e[i, j] / s[i]
+    }
+    return y
+}
+
+def stats(x: tensor[n, f64]) {
+    return (x * 2.0, sum(x), len(x))
+}
+
+def gather(x: tensor[n, f32], at: i64) {
+    return compute(x) {
+        for i in 0..n:
+            out[i] = x[(i + at) % 8]
+    }
+}
+
+print("top level code does not run")
+)";
+
+TEST(Program, FunctionsRunWithTheirHostCodeOnEveryDevice) {
+  for (const ComputeDevice& dev : devices()) {
+    Program prog = Program::from_source(kFunctions, "functions.zynml", dev);
+    EXPECT_EQ(prog.function_names(), (std::vector<std::string>{"softmax_rows", "stats", "gather"}));
+    Function softmax = prog.function("softmax_rows");
+    EXPECT_EQ(softmax.signature(), "softmax_rows(x: tensor[n, m, f32], temperature: f32)");
+    ASSERT_EQ(softmax.params().size(), 2u);
+    EXPECT_TRUE(softmax.params()[0].tensor && softmax.params()[0].has_type && softmax.params()[0].type == ElementType::F32);
+    EXPECT_FALSE(softmax.params()[1].tensor);
+    for (auto [rows, cols] : {std::pair<size_t, size_t>{1, 1}, {5, 9}, {33, 17}}) {
+      std::vector<float> x = random_floats(rows * cols, static_cast<uint32_t>(rows * 7 + cols));
+      for (bool keyword : {false, true}) {
+        std::vector<Array> out = keyword ? softmax({Array::from_vector(dev, x, {rows, cols})}, {{"temperature", 0.5}})
+                                         : softmax({Array::from_vector(dev, x, {rows, cols}), 0.5});
+        ASSERT_EQ(out.size(), 1u);
+        ASSERT_EQ(out[0].shape(), (std::vector<size_t>{rows, cols}));
+        std::vector<float> got = out[0].to_vector<float>();
+        for (size_t i = 0; i < rows; ++i) {
+          double top = -INFINITY, total = 0;
+          for (size_t j = 0; j < cols; ++j) top = std::max(top, double(x[i * cols + j]));
+          for (size_t j = 0; j < cols; ++j) total += std::exp((x[i * cols + j] - top) * 2.0);
+          for (size_t j = 0; j < cols; ++j)
+            ASSERT_NEAR(got[i * cols + j], std::exp((x[i * cols + j] - top) * 2.0) / total, 2e-6) << dev.id();
+        }
+      }
+    }
+    std::vector<Array> st = prog.function("stats")({Array::from_vector(dev, std::vector<double>{1, 2, 4}, {3})});
+    ASSERT_EQ(st.size(), 3u);
+    EXPECT_EQ(st[0].to_vector<double>(), (std::vector<double>{2, 4, 8}));
+    EXPECT_EQ(st[1].shape(), std::vector<size_t>{});
+    EXPECT_EQ(st[1].to_vector<double>(), std::vector<double>{7});
+    EXPECT_EQ(st[2].to_vector<int64_t>(), std::vector<int64_t>{3});
+  }
+}
+
+TEST(Program, FunctionErrorsSayWhatAndWhere) {
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  Program prog = Program::from_source(kFunctions, "functions.zynml", dev);
+  EXPECT_NE(error_of([&] { prog.function("softmax_row"); }).find("no function 'softmax_row' (did you mean 'softmax_rows'?)"),
+            std::string::npos);
+  Function gather = prog.function("gather");
+  EXPECT_NE(error_of([&] { gather({Array::from_vector(dev, std::vector<float>(8, 1.0f), {8}), 1, 2}); })
+                .find("function gather takes 2 arguments, got 3: gather(x: tensor[n, f32], at: i64)"),
+            std::string::npos);
+  // An index out of range inside its block: the block's line and caret.
+  std::string oob = error_of([&] { gather({Array::from_vector(dev, std::vector<float>(4, 1.0f), {4}), 1}); });
+  EXPECT_NE(oob.find("functions.zynml:34:22: error: index out of bounds"), std::string::npos) << oob;
+  EXPECT_NE(oob.find("^"), std::string::npos) << oob;
+  // A wrong element type: the parameter's declared type.
+  std::string type = error_of([&] { gather({Array::from_vector(dev, std::vector<double>(8, 1.0), {8}), 1}); });
+  EXPECT_NE(type.find("x"), std::string::npos) << type;
+  EXPECT_NE(type.find("f32"), std::string::npos) << type;
+  // The program goes on after an error.
+  EXPECT_EQ(gather({Array::from_vector(dev, std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}, {8}), 3})[0].to_vector<float>()[0], 3.0f);
+}
+
 }  // namespace

@@ -359,6 +359,33 @@ TEST(BlockFusion, AFailingHostStatementBetweenBlocksReportsInOrder) {
     }
 }
 
+// A function called from the C++ and Python APIs (Interpreter::call) runs
+// its blocks as `zyntax run` does: fused, without the top level running.
+TEST(BlockFusion, FunctionsCalledFromTheApisFuse) {
+  Session session;
+  LoadedModule* m = session.load_text(
+      "lib.zynml",
+      "def f(x: tensor[n, f32]) {\n  let a = compute(x) {\n    for i in 0..n:\n      out[i] = x[i] * 2.0\n  }\n"
+      "  let b = compute(a) {\n    for i in 0..n:\n      out[i] = a[i] + 1.0\n  }\n  return b\n}\nprint(\"top level\")\n");
+  ASSERT_TRUE(m && check_program(session, *m)) << session.diags().render_all();
+  std::ostringstream out, explain;
+  RunOptions o;
+  o.out = &out;
+  o.device = "cpu";
+  o.explain_fusion = &explain;
+  Interpreter interp(session, o);
+  Tensor x = Tensor::zeros(DType::F32, {5});
+  for (int64_t i = 0; i < 5; ++i) x.set(i, Scalar::of_float(0.5 * double(i), DType::F32));
+  CallArgs args;
+  args.positional = {Value::of_tensor(x)};
+  args.positional_spans = {Span{}};
+  Value y = interp.call(*m, "f", args);
+  ASSERT_EQ(y.kind, Value::Kind::Tensor);
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(y.tensor.get(i).as_double(), double(i) + 1.0);
+  EXPECT_TRUE(contains(explain.str(), "the blocks at lines 2, 6 run as one kernel, a+b")) << explain.str();
+  EXPECT_EQ(out.str(), "");
+}
+
 // A fused kernel binds every input of its blocks: on a GPU that may bind
 // fewer storage buffers, the blocks run as two kernels instead.
 TEST(BlockFusion, AFusionBeyondTheDevicesBufferLimitIsNotMade) {
