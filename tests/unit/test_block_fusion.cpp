@@ -252,6 +252,64 @@ TEST(BlockFusion, EveryOtherRefusalSaysWhy) {
   }
 }
 
+// The remaining reasons a producer is not taken in, each reached by a
+// program as a user would write it; the results are the same either way.
+TEST(BlockFusion, EachRemainingRefusalIsReachedAndSaid) {
+  const std::string head = "let x = rand([24])\nlet x2 = rand([6, 4])\nlet x3 = rand([3, 4, 5])\n"
+                           "let idx = astype(arange(0, 24) * 5, i64) % 24\n";
+  // A producer the rules cannot recompute (a var and a condition), so it moves.
+  const std::string moved24 = "let a = compute(x) {\n  for i in 0..24:\n    var v = x[i]\n    if v > 0.5:\n      v = 0.5\n    out[i] = v\n}\n";
+  const std::string moved6x4 =
+      "let a = compute(x2) {\n  for i in 0..6, j in 0..4:\n    var v = x2[i, j]\n    if v > 0.5:\n      v = 0.5\n    out[i, j] = v\n}\n";
+  struct Program {
+    std::string src;
+    const char* why;
+  };
+  const Program programs[] = {
+      {"let a = compute(x, idx) {\n  out = zeros(24)\n  for i in 0..24:\n    out[idx[i]] += x[i]\n}\n"
+       "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\n",
+       "the producer cannot move: it updates its result atomically"},
+      {"let a = compute(x) {\n  for i in 0..24:\n    barrier()\n    out[i] = x[i] * 2.0\n}\n"
+       "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\n",
+       "the producer cannot move: it synchronises threads"},
+      {moved24 + "let b = compute(a) {\n  @kernel reduce(+)\n  for i in 0..24:\n    yield a[i]\n}\n", "the consumer is a reduction"},
+      {moved24 + "let b = compute(a) {\n  var s = 0.0\n  for i in 0..24:\n    s += a[i]\n    out[i] = s\n}\n",
+       "the consumer is not a nest of parallel loops"},
+      {moved24 + "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + a[23 - i]\n}\n", "the consumer reads it at several indices"},
+      {moved24 + "let b = compute(a) {\n  for i in 0..20:\n    out[i] = a[i]\n}\n", "the consumer's loops do not cover the producer's elements"},
+      {moved6x4 + "let b = compute(a) {\n  for i in 0..6:\n    out[i] = a[i, 0]\n}\n",
+       "the consumer reads it at an index that is not its loop variables"},
+      {moved6x4 + "let b = compute(a) {\n  for i in 0..6, j in 0..4, k in 0..2:\n    out[i, j, k] = a[i, j]\n}\n",
+       "the consumer's loops and the element it reads do not match one to one"},
+      {moved6x4 + "let s = compute(a) {\n  @kernel reduce(+, axis=1)\n  for i in 0..6, j in 0..4:\n    yield a[i, j]\n}\n"
+                  "let b = compute(x2, s) {\n  for i in 0..6, j in 0..4:\n    out[i, j] = x2[i, j] / s[i]\n}\n",
+       "the consumer reads it inside a reduction's row"},
+      {"let a = compute(x) {\n  @kernel reduce(+)\n  for i in 0..24:\n    yield x[i]\n}\n"
+       "let b = compute(a, x) {\n  for i in 0..24:\n    out[i] = x[i] / a\n}\n",
+       "the producer does not reduce rows of parallel loops"},
+      {"let a = compute(x3) {\n  @kernel reduce(+, axis=1)\n  for i in 0..3, j in 0..4, k in 0..5:\n    yield x3[i, j, k]\n}\n"
+       "let b = compute(a) {\n  for i in 0..3, k in 0..5:\n    out[i, k] = a[i, k] * 2.0\n}\n",
+       "the producer yields to elements that are not its rows"},
+      {"let a = compute(x) {\n  for i in 0..24:\n    out[i] = x[i] + out[i]\n}\n"
+       "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\n",
+       "the producer reads its own result"},
+      {"let a = compute(x2) {\n  for i in 0..4:\n    out[i, i] = x2[i, i] * 2.0\n}\n"
+       "let b = compute(a) {\n  for i in 0..4:\n    out[i] = a[i, i] + 1.0\n}\n",
+       "the producer's loops and its element do not match one to one"},
+  };
+  for (const Program& p : programs) {
+    std::string why = same_fused_and_not(head + p.src + "save(b, \"OUT/b.npy\")\n", {"b"});
+    EXPECT_TRUE(contains(why, p.why)) << p.src << "\n" << why;
+  }
+  // More producers than one kernel takes: the first ones are computed first.
+  std::string chain = "let a0 = rand([8])\n";
+  for (int k = 1; k <= 66; ++k)
+    chain += "let a" + std::to_string(k) + " = compute(a" + std::to_string(k - 1) + ") {\n  for i in 0..8:\n    out[i] = a" +
+             std::to_string(k - 1) + "[i] * 0.5 + 1.0\n}\n";
+  std::string why = same_fused_and_not(chain + "save(a66, \"OUT/b.npy\")\n", {"b"});
+  EXPECT_TRUE(contains(why, "too many producers in one kernel")) << why;
+}
+
 TEST(BlockFusion, AnExpensiveProducerReadManyTimesIsStored) {
   std::string why = same_fused_and_not(
       "let x = rand([16, 16])\n"
