@@ -2,7 +2,8 @@
 """Fusion across compute blocks against the blocks run one by one: random
 runs of blocks (element-wise maps, broadcasts, reductions over rows and
 over columns, scatter updates, matrix products, f16 and i32 intermediates,
-reads at other indices, several consumers of one result, odd sizes), each
+reads at other indices, several consumers of one result, quiet host code
+between blocks whose numbers later blocks read, odd sizes), each
 program run with --fusion on and off on every device here, and on the
 reference executor. Fused and unfused results must be the same bytes on
 each device; where a program sums floats, a reduction fused into its rows
@@ -38,6 +39,7 @@ class Program:
         self.float_sum = False
         self.narrowed = False  # an f16 or i32 intermediate: a 1-ulp difference upstream may flip its rounding
         self.fusable_somewhere = False
+        self.hosts = []  # host numbers quiet host code between blocks computed
 
     def ref(self, v, at="ij"):
         name, kind, dtype = v
@@ -59,6 +61,8 @@ class Program:
                 at = "shift"
             if pick[1] == "RC" and self.R == self.C and r.random() < 0.1:
                 at = "ji"
+            if self.hosts and r.random() < 0.15:
+                return "(%s * %s)" % (self.ref(pick, at), r.choice(self.hosts))
             return self.ref(pick, at) if r.random() < 0.85 else repr(round(r.uniform(-2, 2), 2))
         a, b = self.expr(depth + 1), self.expr(depth + 1)
         op = r.choice(["+", "-", "*", "max", "min", "tanh", "exp", "abs", "sqrt", "select"])
@@ -140,6 +144,15 @@ class Program:
                         self.lines[-4] = "let b%d = compute(%s) {" % (k, ", ".join(names + [v[0]]))
             else:
                 self.block("b%d" % k, False)
+            if not last and r.random() < 0.35:
+                # Quiet host code: runs first, the blocks around it still fuse.
+                h = "h%d" % k
+                self.lines += r.choice([
+                    ["let %s = sqrt(float(%d)) / 4.0 + max(0.25, 0.5)" % (h, k + 2)],
+                    ["var %s = 0.75" % h, "%s = %s * 2.0 - float(len(x0)) / %d.0" % (h, h, 4 * self.R)],
+                    ["let %s = min(abs(sum(w)), 2.0) + 0.5" % h],
+                ])
+                self.hosts.append(h)
         final = "b%d" % (n - 1)
         self.lines.append('save(%s, "out.npy")' % final)
         if r.random() < 0.2 and n > 2:

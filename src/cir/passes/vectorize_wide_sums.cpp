@@ -32,7 +32,7 @@ class Widen : public IRMutator {
       if (int b = narrow_sum_bits(st)) bits = b;
     }
     if (!bits) return s;
-    return make_for(f->var, f->lo, f->hi, f->step, f->body, LoopKind::Vectorized, vector_bits_ / bits, f->span);
+    return make_for(f->var, f->lo, f->hi, f->step, f->body, LoopKind::Vectorized, 2 * vector_bits_ / bits, f->span);
   }
 
  private:
