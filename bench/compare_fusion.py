@@ -94,14 +94,44 @@ SOFTMAX = {
 }""",
     "sizes": {"M": 4096, "N": 1024},
 }
-CASES = [ELEMENTWISE, SOFTMAX]
+EPILOGUE = {
+    "title": "a matrix product, then a bias and ReLU block, 512×512×512 f32",
+    "setup": "let x = randn([N, N])\nlet w = randn([N, N])\nlet b = randn([N])",
+    "chain": """def f(x: tensor[m, k, f32], w: tensor[k, n, f32], b: tensor[n, f32]) {
+    let h = compute(x, w) {
+        for i in 0..m, j in 0..n:
+            var s = 0.0
+            for kk in 0..k:
+                s += x[i, kk] * w[kk, j]
+            out[i, j] = s
+    }
+    let y = compute(h, b) {
+        @kernel elementwise
+        for i in 0..m, j in 0..n:
+            out[i, j] = max(h[i, j] + b[j], 0.0)
+    }
+    return y
+}""",
+    "one": """def f(x: tensor[m, k, f32], w: tensor[k, n, f32], b: tensor[n, f32]) {
+    return compute(x, w, b) {
+        for i in 0..m, j in 0..n:
+            var s = 0.0
+            for kk in 0..k:
+                s += x[i, kk] * w[kk, j]
+            out[i, j] = max(s + b[j], 0.0)
+    }
+}""",
+    "sizes": {"N": 512},
+    "call": "f(x, w, b)",
+}
+CASES = [ELEMENTWISE, SOFTMAX, EPILOGUE]
 
 TIMER = """
-let warm = f(x)
+let warm = CALL
 var best = 1e30
 for r in 0..REPEAT {
     let t0 = time()
-    let y = f(x)
+    let y = CALL
     let t = time() - t0
     if t < best {
         best = t
@@ -112,7 +142,7 @@ print("ms", best * 1000.0)
 
 
 def run_form(zyntax, case, form, device, fusion, repeat):
-    src = case["setup"] + "\n" + case[form] + "\n" + TIMER.replace("REPEAT", str(repeat))
+    src = case["setup"] + "\n" + case[form] + "\n" + TIMER.replace("REPEAT", str(repeat)).replace("CALL", case.get("call", "f(x)"))
     src = re.sub(r"\b(N|M)\b", lambda m: str(case["sizes"][m.group(1)]), src)
     with tempfile.NamedTemporaryFile("w", suffix=".zynml", delete=False) as f:
         f.write(src)

@@ -219,10 +219,16 @@ std::variant<Kernel, std::string> merge_interfaces(const Kernel& producer, const
   return cir::simplify(fused);
 }
 
+std::variant<Kernel, std::string> fuse_epilogue(const Kernel& producer, const Kernel& cons, const std::string& input,
+                                                const std::vector<std::string>& stored, const std::vector<std::string>& at);
+
 // The third rule: a loop-free element-wise producer's statements moved
 // into a consumer whose parallel loops cover the same elements and read it
-// only there, at their own variables.
-std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Kernel& consumer, const std::string& input) {
+// only there, at their own variables. A producer with loops of its own (a
+// product) takes such a consumer in instead, as its epilogue, where the
+// consumer only maps each element (fuse_epilogue); `rows`: the consumer
+// has rows of reductions still to place in its loops, which it keeps.
+std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Kernel& consumer, const std::string& input, bool rows) {
   const cir::Param& out = producer.output();
   if (producer.kind == cir::KernelKind::Reduce) return "the producer is a reduction";
   if (consumer.kind == cir::KernelKind::Reduce) return "the consumer is a reduction";
@@ -236,8 +242,8 @@ std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Ke
   if (std::string why = unmovable(p->body); !why.empty()) return "the producer cannot move: " + why;
   // A product or a reduction inside keeps its own schedule (moved into an
   // element-wise loop, it would lose its blocking and its summation order).
-  for (const Stmt& st : p->body)
-    if (has_loop(st)) return "the producer has loops of its own (a product keeps its schedule)";
+  bool loops = false;
+  for (const Stmt& st : p->body) loops = loops || has_loop(st);
 
   // The producer: one store, its last statement, at its loop variables.
   const cir::Store* store = p->body.empty() ? nullptr : p->body.back().as<cir::Store>();
@@ -277,6 +283,10 @@ std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Ke
       return "the consumer's loops do not cover the producer's elements";
     to_consumer[prefix + stored[axis]] = cir::Var::make(at[axis], cir::Type::scalar(DType::I64));
   }
+  if (loops) {
+    if (rows) return "the producer has loops of its own (a product keeps its schedule), and the consumer computes rows of reductions";
+    return fuse_epilogue(producer, cons, input, stored, at);
+  }
   RenameLocals rename(prefix);
   for (const cir::For* f : p->loops) rename.bind(f->var);
   cir::Block moved;
@@ -296,6 +306,52 @@ std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Ke
     body = {cir::make_for((*it)->var, (*it)->lo, (*it)->hi, (*it)->step, body, (*it)->loop_kind, (*it)->factor, (*it)->span)};
 
   return merge_interfaces(producer, cons, input, body, cir::KernelKind::Fused);
+}
+
+// A consumer that maps each element of a producer with loops of its own (a
+// matrix product, a convolution) becomes the producer's epilogue: its
+// element computed from the producer's, in the producer's store, so the
+// product keeps its loops, its schedule and its summation order, and the
+// product's result never goes to memory. `cons` is the consumer in the
+// producer's sizes; `stored` the producer's loop variable per output axis,
+// `at` the consumer's at which it reads the producer.
+std::variant<Kernel, std::string> fuse_epilogue(const Kernel& producer, const Kernel& cons, const std::string& input,
+                                                const std::vector<std::string>& stored, const std::vector<std::string>& at) {
+  const char* not_a_map = "the producer has loops of its own (a product keeps its schedule), and the consumer does more than map each of its elements";
+  std::optional<Nest> c = parallel_nest(cons);
+  const cir::Store* c_store = c && !c->body.empty() ? c->body.back().as<cir::Store>() : nullptr;
+  if (!c_store || c_store->buffer != cons.output().name) return not_a_map;
+  auto c_vars = stored_at(*c, *c_store);
+  if (!std::holds_alternative<std::vector<std::string>>(c_vars) || std::get<std::vector<std::string>>(c_vars) != at) return not_a_map;
+  // The consumer's element as one expression of its loop variables.
+  Expr g = c_store->value;
+  for (size_t i = c->body.size() - 1; i-- > 0;) {
+    const cir::Let* let = c->body[i].as<cir::Let>();
+    if (!let) return not_a_map;
+    g = cir::substitute(g, {{let->name, let->value}});
+  }
+  if (cir::reads(g).count(cons.output().name)) return not_a_map;
+  // The producer with its names out of the way of the consumer's.
+  std::string prefix = producer.name + "%";
+  RenameLocals rename(prefix);
+  Kernel p_renamed = producer;
+  p_renamed.body = rename.mutate(producer.body);
+  std::optional<Nest> p = parallel_nest(p_renamed);
+  const cir::Store* p_store = p ? p->body.back().as<cir::Store>() : nullptr;
+  if (!p_store) return not_a_map;
+  // The producer's element rounded to its output type, read where the consumer read the tensor.
+  const cir::Param& out = producer.output();
+  Expr element = p_store->value;
+  if (element->type.dtype != out.type.dtype) element = cir::Cast::make(out.type.dtype, element, p_store->span);
+  g = ReplaceReads(input, element).mutate(g);
+  cir::Substitution to_producer;
+  for (size_t axis = 0; axis < at.size(); ++axis) to_producer[at[axis]] = cir::Var::make(prefix + stored[axis], cir::Type::scalar(DType::I64));
+  g = cir::substitute(g, to_producer);
+  cir::Block body = p->body;
+  body.back() = cir::make_store(cons.output().name, p_store->axes, g, c_store->span);
+  for (auto it = p->loops.rbegin(); it != p->loops.rend(); ++it)
+    body = {cir::make_for((*it)->var, (*it)->lo, (*it)->hi, (*it)->step, body, (*it)->loop_kind, (*it)->factor, (*it)->span)};
+  return merge_interfaces(producer, cons, input, body, producer.kind);
 }
 
 // Loops around a point of the consumer, and whether a condition is.
@@ -708,7 +764,7 @@ std::variant<Kernel, std::string> inline_one(const Kernel& consumer, const Kerne
     reads.include(r.code);
     if (!reads.indices.empty()) return "the consumer reads it inside a reduction's row";
   }
-  return fuse_producer(producer, consumer, name);
+  return fuse_producer(producer, consumer, name, !st.rows.empty());
 }
 
 }  // namespace

@@ -15,9 +15,12 @@
 //   at the top of the loop that binds the row it reads (the softmax and
 //   norm patterns: one kernel of rows), accumulating as the reduction does;
 // - any other element-wise producer without loops of its own (vars,
-//   conditions; a product keeps its schedule) moves its statements into a
-//   consumer whose parallel loops cover the same elements and read it only
-//   there.
+//   conditions) moves its statements into a consumer whose parallel loops
+//   cover the same elements and read it only there;
+// - a producer with loops of its own (a matrix product, a convolution)
+//   takes such a consumer in as its epilogue, where the consumer only maps
+//   each element (lets and one store): the product keeps its loops, its
+//   schedule and its summation order, and stores the consumer's element.
 // Never: a read under a condition (the producer's checks must still run on
 // every element), at an index that is not a whole loop, arg and logical
 // reductions, atomics, arrays, a fused kernel that binds more storage
