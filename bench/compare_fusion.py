@@ -172,7 +172,7 @@ def main():
     ap.add_argument("--zyntax", default=os.path.join(ROOT, "build", "zyntax"))
     ap.add_argument("--devices", default="cpu,vulkan:0")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--processes", type=int, default=3, help="processes per form on CPU devices (the best counts)")
+    ap.add_argument("--processes", type=int, default=7, help="processes per form on CPU devices (the best counts)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "performance.md"))
     args = ap.parse_args()
     listed = subprocess.run([args.zyntax, "devices"], stdout=subprocess.PIPE, text=True).stdout
