@@ -500,6 +500,7 @@ struct Row {
 struct InlineState {
   std::vector<Row> rows;
   int counter = 0;
+  bool epilogue = false;  // the kernel is a product's loops with the consumer as its epilogue
 };
 
 // The loops from the top of `body` down to the loop of `var`, that one
@@ -736,6 +737,8 @@ std::variant<Kernel, std::string> inline_one(const Kernel& consumer, const Kerne
     if (d.source == cir::DimSource::Input && d.input == name) sizes[d.name] = out.type.shape.at(d.axis);
   for (Row& r : st.rows) r.code = cir::substitute(r.code, sizes);
   if (producer.kind == cir::KernelKind::Reduce) {
+    // Rows computed inside a product's loops would cost it its schedule.
+    if (st.epilogue) return "the consumer became a product's epilogue, whose loops keep the product's schedule";
     auto axes = row_axes(producer);
     if (auto* why = std::get_if<std::string>(&axes)) return *why;
     PlanRows plan(name, producer, std::get<std::vector<size_t>>(axes), cons.body, st);
@@ -764,7 +767,12 @@ std::variant<Kernel, std::string> inline_one(const Kernel& consumer, const Kerne
     reads.include(r.code);
     if (!reads.indices.empty()) return "the consumer reads it inside a reduction's row";
   }
-  return fuse_producer(producer, consumer, name, !st.rows.empty());
+  auto fused = fuse_producer(producer, consumer, name, !st.rows.empty());
+  if (std::holds_alternative<Kernel>(fused)) {
+    std::optional<Nest> p = parallel_nest(producer);
+    for (const Stmt& s : p ? p->body : cir::Block{}) st.epilogue = st.epilogue || has_loop(s);
+  }
+  return fused;
 }
 
 }  // namespace

@@ -368,6 +368,20 @@ TEST(BlockFusion, ElementwiseBlocksAfterAProductAreItsEpilogue) {
   EXPECT_TRUE(contains(more, "the producer has loops of its own (a product keeps its schedule), and the consumer does more than map each "
                              "of its elements")) << more;
   EXPECT_FALSE(contains(more, "run as one kernel")) << more;
+  // A row reduction read with the product: never computed inside the
+  // product's loops, whichever the consumer reads first.
+  const std::string rows = "let r = compute(x) {\n  @kernel reduce(+, axis=1)\n  for i in 0..33, j in 0..33:\n    yield x[i, j]\n}\n";
+  std::string product_first = same_fused_and_not(
+      product + rows + "let b = compute(p, r) {\n  for i in 0..33, j in 0..33:\n    out[i, j] = p[i, j] / r[i]\n}\nsave(b, \"OUT/b.npy\")\n",
+      {"b"});
+  EXPECT_TRUE(contains(product_first, "not fused: line 10 into line 15: the consumer became a product's epilogue")) << product_first;
+  EXPECT_TRUE(contains(product_first, "run as one kernel, p+b")) << product_first;
+  std::string rows_first = same_fused_and_not(
+      product + rows + "let b = compute(p, r) {\n  for i in 0..33, j in 0..33:\n    out[i, j] = r[i] * p[i, j]\n}\nsave(b, \"OUT/b.npy\")\n",
+      {"b"});
+  EXPECT_TRUE(contains(rows_first, "not fused: line 3 into line 15: the producer has loops of its own (a product keeps its schedule), and the "
+                                   "consumer computes rows of reductions")) << rows_first;
+  EXPECT_TRUE(contains(rows_first, "run as one kernel, r+b")) << rows_first;
 }
 
 TEST(BlockFusion, AScatterTakesTheProducerOfWhatItAdds) {
@@ -420,6 +434,21 @@ TEST(BlockFusion, HostCodeThatMustSeeTheBlocksEndsTheRun) {
   std::string shadowed = same_fused_and_not(
       "def sqrt(v) {\n  print(\"called\")\n  return v\n}\n" + std::string(a) + "let r = sqrt(4.0)\n" + b, {"b"});
   EXPECT_FALSE(contains(shadowed, "run as one kernel")) << shadowed;
+}
+
+// A run whose names would mean two things is cut where they would.
+TEST(BlockFusion, RunsThatRebindANameSayWhy) {
+  std::string twice = same_fused_and_not(
+      "let x = rand([24])\nlet a = compute(x) {\n  for i in 0..24:\n    out[i] = x[i] * 3.0\n}\n"
+      "let a = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\n"
+      "let b = compute(x) {\n  for i in 0..24:\n    out[i] = x[i] * 2.0\n}\nsave(b, \"OUT/b.npy\")\n",
+      {"b"});
+  EXPECT_TRUE(contains(twice, "'a' is bound twice")) << twice;
+  std::string before = same_fused_and_not(
+      "let x = rand([24])\nlet c = rand([24])\nlet a = compute(x, c) {\n  for i in 0..24:\n    out[i] = x[i] * c[i]\n}\n"
+      "let c = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\nsave(c, \"OUT/b.npy\")\n",
+      {"b"});
+  EXPECT_TRUE(contains(before, "'c' names something else before")) << before;
 }
 
 // A host statement that fails between blocks reports after what the blocks
