@@ -190,7 +190,7 @@ def main():
     ap.add_argument("--zyntax", default=os.path.join(ROOT, "build", "zyntax"))
     ap.add_argument("--programs", type=int, default=30)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--devices", default="cpu,vulkan:0")
+    ap.add_argument("--devices", default="cpu,cpu:1,vulkan:0")
     args = ap.parse_args()
     listed = subprocess.run([args.zyntax, "devices"], stdout=subprocess.PIPE, text=True).stdout
     devices = ["cpu:reference"] + [d for d in args.devices.split(",") if ("\n" + d + "\t") in "\n" + listed]
