@@ -99,6 +99,20 @@ std::variant<std::vector<std::string>, std::string> stored_at(const Nest& nest, 
   return vars;
 }
 
+// What a nest's body, lets and then a store, stores: one expression, the
+// lets substituted. Nothing where the body holds anything else.
+std::optional<Expr> stored_value(const cir::Block& body) {
+  const cir::Store* store = body.empty() ? nullptr : body.back().as<cir::Store>();
+  if (!store) return std::nullopt;
+  Expr value = store->value;
+  for (size_t i = body.size() - 1; i-- > 0;) {
+    const cir::Let* let = body[i].as<cir::Let>();
+    if (!let) return std::nullopt;
+    value = cir::substitute(value, {{let->name, let->value}});
+  }
+  return value;
+}
+
 // Every read of `buffer`: its index, as the names of loop variables (empty
 // where an axis is anything else).
 class ReadsOf : public cir::IRVisitor {
@@ -324,12 +338,9 @@ std::variant<Kernel, std::string> fuse_epilogue(const Kernel& producer, const Ke
   auto c_vars = stored_at(*c, *c_store);
   if (!std::holds_alternative<std::vector<std::string>>(c_vars) || std::get<std::vector<std::string>>(c_vars) != at) return not_a_map;
   // The consumer's element as one expression of its loop variables.
-  Expr g = c_store->value;
-  for (size_t i = c->body.size() - 1; i-- > 0;) {
-    const cir::Let* let = c->body[i].as<cir::Let>();
-    if (!let) return not_a_map;
-    g = cir::substitute(g, {{let->name, let->value}});
-  }
+  std::optional<Expr> value = stored_value(c->body);
+  if (!value) return not_a_map;
+  Expr g = *value;
   if (cir::reads(g).count(cons.output().name)) return not_a_map;
   // The producer with its names out of the way of the consumer's.
   std::string prefix = producer.name + "%";
@@ -429,12 +440,9 @@ std::optional<Element> element_expression(const Kernel& p) {
   if (!std::holds_alternative<std::vector<std::string>>(vars)) return std::nullopt;
   Element e;
   e.vars = std::get<std::vector<std::string>>(vars);
-  e.value = store->value;
-  for (size_t i = nest->body.size() - 1; i-- > 0;) {
-    const cir::Let* let = nest->body[i].as<cir::Let>();
-    if (!let) return std::nullopt;
-    e.value = cir::substitute(e.value, {{let->name, let->value}});
-  }
+  std::optional<Expr> value = stored_value(nest->body);
+  if (!value) return std::nullopt;
+  e.value = *value;
   if (cir::reads(e.value).count(p.output().name)) return std::nullopt;
   if (e.value->type.dtype != p.output().type.dtype) e.value = cir::Cast::make(p.output().type.dtype, e.value, store->span);
   return e;

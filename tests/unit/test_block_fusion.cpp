@@ -56,6 +56,20 @@ std::string bytes_of(const std::filesystem::path& p) {
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
+// `src` fails on every device, fused and not, with the same located error
+// and nothing printed.
+void fails_the_same_fused_and_not(const std::string& src) {
+  for (const std::string& device : devices()) {
+    auto fused = run(src, device, true);
+    auto unfused = run(src, device, false);
+    EXPECT_FALSE(fused->ok);
+    EXPECT_FALSE(unfused->ok);
+    EXPECT_EQ(fused->errors(), unfused->errors()) << device;
+    EXPECT_TRUE(contains(fused->errors(), "p.zynml:")) << fused->errors();
+    EXPECT_EQ(fused->out.str(), "");
+  }
+}
+
 // `src` saves its results as OUT/NAME.npy: on every device, fused and not,
 // the same bytes; returns the explanation of the fused run on the reference.
 std::string same_fused_and_not(const std::string& src, const std::vector<std::string>& saved) {
@@ -460,15 +474,7 @@ TEST(BlockFusion, AFailingHostStatementBetweenBlocksReportsInOrder) {
   const char* host_fails =
       "let x = astype(arange(0, 8), i32)\nlet a = compute(x) {\n  for i in 0..8:\n    out[i] = 7 / (x[i] + 1)\n}\n"
       "let k = 1 / (len(x) - 8)\nlet b = compute(a) {\n  for i in 0..8:\n    out[i] = a[i] * 2\n}\nprint(b)\n";
-  for (const char* src : {block_fails_first, host_fails})
-    for (const std::string& device : devices()) {
-      auto fused = run(src, device, true);
-      auto unfused = run(src, device, false);
-      EXPECT_FALSE(fused->ok);
-      EXPECT_FALSE(unfused->ok);
-      EXPECT_EQ(fused->errors(), unfused->errors()) << device;
-      EXPECT_EQ(fused->out.str(), "");
-    }
+  for (const char* src : {block_fails_first, host_fails}) fails_the_same_fused_and_not(src);
 }
 
 // A function called from the C++ and Python APIs (Interpreter::call) runs
@@ -549,16 +555,7 @@ TEST(BlockFusion, ErrorsInFusedKernelsNameTheirOwnBlock) {
   const char* consumer_fails =
       "let x = rand([8])\nlet y = rand([4])\nlet a = compute(x) {\n  for i in 0..8:\n    out[i] = x[i] + 1.0\n}\n"
       "let b = compute(a, y) {\n  for i in 0..8:\n    out[i] = a[i] * y[i]\n}\nprint(b)\n";
-  for (const char* src : {producer_fails, consumer_fails})
-    for (const std::string& device : devices()) {
-      auto fused = run(src, device, true);
-      auto unfused = run(src, device, false);
-      EXPECT_FALSE(fused->ok);
-      EXPECT_FALSE(unfused->ok);
-      EXPECT_EQ(fused->errors(), unfused->errors()) << device;
-      EXPECT_TRUE(contains(fused->errors(), "p.zynml:")) << fused->errors();
-      EXPECT_EQ(fused->out.str(), "");
-    }
+  for (const char* src : {producer_fails, consumer_fails}) fails_the_same_fused_and_not(src);
 }
 
 }  // namespace
