@@ -14,10 +14,15 @@
 #include "backends/registry.hpp"
 #include "cir/storage_buffers.hpp"
 #include "driver/session.hpp"
+#include "cir/passes/schedule_matmul.hpp"
+#include "cir/passes/specialize.hpp"
+#include "cir/printer.hpp"
 #include "fusion/run_plan.hpp"
+#include "gpu_targets.hpp"
 #include "interp/host_interpreter.hpp"
 #include "kernel_source.hpp"
 #include "lower/check_program.hpp"
+#include "plan/gpu_plan.hpp"
 
 namespace zyntax {
 namespace {
@@ -354,6 +359,25 @@ TEST(BlockFusion, ProducersThatCannotMoveSayWhy) {
       {"b"});
   EXPECT_TRUE(contains(scatter, "not fused")) << scatter;
   EXPECT_FALSE(contains(scatter, "run as one kernel")) << scatter;
+}
+
+// The fused product and epilogue is still a product to the schedules: the
+// CPU's packed, register-blocked one and the GPU's tiled one take it.
+TEST(BlockFusion, AProductWithItsEpilogueKeepsItsSchedules) {
+  cir::Kernel product = testing::kernel_of(
+      "def f(x: tensor[m, k, f32], w: tensor[k, n, f32]) {\n return compute(x, w) {\n  for i in 0..m, j in 0..n:\n   var s = 0.0\n"
+      "   for kk in 0..k:\n    s += x[i, kk] * w[kk, j]\n   out[i, j] = s\n }\n}");
+  cir::Kernel relu = testing::kernel_of(
+      "def f(h: tensor[m, n, f32], b: tensor[n, f32]) {\n return compute(h, b) {\n  for i in 0..m, j in 0..n:\n"
+      "   out[i, j] = max(h[i, j] + b[j], 0.0)\n }\n}");
+  fusion::RunPlan plan = fusion::plan_run({{&product, "h", 2, false}, {&relu, "y", 9, false}});
+  ASSERT_EQ(plan.launches.size(), 1u);
+  const cir::Kernel& fused = plan.launches[0].kernel;
+  cir::Kernel at = cir::specialize(fused, {{"m", 256}, {"k", 192}, {"n", 320}});
+  EXPECT_TRUE(cir::schedule_matmul(at, cir::cpu_matmul_schedule(256, 2)).has_value()) << cir::print(at);
+  GpuPlan gpu = gpu_plan(at, testing::test_gpu_target());
+  ASSERT_TRUE(gpu.kernel) << gpu.why_not;
+  EXPECT_EQ(gpu.schedule, GpuSchedule::TiledMatmul) << cir::print(at);
 }
 
 // A block that maps each element of a matrix product becomes the product's
