@@ -1,6 +1,6 @@
 // ZynML programs from C++: load a file or source text, then call its kernels
-// (its compute blocks) on arrays, through the same compiler, kernel cache
-// and devices as `zyntax run`.
+// (its compute blocks) on arrays, or its functions with their host code,
+// through the same compiler, kernel cache and devices as `zyntax run`.
 //
 //   zyntax::ComputeDevice dev = zyntax::ComputeDevice::open("auto");
 //   zyntax::Program prog = zyntax::Program::load("softmax.zynml", dev);
