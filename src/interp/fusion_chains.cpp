@@ -15,10 +15,16 @@ bool is_path(const ast::Expr& e) {
   return e.kind == ast::ExprKind::Field && is_path(*ast::as<ast::Field>(e).base);
 }
 
-// Names, literals, operators, attributes, indexing and quiet builtins.
-bool quiet_expr(const ast::ExprPtr& p) {
+// Names, literals, operators, attributes, indexing and quiet builtins; the
+// names of the functions it calls added to `calls`.
+bool quiet_expr(const ast::ExprPtr& p, std::vector<std::string>& calls) {
   if (!p) return true;
   const ast::Expr& e = *p;
+  auto all = [&](const std::vector<ast::ExprPtr>& xs) {
+    bool quiet = true;
+    for (const ast::ExprPtr& x : xs) quiet = quiet_expr(x, calls) && quiet;
+    return quiet;
+  };
   switch (e.kind) {
     case ast::ExprKind::IntLit:
     case ast::ExprKind::FloatLit:
@@ -26,29 +32,24 @@ bool quiet_expr(const ast::ExprPtr& p) {
     case ast::ExprKind::BoolLit:
     case ast::ExprKind::NoneLit:
     case ast::ExprKind::Name: return true;
-    case ast::ExprKind::Unary: return quiet_expr(ast::as<ast::Unary>(e).operand);
-    case ast::ExprKind::Binary: return quiet_expr(ast::as<ast::Binary>(e).lhs) && quiet_expr(ast::as<ast::Binary>(e).rhs);
-    case ast::ExprKind::Field: return quiet_expr(ast::as<ast::Field>(e).base);
+    case ast::ExprKind::Unary: return quiet_expr(ast::as<ast::Unary>(e).operand, calls);
+    case ast::ExprKind::Binary: return quiet_expr(ast::as<ast::Binary>(e).lhs, calls) && quiet_expr(ast::as<ast::Binary>(e).rhs, calls);
+    case ast::ExprKind::Field: return quiet_expr(ast::as<ast::Field>(e).base, calls);
     case ast::ExprKind::Index: {
       const auto& x = ast::as<ast::Index>(e);
-      for (const ast::IndexItem& i : x.items)
-        if (!quiet_expr(i.index) || !quiet_expr(i.lo) || !quiet_expr(i.hi)) return false;
-      return quiet_expr(x.base);
+      bool quiet = quiet_expr(x.base, calls);
+      for (const ast::IndexItem& i : x.items) quiet = quiet_expr(i.index, calls) && quiet_expr(i.lo, calls) && quiet_expr(i.hi, calls) && quiet;
+      return quiet;
     }
-    case ast::ExprKind::Tuple:
-      for (const ast::ExprPtr& x : ast::as<ast::Tuple>(e).elems)
-        if (!quiet_expr(x)) return false;
-      return true;
-    case ast::ExprKind::List:
-      for (const ast::ExprPtr& x : ast::as<ast::List>(e).elems)
-        if (!quiet_expr(x)) return false;
-      return true;
+    case ast::ExprKind::Tuple: return all(ast::as<ast::Tuple>(e).elems);
+    case ast::ExprKind::List: return all(ast::as<ast::List>(e).elems);
     case ast::ExprKind::Call: {
       const auto& c = ast::as<ast::Call>(e);
       if (c.callee->kind != ast::ExprKind::Name || !is_quiet_builtin(ast::as<ast::Name>(*c.callee).name)) return false;
-      for (const ast::Arg& a : c.args)
-        if (!quiet_expr(a.value)) return false;
-      return true;
+      calls.push_back(ast::as<ast::Name>(*c.callee).name);
+      bool quiet = true;
+      for (const ast::Arg& a : c.args) quiet = quiet_expr(a.value, calls) && quiet;
+      return quiet;
     }
     default: return false;  // records, compute blocks, await
   }
@@ -59,6 +60,7 @@ bool quiet_expr(const ast::ExprPtr& p) {
 struct HostStatement {
   bool quiet = false;
   std::vector<std::string> writes;
+  std::vector<std::string> calls;  // the functions it calls, by name
 };
 
 HostStatement host_statement(const ast::Stmt& s) {
@@ -70,44 +72,16 @@ HostStatement host_statement(const ast::Stmt& s) {
     if (l.type)
       for (const ast::ExprPtr& d : l.type->dims) {
         if (d->kind == ast::ExprKind::Name) h.writes.push_back(ast::as<ast::Name>(*d).name);
-        else if (!quiet_expr(d)) return h;
+        else if (!quiet_expr(d, h.calls)) return h;
       }
-    h.quiet = quiet_expr(l.init);
+    h.quiet = quiet_expr(l.init, h.calls);
   } else if (s.kind == ast::StmtKind::Assign) {
     const auto& a = ast::as<ast::Assign>(s);
     if (a.target->kind != ast::ExprKind::Name) return h;  // an element or a field: what a block before may read
     h.writes = {ast::as<ast::Name>(*a.target).name};
-    h.quiet = quiet_expr(a.value);
+    h.quiet = quiet_expr(a.value, h.calls);
   }
   return h;
-}
-
-void collect_calls(const ast::ExprPtr& p, std::vector<std::string>& out) {
-  if (!p) return;
-  const ast::Expr& e = *p;
-  switch (e.kind) {
-    case ast::ExprKind::Unary: return collect_calls(ast::as<ast::Unary>(e).operand, out);
-    case ast::ExprKind::Binary:
-      collect_calls(ast::as<ast::Binary>(e).lhs, out);
-      return collect_calls(ast::as<ast::Binary>(e).rhs, out);
-    case ast::ExprKind::Field: return collect_calls(ast::as<ast::Field>(e).base, out);
-    case ast::ExprKind::Index:
-      for (const ast::IndexItem& i : ast::as<ast::Index>(e).items) collect_calls(i.index, out), collect_calls(i.lo, out), collect_calls(i.hi, out);
-      return collect_calls(ast::as<ast::Index>(e).base, out);
-    case ast::ExprKind::Tuple:
-      for (const ast::ExprPtr& x : ast::as<ast::Tuple>(e).elems) collect_calls(x, out);
-      return;
-    case ast::ExprKind::List:
-      for (const ast::ExprPtr& x : ast::as<ast::List>(e).elems) collect_calls(x, out);
-      return;
-    case ast::ExprKind::Call: {
-      const auto& c = ast::as<ast::Call>(e);
-      if (c.callee->kind == ast::ExprKind::Name) out.push_back(ast::as<ast::Name>(*c.callee).name);
-      for (const ast::Arg& a : c.args) collect_calls(a.value, out);
-      return;
-    }
-    default: return;
-  }
 }
 
 }  // namespace
@@ -119,18 +93,7 @@ bool is_quiet_builtin(const std::string& name) {
   return quiet.count(name) || parse_math_fn(name).has_value();
 }
 
-std::vector<std::string> quiet_calls(const ast::Stmt& s) {
-  std::vector<std::string> out;
-  if (s.kind == ast::StmtKind::Let) {
-    const auto& l = ast::as<ast::Let>(s);
-    collect_calls(l.init, out);
-    if (l.type)
-      for (const ast::ExprPtr& d : l.type->dims) collect_calls(d, out);
-  } else if (s.kind == ast::StmtKind::Assign) {
-    collect_calls(ast::as<ast::Assign>(s).value, out);
-  }
-  return out;
-}
+std::vector<std::string> quiet_calls(const ast::Stmt& s) { return host_statement(s).calls; }
 
 const ast::Compute* let_compute(const ast::Stmt& s) {
   if (s.kind != ast::StmtKind::Let) return nullptr;
