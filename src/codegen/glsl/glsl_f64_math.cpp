@@ -51,6 +51,10 @@ const std::vector<ShaderHelper>& helpers() {
   static const std::vector<ShaderHelper> all = {
       {"zy_d_bits", {}, [] {
          return "double zy_d_inf() { return packDouble2x32(uvec2(0u, 0x7ff00000u)); }\n"
+                // A whole double as an int, 0 for NaN: a driver that drops
+                // isnan for doubles must not meet a conversion of a NaN,
+                // undefined, which lavapipe's LLVM turns into a dropped store.
+                "int zy_d_to_int(double k) { return k >= -2147483648.0LF && k <= 2147483647.0LF ? int(k) : 0; }\n"
                 "double zy_d_nan() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }\n"
                 "bool zy_d_signbit(double x) { return (unpackDouble2x32(x).y & 0x80000000u) != 0u; }\n"
                 "double zy_d_copysign(double m, double s) {\n"
@@ -138,7 +142,7 @@ const std::vector<ShaderHelper>& helpers() {
                 "  if (hi < -746.0LF) return 0.0LF;\n"
                 "  precise double k = zy_d_round_even(hi * " + INV_LN2 + ");\n"
                 "  precise double r = (hi - k * " + LN2_HI + ") + (lo - k * " + LN2_LO + ");\n"
-                "  return zy_d_ldexp(1.0LF + zy_d_expm1_r(r), int(k));\n"
+                "  return zy_d_ldexp(1.0LF + zy_d_expm1_r(r), zy_d_to_int(k));\n"
                 "}\n"
                 "double zy_d_exp(double x) { return zy_d_exp_dd(x, 0.0LF); }\n";
        }},
@@ -152,7 +156,7 @@ const std::vector<ShaderHelper>& helpers() {
                 "  precise double e;\n"
                 "  precise double r = zy_d_two_prod(f, " + LN2 + ", e);\n"
                 "  precise double r_lo = e + f * " + LN2_TAIL + ";\n"
-                "  return zy_d_ldexp(1.0LF + zy_d_expm1_r(r + r_lo), int(k));\n"
+                "  return zy_d_ldexp(1.0LF + zy_d_expm1_r(r + r_lo), zy_d_to_int(k));\n"
                 "}\n";
        }},
       // e^x - 1 = 2^k expm1(r) + (2^k - 1), accurate near 0 as well
@@ -163,8 +167,8 @@ const std::vector<ShaderHelper>& helpers() {
                 "  if (x < -40.0LF) return -1.0LF;\n"
                 "  precise double k = zy_d_round_even(x * " + INV_LN2 + ");\n"
                 "  precise double p = zy_d_expm1_r((x - k * " + LN2_HI + ") - k * " + LN2_LO + ");\n"
-                "  if (k > 1000.0LF) return zy_d_ldexp(1.0LF + p, int(k));\n"
-                "  return zy_d_ldexp(p, int(k)) + (zy_d_pow2(int(k)) - 1.0LF);\n"
+                "  if (k > 1000.0LF) return zy_d_ldexp(1.0LF + p, zy_d_to_int(k));\n"
+                "  return zy_d_ldexp(p, zy_d_to_int(k)) + (zy_d_pow2(zy_d_to_int(k)) - 1.0LF);\n"
                 "}\n";
        }},
       {"zy_d_tanh", {"zy_d_bits", "zy_d_expm1"}, [] {
@@ -307,7 +311,7 @@ const std::vector<ShaderHelper>& helpers() {
                 "  precise double t = (p_lo + k * " + PIO2_2 + ") + k * " + PIO2_3 + ";\n"
                 "  precise double r = h - t, rest = (h - r) - t;\n"
                 "  r_lo = rest;\n"
-                "  q = int(k - 4.0LF * zy_d_floor(k * 0.25LF));\n"
+                "  q = zy_d_to_int(k - 4.0LF * zy_d_floor(k * 0.25LF));\n"
                 "  return r;\n"
                 "}\n";
        }},
