@@ -1,6 +1,8 @@
 """A program's functions called from Python with their host code: blocks
 fused as `zyntax run` fuses them, host statements between them, on every
 device, against NumPy; and the errors users meet."""
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -8,52 +10,15 @@ import torch
 import zyntax
 from conftest import devices_under_test
 
-SOURCE = """
-def softmax_rows(x: tensor[n, m, f32], temperature: f32) {
-    let mx = compute(x) {
-        @kernel reduce(max, axis=1)
-        for i in 0..n, j in 0..m:
-            yield x[i, j]
-    }
-    let inv = 1.0 / temperature
-    let e = compute(x, mx) {
-        @kernel elementwise
-        for i in 0..n, j in 0..m:
-            out[i, j] = exp((x[i, j] - mx[i]) * inv)
-    }
-    let s = compute(e) {
-        @kernel reduce(+, axis=1)
-        for i in 0..n, j in 0..m:
-            yield e[i, j]
-    }
-    let y = compute(e, s) {
-        @kernel elementwise
-        for i in 0..n, j in 0..m:
-            out[i, j] = e[i, j] / s[i]
-    }
-    return y
-}
+PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "api", "functions.zynml")
 
-def stats(x: tensor[n, f64]) {
-    return (x * 2.0, sum(x), len(x))
-}
-
-def gather(x: tensor[n, f32], at: int) {
-    return compute(x) {
-        for i in 0..n:
-            out[i] = x[(i + at) % 8]
-    }
-}
-
-print("the top level does not run")
-"""
 
 DEVICES = devices_under_test(d["id"] for d in zyntax.devices())
 
 
 @pytest.fixture(scope="module", params=DEVICES)
 def prog(request):
-    return zyntax.compile(SOURCE, device=request.param, name="functions.zynml")
+    return zyntax.load(PROGRAM, device=request.param)
 
 
 def test_the_functions_are_listed(prog):
@@ -81,9 +46,9 @@ def test_tuples_and_numbers_come_back(prog):
 
 
 def test_errors_say_what_and_where():
-    prog = zyntax.compile(SOURCE, device="cpu", name="functions.zynml")
+    prog = zyntax.load(PROGRAM, device="cpu")
     with pytest.raises(zyntax.ProgramError, match="no function 'softmax_row' .did you mean 'softmax_rows'"):
         prog.function("softmax_row")
-    with pytest.raises(zyntax.ComputeError, match=r"functions.zynml:34:22: error: index out of bounds: x\[4\]: axis 0 has size 4"):
+    with pytest.raises(zyntax.ComputeError, match=r"functions.zynml:36:22: error: index out of bounds: x\[4\]: axis 0 has size 4"):
         prog.function("gather")(np.ones(4, np.float32), 1)
     np.testing.assert_array_equal(prog.function("gather")(np.arange(8, dtype=np.float32), 3)[:2], [3, 4])

@@ -164,49 +164,12 @@ TEST(Program, ATopLevelBlockIsAKernelNamedByItsVariable) {
 // Functions called with their host code: a softmax written as four blocks
 // with host code between them runs as the program would under `zyntax run`
 // (its blocks fused), against the host's computation, on every device.
-const char* kFunctions = R"(
-def softmax_rows(x: tensor[n, m, f32], temperature: f32) {
-    let mx = compute(x) {
-        @kernel reduce(max, axis=1)
-        for i in 0..n, j in 0..m:
-            yield x[i, j]
-    }
-    let inv = 1.0 / temperature
-    let e = compute(x, mx) {
-        @kernel elementwise
-        for i in 0..n, j in 0..m:
-            out[i, j] = exp((x[i, j] - mx[i]) * inv)
-    }
-    let s = compute(e) {
-        @kernel reduce(+, axis=1)
-        for i in 0..n, j in 0..m:
-            yield e[i, j]
-    }
-    let y = compute(e, s) {
-        @kernel elementwise
-        for i in 0..n, j in 0..m:
-            out[i, j] = e[i, j] / s[i]
-    }
-    return y
-}
-
-def stats(x: tensor[n, f64]) {
-    return (x * 2.0, sum(x), len(x))
-}
-
-def gather(x: tensor[n, f32], at: i64) {
-    return compute(x) {
-        for i in 0..n:
-            out[i] = x[(i + at) % 8]
-    }
-}
-
-print("top level code does not run")
-)";
+// tests/api/functions.zynml, which python/tests/test_functions.py calls too.
+std::string functions_path() { return std::string(ZYNTAX_SOURCE_DIR) + "/tests/api/functions.zynml"; }
 
 TEST(Program, FunctionsRunWithTheirHostCodeOnEveryDevice) {
   for (const ComputeDevice& dev : devices()) {
-    Program prog = Program::from_source(kFunctions, "functions.zynml", dev);
+    Program prog = Program::load(functions_path(), dev);
     EXPECT_EQ(prog.function_names(), (std::vector<std::string>{"softmax_rows", "stats", "gather"}));
     Function softmax = prog.function("softmax_rows");
     EXPECT_EQ(softmax.signature(), "softmax_rows(x: tensor[n, m, f32], temperature: f32)");
@@ -241,16 +204,16 @@ TEST(Program, FunctionsRunWithTheirHostCodeOnEveryDevice) {
 
 TEST(Program, FunctionErrorsSayWhatAndWhere) {
   ComputeDevice dev = ComputeDevice::open("cpu");
-  Program prog = Program::from_source(kFunctions, "functions.zynml", dev);
+  Program prog = Program::load(functions_path(), dev);
   EXPECT_NE(error_of([&] { prog.function("softmax_row"); }).find("no function 'softmax_row' (did you mean 'softmax_rows'?)"),
             std::string::npos);
   Function gather = prog.function("gather");
   EXPECT_NE(error_of([&] { gather({Array::from_vector(dev, std::vector<float>(8, 1.0f), {8}), 1, 2}); })
-                .find("function gather takes 2 arguments, got 3: gather(x: tensor[n, f32], at: i64)"),
+                .find("function gather takes 2 arguments, got 3: gather(x: tensor[n, f32], at: int)"),
             std::string::npos);
   // An index out of range inside its block: the block's line and caret.
   std::string oob = error_of([&] { gather({Array::from_vector(dev, std::vector<float>(4, 1.0f), {4}), 1}); });
-  EXPECT_NE(oob.find("functions.zynml:34:22: error: index out of bounds"), std::string::npos) << oob;
+  EXPECT_NE(oob.find("functions.zynml:36:22: error: index out of bounds"), std::string::npos) << oob;
   EXPECT_NE(oob.find("^"), std::string::npos) << oob;
   // A wrong element type: the parameter's declared type.
   std::string type = error_of([&] { gather({Array::from_vector(dev, std::vector<double>(8, 1.0), {8}), 1}); });
