@@ -108,13 +108,27 @@ class SpecialLiterals : public IRMutator {
     return spelled;
   }
 
-  // x for x - x, x + -x and -x + x; nothing otherwise.
+  // x for x - x, x + -x and -x + x; nothing otherwise. A float widened
+  // and narrowed back (f32(f64(x))) is x itself, exactly, and drivers see
+  // through it: it counts as the same value.
   static Expr cancelling(const Binary& b) {
-    if (b.op == BinaryOp::Sub && equal(b.a, b.b)) return b.a;
+    auto same = [](const Expr& x, const Expr& y) { return equal(without_round_trips(x), without_round_trips(y)); };
+    if (b.op == BinaryOp::Sub && same(b.a, b.b)) return b.a;
     if (b.op != BinaryOp::Add) return {};
     for (auto [x, y] : {std::pair{b.a, b.b}, std::pair{b.b, b.a}})
-      if (const Unary* neg = y.as<Unary>(); neg && neg->op == UnaryOp::Neg && equal(neg->a, x)) return x;
+      if (const Unary* neg = y.as<Unary>(); neg && neg->op == UnaryOp::Neg && same(neg->a, x)) return x;
     return {};
+  }
+
+  static Expr without_round_trips(Expr e) {
+    for (;;) {
+      const Cast* outer = e.as<Cast>();
+      const Cast* inner = outer ? outer->value.as<Cast>() : nullptr;
+      if (!inner || !is_float(outer->type.dtype) || !is_float(inner->type.dtype) || inner->value->type.dtype != outer->type.dtype ||
+          !(inner->type.dtype == outer->type.dtype || dtype_size(inner->type.dtype) > dtype_size(outer->type.dtype)))
+        return e;
+      e = inner->value;
+    }
   }
 
   Expr visit(const Math* op) override {
