@@ -129,7 +129,7 @@ class ZYNTAX_API Function {
   const std::string& name() const;
   const std::vector<Param>& params() const;
   // "softmax_rows(x: tensor[n, m, f32], t: f32)".
-  std::string signature() const;
+  const std::string& signature() const;
 
   // Calls it: arguments positionally, then host numbers by name. Returns
   // its result's arrays: one for a tensor, one per element of a tuple or
@@ -142,9 +142,9 @@ class ZYNTAX_API Function {
 
  private:
   std::shared_ptr<ProgramImpl> program_;
-  const void* def_;  // its definition in the program's syntax tree
   std::string name_;
   std::vector<Param> params_;
+  std::string signature_;
 };
 
 class ZYNTAX_API Program {

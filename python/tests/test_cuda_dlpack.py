@@ -67,7 +67,7 @@ def test_the_result_is_the_gpu_memory_zyntax_holds(prog, tdev):
     x, y = torch.randn(64, 8, device=tdev), torch.ones(64, 8, device=tdev)
     ax, ay = zyntax.Array.from_dlpack(x, dev), zyntax.Array.from_dlpack(y, dev)
     assert ax.device == GPU and ax.device_address != 0  # the GPU holds it
-    out = prog.kernel("scale_add")._kernel.run(dev, [ax, ay], {"by": 2.0})
+    out = prog.kernel("scale_add")._handle.run(dev, [ax, ay], {"by": 2.0})
     assert dev.last_run_bytes_copied_in() == 0
     assert out.device_address != 0
     t = zyntax.from_array(out, like_torch=True, on_device=True)
@@ -76,7 +76,7 @@ def test_the_result_is_the_gpu_memory_zyntax_holds(prog, tdev):
     del out  # the tensor keeps the memory
     torch.testing.assert_close(t.clone(), x * 2 + 1)
     # Without on_device, the host's copy (as before).
-    again = prog.kernel("scale_add")._kernel.run(dev, [ax, ay], {"by": 2.0})
+    again = prog.kernel("scale_add")._handle.run(dev, [ax, ay], {"by": 2.0})
     assert zyntax.from_array(again, like_torch=True).device.type == "cpu"
     np.testing.assert_allclose(zyntax.from_array(again, like_torch=False), (x * 2 + 1).cpu().numpy(), rtol=1e-6)
 

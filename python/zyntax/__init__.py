@@ -100,36 +100,42 @@ class _HostView:
         self.__array_interface__ = interface
 
 
-class KernelFunction:
-    """A kernel of a program, called like a function: arrays positionally
-    (the compute block's inputs, in order), host numbers by name."""
+class _ProgramCallable:
+    """What a program's kernels and functions share: a handle and a device."""
+    _what = ""
 
-    def __init__(self, kernel, device):
-        self._kernel = kernel
+    def __init__(self, handle, device):
+        self._handle = handle
         self._device = device
 
     @property
     def name(self):
-        return self._kernel.name
+        return self._handle.name
 
     @property
     def signature(self):
-        return self._kernel.signature
+        return self._handle.signature
 
     @property
     def params(self):
-        return self._kernel.params
+        return self._handle.params
 
     def __repr__(self):
-        return "<zyntax kernel %s>" % self._kernel.signature
+        return "<zyntax %s %s>" % (self._what, self._handle.signature)
+
+
+class KernelFunction(_ProgramCallable):
+    """A kernel of a program, called like a function: arrays positionally
+    (the compute block's inputs, in order), host numbers by name."""
+    _what = "kernel"
 
     def __call__(self, *arrays, device=None, **host_values):
         dev = self._device if device is None else _open(device)
         torch_inputs = [a for a in arrays if _is_torch(a)]
-        params = self._kernel.params
+        params = self._handle.params
         inputs = [to_array(a, dev, _NUMPY_TYPES.get(params[i][1]) if i < len(params) else None)
                   for i, a in enumerate(arrays)]
-        out = self._kernel.run(dev, inputs, host_values)  # integers stay exact
+        out = self._handle.run(dev, inputs, host_values)  # integers stay exact
         # A torch tensor comes back where the first torch input lives: from
         # the GPU's memory without a copy where the result is there already.
         on_gpu = bool(torch_inputs) and torch_inputs[0].device.type == "cuda"
@@ -137,31 +143,18 @@ class KernelFunction:
         return result.to(torch_inputs[0].device) if torch_inputs else result
 
 
-class ProgramFunction:
+class ProgramFunction(_ProgramCallable):
     """A function of a program, called with its host code (its compute
-    blocks fused as `zyntax run` fuses them): arguments in order (arrays,
-    NumPy arrays, torch tensors, numbers), numbers also by name. Returns
-    what the function returns: an array for a tensor (a torch tensor when
-    given torch tensors), a number for a number, a tuple for a tuple."""
+    blocks fused as `zyntax run` fuses them) on the program's device:
+    arguments in order (arrays, NumPy arrays, torch tensors, numbers),
+    numbers also by name. Returns what the function returns: an array for a
+    tensor (a torch tensor when given torch tensors), a number for a number,
+    a tuple for a tuple."""
+    _what = "function"
 
-    def __init__(self, function, device):
-        self._function = function
-        self._device = device
-
-    @property
-    def name(self):
-        return self._function.name
-
-    @property
-    def signature(self):
-        return self._function.signature
-
-    def __repr__(self):
-        return "<zyntax function %s>" % self._function.signature
-
-    def __call__(self, *args, device=None, **numbers):
-        dev = self._device if device is None else _open(device)
-        params = self._function.params
+    def __call__(self, *args, **numbers):
+        dev = self._device
+        params = self._handle.params
         torch_inputs = [a for a in args if _is_torch(a)]
         inputs = []
         for i, a in enumerate(args):
@@ -170,7 +163,7 @@ class ProgramFunction:
                 inputs.append(to_array(a, dev, _NUMPY_TYPES.get(params[i][2]) if i < len(params) and params[i][2] else None))
             else:
                 inputs.append(a)
-        out = self._function.call(inputs, numbers)
+        out = self._handle.call(inputs, numbers)
         results = []
         for a in out:
             r = from_array(a, bool(torch_inputs))

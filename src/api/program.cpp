@@ -1,8 +1,8 @@
 #include "zyntax/program.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <mutex>
-#include <sstream>
 #include <utility>
 
 #include "api/api_internal.hpp"
@@ -75,6 +75,17 @@ Program compile(std::shared_ptr<ProgramImpl> impl, const std::function<LoadedMod
   return Program(std::move(impl));
 }
 
+// "the program has no kernel 'x' (did you mean 'y'?); its kernels: y, z".
+ProgramError no_such(const std::string& what, const std::string& name, const std::vector<std::string>& names, const char* none) {
+  std::string message = "the program has no " + what + " '" + name + "'";
+  std::string near = nearest_name(name, names);
+  if (!near.empty()) message += " (did you mean '" + near + "'?)";
+  if (names.empty()) return ProgramError(message + "; " + none);
+  message += "; its " + what + "s: ";
+  for (size_t i = 0; i < names.size(); ++i) message += (i ? ", " : "") + names[i];
+  return ProgramError(message);
+}
+
 std::string type_text(const Kernel::Param& p) {
   std::string s = "tensor[";
   for (const std::string& d : p.shape) s += d + ", ";
@@ -110,17 +121,7 @@ Kernel Program::kernel(const std::string& name) const {
                          "(x: tensor[n, f32]) { return compute(x) { ... } }`)");
     return Kernel(impl_, k.get());
   }
-  std::vector<std::string> names = kernel_names();
-  std::string message = "the program has no kernel '" + name + "'";
-  std::string near = nearest_name(name, names);
-  if (!near.empty()) message += " (did you mean '" + near + "'?)";
-  if (names.empty()) {
-    message += "; it has no compute blocks";
-  } else {
-    message += "; its kernels: ";
-    for (size_t i = 0; i < names.size(); ++i) message += (i ? ", " : "") + names[i];
-  }
-  throw ProgramError(message);
+  throw no_such("kernel", name, kernel_names(), "it has no compute blocks");
 }
 
 const ComputeDevice& Program::device() const { return impl_->device; }
@@ -135,24 +136,31 @@ std::vector<std::string> Program::function_names() const {
 Function Program::function(const std::string& name) const {
   for (const ast::StmtPtr& s : impl_->module->ast.body.stmts)
     if (s->kind == ast::StmtKind::FuncDef && ast::as<ast::FuncDef>(*s).name == name) return Function(impl_, s.get());
-  std::vector<std::string> names = function_names();
-  std::string message = "the program has no function '" + name + "'";
-  std::string near = nearest_name(name, names);
-  if (!near.empty()) message += " (did you mean '" + near + "'?)";
-  if (names.empty()) {
-    message += "; it defines no functions";
-  } else {
-    message += "; its functions: ";
-    for (size_t i = 0; i < names.size(); ++i) message += (i ? ", " : "") + names[i];
-  }
-  throw ProgramError(message);
+  throw no_such("function", name, function_names(), "it defines no functions");
 }
 
 // ------------------------------------------------------------ Function
 
-Function::Function(std::shared_ptr<ProgramImpl> program, const void* def) : program_(std::move(program)), def_(def) {
+Function::Function(std::shared_ptr<ProgramImpl> program, const void* def) : program_(std::move(program)) {
   const auto& d = *static_cast<const ast::FuncDef*>(def);
   name_ = d.name;
+  // The parameters as the source spells them, from `name(` to its closing
+  // parenthesis, each run of white space one space.
+  const std::string& text = program_->session.sources().file(d.span.file).text();
+  size_t open = text.find(name_ + "(", d.span.begin);
+  for (size_t at = open, depth = 0; open != std::string::npos && at < text.size(); ++at) {
+    char c = text[at];
+    depth += c == '(' ? 1 : 0;
+    if (c == ')' && --depth == 0) break;
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      if (!signature_.empty() && signature_.back() != ' ') signature_ += ' ';
+      continue;
+    }
+    signature_ += c;
+  }
+  if (open == std::string::npos)
+    for (const ast::Param& p : d.params) signature_ += (signature_.empty() ? name_ + "(" : ", ") + p.name;
+  signature_ += signature_.empty() ? name_ + "()" : ")";
   for (const ast::Param& p : d.params) {
     Param param;
     param.name = p.name;
@@ -169,17 +177,7 @@ Function::Function(std::shared_ptr<ProgramImpl> program, const void* def) : prog
 const std::string& Function::name() const { return name_; }
 const std::vector<Function::Param>& Function::params() const { return params_; }
 
-std::string Function::signature() const {
-  const auto& d = *static_cast<const ast::FuncDef*>(def_);
-  const SourceFile& file = program_->session.sources().file(d.span.file);
-  std::string text(file.line_text(file.line_col(d.span.begin).line));
-  size_t open = text.find(name_ + "(");
-  size_t close = open == std::string::npos ? std::string::npos : text.rfind(')');
-  if (open != std::string::npos && close != std::string::npos && close > open) return text.substr(open, close - open + 1);
-  std::string s = name_ + "(";
-  for (size_t i = 0; i < params_.size(); ++i) s += (i ? ", " : "") + params_[i].name;
-  return s + ")";
-}
+const std::string& Function::signature() const { return signature_; }
 
 namespace {
 

@@ -77,6 +77,12 @@ bool has_loop(const Stmt& s) {
   return v.found;
 }
 
+// A producer with loops of its own inside its parallel nest (a product, a
+// convolution): it keeps them, and its schedule.
+bool has_own_loops(const Nest& nest) {
+  return std::any_of(nest.body.begin(), nest.body.end(), [](const Stmt& s) { return has_loop(s); });
+}
+
 std::string unmovable(const cir::Block& b, bool yields_allowed = false) {
   Unmovable u(yields_allowed);
   u.include(b);
@@ -256,8 +262,7 @@ std::variant<Kernel, std::string> fuse_producer(const Kernel& producer, const Ke
   if (std::string why = unmovable(p->body); !why.empty()) return "the producer cannot move: " + why;
   // A product or a reduction inside keeps its own schedule (moved into an
   // element-wise loop, it would lose its blocking and its summation order).
-  bool loops = false;
-  for (const Stmt& st : p->body) loops = loops || has_loop(st);
+  bool loops = has_own_loops(*p);
 
   // The producer: one store, its last statement, at its loop variables.
   const cir::Store* store = p->body.empty() ? nullptr : p->body.back().as<cir::Store>();
@@ -776,10 +781,7 @@ std::variant<Kernel, std::string> inline_one(const Kernel& consumer, const Kerne
     if (!reads.indices.empty()) return "the consumer reads it inside a reduction's row";
   }
   auto fused = fuse_producer(producer, consumer, name, !st.rows.empty());
-  if (std::holds_alternative<Kernel>(fused)) {
-    std::optional<Nest> p = parallel_nest(producer);
-    for (const Stmt& s : p ? p->body : cir::Block{}) st.epilogue = st.epilogue || has_loop(s);
-  }
+  if (std::holds_alternative<Kernel>(fused)) st.epilogue = st.epilogue || has_own_loops(*parallel_nest(producer));
   return fused;
 }
 

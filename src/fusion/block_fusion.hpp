@@ -24,8 +24,8 @@
 // Never: a read under a condition (the producer's checks must still run on
 // every element), at an index that is not a whole loop, arg and logical
 // reductions, atomics, arrays, a fused kernel that binds more storage
-// buffers than the device that runs it may (its GpuTarget's). Refusals come with a reason, which
-// `zyntax run --explain-fusion` prints.
+// buffers than the device that runs it may (its GpuTarget's). Refusals
+// come with a reason, which `zyntax run --explain-fusion` prints.
 #pragma once
 
 #include <map>

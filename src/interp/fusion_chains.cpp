@@ -93,8 +93,6 @@ bool is_quiet_builtin(const std::string& name) {
   return quiet.count(name) || parse_math_fn(name).has_value();
 }
 
-std::vector<std::string> quiet_calls(const ast::Stmt& s) { return host_statement(s).calls; }
-
 const ast::Compute* let_compute(const ast::Stmt& s) {
   if (s.kind != ast::StmtKind::Let) return nullptr;
   const auto& l = ast::as<ast::Let>(s);
@@ -166,6 +164,11 @@ BlockChain block_chain(const ast::Block& b, size_t first) {
         chain.blocks.push_back(blocks[j]);
         chain.names.push_back(name(j));
       }
+      for (size_t o = 0; o < chain.length; ++o)
+        if (host[o].quiet) {
+          chain.host.push_back(o);
+          chain.calls.insert(chain.calls.end(), host[o].calls.begin(), host[o].calls.end());
+        }
       return chain;
     }
     if (last == 1) chain.not_continued.push_back(why);

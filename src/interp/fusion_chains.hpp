@@ -24,6 +24,8 @@ struct BlockChain {
   size_t length = 1;               // statements from the first: the blocks and the host statements between them
   std::vector<size_t> blocks;      // the blocks' offsets from the first statement, in order
   std::vector<std::string> names;  // the name each block binds
+  std::vector<size_t> host;        // the host statements' offsets, in order
+  std::vector<std::string> calls;  // the functions they call, by name (builtins, unless something in scope shadows them)
   std::vector<std::string> not_continued;  // why the statements after the last do not join
 };
 
@@ -36,8 +38,5 @@ const ast::Compute* let_compute(const ast::Stmt& s);
 // The functions a quiet host statement may call (the builtins of these
 // names, where nothing in scope shadows them).
 bool is_quiet_builtin(const std::string& name);
-
-// The functions a quiet host statement of a run calls, by name.
-std::vector<std::string> quiet_calls(const ast::Stmt& s);
 
 }  // namespace zyntax

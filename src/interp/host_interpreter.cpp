@@ -72,8 +72,7 @@ bool Interpreter::run_here(LoadedModule& m) {
       args.span = main->second.decl;
       call_function(main->second.value, args);
     }
-    // Launches nobody awaited still finish, and their errors still count.
-    for (const auto& future : launched_) future->get();
+    finish_launches();
     options_.out->flush();
     return true;
   } catch (const Error& e) {
@@ -86,53 +85,43 @@ bool Interpreter::run_here(LoadedModule& m) {
 Value Interpreter::call(LoadedModule& m, const std::string& name, CallArgs args) {
   return with_deep_stack([&] {
     main_module_ = &m;
-    ModuleInstance& inst = instantiate_library(m);
+    ModuleInstance& inst = instantiate(m, /*definitions_only=*/true);
     auto fn = inst.globals.find(name);
     if (fn == inst.globals.end() || fn->second.value.kind != Value::Kind::Function)
       throw Error(args.span, "the program has no function '" + name + "'");
     if (!args.span.valid()) args.span = fn->second.decl;
     Value result = call_function(fn->second.value, args);
     if (result.kind == Value::Kind::Future) result = result.future->get();
-    // Launches nobody awaited still finish, and their errors still count.
-    while (launches_waited_ < launched_.size()) launched_[launches_waited_++]->get();
+    finish_launches();
     options_.out->flush();
     return result;
   });
 }
 
-// The module's definitions alone: functions, imports, config.
-ModuleInstance& Interpreter::instantiate_library(LoadedModule& m) {
+// Launches nobody awaited still finish, and their errors still count, once.
+void Interpreter::finish_launches() {
+  while (launches_finished_ < launched_.size()) launched_[launches_finished_++]->get();
+}
+
+ModuleInstance& Interpreter::instantiate(LoadedModule& m, bool definitions_only) {
   auto it = instances_.find(m.path);
   if (it != instances_.end()) return *it->second;
   auto inst = std::make_shared<ModuleInstance>();
   inst->source = &m;
   instances_[m.path] = inst;
-  Frame f;
-  f.module = inst.get();
-  hoist_functions(m.ast.body, f);
-  for (const ast::StmtPtr& s : m.ast.body.stmts)
-    if (s->kind == ast::StmtKind::Import || s->kind == ast::StmtKind::Config) exec(*s, f);
-  inst->executed = true;
+  execute_module(*inst, definitions_only);
   return *inst;
 }
 
-ModuleInstance& Interpreter::instantiate(LoadedModule& m) {
-  auto it = instances_.find(m.path);
-  if (it != instances_.end()) return *it->second;
-  auto inst = std::make_shared<ModuleInstance>();
-  inst->source = &m;
-  instances_[m.path] = inst;
-  execute_module(*inst);
-  return *inst;
-}
-
-void Interpreter::execute_module(ModuleInstance& inst) {
+void Interpreter::execute_module(ModuleInstance& inst, bool definitions_only) {
   Frame f;
   f.module = &inst;
   hoist_functions(inst.source->ast.body, f);
   const ast::Block& body = inst.source->ast.body;
   for (size_t i = 0; i < body.stmts.size(); ++i) {
     const ast::StmtPtr& s = body.stmts[i];
+    // A library of functions: its imports and config, nothing else runs.
+    if (definitions_only && s->kind != ast::StmtKind::Import && s->kind != ast::StmtKind::Config) continue;
     // Profiled: each top-level statement is a host span named by its line.
     std::optional<ProfileSpan> span;
     if (Profiler::global().enabled()) span.emplace(ProfileEvent::Kind::Host, statement_label(*s));
@@ -255,18 +244,12 @@ size_t Interpreter::chain_length(const ast::Block& b, size_t first) {
 
 void Interpreter::exec_chain(const ast::Block& b, size_t first, size_t length, Frame& f) {
   const BlockChain& chain = chains_.at({&b, first});
-  std::vector<size_t> host;  // the host statements between the blocks, by offset
-  for (size_t o = 0, j = 0; o < length; ++o) {
-    if (j < chain.blocks.size() && chain.blocks[j] == o) ++j;
-    else host.push_back(o);
-  }
   // A call that names something in scope, not the builtin: each statement as written.
-  for (size_t o : host)
-    for (const std::string& call : quiet_calls(*b.stmts[first + o]))
-      if (f.lookup(call) || !is_builtin(call)) {
-        for (size_t k = 0; k < length; ++k) exec(*b.stmts[first + k], f);
-        return;
-      }
+  for (const std::string& call : chain.calls)
+    if (f.lookup(call) || !is_builtin(call)) {
+      for (size_t k = 0; k < length; ++k) exec(*b.stmts[first + k], f);
+      return;
+    }
   // The first `count` blocks, their inputs read now.
   auto blocks_of = [&](size_t count) {
     std::vector<ComputeRunner::ChainBlock> blocks;
@@ -293,7 +276,7 @@ void Interpreter::exec_chain(const ast::Block& b, size_t first, size_t length, F
   // The host statements first: they read no result of the run, and change
   // nothing a block before them reads. One that fails reports after what
   // the blocks before it would have.
-  for (size_t o : host) {
+  for (size_t o : chain.host) {
     try {
       exec(*b.stmts[first + o], f);
     } catch (const Error&) {

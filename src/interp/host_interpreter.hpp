@@ -50,9 +50,9 @@ class Interpreter {
   bool run_here(LoadedModule& m);
   enum class Flow { Normal, Return, Break, Continue };
 
-  ModuleInstance& instantiate(LoadedModule& m);
-  ModuleInstance& instantiate_library(LoadedModule& m);
-  void execute_module(ModuleInstance& inst);
+  ModuleInstance& instantiate(LoadedModule& m, bool definitions_only = false);
+  void execute_module(ModuleInstance& inst, bool definitions_only);
+  void finish_launches();
   void hoist_functions(const ast::Block& b, Frame& f);
 
   Flow exec_block(const ast::Block& b, Frame& f, bool new_scope = true);
@@ -90,6 +90,7 @@ class Interpreter {
   std::map<std::pair<const ast::Block*, size_t>, BlockChain> chains_;
   std::vector<std::shared_ptr<std::shared_future<Value>>> launched_;  // @async launches
   size_t launches_waited_ = 0;  // launched_[0..this) are finished: a host tensor write waited for them
+  size_t launches_finished_ = 0;  // launched_[0..this) are finished and their errors reported
   int depth_ = 0;
   bool main_called_ = false;
   LoadedModule* main_module_ = nullptr;

@@ -7,8 +7,9 @@
 // type (`2 * vector_bits / 32`): the values two full vectors at a time, the
 // accumulator in four registers, so four chains of additions overlap (at
 // one vector's width, a fused softmax's f64 row sums took 1.3x the time of
-// the same rows summed in f32; at two, 1.0-1.1x). The sum is reassociated as any running sum is (ir_emitter's
-// `accumulation`); in f64, sums of f32 values of one row keep every bit.
+// the same rows summed in f32; at two, 1.0-1.1x). The sum is reassociated
+// as any running sum is (ir_emitter's `accumulation`); in f64, sums of f32
+// values of one row keep every bit.
 #pragma once
 
 #include "cir/ir.hpp"
