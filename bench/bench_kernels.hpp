@@ -71,6 +71,20 @@ def f(A: tensor[M, K, bf16], B: tensor[K, N, bf16]) {
     }
 })";
 
+// bf16 factors and a bf16 result (f32 sums rounded once at the store), as
+// torch.mm of bf16 tensors writes it.
+inline const char* kMatmulBf16Out = R"(
+def f(A: tensor[M, K, bf16], B: tensor[K, N, bf16]) {
+    return compute(A, B) {
+        @kernel matmul
+        for i in 0..M, j in 0..N:
+            var sum: f32 = 0.0
+            for k in 0..K:
+                sum += f32(A[i, k]) * f32(B[k, j])
+            out[i, j] = bf16(sum)
+    }
+})";
+
 // f16 factors, the same way (exact products, f32 sums).
 inline const char* kMatmulF16 = R"(
 def f(A: tensor[M, K, f16], B: tensor[K, N, f16]) {

@@ -144,6 +144,8 @@ void kernels(Device& dev, bool small) {
     report("zyntax_matmul_tf32_bt_" + std::to_string(size), 2.0 * size * size * size / (tt / 1e3) / 1e12, "TFLOP/s", "B as [N, K]");
     double bf = kernel_ms(dev, kMatmulBf16, {random({size, size}, 4, DType::BF16), random({size, size}, 5, DType::BF16)}, 3);
     report("zyntax_matmul_bf16_" + std::to_string(size), 2.0 * size * size * size / (bf / 1e3) / 1e12, "TFLOP/s", "f32 output");
+    double bo = kernel_ms(dev, kMatmulBf16Out, {random({size, size}, 4, DType::BF16), random({size, size}, 5, DType::BF16)}, 3);
+    report("zyntax_matmul_bf16_out_" + std::to_string(size), 2.0 * size * size * size / (bo / 1e3) / 1e12, "TFLOP/s", "bf16 output");
     double hf = kernel_ms(dev, kMatmulF16, {random({size, size}, 4, DType::F16), random({size, size}, 5, DType::F16)}, 3);
     report("zyntax_matmul_f16_" + std::to_string(size), 2.0 * size * size * size / (hf / 1e3) / 1e12, "TFLOP/s", "f32 output");
   }

@@ -341,8 +341,8 @@ class Verifier : public IRVisitor {
     DType t = op->a.dtype;
     if (op->b.dtype != t || (t != DType::F16 && t != DType::BF16 && t != DType::F32))
       report(what + ": its factors are " + dtype_name(t) + " and " + dtype_name(op->b.dtype) + "; both f16, bf16 or f32 (TF32)");
-    else if (t == DType::F32 && (!op->a.k_major || !op->b.k_major))
-      report(what + ": TF32 factors must both have the depth as their fast axis (k-major)");
+    else if (t == DType::F32 && !op->b.k_major)
+      report(what + ": a TF32 product's second factor must have the depth as its fast axis (k-major)");
     check_product_operand(what, op->a, op->batches);
     check_product_operand(what, op->b, op->batches);
     if (op->rows < 0 || op->cols < 0 || op->depth < 0 || op->batches < 0)

@@ -133,6 +133,10 @@ inline const Case kParityCases[] = {
     {"matmul_bf16", "def f(A: tensor[M, K, DT], B: tensor[K, N, DT]) {\n return compute(A, B) {\n @kernel matmul\n for i in 0..M, j in 0..N:\n"
                     "  var sum: f32 = 0.0\n  for k in 0..K:\n   sum += f32(A[i, k]) * f32(B[k, j])\n  out[i, j] = sum\n }\n}",
      {2, 2}, DType::BF16, true},
+    // A bf16 result, as training writes it: the sums rounded once, at the store.
+    {"matmul_bf16_out", "def f(A: tensor[M, K, DT], B: tensor[K, N, DT]) {\n return compute(A, B) {\n @kernel matmul\n for i in 0..M, j in 0..N:\n"
+                        "  var sum: f32 = 0.0\n  for k in 0..K:\n   sum += f32(A[i, k]) * f32(B[k, j])\n  out[i, j] = DT(sum)\n }\n}",
+     {2, 2}, DType::BF16, true},
     {"matmul_tf32", "def f(A: tensor[M, K, DT], B: tensor[K, N, DT]) {\n return compute(A, B) {\n @kernel matmul\n @precision(tf32)\n"
                     " for i in 0..M, j in 0..N:\n  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n  out[i, j] = sum\n }\n}",
      {2, 2}, DType::F32, true, true},

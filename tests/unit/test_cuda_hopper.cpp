@@ -1,10 +1,10 @@
 // On an NVIDIA Hopper GPU (skipped elsewhere): matrix products in bf16, f16
-// and TF32 on cuda:0 against the same products on the compiled CPU device
-// (itself checked against the reference executor by the parity suites), at
-// 4096, at odd sizes (1000^3, 4095 x 4097 x 257, a depth of 8), batched and
-// with an epilogue; where the copy engine can read the factors the plan
-// must be the warpgroup product (the products on wgmma and TMA), elsewhere
-// the earlier tensor-core schedule. Inputs are fresh random numbers; each
+// and TF32 (with b as [n, k] and as [k, n]) on cuda:0 against the same
+// products on the compiled CPU device (itself checked against the reference
+// executor by the parity suites), at 4096, at odd sizes (1000^3,
+// 4095 x 4097 x 257, a depth of 8), batched and with an epilogue; where the
+// copy engine can read the factors the plan must be the warpgroup product
+// (the products on wgmma and TMA), elsewhere the earlier tensor-core schedule. Inputs are fresh random numbers; each
 // product runs twice, the second time into memory the pool recycled (the
 // plan writes its output whole, so nothing zeroes it): an element never
 // written shows as stale data.
@@ -84,6 +84,28 @@ const char* kTf32RowMajorB = R"(def f(a: tensor[m, k, f32], b: tensor[k, n, f32]
  }
 })";
 
+const char* kBf16Out = R"(def f(a: tensor[m, k, bf16], b: tensor[k, n, bf16]) {
+ return compute(a, b) {
+  @kernel matmul
+  for i in 0..m, j in 0..n:
+   var s: f32 = 0.0
+   for p in 0..k:
+    s += f32(a[i, p]) * f32(b[p, j])
+   out[i, j] = bf16(s)
+ }
+})";
+const char* kTf32Batched = R"(def f(a: tensor[h, m, k, f32], b: tensor[h, k, n, f32]) {
+ return compute(a, b) {
+  @kernel matmul
+  @precision(tf32)
+  for g in 0..h, i in 0..m, j in 0..n:
+   var s = 0.0
+   for p in 0..k:
+    s += a[g, i, p] * b[g, p, j]
+   out[g, i, j] = s
+ }
+})";
+
 std::string with_type(const char* source, DType t) {
   std::string s = source;
   for (size_t at; (at = s.find(", T]")) != std::string::npos;) s.replace(at, 4, std::string(", ") + dtype_name(t) + "]");
@@ -100,10 +122,18 @@ std::vector<HopperCase> cases() {
     c.push_back({"bias_relu_transposed_b", t, kBiasRelu, 1536, 1000, 512, 1, true, 1e-4});
     c.push_back({"batched", t, kBatched, 520, 384, 264, 6, true, 1e-4});
   }
+  // A bf16 result: within bf16's rounding of the f32 sums.
+  c.push_back({"bf16_out_1000", DType::BF16, kBf16Out, 1000, 1000, 1000, 1, true, 5e-3});
+  c.push_back({"bf16_out_2048x1536x520", DType::BF16, kBf16Out, 2048, 1536, 520, 1, true, 5e-3});
   c.push_back({"tf32_4096", DType::F32, kTf32, 4096, 4096, 4096, 1, true, 5e-3});
   c.push_back({"tf32_1000", DType::F32, kTf32, 1000, 1000, 1000, 1, true, 5e-3});
   c.push_back({"tf32_k8", DType::F32, kTf32, 1000, 2048, 8, 1, true, 5e-3});
-  c.push_back({"tf32_row_major_b", DType::F32, kTf32RowMajorB, 1000, 1000, 1000, 1, false, 5e-3});
+  // b[k, n]: computed transposed, b's tiles through registers.
+  c.push_back({"tf32_row_major_b_4096", DType::F32, kTf32RowMajorB, 4096, 4096, 4096, 1, true, 5e-3});
+  c.push_back({"tf32_row_major_b_1000", DType::F32, kTf32RowMajorB, 1000, 1000, 1000, 1, true, 5e-3});
+  c.push_back({"tf32_row_major_b_k8", DType::F32, kTf32RowMajorB, 1000, 2048, 8, 1, true, 5e-3});
+  c.push_back({"tf32_row_major_b_odd", DType::F32, kTf32RowMajorB, 4095, 4097, 257, 1, false, 5e-3});
+  c.push_back({"tf32_batched", DType::F32, kTf32Batched, 520, 384, 264, 6, true, 5e-3});
   return c;
 }
 

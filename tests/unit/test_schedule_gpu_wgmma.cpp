@@ -56,6 +56,18 @@ const Product kProducts[] = {
     {"tf32_transposed_b", DType::F32,
      "def f(a: tensor[m, k, f32], b: tensor[n, k, f32]) {\n return compute(a, b) {\n @kernel matmul\n @precision(tf32)\n"
      " for i in 0..m, j in 0..n:\n  var s = 0.0\n  for p in 0..k:\n   s += a[i, p] * b[j, p]\n  out[i, j] = s\n }\n}"},
+    // b[k, n]: computed transposed, b's tiles read into registers.
+    {"tf32", DType::F32,
+     "def f(a: tensor[m, k, f32], b: tensor[k, n, f32]) {\n return compute(a, b) {\n @kernel matmul\n @precision(tf32)\n"
+     " for i in 0..m, j in 0..n:\n  var s = 0.0\n  for p in 0..k:\n   s += a[i, p] * b[p, j]\n  out[i, j] = s\n }\n}"},
+    // a[k, m]: a's tiles read into registers.
+    {"tf32_transposed_a_bias", DType::F32,
+     "def f(a: tensor[k, m, f32], b: tensor[n, k, f32], c: tensor[m, f32]) {\n return compute(a, b, c) {\n @kernel matmul\n"
+     " @precision(tf32)\n for i in 0..m, j in 0..n:\n  var s = c[i]\n  for p in 0..k:\n   s += a[p, i] * b[j, p]\n  out[i, j] = s\n }\n}"},
+    {"tf32_batched", DType::F32,
+     "def f(a: tensor[h, m, k, f32], b: tensor[h, k, n, f32]) {\n return compute(a, b) {\n @kernel matmul\n @precision(tf32)\n"
+     " for g in 0..h, i in 0..m, j in 0..n:\n  var s = 0.0\n  for p in 0..k:\n   s += a[g, i, p] * b[g, p, j]\n"
+     "  out[g, i, j] = s\n }\n}"},
 };
 
 cir::Kernel specialised(const char* source, int64_t m, int64_t n, int64_t k) {
@@ -85,9 +97,14 @@ TEST(ScheduleGpuWgmma, TheReferencesProductAtOddSizes) {
       EXPECT_NE(cir::print(*s).find("warpgroup_product"), std::string::npos) << cir::print(*s);
       Random rng(5);
       std::vector<Tensor> in = testing::random_inputs(kernel, rng);
+      // TF32: the factors a and b as the matrix units read them.
       std::vector<Tensor> as_read = in;
-      if (p.factors == DType::F32)
-        for (Tensor& t : as_read) t = testing::rounded_to_tf32(t);
+      size_t input = 0;
+      for (const cir::Param& param : kernel.params)
+        if (param.role == cir::ParamRole::Input) {
+          if (p.factors == DType::F32 && (param.name == "a" || param.name == "b")) as_read[input] = testing::rounded_to_tf32(as_read[input]);
+          ++input;
+        }
       Tensor want = ReferenceKernel(kernel).run(as_read, {}).astype(DType::F64);
       Tensor got = ReferenceKernel(*s).run(in, {}).astype(DType::F64);
       ASSERT_EQ(want.shape(), got.shape());
@@ -120,6 +137,21 @@ TEST(ScheduleGpuWgmma, OperandViewsAndTiles) {
   ASSERT_TRUE(outer);
   EXPECT_EQ(outer->loop_kind, cir::LoopKind::GpuBlock);
   EXPECT_EQ(*cir::constant_value(outer->hi), 132) << "one block per multiprocessor";
+  // TF32 with b[k, n]: computed transposed, b the first factor (MN-major,
+  // boxes of 32 columns by the depth step, read into registers), a the
+  // second (K-major); out^T's rows are out's columns.
+  std::optional<cir::Kernel> tf32 = cir::schedule_gpu_wgmma(specialised(kProducts[6].source, 1024, 4096, 512), hopper());
+  ASSERT_TRUE(tf32);
+  maps = codegen::tensor_map_params(*tf32);
+  ASSERT_EQ(maps.size(), 2u);
+  EXPECT_EQ(maps[0].operand.buffer, "b");
+  EXPECT_FALSE(maps[0].operand.k_major);
+  EXPECT_EQ(maps[0].box[0], 32u);
+  EXPECT_EQ(maps[0].box[1], 32u);
+  EXPECT_EQ(maps[1].operand.buffer, "a");
+  EXPECT_TRUE(maps[1].operand.k_major);
+  std::string text = cir::print(*tf32);
+  EXPECT_NE(text.find("4096x1024 over 512"), std::string::npos) << text;
   // A batched product: both factors 3-D views, the batch their slowest axis.
   std::optional<cir::Kernel> batched = cir::schedule_gpu_wgmma(specialised(kProducts[3].source, 256, 512, 128), hopper());
   ASSERT_TRUE(batched);
@@ -146,14 +178,14 @@ TEST(ScheduleGpuWgmma, WhatTheCopyEngineCannotReadFallsBack) {
   GpuPlan plan = gpu_plan(specialised(kProducts[0].source, 4095, 4097, 257), hopper());
   ASSERT_TRUE(plan.kernel) << plan.why_not;
   EXPECT_EQ(plan.schedule, GpuSchedule::TensorCoreMatmul);
-  // TF32 needs the depth as both factors' fast axis.
+  // TF32 needs the depth as one factor's fast axis at least.
   EXPECT_FALSE(cir::schedule_gpu_wgmma(specialised(
-                                           "def f(a: tensor[m, k, f32], b: tensor[k, n, f32]) {\n return compute(a, b) {\n @kernel matmul\n"
-                                           " @precision(tf32)\n for i in 0..m, j in 0..n:\n  var s = 0.0\n  for p in 0..k:\n   s += a[i, p] * b[p, j]\n"
+                                           "def f(a: tensor[k, m, f32], b: tensor[k, n, f32]) {\n return compute(a, b) {\n @kernel matmul\n"
+                                           " @precision(tf32)\n for i in 0..m, j in 0..n:\n  var s = 0.0\n  for p in 0..k:\n   s += a[p, i] * b[p, j]\n"
                                            "  out[i, j] = s\n }\n}",
                                            256, 256, 256),
                                        hopper(), &why));
-  EXPECT_NE(why.find("TF32"), std::string::npos) << why;
+  EXPECT_NE(why.find("TF32 factors neither"), std::string::npos) << why;
   // sm_90 (without the accelerated features): the earlier schedule.
   EXPECT_FALSE(cir::schedule_gpu_wgmma(specialised(kProducts[0].source, 256, 256, 256), testing::nvidia_target("sm_90"), &why));
   GpuPlan sm90 = gpu_plan(specialised(kProducts[0].source, 1024, 1024, 1024), testing::nvidia_target("sm_90"));

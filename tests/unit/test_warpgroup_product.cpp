@@ -173,14 +173,18 @@ TEST(WarpgroupProduct, TheVerifierHoldsItToItsRules) {
   std::string past = with([](auto& q) { q.a.strides[0] = 20; });
   EXPECT_TRUE(has(past, "factor 'A' is viewed up to element 738, past the input's 703")) << past;
   EXPECT_TRUE(has(with([](auto& q) { q.b.dims[0] = 20; }), "past the input's"));
-  // TF32 factors need the depth as their fast axis.
+  // A TF32 product's second factor needs the depth as its fast axis (the
+  // first is read into registers from a tile of either major).
   {
     Factor fa = factor("A", DType::F32, true, 37, 19, 1, 0), fb = factor("B", DType::F32, false, 45, 19, 1, 0);
     cir::WarpgroupProduct q = product_of(kBf16, fa, fb);
     std::string all = problems(kernel_of(kBf16, fa, fb, q));
-    EXPECT_TRUE(has(all, "TF32 factors must both have the depth as their fast axis")) << all;
+    EXPECT_TRUE(has(all, "a TF32 product's second factor must have the depth as its fast axis")) << all;
     q.b = factor("B", DType::F32, true, 45, 19, 1, 0).view;
     EXPECT_EQ(problems(kernel_of(kBf16, fa, factor("B", DType::F32, true, 45, 19, 1, 0), q)), "");
+    Factor mn = factor("A", DType::F32, false, 37, 19, 1, 0);
+    q.a = mn.view;
+    EXPECT_EQ(problems(kernel_of(kBf16, mn, factor("B", DType::F32, true, 45, 19, 1, 0), q)), "");
   }
   {
     Factor ia = factor("A", DType::I32, true, 37, 19, 1, 0), ib = factor("B", DType::I32, true, 45, 19, 1, 0);

@@ -150,7 +150,7 @@ TEST(WgmmaLayout, SwizzledTilesThroughDescriptorsGiveTheProduct) {
     for (int cols : {128, 256})
       for (bool a_major : {true, false})
         for (bool b_major : {true, false}) {
-          if (size == 4 && !(a_major && b_major)) continue;  // TF32 reads K-major factors only
+          if (size == 4 && !(a_major && b_major)) continue;  // TF32 descriptors read K-major factors only (see below)
           const int rows = 128, depth = w::kRowBytes / size;
           std::vector<float> a(static_cast<size_t>(rows * depth)), b(static_cast<size_t>(cols * depth));
           for (float& x : a) x = static_cast<float>(value(rng));
@@ -171,6 +171,63 @@ TEST(WgmmaLayout, SwizzledTilesThroughDescriptorsGiveTheProduct) {
                   << "-major at " << r << "," << c;
             }
         }
+}
+
+// A TF32 first factor read into registers from its MN-major tile (the
+// emitter's fragment_offset: tile_offset and the swizzle at each register's
+// row and depth step), the second through its K-major descriptor: for each
+// consumer and step, the 64 x 8 operand the registers spell (each element
+// held by exactly one register) times the descriptor's, scattered through
+// the accumulator layout, is the reference product.
+TEST(WgmmaLayout, Tf32FirstFactorInRegistersGivesTheProduct) {
+  std::mt19937 rng(13);
+  std::uniform_int_distribution<int> value(-8, 8);
+  const int size = 4, depth = w::kRowBytes / size, rows = 128, k_per_step = w::kStepBytes / size;
+  for (int cols : {128, 256}) {
+    std::vector<float> a(static_cast<size_t>(rows * depth)), b(static_cast<size_t>(cols * depth));
+    for (float& x : a) x = static_cast<float>(value(rng));
+    for (float& x : b) x = static_cast<float>(value(rng));
+    Stage st;
+    st.a = 2048;
+    st.b = st.a + static_cast<uint32_t>(rows * depth * size);
+    st.bytes.assign(st.b + static_cast<size_t>(cols * depth * size) + 1024, 0);
+    copy_tile(st.bytes, st.a, false, rows, depth, size, a);
+    copy_tile(st.bytes, st.b, true, cols, depth, size, b);
+    w::TileDescriptor db = w::tile_descriptor(true, depth);
+    for (int c = 0; c < rows / 64; ++c) {
+      std::vector<double> acc(static_cast<size_t>(w::kWarpgroupThreads * cols / 2), 0.0);
+      for (int step = 0; step < depth / k_per_step; ++step) {
+        // The operand as the registers hold it.
+        std::vector<float> op(64 * 8, 0.0f);
+        std::vector<int> held(64 * 8, 0);
+        for (int t = 0; t < w::kWarpgroupThreads; ++t)
+          for (int j = 0; j < w::kRegisterFragments; ++j) {
+            int r = w::register_fragment_row(t, j), k = w::register_fragment_depth(t, j);
+            ASSERT_LT(r, 64);
+            ASSERT_LT(k, 8);
+            uint32_t at = st.a + w::swizzle128(w::tile_offset(false, depth, size, 64 * c + r, step * k_per_step + k));
+            op[static_cast<size_t>(r * 8 + k)] = get(st.bytes, at, size);
+            ++held[static_cast<size_t>(r * 8 + k)];
+          }
+        for (int h : held) ASSERT_EQ(h, 1) << "an element held by no register or by two";
+        uint64_t b_desc = w::descriptor(st.b + static_cast<uint32_t>(step) * db.step_bytes, db.leading, db.stride);
+        for (int t = 0; t < w::kWarpgroupThreads; ++t)
+          for (int i = 0; i < cols / 2; ++i) {
+            int r = w::accumulator_row(t, i), n = w::accumulator_col(t, i);
+            for (int k = 0; k < k_per_step; ++k)
+              acc[static_cast<size_t>(t * (cols / 2) + i)] +=
+                  static_cast<double>(op[static_cast<size_t>(r * 8 + k)]) * read_operand(st.bytes, b_desc, true, size, n, k);
+          }
+      }
+      for (int t = 0; t < w::kWarpgroupThreads; ++t)
+        for (int i = 0; i < cols / 2; ++i) {
+          int r = 64 * c + w::accumulator_row(t, i), n = w::accumulator_col(t, i);
+          double want = 0;
+          for (int k = 0; k < depth; ++k) want += static_cast<double>(a[static_cast<size_t>(r * depth + k)]) * b[static_cast<size_t>(n * depth + k)];
+          ASSERT_EQ(acc[static_cast<size_t>(t * (cols / 2) + i)], want) << "cols " << cols << " at " << r << "," << n;
+        }
+    }
+  }
 }
 
 // The stage ring: one producer and `consumers` consumer warpgroups (4 warps

@@ -211,7 +211,7 @@ std::optional<ProductForm> match_product(const Kernel& kernel) {
   if (reads_any(a, forbidden) || reads_any(b, forbidden)) return std::nullopt;
 
   // out[b.., i.., j..] = f(s), the output laid out as the loops.
-  if (m.store->buffer != out.name || out.type.dtype != DType::F32 || m.store->axes.size() != m.loops.size() ||
+  if (m.store->buffer != out.name || !is_float(out.type.dtype) || m.store->axes.size() != m.loops.size() ||
       out.type.rank() != m.loops.size())
     return std::nullopt;
   for (size_t d = 0; d < m.loops.size(); ++d) {

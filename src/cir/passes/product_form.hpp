@@ -6,7 +6,7 @@
 //     for k.. (nested, constant bounds):        the reduction loops
 //       let ..                                  (substituted into what follows)
 //       [if guard:] s = s + X * Y               X reads rows and k, Y columns and k
-//     out[b.., i.., j..] = f(s)
+//     out[b.., i.., j..] = f(s)                 out of any float type (schedules that sum in it need f32)
 //
 // Several row, column or reduction loops each count as one flat index, the
 // last loop fastest: a plain product has one of each; a convolution in NCHW

@@ -21,7 +21,7 @@ using Fail = std::optional<Kernel>;
 // read at a linear index of the side's, the depth's and the batch's flat
 // indices, or nothing (and why).
 std::optional<ProductOperand> operand_view(const Kernel& k, const Expr& factor, DType dtype, const LoopGroup& side, const LoopGroup& depth,
-                                           const LoopGroup& batch, bool tf32, std::string* why) {
+                                           const LoopGroup& batch, std::string* why) {
   auto fail = [&](std::string w) -> std::optional<ProductOperand> {
     if (why) *why = std::move(w);
     return std::nullopt;
@@ -68,7 +68,6 @@ std::optional<ProductOperand> operand_view(const Kernel& k, const Expr& factor, 
     o.dims = {depth.size(), side.size(), batch.size()};
     o.strides = {cs, cb};
   } else if (cs == 1) {
-    if (tf32) return fail("TF32 factors whose depth is not their input's fast axis");
     o.k_major = false;
     o.dims = {side.size(), depth.size(), batch.size()};
     o.strides = {cd, cb};
@@ -116,18 +115,30 @@ std::optional<Kernel> schedule_gpu_wgmma(const Kernel& k, const GpuTarget& targe
   if (!f) return std::nullopt;
   bool tf32 = f->dtype == DType::F32;
   LoopGroup batch = batch_group(*m);
-  std::optional<ProductOperand> a = operand_view(k, f->x, f->dtype, m->rows, m->depth, batch, tf32, why_not);
+  std::optional<ProductOperand> a = operand_view(k, f->x, f->dtype, m->rows, m->depth, batch, why_not);
   if (!a) return std::nullopt;
-  std::optional<ProductOperand> b = operand_view(k, f->y, f->dtype, m->cols, m->depth, batch, tf32, why_not);
+  std::optional<ProductOperand> b = operand_view(k, f->y, f->dtype, m->cols, m->depth, batch, why_not);
   if (!b) return std::nullopt;
+  // TF32 wgmma reads its second factor from shared memory K-major only; its
+  // first may come from registers, loaded from a tile of any major. A
+  // product whose second factor is MN-major (b[k, n], the common layout) is
+  // computed transposed: out^T = b^T a^T, b's tile in registers, a's K-major.
+  bool transposed = false;
+  if (tf32 && !b->k_major) {
+    if (!a->k_major) return fail("TF32 factors neither of which has the depth as its fast axis");
+    std::swap(a, b);
+    transposed = true;
+  }
+  const LoopGroup& rows = transposed ? m->cols : m->rows;
+  const LoopGroup& cols = transposed ? m->rows : m->cols;
 
   FreshNames fresh(k);
   Span span = m->store->span;
   WarpgroupProduct p(span);
   p.a = *a;
   p.b = *b;
-  p.rows = m->rows.size();
-  p.cols = m->cols.size();
+  p.rows = rows.size();
+  p.cols = cols.size();
   p.depth = m->depth.size();
   p.batches = batch.size();
   p.tile_rows = 128;
@@ -151,8 +162,8 @@ std::optional<Kernel> schedule_gpu_wgmma(const Kernel& k, const GpuTarget& targe
   p.tile_stride = i64(blocks);
 
   // The epilogue: the store of one element, inside the output.
-  Substitution at = m->rows.at(index_var(p.row));
-  for (auto& [n, v] : m->cols.at(index_var(p.col))) at[n] = v;
+  Substitution at = rows.at(index_var(p.row));
+  for (auto& [n, v] : cols.at(index_var(p.col))) at[n] = v;
   for (auto& [n, v] : batch.at(index_var(p.batch_var))) at[n] = v;
   Expr sum = Var::make(p.value, Type::scalar(DType::F32));
   if (m->init.defined()) sum = Binary::make(BinaryOp::Add, substitute(m->init, at), sum);

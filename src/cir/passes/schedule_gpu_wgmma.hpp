@@ -12,8 +12,13 @@
 // units take (f16/bf16 widened to f32; f32 under @precision(tf32)) and the
 // copy engine can read: each factor an input read at
 // side * s + depth * t + batch * u with one of s and t equal to 1 (the
-// depth or the side is the input's fast axis: TF32 needs the depth),
-// the others multiples of 16 bytes, the view inside the input. Tiles are
+// depth or the side is the input's fast axis), the others multiples of 16
+// bytes, the view inside the input. TF32 needs the depth as the fast axis
+// of one factor at least: wgmma reads the second factor K-major only, and
+// the first from registers, loaded from its tile whatever its major; where
+// the second is MN-major (b[k, n]) the product is computed transposed (a
+// and b, rows and columns exchanged; the epilogue stores out^T's element
+// (row, col) at out[col, row]). Tiles are
 // 128 x 256 x 64 (x 32 for TF32), or 128 x 128 where too few large tiles
 // fill the multiprocessors; 4 stages; one producer and two consumer
 // warpgroups (384 threads).

@@ -592,7 +592,8 @@ MatMulSchedule cpu_matmul_schedule(int vector_bits, int threads) {
 
 std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s) {
   std::optional<ProductForm> m = match_product(k);
-  if (!m) return std::nullopt;
+  // The blocks sum into the output itself.
+  if (!m || k.output().type.dtype != DType::F32) return std::nullopt;
   int64_t M = m->rows.size(), N = m->cols.size();
   if (M < 4 || N < 4 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(m->depth.size()) < s.min_flops)
     return std::nullopt;

@@ -11,7 +11,10 @@
 //     for each depth step: wait for full[s]; wgmma.fence; the step's wgmmas
 //     (m64nNk16, or k8 for TF32) from shared-memory descriptors; commit;
 //     wait until one group is in flight (the previous step's is done) and
-//     release that step's stage (lane 0 of each warp arrives on empty[s])
+//     release that step's stage (lane 0 of each warp arrives on empty[s]);
+//     a TF32 first factor that is MN-major is read into registers instead,
+//     rounded to TF32 on the way, and each step waits for its own wgmmas
+//     (the next one rewrites the registers they read) and releases its stage
 //     after the tile: wait for all, release the last stage, run the
 //     epilogue on each accumulator element from its registers
 //
@@ -21,6 +24,7 @@
 // fault becomes a launch error, never a hung GPU.
 #include <llvm/IR/InlineAsm.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -258,18 +262,63 @@ class WarpgroupProductEmitter {
 
   int accumulators() const { return p_.tile_cols / 2; }  // per thread: 64 x N over 128 threads
 
-  // The wgmma of one step: acc = A . B (+ acc where `accumulate`).
-  void mma(llvm::Value* acc, llvm::Value* a_desc, llvm::Value* b_desc, llvm::Value* accumulate) {
+  // A TF32 first factor that is not K-major: wgmma reads it from registers
+  // (kRegisterFragments per thread and step), loaded from its tile.
+  bool a_in_registers() const { return p_.a.dtype == DType::F32 && !p_.a.k_major; }
+
+  // The wgmma of one step: acc = A . B (+ acc where `accumulate`), A from
+  // its descriptor (one value) or from registers (kRegisterFragments).
+  void mma(llvm::Value* acc, const std::vector<llvm::Value*>& a, llvm::Value* b_desc, llvm::Value* accumulate) {
     bool tf32 = p_.a.dtype == DType::F32;
     const char* type = tf32 ? "tf32" : p_.a.dtype == DType::F16 ? "f16" : "bf16";
-    int n = accumulators();
-    std::string text = "{ .reg .pred p; setp.ne.b32 p, $" + std::to_string(n + 2) + ", 0; wgmma.mma_async.sync.aligned.m64n" +
+    int n = accumulators(), args = static_cast<int>(a.size()) + 2;
+    std::string text = "{ .reg .pred p; setp.ne.b32 p, $" + std::to_string(n + args - 1) + ", 0; wgmma.mma_async.sync.aligned.m64n" +
                        std::to_string(p_.tile_cols) + "k" + (tf32 ? "8" : "16") + ".f32." + type + "." + type + " {";
     for (int i = 0; i < n; ++i) text += (i ? ", $" : "$") + std::to_string(i);
-    text += "}, $" + std::to_string(n) + ", $" + std::to_string(n + 1) + ", p, 1, 1";
+    text += "}, ";
+    std::string constraints;
+    if (a.size() == 1) {
+      text += "$" + std::to_string(n);
+      constraints = "l";
+    } else {
+      text += "{";
+      for (size_t j = 0; j < a.size(); ++j) {
+        text += (j ? ", $" : "$") + std::to_string(n + static_cast<int>(j));
+        constraints += j ? ",r" : "r";
+      }
+      text += "}";
+    }
+    text += ", $" + std::to_string(n + args - 2) + ", p, 1, 1";
     if (!tf32) text += std::string(", ") + (p_.a.k_major ? "0" : "1") + ", " + (p_.b.k_major ? "0" : "1");
     text += "; }";
-    accumulator_asm(acc, text, "l,l,r", {a_desc, b_desc, accumulate});
+    std::vector<llvm::Value*> operands = a;
+    operands.push_back(b_desc);
+    operands.push_back(accumulate);
+    accumulator_asm(acc, text, constraints + ",l,r", operands);
+  }
+
+  // Where register j of this thread's first-factor fragment for wgmma step
+  // 0 lies in the tile of A (MN-major, swizzled; wgmma_layout.hpp), from
+  // the tile's first byte: i32. Step k's is kStepRows * kRowBytes * k bytes
+  // on: its depth steps are 8 rows further, which the swizzle leaves alone.
+  static constexpr int kStepRows = wgmma::kStepBytes / 4;
+  static constexpr int kRegisterSteps = 2;
+  llvm::Value* fragment_offset(llvm::Value* consumer, llvm::Value* thread, int j) {
+    // register_fragment_row/depth with the thread's part as IR values.
+    llvm::Value* side = b_.CreateAdd(b_.CreateAdd(b_.CreateMul(consumer, i32(64)), b_.CreateMul(b_.CreateLShr(thread, 5), i32(16))),
+                                     b_.CreateAdd(b_.CreateLShr(b_.CreateAnd(thread, i32(31)), 2), i32(8 * (j % 2))));
+    llvm::Value* depth = b_.CreateAdd(b_.CreateAnd(thread, i32(3)), i32(4 * (j / 2)));
+    // tile_offset(false, tile_depth, 4, side, depth), then swizzle128.
+    int per_chunk = wgmma::kRowBytes / 4;
+    llvm::Value* offset = b_.CreateAdd(b_.CreateAdd(b_.CreateMul(b_.CreateUDiv(side, i32(per_chunk)), i32(p_.tile_depth * wgmma::kRowBytes)),
+                                                    b_.CreateMul(depth, i32(wgmma::kRowBytes))),
+                                       b_.CreateMul(b_.CreateURem(side, i32(per_chunk)), i32(4)));
+    return b_.CreateXor(offset, b_.CreateShl(b_.CreateAnd(b_.CreateLShr(offset, 7), i32(7)), 4));
+  }
+
+  // One fragment register: the f32 at `address` (shared) rounded to TF32.
+  llvm::Value* load_tf32(llvm::Value* address) {
+    return asm_value(b_.getInt32Ty(), "{ .reg .f32 f; ld.shared.f32 f, [$1]; cvt.rna.tf32.f32 $0, f; }", "=r,r", {address});
   }
 
   // Runs `text` with the accumulators as tied in-out operands ($0..$n-1),
@@ -314,27 +363,56 @@ class WarpgroupProductEmitter {
       llvm::Value* field = b_.CreateLShr(b_.CreateAnd(b_.CreateZExt(address, b_.getInt64Ty()), b_.getInt64(0x3FFFF)), 4);
       return b_.CreateOr(field, b_.getInt64(wgmma::descriptor(0, d.leading, d.stride)));
     };
+    // The first factor's fragments: each register's offset in the tile at
+    // step 0, the same for every stage.
+    std::vector<llvm::Value*> fragments;
+    if (a_in_registers())
+      for (int j = 0; j < wgmma::kRegisterFragments; ++j) fragments.push_back(fragment_offset(consumer, thread, j));
     for_each_tile([&](llvm::Value* t, llvm::Value* it0) {
-      Tile tile = tile_of(t);
       llvm::Value* it_end = for_each_depth_step(it0, [&](llvm::Value* kt, llvm::Value* it) {
         llvm::Value* s = stage_of(it);
         wait(full(s), parity_of(it));
-        asm_void("wgmma.fence.sync.aligned;", "", {});
         llvm::Value* a0 = b_.CreateAdd(a_tile(s), a_part);
         llvm::Value* b0 = b_tile(s);
-        for (int k = 0; k < steps; ++k) {
-          llvm::Value* accumulate = k == 0 ? b_.CreateZExt(b_.CreateICmpNE(kt, i32(0)), b_.getInt32Ty()) : i32(1);
-          mma(acc, desc(b_.CreateAdd(a0, i32(static_cast<int32_t>(k * da.step_bytes))), da),
-              desc(b_.CreateAdd(b0, i32(static_cast<int32_t>(k * db.step_bytes))), db), accumulate);
+        auto accumulate = [&](int k) { return k == 0 ? b_.CreateZExt(b_.CreateICmpNE(kt, i32(0)), b_.getInt32Ty()) : i32(1); };
+        if (a_in_registers()) {
+          // kRegisterSteps wgmma steps at a time: their fragments, the
+          // wgmmas, then a wait for them, since the next ones rewrite the
+          // registers these read (the other consumer warpgroup keeps the
+          // matrix units busy meanwhile). Fewer steps in registers at once
+          // leave the 64 x 256 accumulators room.
+          for (int k0 = 0; k0 < steps; k0 += kRegisterSteps) {
+            int k1 = std::min(steps, k0 + kRegisterSteps);
+            std::vector<std::vector<llvm::Value*>> a(static_cast<size_t>(k1 - k0));
+            for (llvm::Value* offset : fragments) {
+              llvm::Value* at = b_.CreateAdd(a_tile(s), offset);
+              for (int k = k0; k < k1; ++k) a[static_cast<size_t>(k - k0)].push_back(load_tf32(b_.CreateAdd(at, i32(k * kStepRows * wgmma::kRowBytes))));
+            }
+            asm_void("wgmma.fence.sync.aligned;", "", {});
+            for (int k = k0; k < k1; ++k)
+              mma(acc, a[static_cast<size_t>(k - k0)], desc(b_.CreateAdd(b0, i32(static_cast<int32_t>(k * db.step_bytes))), db), accumulate(k));
+            asm_void("wgmma.commit_group.sync.aligned;", "", {});
+            accumulator_asm(acc, "wgmma.wait_group.sync.aligned 0;", "", {});
+          }
+          // The stage is read whole.
+          release(s, lane);
+          return;
         }
+        asm_void("wgmma.fence.sync.aligned;", "", {});
+        for (int k = 0; k < steps; ++k)
+          mma(acc, {desc(b_.CreateAdd(a0, i32(static_cast<int32_t>(k * da.step_bytes))), da)},
+              desc(b_.CreateAdd(b0, i32(static_cast<int32_t>(k * db.step_bytes))), db), accumulate(k));
         asm_void("wgmma.commit_group.sync.aligned;", "", {});
         // The previous step's products are done: its stage goes back.
         accumulator_asm(acc, "wgmma.wait_group.sync.aligned 1;", "", {});
         if_then(b_.CreateICmpNE(kt, i32(0)), "wgp.previous", [&] { release(stage_of(b_.CreateSub(it, i32(1))), lane); });
       });
-      accumulator_asm(acc, "wgmma.wait_group.sync.aligned 0;", "", {});
-      release(stage_of(b_.CreateSub(it_end, i32(1))), lane);
-      epilogue(acc, tile, consumer, thread);
+      if (!a_in_registers()) {
+        accumulator_asm(acc, "wgmma.wait_group.sync.aligned 0;", "", {});
+        release(stage_of(b_.CreateSub(it_end, i32(1))), lane);
+      }
+      // The tile's place, found only now: no register holds it through the steps.
+      epilogue(acc, tile_of(t), consumer, thread);
       return it_end;
     });
   }

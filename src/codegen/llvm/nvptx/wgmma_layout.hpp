@@ -67,6 +67,14 @@ constexpr uint32_t tile_offset(bool k_major, int depth, int size, int s, int d) 
 constexpr int accumulator_row(int t, int i) { return 16 * (t / 32) + (t % 32) / 4 + 8 * ((i / 2) % 2); }
 constexpr int accumulator_col(int t, int i) { return 8 * (i / 4) + 2 * (t % 4) + i % 2; }
 
+// A first factor in registers (TF32, m64nNk8): register j (0..3) of
+// thread t holds row register_fragment_row(t, j) and depth step
+// register_fragment_depth(t, j) of the 64 x 8 operand: warp t / 32 rows
+// 16w..16w+15, lanes a row and a step of it, the row 8 below and 4 steps on.
+constexpr int kRegisterFragments = 4;
+constexpr int register_fragment_row(int t, int j) { return 16 * (t / 32) + (t % 32) / 4 + 8 * (j % 2); }
+constexpr int register_fragment_depth(int t, int j) { return t % 4 + 4 * (j / 2); }
+
 // The stage a warpgroup product's k-th tile step uses, and the parity of
 // that stage's barrier phase it waits for, over a ring of `stages`.
 constexpr int ring_stage(int64_t step, int stages) { return static_cast<int>(step % stages); }
