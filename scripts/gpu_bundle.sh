@@ -37,7 +37,7 @@ cp examples/*.zynml "$root/examples/"
 mkdir -p "$root/examples/tiny_lm/data" "$root/tests/api/data"
 cp examples/tiny_lm/data/*.txt "$root/examples/tiny_lm/data/"
 cp tests/api/data/*.zynml "$root/tests/api/data/"
-cp bench/compare_gpu.py bench/performance_doc.py "$root/bench/"
+cp bench/compare_gpu.py bench/compare_fusion.py bench/performance_doc.py "$root/bench/"
 # What `run.sh python` needs to build the Python extension there, for the
 # machine's own python3, against lib/libzyntax.so.0.1: its sources, the
 # public headers and DLPack's (Debian's libdlpack-dev), the package, the suite.

@@ -2,7 +2,7 @@
 # In the GPU bundle (scripts/gpu_bundle.sh): runs on the GPU machine.
 #   run.sh test OUTDIR    the GPU parity suites: every parity case on cuda:0 against the
 #                         reference executor, every test program on cuda:0 against NumPy
-#   run.sh bench OUTDIR   bench/compare_gpu.py: zyntax beside PyTorch and Triton
+#   run.sh bench OUTDIR   bench/compare_gpu.py: zyntax beside PyTorch and Triton; bench/compare_fusion.py on cuda:0
 #   run.sh vulkan OUTDIR  the Vulkan suites on the machine's Vulkan driver (NVIDIA's, where
 #                         its ICD or its library is there): parity, f64 math, program suite
 #   run.sh python OUTDIR  the Python suite (python/tests) on cpu and cuda:0, torch CUDA tensors
@@ -124,5 +124,8 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 bench/compare_gpu.py --bench bin/zyntax_gpu_bench --results "$out" --performance "$out/performance.md" \
     > "$out/bench.txt" 2>&1 || status=1
   tail -n 40 "$out/bench.txt"
+  # Chains of blocks fused and not, beside their one-block forms, on the GPU.
+  python3 bench/compare_fusion.py --zyntax bin/zyntax --devices cuda:0 --out "$out/fusion.md" > "$out/fusion.txt" 2>&1 || status=1
+  tail -n 12 "$out/fusion.txt"
 fi
 exit $status
