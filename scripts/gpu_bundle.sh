@@ -36,6 +36,7 @@ cp -r tests/programs "$root/tests/"
 cp examples/*.zynml "$root/examples/"
 mkdir -p "$root/examples/tiny_lm/data" "$root/tests/api/data"
 cp examples/tiny_lm/data/*.txt "$root/examples/tiny_lm/data/"
+cp tests/api/*.zynml "$root/tests/api/"
 cp tests/api/data/*.zynml "$root/tests/api/data/"
 cp bench/compare_gpu.py bench/compare_fusion.py bench/performance_doc.py "$root/bench/"
 # What `run.sh python` needs to build the Python extension there, for the
