@@ -56,14 +56,17 @@ llvm::Value* Emitter::to_memory(DType t, llvm::Value* v) {
   }
 }
 
-// f32 → bf16 bits, round to nearest even; NaN stays a quiet NaN.
+// f32 → bf16 bits, round to nearest even (the target's instruction where
+// it has one); NaN stays a quiet NaN with its sign and leading payload.
 llvm::Value* Emitter::bf16_bits(llvm::Value* f) {
   llvm::Value* bits = b_.CreateBitCast(f, b_.getInt32Ty());
-  llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), 1);
-  llvm::Value* rounded = b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(b_.getInt32(0x7FFF), lsb)), 16);
-  llvm::Value* nan = b_.CreateOr(b_.CreateLShr(bits, 16), b_.getInt32(0x40));
-  llvm::Value* is_nan = b_.CreateFCmpUNO(f, f);
-  return b_.CreateTrunc(b_.CreateSelect(is_nan, nan, rounded), b_.getInt16Ty());
+  llvm::Value* rounded = target_.bf16_rounded(b_, f);
+  if (!rounded) {
+    llvm::Value* lsb = b_.CreateAnd(b_.CreateLShr(bits, 16), 1);
+    rounded = b_.CreateTrunc(b_.CreateLShr(b_.CreateAdd(bits, b_.CreateAdd(b_.getInt32(0x7FFF), lsb)), 16), b_.getInt16Ty());
+  }
+  llvm::Value* nan = b_.CreateTrunc(b_.CreateOr(b_.CreateLShr(bits, 16), b_.getInt32(0x40)), b_.getInt16Ty());
+  return b_.CreateSelect(b_.CreateFCmpUNO(f, f), nan, rounded);
 }
 
 // Rounds an f32 register to the precision of f16/bf16.

@@ -46,6 +46,10 @@ class LlvmTarget {
   virtual llvm::FunctionCallee integer_power(Emitter& e, llvm::FunctionType* type) const = 0;
   // Whether loops a schedule marks vectorized get LLVM's vectorizer hints.
   virtual bool vectorize_hints() const { return false; }
+  // An f32 rounded to nearest even as bf16 bits (i16) by the target's own
+  // instruction, or null where the emitter writes the rounding out (it
+  // keeps NaNs its own way either way).
+  virtual llvm::Value* bf16_rounded(llvm::IRBuilder<>& b, llvm::Value* f) const { return nullptr; }
 
   // ---- GPU targets only (gpu() is set)
 

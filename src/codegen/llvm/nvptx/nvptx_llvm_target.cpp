@@ -10,6 +10,7 @@
 #include "codegen/llvm/emitter.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/nvptx/tensor_map_args.hpp"
+#include "codegen/llvm/nvptx/nvptx_target.hpp"
 #include "codegen/llvm/nvptx/tile_mma.hpp"
 #include "plan/gpu_plan.hpp"
 
@@ -321,6 +322,16 @@ llvm::FunctionCallee NvptxLlvmTarget::integer_power(Emitter& em, llvm::FunctionT
   b.SetInsertPoint(done);
   b.CreateRet(r);
   return {fty, f};
+}
+
+}  // namespace zyntax::codegen
+
+namespace zyntax::codegen {
+
+llvm::Value* NvptxLlvmTarget::bf16_rounded(llvm::IRBuilder<>& b, llvm::Value* f) const {
+  std::optional<NvptxArch> arch = parse_nvptx_arch(target_.arch);
+  if (!arch || arch->capability < 80) return nullptr;  // LLVM writes it out before sm_80
+  return b.CreateBitCast(b.CreateFPTrunc(f, b.getBFloatTy()), b.getInt16Ty());
 }
 
 }  // namespace zyntax::codegen

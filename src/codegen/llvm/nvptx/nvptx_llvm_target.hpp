@@ -20,6 +20,8 @@ class NvptxLlvmTarget : public LlvmTarget {
   // NVPTX's frem is not exact; libdevice's fmod is.
   bool exact_float_remainder() const override { return false; }
   llvm::FunctionCallee integer_power(Emitter& e, llvm::FunctionType* type) const override;
+  // cvt.rn.bf16.f32 from sm_80.
+  llvm::Value* bf16_rounded(llvm::IRBuilder<>& b, llvm::Value* f) const override;
 
   unsigned global_address_space() const override { return 1; }
   unsigned shared_address_space() const override { return 3; }
