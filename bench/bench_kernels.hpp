@@ -59,44 +59,27 @@ def f(A: tensor[M, K, f32], B: tensor[N, K, f32]) {
     }
 })";
 
-inline const char* kMatmulBf16 = R"(
-def f(A: tensor[M, K, bf16], B: tensor[K, N, bf16]) {
-    return compute(A, B) {
-        @kernel matmul
-        for i in 0..M, j in 0..N:
-            var sum: f32 = 0.0
-            for k in 0..K:
-                sum += f32(A[i, k]) * f32(B[k, j])
-            out[i, j] = sum
-    }
-})";
-
-// bf16 factors and a bf16 result (f32 sums rounded once at the store), as
-// torch.mm of bf16 tensors writes it.
-inline const char* kMatmulBf16Out = R"(
-def f(A: tensor[M, K, bf16], B: tensor[K, N, bf16]) {
-    return compute(A, B) {
-        @kernel matmul
-        for i in 0..M, j in 0..N:
-            var sum: f32 = 0.0
-            for k in 0..K:
-                sum += f32(A[i, k]) * f32(B[k, j])
-            out[i, j] = bf16(sum)
-    }
-})";
-
-// f16 factors, the same way (exact products, f32 sums).
-inline const char* kMatmulF16 = R"(
-def f(A: tensor[M, K, f16], B: tensor[K, N, f16]) {
-    return compute(A, B) {
-        @kernel matmul
-        for i in 0..M, j in 0..N:
-            var sum: f32 = 0.0
-            for k in 0..K:
-                sum += f32(A[i, k]) * f32(B[k, j])
-            out[i, j] = sum
-    }
-})";
+// A product of f16 or bf16 factors widened to f32 sums (exact products),
+// its result stored as `result`: the sum itself (an f32 result) or rounded
+// to a narrower type once, at the store.
+inline std::string widened_matmul_source(const std::string& factors, const std::string& result) {
+  return "\ndef f(A: tensor[M, K, " + factors + "], B: tensor[K, N, " + factors + "]) {\n"
+         "    return compute(A, B) {\n"
+         "        @kernel matmul\n"
+         "        for i in 0..M, j in 0..N:\n"
+         "            var sum: f32 = 0.0\n"
+         "            for k in 0..K:\n"
+         "                sum += f32(A[i, k]) * f32(B[k, j])\n"
+         "            out[i, j] = " + result + "\n"
+         "    }\n"
+         "}";
+}
+inline const std::string kMatmulBf16Source = widened_matmul_source("bf16", "sum");
+inline const std::string kMatmulBf16OutSource = widened_matmul_source("bf16", "bf16(sum)");  // as torch.mm of bf16 writes it
+inline const std::string kMatmulF16Source = widened_matmul_source("f16", "sum");
+inline const char* kMatmulBf16 = kMatmulBf16Source.c_str();
+inline const char* kMatmulBf16Out = kMatmulBf16OutSource.c_str();
+inline const char* kMatmulF16 = kMatmulF16Source.c_str();
 
 // The erf form through the builtin, as PyTorch's default F.gelu.
 inline const char* kGeluErf = R"(

@@ -31,12 +31,17 @@ inline std::vector<Tensor> absolute(const std::vector<Tensor>& ts, size_t count 
   return out;
 }
 
-// |got - want| <= 1e-4 * scale + 1e-6 element-wise; NaN and infinities exactly where want has them.
+// |got - want| <= 1e-4 * scale + 1e-6 element-wise, plus one unit in the
+// last place of a result narrower than f32 (two f32 sums a little apart may
+// round to neighbouring bf16 or f16 values); NaN and infinities exactly
+// where want has them.
 inline void expect_close(const Tensor& got, const Tensor& want, const Tensor& scale, const std::string& what) {
   ASSERT_EQ(got.shape(), want.shape()) << what;
+  int mantissa = want.dtype() == DType::BF16 ? 7 : want.dtype() == DType::F16 ? 10 : 0;
   int reported = 0;
   for (int64_t e = 0; e < want.numel() && reported < 5; ++e) {
     double g = got.get(e).f, w = want.get(e).f, bound = 1e-4 * scale.get(e).f + 1e-6;
+    if (mantissa) bound += std::ldexp(std::fabs(w), -mantissa);
     bool ok = std::isnan(w) ? std::isnan(g) : std::isinf(w) ? g == w : std::fabs(g - w) <= bound;
     if (!ok) {
       ADD_FAILURE() << what << ": element " << e << " is " << g << ", the reference has " << w << " (bound " << bound << ")";

@@ -67,6 +67,14 @@ const char* kSharedB =
     " for g in 0..G, i in 0..M, j in 0..N:\n  var sum = 0.0\n  for k in 0..K:\n   sum += A[g, i, k] * B[k, j]\n"
     "  out[g, i, j] = sum\n }\n}";
 
+// A narrower result: the sums in a task's block of f32, rounded once at the store.
+const char* kBf16Result =
+    "def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {\n return compute(A, B) {\n @kernel matmul\n"
+    " for i in 0..M, j in 0..N:\n  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n  out[i, j] = bf16(sum)\n }\n}";
+const char* kF16Result =
+    "def f(A: tensor[M, K, f32], B: tensor[K, N, f32], bias: tensor[N, f32]) {\n return compute(A, B, bias) {\n @kernel matmul\n"
+    " for i in 0..M, j in 0..N:\n  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n  out[i, j] = f16(sum + bias[j])\n }\n}";
+
 const Form kForms[] = {
     {"plain", kPlain, kPlain},
     {"b_transposed", kTransposedB, kTransposedB, false, true},
@@ -74,6 +82,8 @@ const Form kForms[] = {
     {"batched", kBatched, kBatched, true},
     {"bias_relu", kBiasRelu, kPlain, false, false, false, 1},
     {"shared_b", kSharedB, kSharedB, true, false, false, 0, true},
+    {"bf16_result", kBf16Result, kPlain},
+    {"f16_result_with_bias", kF16Result, kPlain, false, false, false, 1},
 };
 
 struct Size {

@@ -80,8 +80,8 @@ std::optional<InPlace> find_in_place(const Kernel& kernel, const Expr& factor, b
 class Builder {
  public:
   Builder(const ProductForm& m, std::optional<InPlace> a, std::optional<InPlace> b, std::optional<SlidingWindow> window,
-          const MatMulSchedule& s)
-      : m_(m), a_(std::move(a)), b_(std::move(b)), window_(std::move(window)), s_(s) {}
+          const MatMulSchedule& s, DType output_dtype)
+      : m_(m), a_(std::move(a)), b_(std::move(b)), window_(std::move(window)), s_(s), output_dtype_(output_dtype) {}
 
   Block build(const std::string& out) {
     // With a sliding window, the columns are its virtual pixels.
@@ -141,7 +141,9 @@ class Builder {
     // A window's sums go to a block of the task's rows by NC virtual pixels,
     // kept to 512 KiB, from which the epilogue takes the real ones.
     const int64_t task_rows = ceil_div(PM, gm) * MR;
-    if (window_) NC = std::clamp<int64_t>((int64_t{128} << 10) / task_rows / NR * NR, NR, NC);
+    // A narrow output's sums likewise go to a task's block, kept to 512 KiB.
+    const bool narrow = output_dtype_ != DType::F32;
+    if (window_ || narrow) NC = std::clamp<int64_t>((int64_t{128} << 10) / task_rows / NR * NR, NR, NC);
     Expr t = var("t%mm");
     Block task;
     task.push_back(make_let("bt%mm", t / i64(gm * gn)));
@@ -167,6 +169,7 @@ class Builder {
     } else if (!b_) {
       task.push_back(make_allocate("bp%mm", Type::tensor(DType::F32, {i64(NC * KC)}), MemorySpace::Local));
     }
+    if (narrow) task.push_back(make_allocate("cs%mm", Type::tensor(DType::F32, {i64(task_rows * NC)}), MemorySpace::Local));
 
     // One NC-wide column block of the task.
     Block column;
@@ -189,12 +192,12 @@ class Builder {
     std::string c_name = out;
     Expr ldc = i64(N);
     RowTable b_rows;
-    if (window_) {
-      c_name = "ct%mm";
+    if (window_ || narrow) {
+      c_name = window_ ? "ct%mm" : "cs%mm";
       at = {(row0 - var("i0%mm")) * i64(NC) + var("jp%mm") * i64(NR)};
       ldc = i64(NC);
-      b_rows = {"ko%mm", var("pc%mm"), window_->max_offset(m_)};
     }
+    if (window_) b_rows = {"ko%mm", var("pc%mm"), window_->max_offset(m_)};
     // A in place: rows row_stride apart, k steps adjacent; packed: the reverse, MR apart.
     std::string a_name = a_ ? a_->buffer : std::string("ap%mm");
     Expr a_offset = a_ ? a_->base + row0 * i64(a_->outer_stride) + var("pc%mm") : var("ip%mm") * i64(KC * MR);
@@ -216,6 +219,8 @@ class Builder {
     if (window_) {
       window_epilogue(column, out, NC, task_rows * NC);
       fill_window(blocked, static_cast<int>(NR / 2));
+    } else if (narrow) {
+      narrow_epilogue(column, out, NC, task_rows * NC);
     } else {
       epilogue(column, out);
     }
@@ -407,6 +412,23 @@ class Builder {
     out.push_back(make_for("ie%mm", var("i0%mm"), var("i1%mm"), i64(1), {over_j}));
   }
 
+  // out[b.., i.., j..] = f(sums + init) over the column block, the sums
+  // taken from the task's block of them in cs%mm (`sums` long): an output
+  // narrower than f32, rounded once, at its store.
+  void narrow_epilogue(Block& out, const std::string& buffer, int64_t NC, int64_t sums) {
+    Substitution at = over(m_.rows, "ie%mm");
+    for (auto& [name, value] : over(m_.cols, "je%mm")) at[name] = value;
+    std::vector<AxisSel> axes;
+    for (const AxisSel& a : m_.store->axes) axes.push_back(AxisSel::at(substitute(a.index, at)));
+    Expr sum = make_access("cs%mm", Type::tensor(DType::F32, {i64(sums)}),
+                           {AxisSel::at((var("ie%mm") - var("i0%mm")) * i64(NC) + var("je%mm") - var("jc%mm"))});
+    if (m_.init.defined()) sum = sum + substitute(m_.init, at);
+    at[m_.sum->name] = var_f32("sum%mm");
+    Block body = {make_let("sum%mm", sum), make_store(buffer, axes, substitute(m_.store->value, at), m_.store->span)};
+    Stmt over_j = make_for("je%mm", var("jc%mm"), var("jc%mm") + var("jn%mm"), i64(1), body);
+    out.push_back(make_for("ie%mm", var("i0%mm"), var("i1%mm"), i64(1), {over_j}));
+  }
+
   // for flat in lo..hi over a loop group, as runs of its last loop: in each
   // run the flat index and the last loop's variable step together, so the
   // body's addresses are affine in the run's loop (they vectorise) and the
@@ -568,6 +590,7 @@ class Builder {
   std::optional<InPlace> a_, b_;
   std::optional<SlidingWindow> window_;
   const MatMulSchedule& s_;
+  DType output_dtype_;
   int counter_ = 0;
 };
 
@@ -592,8 +615,12 @@ MatMulSchedule cpu_matmul_schedule(int vector_bits, int threads) {
 
 std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s) {
   std::optional<ProductForm> m = match_product(k);
-  // The blocks sum into the output itself.
-  if (!m || k.output().type.dtype != DType::F32) return std::nullopt;
+  if (!m) return std::nullopt;
+  // The blocks sum into an f32 output itself; for a narrower one, into a
+  // task's block of f32 sums that the epilogue rounds into the output
+  // (products of one column loop, not read as a sliding window).
+  bool narrow = k.output().type.dtype != DType::F32;
+  if (narrow && m->cols.loops.size() != 1) return std::nullopt;
   int64_t M = m->rows.size(), N = m->cols.size();
   if (M < 4 || N < 4 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(m->depth.size()) < s.min_flops)
     return std::nullopt;
@@ -604,8 +631,8 @@ std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s) 
   // are not real (7 of every 9 for a 7x7 image and a 3x3 window still gains:
   // 1x512x7^2 from 1.5 to 1.0-1.15 ms, packing nothing).
   std::optional<SlidingWindow> window = find_sliding_window(*m);
-  if (window && window->useful(*m) < s.min_window_use) window.reset();
-  out.body = Builder(*m, std::move(a), std::move(b), std::move(window), s).build(k.output().name);
+  if (window && (narrow || window->useful(*m) < s.min_window_use)) window.reset();
+  out.body = Builder(*m, std::move(a), std::move(b), std::move(window), s, k.output().type.dtype).build(k.output().name);
   out = simplify(out);
   verify_or_throw(out, "schedule_matmul");
   return out;
