@@ -18,10 +18,11 @@ constexpr int kStages = 3;  // depth steps in flight with asynchronous copies
 struct Tiles {
   int64_t bm, bn, bk, tm, tn;
 };
-constexpr Tiles kLarge{128, 128, 8, 8, 8};  // 64 accumulators and 16 shared loads per 64 FMAs
+constexpr Tiles kLarge{128, 128, 8, 8, 8};  // 64 accumulators; per depth index 8 reads of xs (paired over two) and 2 vectors of ys per 64 FMAs
 constexpr Tiles kSmall{64, 64, 16, 4, 4};   // products under 128 rows or columns
 static_assert((kLarge.bm / kLarge.tm) * (kLarge.bn / kLarge.tn) == T && (kSmall.bm / kSmall.tm) * (kSmall.bn / kSmall.tn) == T,
               "a thread per block of the tile");
+static_assert(kLarge.tn % 4 == 0 && kSmall.tn % 4 == 0, "a thread's columns come in runs of 4");
 
 Expr f32(double v) { return FloatImm::make(v, DType::F32); }
 
@@ -90,12 +91,21 @@ class Scheduler {
   Stmt per_element(const std::string& rt, const std::string& ct, int64_t M, int64_t N, Body body) {
     std::string t = fresh_("t%mm"), e = fresh_("e%mm"), row = fresh_("row%mm"), col = fresh_("col%mm");
     Block inner = {make_let(row, index_var(rt) * i64(BM) + index_var(t) / i64(TX) + (index_var(e) / i64(TN)) * i64(TY)),
-                   make_let(col, index_var(ct) * i64(BN) + mod(index_var(t), TX) + mod(index_var(e), TN) * i64(TX))};
+                   make_let(col, index_var(ct) * i64(BN) + column(index_var(t), mod(index_var(e), TN)))};
     Substitution at = m_.rows.at(index_var(row));
     for (auto& [name, value] : m_.cols.at(index_var(col))) at[name] = value;
     inner.push_back(make_if(both(less_than(index_var(row), i64(M)), less_than(index_var(col), i64(N))), body(t, index_var(e), at)));
     Stmt elements = make_for(e, i64(0), i64(TM * TN), i64(1), std::move(inner), LoopKind::Unrolled, TM * TN, span());
     return make_for(t, i64(0), i64(T), i64(1), {elements}, LoopKind::GpuThread, 0, span());
+  }
+
+  // The tile column of thread t's b-th column: runs of kRun adjacent
+  // columns, a thread's runs TX * kRun apart, so that its reads of a row of
+  // ys are 16-byte vectors (and its stores of the output too), a warp's
+  // together consecutive.
+  static constexpr int64_t kRun = 4;
+  Expr column(const Expr& t, const Expr& b) const {
+    return (b / i64(kRun)) * i64(TX * kRun) + mod(t, TX) * i64(kRun) + mod(b, kRun);
   }
 
   // A factor's tile of a depth step: element (side s, depth d) at
@@ -125,7 +135,7 @@ class Scheduler {
       std::string kk = fresh_("kk%mm"), a = fresh_("a%mm"), b = fresh_("b%mm");
       std::vector<AxisSel> cell = {AxisSel::at(index_var(t)), AxisSel::at(index_var(a) * i64(TN) + index_var(b))};
       Expr x = make_access(xs, xs_type, {AxisSel::at((index_var(t) / i64(TX) + index_var(a) * i64(TY)) * i64(LDX) + index_var(kk))});
-      Expr y = make_access(ys, ys_type, {AxisSel::at(index_var(kk) * i64(BN) + mod(index_var(t), TX) + index_var(b) * i64(TX))});
+      Expr y = make_access(ys, ys_type, {AxisSel::at(index_var(kk) * i64(BN) + column(index_var(t), index_var(b)))});
       Expr sum = Math::make(MathFn::Fma, {x, y, make_access(acc, acc_type, cell)});
       if (!gs.empty()) {
         const Access& guarded = *(m_.guard_on_x ? x : y).as<Access>();

@@ -16,7 +16,7 @@
 //       gpu_thread: xs[r * (BK + 4) + kk] = X at (row r, depth k0 + kk)   (0 past the edges)
 //       gpu_thread: ys[kk * BN + c] = Y at (column c, depth k0 + kk)
 //       barrier
-//       gpu_thread: for kk: for a, b: acc[t, a*TN + b] = fma(xs[(ty + 16a) * (BK + 4) + kk], ys[kk*BN + tx + 16b], acc[t, a*TN + b])
+//       gpu_thread: for kk: for a, b: acc[t, a*TN + b] = fma(xs[(ty + 16a) * (BK + 4) + kk], ys[kk*BN + col(tx, b)], acc[t, a*TN + b])
 //       barrier
 //     gpu_thread: out[row, col] = f(acc[t, a*TN + b]) where row < M, col < N
 //
@@ -31,8 +31,9 @@
 // is 0 where it fails, never read out of bounds), and a term whose guard
 // failed leaves the accumulator as it is: exactly the original's skipped
 // term, whatever the other factor holds.
-// Thread (ty, tx) owns rows ty + 16a and columns tx + 16b, so a warp's
-// reads of ys and its stores of the output are consecutive. Each element
+// Thread (ty, tx) owns rows ty + 16a and the columns of runs of four,
+// 4tx + 64(b / 4) + b % 4, so that it reads a row of ys and stores the
+// output 16 bytes at a time, a warp's reads and stores consecutive. Each element
 // still adds its products in k order from the same start, each product and
 // sum rounded once (a fused multiply-add), as the CPU's products do: within
 // the rounding of the reference's separate product and sum. X is loaded
