@@ -617,10 +617,9 @@ std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s) 
   std::optional<ProductForm> m = match_product(k);
   if (!m) return std::nullopt;
   // The blocks sum into an f32 output itself; for a narrower one, into a
-  // task's block of f32 sums that the epilogue rounds into the output
-  // (products of one column loop, not read as a sliding window).
+  // task's block of f32 sums that the epilogue rounds into the output (B
+  // packed: not read as a sliding window).
   bool narrow = k.output().type.dtype != DType::F32;
-  if (narrow && m->cols.loops.size() != 1) return std::nullopt;
   int64_t M = m->rows.size(), N = m->cols.size();
   if (M < 4 || N < 4 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(m->depth.size()) < s.min_flops)
     return std::nullopt;

@@ -26,7 +26,7 @@
 // (an implicit GEMM), into a block of sums from which the epilogue stores
 // the real pixels. An output narrower than f32 (bf16, f16) gets its sums
 // in a task's block of f32 the same way, rounded once at the epilogue's
-// store (products with one column loop).
+// store (B then packed, not read as a sliding window).
 // The sums are multiply-adds in k order, like the reference's,
 // fused where the target has FMA, so results agree within rounding. A guarded
 // product is exact as long as the other factor is finite; each task checks
