@@ -248,63 +248,66 @@ struct Barrier {
   }
 };
 
+// `registers`: a TF32 first factor read into registers, where each step
+// waits for its own wgmmas and releases its stage at once.
 TEST(WgmmaLayout, StageRingKeepsEveryStepsDataForEveryCountOfSteps) {
   std::mt19937 rng(11);
   const int stages = 4, consumers = 2, warps = 4 * consumers;
-  for (int steps_per_tile = 1; steps_per_tile <= 9; ++steps_per_tile)
-    for (int tiles = 1; tiles <= 3; ++tiles)
-      for (int trial = 0; trial < 20; ++trial) {
-        std::vector<Barrier> full(stages), empty(stages);
-        for (Barrier& b : empty) b.count = warps;
-        std::vector<int> data(stages, -1);    // which step's tiles a stage holds
-        std::vector<int> readers(stages, 0);  // warps still reading a stage
-        int total = steps_per_tile * tiles, produced = 0;
-        // Each consumer warp: its step, and whether it has issued that step
-        // (waiting for the previous one's products before releasing it).
-        std::vector<int> step(warps, 0);
-        std::vector<int> pending(warps, -1);  // a step issued, its stage not yet released
-        int idle = 0;
-        while (idle < 1000) {
-          bool moved = false;
-          int who = std::uniform_int_distribution<int>(-1, warps - 1)(rng);
-          if (who < 0) {
-            if (produced < total) {
-              int s = w::ring_stage(produced, stages);
-              if (empty[s].passes(w::ring_parity(produced, stages) ^ 1u)) {
-                ASSERT_EQ(readers[s], 0) << "a copy over a stage still read";
-                data[s] = produced;
-                full[s].arrive();  // expect_tx and the bytes landing
-                ++produced;
+  for (bool registers : {false, true})
+    for (int steps_per_tile = 1; steps_per_tile <= 9; ++steps_per_tile)
+      for (int tiles = 1; tiles <= 3; ++tiles)
+        for (int trial = 0; trial < 20; ++trial) {
+          std::vector<Barrier> full(stages), empty(stages);
+          for (Barrier& b : empty) b.count = warps;
+          std::vector<int> data(stages, -1);    // which step's tiles a stage holds
+          std::vector<int> readers(stages, 0);  // warps still reading a stage
+          int total = steps_per_tile * tiles, produced = 0;
+          // Each consumer warp: its step, and whether it has issued that step
+          // (waiting for the previous one's products before releasing it).
+          std::vector<int> step(warps, 0);
+          std::vector<int> pending(warps, -1);  // a step issued, its stage not yet released
+          int idle = 0;
+          while (idle < 1000) {
+            bool moved = false;
+            int who = std::uniform_int_distribution<int>(-1, warps - 1)(rng);
+            if (who < 0) {
+              if (produced < total) {
+                int s = w::ring_stage(produced, stages);
+                if (empty[s].passes(w::ring_parity(produced, stages) ^ 1u)) {
+                  ASSERT_EQ(readers[s], 0) << "a copy over a stage still read";
+                  data[s] = produced;
+                  full[s].arrive();  // expect_tx and the bytes landing
+                  ++produced;
+                  moved = true;
+                }
+              }
+            } else if (step[who] < total) {
+              int it = step[who], s = w::ring_stage(it, stages);
+              if (full[s].passes(w::ring_parity(it, stages))) {
+                ASSERT_EQ(data[s], it) << "a step read another step's tiles";
+                ++readers[s];
+                // wait_group 1: the previous step's products are done, its stage released
+                // (within a tile; the last step of a tile waits for all at the tile's end).
+                if (pending[who] >= 0) {
+                  int ps = w::ring_stage(pending[who], stages);
+                  --readers[ps];
+                  empty[ps].arrive();
+                }
+                pending[who] = it;
+                if (registers || (it + 1) % steps_per_tile == 0) {  // wait_group 0: after each step, or the tile's last
+                  --readers[s];
+                  empty[s].arrive();
+                  pending[who] = -1;
+                }
+                ++step[who];
                 moved = true;
               }
             }
-          } else if (step[who] < total) {
-            int it = step[who], s = w::ring_stage(it, stages);
-            if (full[s].passes(w::ring_parity(it, stages))) {
-              ASSERT_EQ(data[s], it) << "a step read another step's tiles";
-              ++readers[s];
-              // wait_group 1: the previous step's products are done, its stage released
-              // (within a tile; the last step of a tile waits for all at the tile's end).
-              if (pending[who] >= 0) {
-                int ps = w::ring_stage(pending[who], stages);
-                --readers[ps];
-                empty[ps].arrive();
-              }
-              pending[who] = it;
-              if ((it + 1) % steps_per_tile == 0) {  // wait_group 0 after the tile's last step
-                --readers[s];
-                empty[s].arrive();
-                pending[who] = -1;
-              }
-              ++step[who];
-              moved = true;
-            }
+            idle = moved ? 0 : idle + 1;
           }
-          idle = moved ? 0 : idle + 1;
+          EXPECT_EQ(produced, total);
+          for (int wi = 0; wi < warps; ++wi) EXPECT_EQ(step[wi], total) << "deadlock at " << steps_per_tile << " steps x " << tiles << " tiles" << (registers ? " (registers)" : "");
         }
-        EXPECT_EQ(produced, total);
-        for (int wi = 0; wi < warps; ++wi) EXPECT_EQ(step[wi], total) << "deadlock at " << steps_per_tile << " steps x " << tiles << " tiles";
-      }
 }
 
 }  // namespace

@@ -80,8 +80,8 @@ std::optional<InPlace> find_in_place(const Kernel& kernel, const Expr& factor, b
 class Builder {
  public:
   Builder(const ProductForm& m, std::optional<InPlace> a, std::optional<InPlace> b, std::optional<SlidingWindow> window,
-          const MatMulSchedule& s, DType output_dtype)
-      : m_(m), a_(std::move(a)), b_(std::move(b)), window_(std::move(window)), s_(s), output_dtype_(output_dtype) {}
+          const MatMulSchedule& s, bool narrow)
+      : m_(m), a_(std::move(a)), b_(std::move(b)), window_(std::move(window)), s_(s), narrow_(narrow) {}
 
   Block build(const std::string& out) {
     // With a sliding window, the columns are its virtual pixels.
@@ -142,8 +142,7 @@ class Builder {
     // kept to 512 KiB, from which the epilogue takes the real ones.
     const int64_t task_rows = ceil_div(PM, gm) * MR;
     // A narrow output's sums likewise go to a task's block, kept to 512 KiB.
-    const bool narrow = output_dtype_ != DType::F32;
-    if (window_ || narrow) NC = std::clamp<int64_t>((int64_t{128} << 10) / task_rows / NR * NR, NR, NC);
+    if (window_ || narrow_) NC = std::clamp<int64_t>((int64_t{128} << 10) / task_rows / NR * NR, NR, NC);
     Expr t = var("t%mm");
     Block task;
     task.push_back(make_let("bt%mm", t / i64(gm * gn)));
@@ -169,7 +168,7 @@ class Builder {
     } else if (!b_) {
       task.push_back(make_allocate("bp%mm", Type::tensor(DType::F32, {i64(NC * KC)}), MemorySpace::Local));
     }
-    if (narrow) task.push_back(make_allocate("cs%mm", Type::tensor(DType::F32, {i64(task_rows * NC)}), MemorySpace::Local));
+    if (narrow_) task.push_back(make_allocate("cs%mm", Type::tensor(DType::F32, {i64(task_rows * NC)}), MemorySpace::Local));
 
     // One NC-wide column block of the task.
     Block column;
@@ -192,7 +191,7 @@ class Builder {
     std::string c_name = out;
     Expr ldc = i64(N);
     RowTable b_rows;
-    if (window_ || narrow) {
+    if (window_ || narrow_) {
       c_name = window_ ? "ct%mm" : "cs%mm";
       at = {(row0 - var("i0%mm")) * i64(NC) + var("jp%mm") * i64(NR)};
       ldc = i64(NC);
@@ -219,7 +218,7 @@ class Builder {
     if (window_) {
       window_epilogue(column, out, NC, task_rows * NC);
       fill_window(blocked, static_cast<int>(NR / 2));
-    } else if (narrow) {
+    } else if (narrow_) {
       narrow_epilogue(column, out, NC, task_rows * NC);
     } else {
       epilogue(column, out);
@@ -590,7 +589,7 @@ class Builder {
   std::optional<InPlace> a_, b_;
   std::optional<SlidingWindow> window_;
   const MatMulSchedule& s_;
-  DType output_dtype_;
+  bool narrow_;  // an output narrower than f32: its sums in a task's block of f32 (cs%mm)
   int counter_ = 0;
 };
 
@@ -631,7 +630,7 @@ std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s) 
   // 1x512x7^2 from 1.5 to 1.0-1.15 ms, packing nothing).
   std::optional<SlidingWindow> window = find_sliding_window(*m);
   if (window && (narrow || window->useful(*m) < s.min_window_use)) window.reset();
-  out.body = Builder(*m, std::move(a), std::move(b), std::move(window), s, k.output().type.dtype).build(k.output().name);
+  out.body = Builder(*m, std::move(a), std::move(b), std::move(window), s, narrow).build(k.output().name);
   out = simplify(out);
   verify_or_throw(out, "schedule_matmul");
   return out;

@@ -9,8 +9,8 @@
 #include "cir/visitor.hpp"
 #include "codegen/llvm/emitter.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
-#include "codegen/llvm/nvptx/tensor_map_args.hpp"
 #include "codegen/llvm/nvptx/nvptx_target.hpp"
+#include "codegen/llvm/nvptx/tensor_map_args.hpp"
 #include "codegen/llvm/nvptx/tile_mma.hpp"
 #include "plan/gpu_plan.hpp"
 
@@ -323,10 +323,6 @@ llvm::FunctionCallee NvptxLlvmTarget::integer_power(Emitter& em, llvm::FunctionT
   b.CreateRet(r);
   return {fty, f};
 }
-
-}  // namespace zyntax::codegen
-
-namespace zyntax::codegen {
 
 llvm::Value* NvptxLlvmTarget::bf16_rounded(llvm::IRBuilder<>& b, llvm::Value* f) const {
   std::optional<NvptxArch> arch = parse_nvptx_arch(target_.arch);

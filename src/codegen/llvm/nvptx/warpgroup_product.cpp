@@ -372,7 +372,6 @@ class WarpgroupProductEmitter {
       llvm::Value* it_end = for_each_depth_step(it0, [&](llvm::Value* kt, llvm::Value* it) {
         llvm::Value* s = stage_of(it);
         wait(full(s), parity_of(it));
-        llvm::Value* a0 = b_.CreateAdd(a_tile(s), a_part);
         llvm::Value* b0 = b_tile(s);
         auto accumulate = [&](int k) { return k == 0 ? b_.CreateZExt(b_.CreateICmpNE(kt, i32(0)), b_.getInt32Ty()) : i32(1); };
         if (a_in_registers()) {
@@ -398,6 +397,7 @@ class WarpgroupProductEmitter {
           release(s, lane);
           return;
         }
+        llvm::Value* a0 = b_.CreateAdd(a_tile(s), a_part);
         asm_void("wgmma.fence.sync.aligned;", "", {});
         for (int k = 0; k < steps; ++k)
           mma(acc, {desc(b_.CreateAdd(a0, i32(static_cast<int32_t>(k * da.step_bytes))), da)},
