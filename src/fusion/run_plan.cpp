@@ -10,6 +10,10 @@
 namespace zyntax::fusion {
 
 RunPlan plan_run(const std::vector<RunBlock>& blocks, const GpuTarget* target) {
+  return plan_run(blocks, {blocks.size() - 1}, target);
+}
+
+RunPlan plan_run(const std::vector<RunBlock>& blocks, const std::vector<size_t>& roots, const GpuTarget* target) {
   RunPlan plan;
   std::map<std::string, size_t> index_of;
   for (size_t j = 0; j < blocks.size(); ++j) index_of[blocks[j].name] = j;
@@ -49,7 +53,7 @@ RunPlan plan_run(const std::vector<RunBlock>& blocks, const GpuTarget* target) {
       if (k.fused()) {
         std::string name, lines;
         for (size_t b : k.blocks) {
-          name += (name.empty() ? "" : "+") + blocks[b].name;
+          name += (name.empty() ? "" : "+") + blocks[b].shown();
           lines += (lines.empty() ? "" : ", ") + line(b);
         }
         k.kernel.name = name;
@@ -60,7 +64,14 @@ RunPlan plan_run(const std::vector<RunBlock>& blocks, const GpuTarget* target) {
       return;
     }
   };
-  compute(blocks.size() - 1);
+  // A root read by later blocks is computed once, as a tensor they read.
+  for (size_t r = 0; r < roots.size(); ++r) {
+    for (size_t j = roots[r] + 1; j < blocks.size(); ++j)
+      if (blocks[j].kernel->find_param(blocks[roots[r]].name))
+        plan.explanations.push_back("not fused: line " + line(roots[r]) + " into line " + line(j) + ": '" + blocks[roots[r]].shown() +
+                                    "' is also read by host code");
+    compute(roots[r]);
+  }
   return plan;
 }
 

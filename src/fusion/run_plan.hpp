@@ -1,10 +1,10 @@
-// Which kernels a run of blocks (interp/fusion_chains) launches, in order:
-// the last block with what it reads of earlier blocks inlined
+// Which kernels a run of blocks launches, in order: each block whose
+// result is wanted (the roots) with what it reads of earlier blocks inlined
 // (block_fusion's inline_producers); an earlier block it cannot take in is
 // planned first, on its own or with what it reads, and read as a tensor.
-// Used by the interpreter, with each block lowered for the inputs at hand,
-// and by `zyntax compile --emit cir`, with the blocks as the checker
-// lowered them.
+// Used by the interpreter, with the blocks it deferred (each lowered for
+// the inputs at hand), and by `zyntax compile --emit cir`, with runs of
+// blocks as the checker lowered them (interp/fusion_chains).
 #pragma once
 
 #include <string>
@@ -20,6 +20,8 @@ struct RunBlock {
   std::string name;                     // the name the block's result is bound to
   int line = 0;                         // where it is, for explanations
   bool standalone = false;              // names its device: launched as written
+  std::string label;                    // what explanations and fused kernels call it; empty: its name
+  const std::string& shown() const { return label.empty() ? name : label; }
 };
 
 struct PlannedKernel {
@@ -35,7 +37,9 @@ struct RunPlan {
 };
 
 // `target`: the GPU the kernels run on, whose limits fused kernels keep
-// (none on CPUs, the reference executor, and for listings).
+// (none on CPUs, the reference executor, and for listings). `roots`: the
+// blocks whose results are wanted, in increasing order; by default the last.
 RunPlan plan_run(const std::vector<RunBlock>& blocks, const GpuTarget* target = nullptr);
+RunPlan plan_run(const std::vector<RunBlock>& blocks, const std::vector<size_t>& roots, const GpuTarget* target = nullptr);
 
 }  // namespace zyntax::fusion

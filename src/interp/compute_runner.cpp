@@ -1,6 +1,9 @@
 #include "interp/compute_runner.hpp"
 
+#include <algorithm>
+
 #include "backends/registry.hpp"
+#include "cir/rename_interface.hpp"
 #include "runtime/device.hpp"
 #include "runtime/split_launch.hpp"
 
@@ -23,7 +26,8 @@ class FrameHostEnv : public HostEnv {
       case Value::Kind::Int: h.kind = HostBinding::Kind::Int; break;
       case Value::Kind::Float: h.kind = HostBinding::Kind::Float; break;
       case Value::Kind::Bool: h.kind = HostBinding::Kind::Bool; break;
-      case Value::Kind::Tensor: h.kind = HostBinding::Kind::Tensor; break;
+      case Value::Kind::Tensor:
+      case Value::Kind::Pending: h.kind = HostBinding::Kind::Tensor; break;
       default: h.kind = HostBinding::Kind::Other; break;
     }
     return h;
@@ -76,20 +80,6 @@ InputSignature tensor_signature(const ast::Expr& e, const Value& v) {
   s.rank = static_cast<int>(v.tensor.rank());
   s.dtype = v.tensor.dtype();
   return s;
-}
-
-// The launch of one kernel on one device, its inputs picked by name.
-Tensor launch_named(CompiledCompute& compiled, Device& device, const std::map<std::string, Tensor>& named, Frame& frame, Span span) {
-  const cir::Kernel& k = compiled.generic();
-  std::vector<Tensor> tensors;
-  for (const cir::Param& p : k.params)
-    if (p.role == cir::ParamRole::Input) tensors.push_back(named.at(p.name));
-  auto [host_dims, scalars] = host_arguments(k, frame, span);
-  try {
-    return compiled.launch(device, tensors, host_dims, scalars);
-  } catch (const DataError& e) {
-    throw Error(span, e.what());
-  }
 }
 
 }  // namespace
@@ -160,100 +150,254 @@ Value ComputeRunner::run(const ast::Compute& c, Frame& frame, const std::vector<
   return f;
 }
 
+int ComputeRunner::line_of(const ast::Compute& c) const {
+  return static_cast<int>(session_.sources().file(c.span.file).line_col(c.span.begin).line);
+}
+
 void ComputeRunner::explain(const std::string& what) {
   if (!explain_) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (explained_.insert(what).second) *explain_ << "zyntax: fusion: " << what << "\n";
 }
 
-Value ComputeRunner::run_chain(const std::vector<ChainBlock>& chain, Frame& frame, const std::string& default_device) {
-  Device* device = find_device(default_device, chain[0].block->span);
-  auto line_of = [&](size_t j) {
-    const ast::Compute& c = *chain[j].block;
-    return static_cast<int>(session_.sources().file(c.span.file).line_col(c.span.begin).line);
-  };
-  // Lower every block, in order: a block's input that is an earlier block
-  // has that block's output type.
-  std::map<std::string, size_t> index_of;
-  std::vector<Member> members(chain.size());
-  std::string run_key = device->info().id + "|";  // its limits decide what fuses
-  for (size_t j = 0; j < chain.size(); ++j) {
-    const ast::Compute& c = *chain[j].block;
-    std::vector<InputSignature> sigs;
-    std::string sig_key;
-    for (size_t i = 0; i < c.inputs.size(); ++i) {
-      const ast::Expr& e = *c.inputs[i];
-      InputSignature s;
-      auto earlier = e.kind == ast::ExprKind::Name ? index_of.find(ast::as<ast::Name>(e).name) : index_of.end();
-      if (earlier != index_of.end()) {
-        const cir::Param& out = members[earlier->second].entry->compiled->generic().output();
-        s.path = ast::path_text(e);
-        s.span = e.span;
-        s.rank = static_cast<int>(out.type.rank());
-        s.dtype = out.type.dtype;
-      } else {
-        s = tensor_signature(e, chain[j].inputs[i]);
-        members[j].inputs[s.path] = chain[j].inputs[i].tensor;
-      }
-      sig_key += s.path + ":" + std::to_string(*s.rank) + ":" + dtype_name(*s.dtype) + ";";
-      sigs.push_back(std::move(s));
+namespace {
+
+// At most this many blocks wait: then they run (a host loop that never
+// reads its results still computes them as it goes).
+constexpr size_t kMaxPending = 128;
+
+InputSignature pending_signature(const ast::Expr& e, const Value& v) {
+  if (v.kind != Value::Kind::Pending) return tensor_signature(e, v);
+  InputSignature s;
+  s.path = ast::path_text(e);
+  s.span = e.span;
+  s.rank = static_cast<int>(v.pending->shape.size());
+  s.dtype = v.pending->dtype;
+  return s;
+}
+
+}  // namespace
+
+Value ComputeRunner::defer(const ast::Compute& c, Frame& frame, std::vector<Value> inputs, const std::string& default_device) {
+  std::vector<InputSignature> sigs;
+  for (size_t i = 0; i < inputs.size(); ++i) sigs.push_back(pending_signature(*c.inputs[i], inputs[i]));
+  Entry& entry = lowered(c, frame, sigs);
+  const KernelAnnotations& a = entry.annotations;
+  if (!a.devices.empty() || !a.parallel.empty() || a.is_async) {
+    // Launched as written, after what is pending.
+    flush(c.span, "the block there names its device or is @async");
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].kind == Value::Kind::Pending) inputs[i] = Value::of_tensor(force(inputs[i].pending, c.inputs[i]->span));
+    return run(c, frame, inputs, default_device);
+  }
+  const cir::Kernel& k = entry.compiled->generic();
+  auto block = std::make_shared<PendingBlock>();
+  block->block = &c;
+  block->compiled = entry.compiled.get();
+  block->label = k.name;
+  block->line = line_of(c);
+  std::tie(block->host_dims, block->scalars) = host_arguments(k, frame, c.span);
+  // The result's shape now, from its inputs' (errors in them reported here, as unfused).
+  std::vector<TensorSpec> specs;
+  for (const cir::Param& p : k.params) {
+    if (p.role != cir::ParamRole::Input) continue;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (ast::path_text(*c.inputs[i]) != p.name) continue;
+      const Value& v = inputs[i];
+      block->inputs[p.name] = v;
+      specs.push_back(v.kind == Value::Kind::Pending ? TensorSpec{v.pending->dtype, v.pending->shape}
+                                                      : TensorSpec{v.tensor.dtype(), v.tensor.shape()});
+      break;
     }
-    members[j].entry = &lowered(c, frame, sigs);
-    members[j].span = c.span;
-    const KernelAnnotations& a = members[j].entry->annotations;
-    members[j].standalone = !a.devices.empty() || !a.parallel.empty();
-    index_of[chain[j].name] = j;
-    run_key += std::to_string(reinterpret_cast<uintptr_t>(&c)) + "#" + sig_key + "|";
+  }
+  std::optional<Shape> shape;
+  try {
+    block->dims = bind_dimensions(k, specs, block->host_dims);
+    shape = output_shape(k, block->dims);
+  } catch (const DataError& e) {
+    throw Error(c.span, e.what());
+  }
+  if (!shape) {  // a result whose size is not known before it runs
+    flush();
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].kind == Value::Kind::Pending) inputs[i] = Value::of_tensor(force(inputs[i].pending, c.inputs[i]->span));
+    return run(c, frame, inputs, default_device);
+  }
+  block->shape = *shape;
+  block->dtype = k.output().type.dtype;
+  if (!pending_.empty() && (pending_device_ != default_device || pending_.size() >= kMaxPending)) flush();
+  pending_device_ = default_device;
+  block->seq = next_seq_++;
+  pending_.push_back(block);
+  return Value::of_pending(std::move(block));
+}
+
+Tensor ComputeRunner::force(const std::shared_ptr<PendingBlock>& p, Span where) {
+  if (!p) throw Error(where, "internal error: a block's result was released before its last read");
+  if (p->computed()) return p->result;
+  // A block fusion computed inside another kernel, wanted after all: it
+  // runs again with what it reads.
+  if (std::find(pending_.begin(), pending_.end(), p) == pending_.end()) {
+    std::vector<std::shared_ptr<PendingBlock>> missing = {p};
+    for (size_t i = 0; i < missing.size(); ++i)
+      for (const auto& [name, v] : missing[i]->inputs)
+        if (v.kind == Value::Kind::Pending && v.pending && !v.pending->computed() &&
+            std::find(pending_.begin(), pending_.end(), v.pending) == pending_.end() &&
+            std::find(missing.begin(), missing.end(), v.pending) == missing.end())
+          missing.push_back(v.pending);
+    pending_.insert(pending_.end(), missing.begin(), missing.end());
+    std::sort(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) { return a->seq < b->seq; });
+  }
+  flush(where, "host code reads '" + p->label + "'");
+  return p->result;
+}
+
+void ComputeRunner::flush(Span where, const std::string& why) {
+  if (pending_.empty()) return;
+  if (!why.empty() && where.valid())
+    explain("pending blocks computed at line " + std::to_string(session_.sources().file(where.file).line_col(where.begin).line) + ": " + why);
+  std::vector<std::shared_ptr<PendingBlock>> nodes = std::move(pending_);
+  pending_.clear();
+  Device* device = find_device(pending_device_, nodes[0]->block->span);
+  run_graph(std::move(nodes), *device);
+}
+
+void ComputeRunner::run_graph(std::vector<std::shared_ptr<PendingBlock>> nodes, Device& device) {
+  const size_t n = nodes.size();
+  std::map<const PendingBlock*, size_t> index;
+  for (size_t j = 0; j < n; ++j) index[nodes[j].get()] = j;
+  // The results wanted: held by something other than this list and the
+  // blocks in it that read them (a binding, an argument, a value on its
+  // way), or read by none of them.
+  std::vector<long> reads(n, 0);
+  for (const auto& b : nodes)
+    for (const auto& [name, v] : b->inputs)
+      if (v.kind == Value::Kind::Pending && v.pending && index.count(v.pending.get())) ++reads[index.at(v.pending.get())];
+  std::vector<size_t> roots;
+  for (size_t j = 0; j < n; ++j)
+    if (nodes[j].use_count() - 1 - reads[j] > 0 || reads[j] == 0) roots.push_back(j);
+
+  // Each block's interface renamed apart: an earlier block's result by
+  // that block ("@3"), a tensor several read by one name ("t0"), the rest
+  // by name and block ("x@3", "s@3"); its sizes as the numbers they are.
+  std::vector<std::map<std::string, std::string>> to(n);
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, Scalar> scalars;
+  std::vector<Tensor> groups;
+  std::string key = device.info().id + "|";
+  for (size_t j = 0; j < n; ++j) {
+    const PendingBlock& b = *nodes[j];
+    const cir::Kernel& k = b.compiled->generic();
+    const std::string at = "@" + std::to_string(j);
+    key += std::to_string(reinterpret_cast<uintptr_t>(b.compiled)) + (std::binary_search(roots.begin(), roots.end(), j) ? "!" : "") + "(";
+    std::set<std::string> used;
+    for (const cir::Param& p : k.params) {
+      if (p.role == cir::ParamRole::Scalar) {
+        to[j][p.name] = p.name + at;
+        scalars[p.name + at] = b.scalars.at(p.name);
+        continue;
+      }
+      if (p.role != cir::ParamRole::Input) continue;
+      const Value& v = b.inputs.at(p.name);
+      if (v.kind == Value::Kind::Pending && !v.pending->computed()) {
+        to[j][p.name] = "@" + std::to_string(index.at(v.pending.get()));
+        key += to[j][p.name] + ",";
+        continue;
+      }
+      const Tensor& t = v.kind == Value::Kind::Pending ? v.pending->result : v.tensor;
+      size_t g = 0;
+      while (g < groups.size() && !(groups[g].same_storage(t) && groups[g].dtype() == t.dtype() && groups[g].shape() == t.shape())) ++g;
+      if (g == groups.size()) groups.push_back(t);
+      std::string name = "t" + std::to_string(g);
+      if (!used.insert(name).second) name = p.name + at;  // the same tensor as two of its inputs
+      to[j][p.name] = name;
+      tensors[name] = t;
+      key += name + ",";
+    }
+    for (const auto& [d, size] : b.dims) key += d + "=" + std::to_string(size) + ",";
+    key += ")";
   }
 
-  // The plan, once per run and signatures.
+  // The plan, once per graph of these blocks, signatures and reads.
   std::shared_ptr<PlannedRun> planned;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = runs_.find(run_key); it != runs_.end()) planned = it->second;
+    if (auto it = runs_.find(key); it != runs_.end()) planned = it->second;
   }
   if (!planned) {
+    std::vector<cir::Kernel> kernels;
+    kernels.reserve(n);
     std::vector<fusion::RunBlock> blocks;
-    for (size_t j = 0; j < chain.size(); ++j)
-      blocks.push_back({&members[j].entry->compiled->generic(), chain[j].name, line_of(j), members[j].standalone});
+    for (size_t j = 0; j < n; ++j) {
+      kernels.push_back(cir::rename_interface(nodes[j]->compiled->generic(), to[j], nodes[j]->dims));
+      kernels.back().name = "@" + std::to_string(j);  // its locals' prefix where it is inlined
+    }
+    for (size_t j = 0; j < n; ++j) blocks.push_back({&kernels[j], kernels[j].name, nodes[j]->line, false, nodes[j]->label});
     planned = std::make_shared<PlannedRun>();
-    planned->plan = fusion::plan_run(blocks, device->gpu_target());
+    planned->plan = fusion::plan_run(blocks, roots, device.gpu_target());
     for (const fusion::PlannedKernel& k : planned->plan.launches)
       planned->compiled.push_back(k.fused() ? std::make_unique<CompiledCompute>(k.kernel) : nullptr);
-    for (const std::string& e : planned->plan.explanations) explain(e);
     std::lock_guard<std::mutex> lock(mu_);
-    runs_.emplace(run_key, planned);
+    runs_.emplace(key, planned);
   }
-  // Each launch reads the blocks' own inputs and the results before it.
-  std::map<std::string, Tensor> done;
+  for (const std::string& e : planned->plan.explanations) explain(e);
+
+  // Each launch reads the blocks' inputs and the results before it.
+  auto result_of = [&](const Value& v) { return v.kind == Value::Kind::Pending ? v.pending->result : v.tensor; };
   try {
-    Tensor last;
     for (size_t l = 0; l < planned->plan.launches.size(); ++l) {
       const fusion::PlannedKernel& k = planned->plan.launches[l];
-      std::map<std::string, Tensor> tensors = done;
-      for (size_t b : k.blocks)
-        for (const auto& [name, t] : members[b].inputs) tensors.emplace(name, t);
-      CompiledCompute& compiled = planned->compiled[l] ? *planned->compiled[l] : *members[k.result].entry->compiled;
-      last = launch_named(compiled, *device, tensors, frame, members[k.result].span);
-      done[chain[k.result].name] = last;
+      PendingBlock& b = *nodes[k.result];
+      Tensor out;
+      try {
+        if (planned->compiled[l]) {
+          CompiledCompute& fused = *planned->compiled[l];
+          std::vector<Tensor> inputs;
+          std::map<std::string, Scalar> own_scalars;
+          for (const cir::Param& p : fused.generic().params) {
+            if (p.role == cir::ParamRole::Input)
+              inputs.push_back(p.name[0] == '@' ? nodes[std::stoul(p.name.substr(1))]->result : tensors.at(p.name));
+            else if (p.role == cir::ParamRole::Scalar)
+              own_scalars[p.name] = scalars.at(p.name);
+          }
+          out = fused.launch(device, inputs, {}, own_scalars);
+        } else {
+          std::vector<Tensor> inputs;
+          for (const cir::Param& p : b.compiled->generic().params)
+            if (p.role == cir::ParamRole::Input) inputs.push_back(result_of(b.inputs.at(p.name)));
+          out = b.compiled->launch(device, inputs, b.host_dims, b.scalars);
+        }
+      } catch (const DataError& e) {
+        throw Error(b.block->span, e.what());
+      }
+      b.result = out;
     }
-    return Value::of_tensor(last);
   } catch (const Error&) {
-    run_unfused(chain, members, *device, frame);  // throws the first failing block's error
+    run_unfused(nodes, device);  // throws the first failing block's error
     throw;
   }
+  // What the computed blocks read is no longer needed.
+  for (const auto& b : nodes)
+    if (b->computed()) b->inputs.clear();
 }
 
-Tensor ComputeRunner::run_unfused(const std::vector<ChainBlock>& chain, const std::vector<Member>& members, Device& device, Frame& frame) {
-  std::map<std::string, Tensor> done;
-  Tensor last;
-  for (size_t j = 0; j < chain.size(); ++j) {
-    std::map<std::string, Tensor> inputs = members[j].inputs;
-    for (const auto& [name, t] : done) inputs.emplace(name, t);
-    last = launch_named(*members[j].entry->compiled, device, inputs, frame, members[j].span);
-    done[chain[j].name] = last;
+void ComputeRunner::run_unfused(const std::vector<std::shared_ptr<PendingBlock>>& nodes, Device& device) {
+  std::map<const PendingBlock*, Tensor> done;
+  for (const auto& b : nodes) {
+    std::vector<Tensor> inputs;
+    for (const cir::Param& p : b->compiled->generic().params) {
+      if (p.role != cir::ParamRole::Input) continue;
+      const Value& v = b->inputs.at(p.name);
+      if (v.kind != Value::Kind::Pending) inputs.push_back(v.tensor);
+      else if (v.pending->computed()) inputs.push_back(v.pending->result);
+      else inputs.push_back(done.at(v.pending.get()));
+    }
+    try {
+      done[b.get()] = b->compiled->launch(device, inputs, b->host_dims, b->scalars);
+    } catch (const DataError& e) {
+      throw Error(b->block->span, e.what());
+    }
   }
-  return last;
 }
 
 }  // namespace zyntax

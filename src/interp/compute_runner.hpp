@@ -14,6 +14,7 @@
 #include "driver/session.hpp"
 #include "fusion/run_plan.hpp"
 #include "interp/environment.hpp"
+#include "interp/pending_block.hpp"
 #include "interp/value.hpp"
 #include "lower/kernel_lowering.hpp"
 #include "runtime/launch.hpp"
@@ -28,17 +29,26 @@ class ComputeRunner {
   // `default_device`: the config's compute_device, or --device.
   Value run(const ast::Compute& c, Frame& frame, const std::vector<Value>& inputs, const std::string& default_device);
 
-  // A run of blocks (interp/fusion_chains), each binding `name`; inputs
-  // naming an earlier block of the run hold no value. Run as few kernels as
-  // fusion/block_fusion allows; the last block's result returned. Errors
-  // are the unfused program's: when a fused kernel fails, the blocks run
-  // again one by one, so the first failing block reports with its source.
-  struct ChainBlock {
-    const ast::Compute* block = nullptr;
-    std::vector<Value> inputs;
-    std::string name;
-  };
-  Value run_chain(const std::vector<ChainBlock>& chain, Frame& frame, const std::string& default_device);
+  // Block `c` met where fusion may take it: its result is a pending value
+  // (interp/pending_block) that flush() computes, fused with the blocks
+  // pending with it; or, where the block names its device, shares work
+  // over devices or is @async, everything pending is computed first and
+  // the block runs now, as run() does. `inputs`: tensors or pending
+  // results.
+  Value defer(const ast::Compute& c, Frame& frame, std::vector<Value> inputs, const std::string& default_device);
+
+  // Computes every pending block: as few kernels as fusion/run_plan allows
+  // for the results still wanted (those some binding or value holds) and
+  // for blocks nothing reads (their checks still run). Errors are the
+  // unfused program's: when a fused kernel fails, the blocks run again one
+  // by one, so the first failing block reports with its source. Nothing
+  // is left pending, whatever fails. `why`: what at `where` needs them
+  // now, for --explain-fusion.
+  void flush(Span where = {}, const std::string& why = "");
+  bool has_pending() const { return !pending_.empty(); }
+
+  // The result of a pending block, computing it (and all that is pending) first.
+  Tensor force(const std::shared_ptr<PendingBlock>& p, Span where);
 
  private:
   struct Entry {
@@ -46,28 +56,25 @@ class ComputeRunner {
     KernelAnnotations annotations;
   };
   Entry& lowered(const ast::Compute& c, Frame& frame, const std::vector<InputSignature>& sigs);
-  // One block of a run: its kernel and its own inputs by name (those that
-  // are not earlier blocks of the run).
-  struct Member {
-    Entry* entry = nullptr;
-    std::map<std::string, Tensor> inputs;
-    Span span;
-    bool standalone = false;  // names its device: launched as written
-  };
-  // A run's plan (fusion/run_plan), its fused kernels compiled.
+  // A graph's plan (fusion/run_plan), its fused kernels compiled.
   struct PlannedRun {
     fusion::RunPlan plan;
     std::vector<std::unique_ptr<CompiledCompute>> compiled;  // per launch; null: the block's own
   };
-  Tensor run_unfused(const std::vector<ChainBlock>& chain, const std::vector<Member>& members, Device& device, Frame& frame);
+  void run_graph(std::vector<std::shared_ptr<PendingBlock>> nodes, Device& device);
+  void run_unfused(const std::vector<std::shared_ptr<PendingBlock>>& nodes, Device& device);
   void explain(const std::string& what);
+  int line_of(const ast::Compute& c) const;
 
   Session& session_;
   std::ostream* explain_;
   std::mutex mu_;
   std::map<std::pair<const ast::Compute*, std::string>, std::unique_ptr<Entry>> cache_;
-  std::map<std::string, std::shared_ptr<PlannedRun>> runs_;  // by the run's blocks and their signatures
+  std::map<std::string, std::shared_ptr<PlannedRun>> runs_;  // by the graph's blocks, signatures and reads
   std::set<std::string> explained_;
+  std::vector<std::shared_ptr<PendingBlock>> pending_;  // in the order met
+  std::string pending_device_;                          // where they run
+  uint64_t next_seq_ = 0;
 };
 
 }  // namespace zyntax

@@ -14,6 +14,7 @@
 #include "sema/builtin_names.hpp"
 #include "sema/kernel_annotations.hpp"
 #include "support/stack.hpp"
+#include "syntax/name_uses.hpp"
 
 namespace zyntax {
 
@@ -72,6 +73,7 @@ bool Interpreter::run_here(LoadedModule& m) {
       args.span = main->second.decl;
       call_function(main->second.value, args);
     }
+    computes_->flush();  // the end of the program: what is pending runs (and its checks)
     finish_launches();
     options_.out->flush();
     return true;
@@ -90,7 +92,8 @@ Value Interpreter::call(LoadedModule& m, const std::string& name, CallArgs args)
     if (fn == inst.globals.end() || fn->second.value.kind != Value::Kind::Function)
       throw Error(args.span, "the program has no function '" + name + "'");
     if (!args.span.valid()) args.span = fn->second.decl;
-    Value result = call_function(fn->second.value, args);
+    Value result = forced(call_function(fn->second.value, args), args.span);
+    computes_->flush();
     if (result.kind == Value::Kind::Future) result = result.future->get();
     finish_launches();
     options_.out->flush();
@@ -125,13 +128,9 @@ void Interpreter::execute_module(ModuleInstance& inst, bool definitions_only) {
     // Profiled: each top-level statement is a host span named by its line.
     std::optional<ProfileSpan> span;
     if (Profiler::global().enabled()) span.emplace(ProfileEvent::Kind::Host, statement_label(*s));
+    Flow flow = exec_in_order(*s, f);
     // The main module's own names only: an importer may read another's.
-    if (size_t n = inst.source == main_module_ ? chain_length(body, i) : 0; n > 1) {
-      exec_chain(body, i, n, f);
-      i += n - 1;
-      continue;
-    }
-    Flow flow = exec(*s, f);
+    if (inst.source == main_module_ && computes_->has_pending()) release_unread(body, i, f.innermost());
     if (flow == Flow::Return) break;
     if (flow != Flow::Normal) throw Error(s->span, "break and continue belong inside a loop");
   }
@@ -159,12 +158,8 @@ Interpreter::Flow Interpreter::exec_block(const ast::Block& b, Frame& f, bool ne
   hoist_functions(b, f);
   Flow flow = Flow::Normal;
   for (size_t i = 0; i < b.stmts.size(); ++i) {
-    if (size_t n = chain_length(b, i); n > 1) {
-      exec_chain(b, i, n, f);
-      i += n - 1;
-      continue;
-    }
-    flow = exec(*b.stmts[i], f);
+    flow = exec_in_order(*b.stmts[i], f);
+    if (computes_->has_pending()) release_unread(b, i, f.innermost());
     if (flow != Flow::Normal) break;
   }
   if (new_scope) f.scopes.pop_back();
@@ -177,7 +172,8 @@ Interpreter::Flow Interpreter::exec(const ast::Stmt& s, Frame& f) {
     case StmtKind::Let: exec_let(ast::as<ast::Let>(s), f); return Flow::Normal;
     case StmtKind::Assign: exec_assign(ast::as<ast::Assign>(s), f); return Flow::Normal;
     case StmtKind::ExprStmt: {
-      Value v = eval(*ast::as<ast::ExprStmt>(s).expr, f);
+      // A block whose result goes unused stays pending: it still runs, and its checks.
+      Value v = eval_any(*ast::as<ast::ExprStmt>(s).expr, f);
       if (v.kind == Value::Kind::Future) v.future->get();  // an unawaited launch still finishes (and reports)
       return Flow::Normal;
     }
@@ -210,7 +206,7 @@ Interpreter::Flow Interpreter::exec(const ast::Stmt& s, Frame& f) {
     }
     case StmtKind::Return: {
       const auto& r = ast::as<ast::Return>(s);
-      f.return_value = r.value ? eval(*r.value, f) : Value::none();
+      f.return_value = r.value ? eval_any(*r.value, f) : Value::none();
       return Flow::Return;
     }
     case StmtKind::Break: return Flow::Break;
@@ -230,69 +226,35 @@ Interpreter::Flow Interpreter::exec(const ast::Stmt& s, Frame& f) {
   return Flow::Normal;
 }
 
-size_t Interpreter::chain_length(const ast::Block& b, size_t first) {
-  if (!options_.fusion || !let_compute(*b.stmts[first])) return 0;
-  auto [it, fresh] = chains_.try_emplace({&b, first});
-  if (fresh) {
-    it->second = block_chain(b, first);
-    if (options_.explain_fusion)
-      for (const std::string& why : it->second.not_continued)
-        *options_.explain_fusion << "zyntax: fusion: not fused: " << statement_label(*b.stmts[first + it->second.length]) << ": " << why << "\n";
+Interpreter::Flow Interpreter::exec_in_order(const ast::Stmt& s, Frame& f) {
+  try {
+    return exec(s, f);
+  } catch (const Error&) {
+    computes_->flush();  // a pending block's error comes first
+    throw;
   }
-  return it->second.length;
 }
 
-void Interpreter::exec_chain(const ast::Block& b, size_t first, size_t length, Frame& f) {
-  const BlockChain& chain = chains_.at({&b, first});
-  // A call that names something in scope, not the builtin: each statement as written.
-  for (const std::string& call : chain.calls)
-    if (f.lookup(call) || !is_builtin(call)) {
-      for (size_t k = 0; k < length; ++k) exec(*b.stmts[first + k], f);
-      return;
-    }
-  // The first `count` blocks, their inputs read now.
-  auto blocks_of = [&](size_t count) {
-    std::vector<ComputeRunner::ChainBlock> blocks;
-    for (size_t j = 0; j < count; ++j) {
-      ComputeRunner::ChainBlock cb;
-      cb.block = let_compute(*b.stmts[first + chain.blocks[j]]);
-      cb.name = chain.names[j];
-      for (const ast::ExprPtr& x : cb.block->inputs) {
-        bool earlier = x->kind == ast::ExprKind::Name &&
-                       std::find(chain.names.begin(), chain.names.begin() + j, ast::as<ast::Name>(*x).name) != chain.names.begin() + j;
-        if (earlier) {
-          cb.inputs.push_back(Value::none());  // a block before it: computed by the run
-          continue;
-        }
-        Value v = eval(*x, f);
-        if (v.kind == Value::Kind::Future) v = v.future->get();
-        cb.inputs.push_back(std::move(v));
-      }
-      blocks.push_back(std::move(cb));
-    }
-    return blocks;
-  };
-  std::string device = !config_device_.empty() ? config_device_ : options_.device;
-  // The host statements first: they read no result of the run, and change
-  // nothing a block before them reads. One that fails reports after what
-  // the blocks before it would have.
-  for (size_t o : chain.host) {
-    try {
-      exec(*b.stmts[first + o], f);
-    } catch (const Error&) {
-      size_t before = 0;
-      while (before < chain.blocks.size() && chain.blocks[before] < o) ++before;
-      computes_->run_chain(blocks_of(before), f, device);
-      throw;
-    }
+size_t Interpreter::last_mention(const ast::Block& b, const std::string& name) {
+  auto [it, fresh] = last_mentions_.try_emplace({&b, name}, 0);
+  if (!fresh) return it->second;
+  for (size_t k = 0; k < b.stmts.size(); ++k) {
+    if (!ast::count_name_uses(*b.stmts[k], name)) continue;
+    if (b.stmts[k]->kind == ast::StmtKind::FuncDef) return it->second = SIZE_MAX;
+    it->second = k + 1;
   }
-  Value result = computes_->run_chain(blocks_of(chain.blocks.size()), f, device);
-  const auto& last = ast::as<ast::Let>(*b.stmts[first + length - 1]);
-  f.innermost()[last.names[0]] = Binding{result, false, last.name_spans[0], {}};
+  return it->second;
+}
+
+void Interpreter::release_unread(const ast::Block& b, size_t i, Scope& scope) {
+  for (auto& [name, binding] : scope) {
+    if (binding.value.kind != Value::Kind::Pending || !binding.value.pending) continue;
+    if (last_mention(b, name) <= i + 1) binding.value.pending = nullptr;
+  }
 }
 
 void Interpreter::exec_let(const ast::Let& l, Frame& f) {
-  Value v = l.init ? eval(*l.init, f) : Value::none();
+  Value v = l.init ? (l.destructure ? eval(*l.init, f) : eval_any(*l.init, f)) : Value::none();
   Scope& scope = f.innermost();
   if (l.type && l.init) {
     // `let x: tensor[n, m] = load(...)`: a dimension name in scope is
@@ -323,12 +285,14 @@ void Interpreter::exec_let(const ast::Let& l, Frame& f) {
 
 void Interpreter::exec_assign(const ast::Assign& a, Frame& f) {
   static const ast::BinOp kOps[] = {ast::BinOp::Add, ast::BinOp::Add, ast::BinOp::Sub, ast::BinOp::Mul, ast::BinOp::Div};
-  Value rhs = eval(*a.value, f);
+  const ast::Expr& target = *a.target;
+  // A name set to a value takes it as it is (a pending result, too).
+  bool rebinds = target.kind == ast::ExprKind::Name && a.op == ast::AssignOp::Set;
+  Value rhs = rebinds ? eval_any(*a.value, f) : eval(*a.value, f);
   auto combine = [&](const Value& current) {
     if (a.op == ast::AssignOp::Set) return rhs;
-    return host_binary(kOps[static_cast<int>(a.op)], current, rhs, a.span);
+    return host_binary(kOps[static_cast<int>(a.op)], forced(current, target.span), rhs, a.span);
   };
-  const ast::Expr& target = *a.target;
   if (target.kind == ast::ExprKind::Name) {
     const std::string& name = ast::as<ast::Name>(target).name;
     Binding* b = f.lookup(name);
@@ -349,6 +313,7 @@ void Interpreter::exec_assign(const ast::Assign& a, Frame& f) {
     // into a tensor waits for the @async launches still running (they may
     // read it), rather than racing them.
     if (base.kind == Value::Kind::Tensor) {
+      computes_->flush(target.span, "host code writes into a tensor");  // pending blocks may read it
       for (; launches_waited_ < launched_.size(); ++launches_waited_) launched_[launches_waited_]->wait();  // each once
     }
     host_index_assign(base, items, value, target.span);
@@ -410,6 +375,7 @@ Interpreter::Flow Interpreter::exec_for(const ast::For& fr, size_t range, Frame&
 }
 
 void Interpreter::exec_import(const ast::Import& imp, Frame& f) {
+  computes_->flush(imp.span, "import");
   LoadedModule* from = f.module->source;
   std::string path = session_.resolve_import(imp, *from);
   LoadedModule* m = session_.load(path, imp.span);
@@ -434,6 +400,7 @@ void Interpreter::exec_import(const ast::Import& imp, Frame& f) {
 }
 
 void Interpreter::exec_config(const ast::Config& c, Frame& f) {
+  computes_->flush(c.span, "config");  // a new device or seed applies to what comes after
   for (const ast::RecordField& e : c.entries) {
     Value v = eval(*e.value, f);
     if (e.name == "compute_device") {
@@ -455,7 +422,14 @@ void Interpreter::exec_config(const ast::Config& c, Frame& f) {
 
 // ---------------------------------------------------------------- expressions
 
-Value Interpreter::eval(const ast::Expr& e, Frame& f) {
+Value Interpreter::eval(const ast::Expr& e, Frame& f) { return forced(eval_any(e, f), e.span); }
+
+Value Interpreter::forced(Value v, Span where) {
+  if (v.kind != Value::Kind::Pending) return v;
+  return Value::of_tensor(computes_->force(v.pending, where));
+}
+
+Value Interpreter::eval_any(const ast::Expr& e, Frame& f) {
   using ast::ExprKind;
   if (stack_remaining() < kStackReserve)
     throw Error(e.span, "expressions and calls nested " + std::to_string(depth_) + " calls deep have used up the stack");
@@ -514,13 +488,18 @@ Value Interpreter::eval(const ast::Expr& e, Frame& f) {
     }
     case ExprKind::Compute: {
       const auto& c = ast::as<ast::Compute>(e);
+      // With fusion, a block without @device/@async/@parallel in its header
+      // is deferred: its inputs may be pending too.
+      bool deferred = options_.fusion && c.header.empty();
       std::vector<Value> inputs;
       for (const ast::ExprPtr& x : c.inputs) {
-        Value v = eval(*x, f);
+        Value v = deferred ? eval_any(*x, f) : eval(*x, f);
         if (v.kind == Value::Kind::Future) v = v.future->get();
         inputs.push_back(std::move(v));
       }
       std::string device = !config_device_.empty() ? config_device_ : options_.device;
+      if (deferred) return computes_->defer(c, f, std::move(inputs), device);
+      computes_->flush(c.span, "the block there names its device or is @async");  // it runs after them
       Value result = computes_->run(c, f, inputs, device);
       if (result.kind == Value::Kind::Future) launched_.push_back(result.future);
       return result;
@@ -660,9 +639,10 @@ Value Interpreter::eval_field(const ast::Field& fe, Frame& f) {
 Value Interpreter::eval_call(const ast::Call& c, Frame& f) {
   CallArgs args;
   args.span = c.span;
-  auto eval_args = [&] {
+  // A user's function takes pending results as they are; builtins and methods read them.
+  auto eval_args = [&](bool user) {
     for (const ast::Arg& a : c.args) {
-      Value v = eval(*a.value, f);
+      Value v = user ? eval_any(*a.value, f) : eval(*a.value, f);
       if (a.name.empty()) {
         if (!args.keywords.empty()) throw Error(a.value->span, "positional arguments must come before keyword arguments");
         args.positional.push_back(std::move(v));
@@ -681,16 +661,17 @@ Value Interpreter::eval_call(const ast::Call& c, Frame& f) {
     Value self = eval(*fe.base, f);
     if (self.kind == Value::Kind::Future) self = self.future->get();
     if (self.kind != Value::Kind::Record && self.kind != Value::Kind::Module && has_method(self, fe.field)) {
-      eval_args();
+      eval_args(false);
+      computes_->flush(c.span, "a method call");  // it may change its tensor
       BuiltinContext ctx{options_.out, &rng_};
       return call_method(self, fe.field, args, ctx);
     }
     Value fn = eval_field(fe, f);
-    eval_args();
+    eval_args(fn.kind == Value::Kind::Function);
     return call_function(fn, args);
   }
   Value fn = eval(*c.callee, f);
-  eval_args();
+  eval_args(fn.kind == Value::Kind::Function);
   return call_function(fn, args);
 }
 
@@ -719,6 +700,8 @@ Value Interpreter::call_function(const Value& fn, CallArgs& args) {
     }
     for (Value& v : args.positional)
       if (v.kind == Value::Kind::Future) v = v.future->get();
+    // Builtins with an effect (print, save, time, rand, ...) come after every pending block.
+    if (!is_quiet_builtin(fn.s)) computes_->flush(args.span, fn.s + "() has an effect");
     return call_builtin(fn.s, args, ctx);
   }
   if (fn.kind == Value::Kind::Function) return call_user(*fn.function, args);
@@ -817,13 +800,16 @@ void Interpreter::check_type(const ast::TypeExpr& t, const Value& v, Span where,
   } else if (auto scalar = parse_dtype(n)) {
     if (!v.is_number()) mismatch(std::string("a number (") + dtype_name(*scalar) + ")");
   } else if (n == "tensor") {
-    if (v.kind != Value::Kind::Tensor) mismatch("a tensor");
-    const Tensor& x = v.tensor;
-    if (!t.dims.empty() && static_cast<size_t>(x.rank()) != t.dims.size())
+    if (v.kind != Value::Kind::Tensor && v.kind != Value::Kind::Pending) mismatch("a tensor");
+    if (v.kind == Value::Kind::Pending && !v.pending) forced(v, where);  // reports the released value
+    // A pending result's type is known before it is computed.
+    const Shape& shape = v.kind == Value::Kind::Pending ? v.pending->shape : v.tensor.shape();
+    DType dtype = v.kind == Value::Kind::Pending ? v.pending->dtype : v.tensor.dtype();
+    if (!t.dims.empty() && shape.size() != t.dims.size())
       mismatch("a tensor of " + std::to_string(t.dims.size()) + " axes");
     if (!t.dtype.empty()) {
       auto d = parse_dtype(t.dtype);
-      if (d && *d != x.dtype()) mismatch("a tensor of " + t.dtype);
+      if (d && *d != dtype) mismatch("a tensor of " + t.dtype);
     }
     Frame dims_frame;
     ModuleInstance empty_module;
@@ -831,7 +817,7 @@ void Interpreter::check_type(const ast::TypeExpr& t, const Value& v, Span where,
     dims_frame.scopes.push_back(scope);
     for (size_t a = 0; a < t.dims.size(); ++a) {
       const ast::Expr& d = *t.dims[a];
-      int64_t actual = x.shape()[a];
+      int64_t actual = shape[a];
       if (d.kind == ast::ExprKind::Name) {
         const std::string& dim = ast::as<ast::Name>(d).name;
         auto it = scope.find(dim);
@@ -842,7 +828,7 @@ void Interpreter::check_type(const ast::TypeExpr& t, const Value& v, Span where,
         }
         if (it != scope.end() && it->second.value.kind == Value::Kind::Int && it->second.value.i != actual) {
           Diagnostic diag{Severity::Error, where,
-                          what + " has shape " + shape_str(x.shape()) + ": axis " + std::to_string(a) + " is " +
+                          what + " has shape " + shape_str(shape) + ": axis " + std::to_string(a) + " is " +
                               std::to_string(actual) + ", but '" + dim + "' is " + std::to_string(it->second.value.i),
                           {}, ""};
           if (dim_sites && dim_sites->count(dim)) diag.note((*dim_sites)[dim], "'" + dim + "' was bound here");
@@ -859,7 +845,7 @@ void Interpreter::check_type(const ast::TypeExpr& t, const Value& v, Span where,
       if (expected.kind != Value::Kind::Int) throw Error(d.span, "a tensor dimension must be an integer");
       if (expected.i != actual)
         throw Error(Diagnostic{Severity::Error, where,
-                               what + " has shape " + shape_str(x.shape()) + ", but axis " + std::to_string(a) +
+                               what + " has shape " + shape_str(shape) + ", but axis " + std::to_string(a) +
                                    " must be " + std::to_string(expected.i),
                                {{d.span, "the size is written here"}}, ""});
     }

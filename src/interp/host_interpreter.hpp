@@ -57,16 +57,28 @@ class Interpreter {
 
   Flow exec_block(const ast::Block& b, Frame& f, bool new_scope = true);
   Flow exec(const ast::Stmt& s, Frame& f);
-  // Statements first.. of `b` that run as one chain of blocks (0 or 1: none).
-  size_t chain_length(const ast::Block& b, size_t first);
-  void exec_chain(const ast::Block& b, size_t first, size_t length, Frame& f);
+  // A statement; where it fails, the blocks pending before it report
+  // first (as they would have run first).
+  Flow exec_in_order(const ast::Stmt& s, Frame& f);
+  // After statement `i` of `b`: the bindings of `scope` holding a pending
+  // result that no later statement of `b` reads let it go, so that fusion
+  // may compute it inside the blocks that read it instead of storing it.
+  void release_unread(const ast::Block& b, size_t i, Scope& scope);
+  // One past the last statement of `b` that mentions `name` (0: none), or
+  // SIZE_MAX where a function defined in `b` does (it may run later).
+  size_t last_mention(const ast::Block& b, const std::string& name);
   void exec_let(const ast::Let& l, Frame& f);
   void exec_assign(const ast::Assign& a, Frame& f);
   Flow exec_for(const ast::For& fr, size_t range, Frame& f);
   void exec_import(const ast::Import& imp, Frame& f);
   void exec_config(const ast::Config& c, Frame& f);
 
+  // eval() computes a pending result it would give; eval_any() gives it
+  // as it is, where a value is only passed on (bound to a name, passed to
+  // or returned from a user's function, read by a block).
   Value eval(const ast::Expr& e, Frame& f);
+  Value eval_any(const ast::Expr& e, Frame& f);
+  Value forced(Value v, Span where);
   Value eval_name(const ast::Name& n, Frame& f);
   Value eval_call(const ast::Call& c, Frame& f);
   Value eval_field(const ast::Field& fe, Frame& f);
@@ -87,7 +99,7 @@ class Interpreter {
   std::string config_device_;
   std::map<std::string, std::shared_ptr<ModuleInstance>> instances_;
   std::unique_ptr<ComputeRunner> computes_;
-  std::map<std::pair<const ast::Block*, size_t>, BlockChain> chains_;
+  std::map<std::pair<const ast::Block*, std::string>, size_t> last_mentions_;
   std::vector<std::shared_ptr<std::shared_future<Value>>> launched_;  // @async launches
   size_t launches_waited_ = 0;  // launched_[0..this) are finished: a host tensor write waited for them
   size_t launches_finished_ = 0;  // launched_[0..this) are finished and their errors reported

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "interp/pending_block.hpp"
 #include "runtime/tensor_ops.hpp"
 #include "support/diagnostics.hpp"
 
@@ -92,6 +93,13 @@ Value Value::of_dtype(DType t) {
   return x;
 }
 
+Value Value::of_pending(std::shared_ptr<PendingBlock> p) {
+  Value x;
+  x.kind = Kind::Pending;
+  x.pending = std::move(p);
+  return x;
+}
+
 // Callers check the kind first; anything else is reported (without a
 // location, which only the caller knows) rather than given a made-up value.
 double Value::as_double() const { return as_scalar().as_double(); }
@@ -131,6 +139,12 @@ std::string type_name(const Value& v) {
     case Value::Kind::Module: return "module";
     case Value::Kind::Future: return "future";
     case Value::Kind::Pool: return "memory_pool";
+    case Value::Kind::Pending: {
+      if (!v.pending) return "tensor";
+      std::string s = "tensor[";
+      for (int64_t d : v.pending->shape) s += std::to_string(d) + ", ";
+      return s + dtype_name(v.pending->dtype) + "]";
+    }
   }
   return "?";
 }
@@ -262,6 +276,7 @@ bool equal_at_depth(const Value& a, const Value& b, size_t depth) {
     case Value::Kind::Module: return a.module == b.module;
     case Value::Kind::Future: return a.future == b.future;
     case Value::Kind::Pool: return a.pool == b.pool;
+    case Value::Kind::Pending: return a.pending == b.pending;
     default: return false;
   }
 }
@@ -288,6 +303,7 @@ std::string to_display(const Value& v) {
     case Value::Kind::Pool:
       return "<memory_pool on " + v.pool->device() + ": " + std::to_string(v.pool->used()) + " of " +
              std::to_string(v.pool->capacity()) + " bytes used>";
+    case Value::Kind::Pending: return "<" + type_name(v) + ", not computed yet>";
   }
   return "?";
 }

@@ -17,6 +17,7 @@ namespace zyntax {
 
 struct Value;
 struct ModuleInstance;
+struct PendingBlock;  // interp/pending_block.hpp
 
 struct RecordData {
   std::vector<std::pair<std::string, Value>> fields;  // in the order written
@@ -30,7 +31,10 @@ struct FunctionData {
 };
 
 struct Value {
-  enum class Kind { None, Bool, Int, Float, Str, Tensor, List, Tuple, Record, Function, Builtin, DType, Module, Future, Pool };
+  // Pending: a compute block's result, not computed yet (so that blocks
+  // fuse); only bindings, arguments and results of user functions and
+  // blocks' inputs hold one, and reading it computes it.
+  enum class Kind { None, Bool, Int, Float, Str, Tensor, List, Tuple, Record, Function, Builtin, DType, Module, Future, Pool, Pending };
 
   Kind kind = Kind::None;
   bool b = false;
@@ -45,6 +49,7 @@ struct Value {
   std::shared_ptr<ModuleInstance> module;
   std::shared_ptr<std::shared_future<Value>> future;
   std::shared_ptr<MemoryPool> pool;
+  std::shared_ptr<PendingBlock> pending;  // null in a binding no statement reads again
 
   Value() = default;
   Value(const Value&) = default;
@@ -66,6 +71,7 @@ struct Value {
   static Value of_record(std::vector<std::pair<std::string, Value>> fields);
   static Value of_builtin(std::string name);
   static Value of_dtype(DType t);
+  static Value of_pending(std::shared_ptr<PendingBlock> p);
 
   bool is_number() const { return kind == Kind::Int || kind == Kind::Float || kind == Kind::Bool; }
   double as_double() const;  // Int, Float, Bool

@@ -12,19 +12,40 @@ namespace zyntax {
 
 namespace {
 
-std::string where_bound(const cir::Kernel& k, const cir::DimParam& d, const std::vector<Tensor>& inputs,
+std::string where_bound(const cir::Kernel& k, const cir::DimParam& d, const std::vector<TensorSpec>& inputs,
                         const std::vector<const cir::Param*>& params) {
   if (d.source == cir::DimSource::Host) return d.name + " is the host variable '" + d.name + "'";
   for (size_t i = 0; i < params.size(); ++i)
     if (params[i]->name == d.input)
       return d.name + " is axis " + std::to_string(d.axis) + " of input '" + d.input + "', shape " +
-             shape_str(inputs[i].shape());
+             shape_str(inputs[i].shape);
   return d.name;
 }
 
 }  // namespace
 
 std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::vector<Tensor>& inputs,
+                                               const std::map<std::string, int64_t>& host_dims) {
+  std::vector<TensorSpec> specs;
+  specs.reserve(inputs.size());
+  for (const Tensor& t : inputs) specs.push_back({t.dtype(), t.shape()});
+  return bind_dimensions(k, specs, host_dims);
+}
+
+std::optional<Shape> output_shape(const cir::Kernel& k, const std::map<std::string, int64_t>& dims) {
+  std::map<std::string, cir::Expr> values;
+  for (const auto& [name, v] : dims) values[name] = cir::i64(v);
+  Shape shape;
+  for (const cir::Expr& extent : k.output().type.shape) {
+    cir::Expr e = cir::simplify(cir::substitute(extent, values));
+    auto n = e.as<cir::IntImm>();
+    if (!n) return std::nullopt;
+    shape.push_back(n->value);
+  }
+  return shape;
+}
+
+std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::vector<TensorSpec>& inputs,
                                                const std::map<std::string, int64_t>& host_dims) {
   std::vector<const cir::Param*> params;
   for (const cir::Param& p : k.params)
@@ -33,12 +54,12 @@ std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::
     throw DataError("compute '" + k.name + "' takes " + std::to_string(params.size()) + " inputs, got " +
                     std::to_string(inputs.size()));
   for (size_t i = 0; i < params.size(); ++i) {
-    if (inputs[i].dtype() != params[i]->type.dtype)
-      throw DataError("compute '" + k.name + "': input '" + params[i]->name + "' is " + dtype_name(inputs[i].dtype()) +
+    if (inputs[i].dtype != params[i]->type.dtype)
+      throw DataError("compute '" + k.name + "': input '" + params[i]->name + "' is " + dtype_name(inputs[i].dtype) +
                       ", but the kernel was compiled for " + dtype_name(params[i]->type.dtype));
-    if (static_cast<size_t>(inputs[i].rank()) != params[i]->type.rank())
-      throw DataError("compute '" + k.name + "': input '" + params[i]->name + "' has " + std::to_string(inputs[i].rank()) +
-                      " axes (shape " + shape_str(inputs[i].shape()) + ") but the kernel uses it with " +
+    if (static_cast<size_t>(inputs[i].shape.size()) != params[i]->type.rank())
+      throw DataError("compute '" + k.name + "': input '" + params[i]->name + "' has " + std::to_string(inputs[i].shape.size()) +
+                      " axes (shape " + shape_str(inputs[i].shape) + ") but the kernel uses it with " +
                       std::to_string(params[i]->type.rank()));
   }
   std::map<std::string, int64_t> dims;
@@ -50,7 +71,7 @@ std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::
       continue;
     }
     for (size_t i = 0; i < params.size(); ++i)
-      if (params[i]->name == d.input) dims[d.name] = inputs[i].shape()[static_cast<size_t>(d.axis)];
+      if (params[i]->name == d.input) dims[d.name] = inputs[i].shape[static_cast<size_t>(d.axis)];
   }
   // Every input extent must agree with the dimension its type names.
   std::map<std::string, cir::Expr> values;
@@ -60,10 +81,10 @@ std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::
       const cir::Expr& extent = params[i]->type.shape[a];
       cir::Expr v = cir::simplify(cir::substitute(extent, values));
       auto n = v.as<cir::IntImm>();
-      int64_t actual = inputs[i].shape()[a];
+      int64_t actual = inputs[i].shape[a];
       if (n && n->value == actual) continue;
       std::string msg = "compute '" + k.name + "': input '" + params[i]->name + "' has shape " +
-                        shape_str(inputs[i].shape()) + ", but its axis " + std::to_string(a) + " must be " +
+                        shape_str(inputs[i].shape) + ", but its axis " + std::to_string(a) + " must be " +
                         cir::print(extent);
       if (n) msg += " = " + std::to_string(n->value);
       if (auto var = extent.as<cir::Var>())

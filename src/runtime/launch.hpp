@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,10 +19,23 @@
 
 namespace zyntax {
 
+// What binding dimensions needs of an input: its dtype and shape (of a
+// tensor, or of a result not computed yet, whose shape is known).
+struct TensorSpec {
+  DType dtype = DType::F32;
+  Shape shape;
+};
+
 // The dims of `k` for these inputs and host values. Throws DataError naming
 // the input, the axis, both sizes and where the dimension was bound.
+std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::vector<TensorSpec>& inputs,
+                                               const std::map<std::string, int64_t>& host_dims);
 std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::vector<Tensor>& inputs,
                                                const std::map<std::string, int64_t>& host_dims);
+
+// The shape of `k`'s output for these dims; nothing where an extent is not
+// a function of them.
+std::optional<Shape> output_shape(const cir::Kernel& k, const std::map<std::string, int64_t>& dims);
 
 // Called with every specialised kernel a launch is about to run, for tools
 // that collect them (`zyntax compile --sizes-from-run`); process-wide, and

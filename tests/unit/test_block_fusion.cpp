@@ -1,7 +1,8 @@
-// Fusion of adjacent compute blocks (fusion/block_fusion, interp/fusion_chains):
-// whole programs run with fusion on and off on every device here, their
-// saved results compared bit for bit, and each reason a pair is not fused
-// said by --explain-fusion.
+// Fusion of compute blocks as programs meet them (fusion/block_fusion,
+// fusion/run_plan, interp/compute_runner's pending blocks): whole programs
+// run with fusion on and off on every device here, their saved results
+// compared bit for bit, and each reason a pair is not fused said by
+// --explain-fusion.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -156,7 +157,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Refusal{"read_by_host", "print(a[3])\nlet b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\n", ""},
         Refusal{"read_later", "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\nprint(sum(a))\n",
-                "'a' is read by more than the blocks after it"},
+                "'a' is also read by host code"},
         Refusal{"shifted_index", "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] - a[23 - i]\n}\n",
                 "the consumer reads it at an index that is not a loop over its whole axis"},
         Refusal{"fewer_elements", "let b = compute(a) {\n  for i in 0..20:\n    out[i] = a[i]\n}\n",
@@ -255,9 +256,6 @@ TEST(BlockFusion, EveryOtherRefusalSaysWhy) {
       {"let x = rand([24])\nlet a = compute(x) {\n  for i in 0..24:\n    var v = x[i]\n    out[i, 0] = v\n}\n"
        "let b = compute(a) {\n  for i in 0..24:\n    out[i] = a[i, 0] * 2.0\n}\nsave(b, \"OUT/b.npy\")\n",
        "the producer stores at an index that is not its loop variables"},
-      {"let x = rand([24])\nlet a = compute(x) {\n  for i in 0..24:\n    out[i] = x[i] + 1.0\n}\n"
-       "let b = compute(x) {\n  for i in 0..24:\n    out[i] = x[i] * 2.0\n}\nsave(b, \"OUT/b.npy\")\n",
-       "'a' is not read by the blocks after it"},
       {"let x = rand([16, 16])\nlet a = compute(x) {\n  @kernel elementwise\n  for i in 0..16, j in 0..16:\n"
        "    out[i, j] = tanh(exp(x[i, j]) + 1.0) * 2.0 - 1.0\n}\n"
        "let b = compute(a, x) {\n  for i in 0..16, j in 0..16:\n    var s = 0.0\n    for k in 0..16:\n      s += a[i, k] * x[k, j]\n"
@@ -370,7 +368,7 @@ TEST(BlockFusion, AProductWithItsEpilogueKeepsItsSchedules) {
   cir::Kernel relu = testing::kernel_of(
       "def f(h: tensor[m, n, f32], b: tensor[n, f32]) {\n return compute(h, b) {\n  for i in 0..m, j in 0..n:\n"
       "   out[i, j] = max(h[i, j] + b[j], 0.0)\n }\n}");
-  fusion::RunPlan plan = fusion::plan_run({{&product, "h", 2, false}, {&relu, "y", 9, false}});
+  fusion::RunPlan plan = fusion::plan_run({{&product, "h", 2, false, {}}, {&relu, "y", 9, false, {}}});
   ASSERT_EQ(plan.launches.size(), 1u);
   const cir::Kernel& fused = plan.launches[0].kernel;
   cir::Kernel at = cir::specialize(fused, {{"m", 256}, {"k", 192}, {"n", 320}});
@@ -446,9 +444,10 @@ TEST(BlockFusion, QuietHostCodeBetweenBlocksRunsFirst) {
   EXPECT_TRUE(contains(why, "the blocks at lines 3, 11 run as one kernel, a+b")) << why;
 }
 
-// Host code with an effect, or that reads a pending result, or changes
-// what a block before it reads, ends the run there.
-TEST(BlockFusion, HostCodeThatMustSeeTheBlocksEndsTheRun) {
+// Host code with an effect, or that reads a pending result, computes what
+// is pending there; host code that rebinds what a pending block read does
+// not change what it computes (it took its inputs and numbers when met).
+TEST(BlockFusion, HostCodeThatMustSeeTheBlocksComputesThem) {
   const char* a = "let x = rand([40])\nvar s = 2.0\nlet a = compute(x) {\n  for i in 0..40:\n    out[i] = x[i] * s\n}\n";
   const char* b = "let b = compute(a) {\n  for i in 0..40:\n    out[i] = a[i] + s\n}\nsave(b, \"OUT/b.npy\")\n";
   struct Between {
@@ -456,17 +455,20 @@ TEST(BlockFusion, HostCodeThatMustSeeTheBlocksEndsTheRun) {
     const char* why;  // of --explain-fusion, where it says
   };
   const Between cases[] = {
-      {"print(\"between\")\n", ""},
-      {"let t0 = time()\n", ""},
-      {"let r = rand([2])\n", ""},
-      {"let m = a[0]\n", "host code between the blocks reads 'a'"},
-      {"s = 3.0\n", "host code between the blocks changes 's', which the block before it reads"},
-      {"let x = zeros(40)\n", "host code between the blocks changes 'x', which the block before it reads"},
+      {"print(\"between\")\n", "pending blocks computed at line 7: print() has an effect"},
+      {"let t0 = time()\n", "time() has an effect"},
+      {"let r = rand([2])\n", "rand() has an effect"},
+      {"let m = a[0]\n", "pending blocks computed at line 7: host code reads 'a'"},
+      {"x[2] = 5.0\n", "pending blocks computed at line 7: host code writes into a tensor"},
   };
   for (const Between& c : cases) {
     std::string why = same_fused_and_not(std::string(a) + c.code + b, {"b"});
     EXPECT_FALSE(contains(why, "run as one kernel")) << c.code << why;
     EXPECT_TRUE(contains(why, c.why)) << c.code << why;
+  }
+  for (const char* rebinds : {"s = 3.0\n", "let x = zeros(40)\n", "let x = zeros(40)\ns = 7.0\n"}) {
+    std::string why = same_fused_and_not(std::string(a) + rebinds + b, {"b"});
+    EXPECT_TRUE(contains(why, "the blocks at lines 3, ")) << rebinds << why;
   }
   // A user's function named like a quiet builtin: each statement as written.
   std::string shadowed = same_fused_and_not(
@@ -474,19 +476,20 @@ TEST(BlockFusion, HostCodeThatMustSeeTheBlocksEndsTheRun) {
   EXPECT_FALSE(contains(shadowed, "run as one kernel")) << shadowed;
 }
 
-// A run whose names would mean two things is cut where they would.
-TEST(BlockFusion, RunsThatRebindANameSayWhy) {
+// Names bound again between blocks: each block reads what its names meant
+// when it was met, fused or not.
+TEST(BlockFusion, BlocksThatRebindANameStillFuse) {
   std::string twice = same_fused_and_not(
       "let x = rand([24])\nlet a = compute(x) {\n  for i in 0..24:\n    out[i] = x[i] * 3.0\n}\n"
       "let a = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\n"
       "let b = compute(x) {\n  for i in 0..24:\n    out[i] = x[i] * 2.0\n}\nsave(b, \"OUT/b.npy\")\n",
       {"b"});
-  EXPECT_TRUE(contains(twice, "'a' is bound twice")) << twice;
+  EXPECT_TRUE(contains(twice, "the blocks at lines 2, 6 run as one kernel")) << twice;
   std::string before = same_fused_and_not(
       "let x = rand([24])\nlet c = rand([24])\nlet a = compute(x, c) {\n  for i in 0..24:\n    out[i] = x[i] * c[i]\n}\n"
       "let c = compute(a) {\n  for i in 0..24:\n    out[i] = a[i] + 1.0\n}\nsave(c, \"OUT/b.npy\")\n",
       {"b"});
-  EXPECT_TRUE(contains(before, "'c' names something else before")) << before;
+  EXPECT_TRUE(contains(before, "the blocks at lines 3, 7 run as one kernel")) << before;
 }
 
 // A host statement that fails between blocks reports after what the blocks
@@ -538,7 +541,7 @@ TEST(BlockFusion, AFusionBeyondTheDevicesBufferLimitIsNotMade) {
       "   out[i] = a[i] + z[i] * w[i]\n }\n}");
   EXPECT_EQ(cir::gpu_storage_buffers(a, GpuApi::Vulkan), 4);  // x, y, out, status
   EXPECT_EQ(cir::gpu_storage_buffers(b, GpuApi::Vulkan), 5);
-  std::vector<fusion::RunBlock> blocks = {{&a, "a", 2, false}, {&b, "b", 7, false}};
+  std::vector<fusion::RunBlock> blocks = {{&a, "a", 2, false, {}}, {&b, "b", 7, false, {}}};
   EXPECT_EQ(fusion::plan_run(blocks).launches.size(), 1u);  // no limit: one kernel of x, y, z, w
   GpuTarget gpu;
   gpu.api = GpuApi::Vulkan;
@@ -580,6 +583,45 @@ TEST(BlockFusion, ErrorsInFusedKernelsNameTheirOwnBlock) {
       "let x = rand([8])\nlet y = rand([4])\nlet a = compute(x) {\n  for i in 0..8:\n    out[i] = x[i] + 1.0\n}\n"
       "let b = compute(a, y) {\n  for i in 0..8:\n    out[i] = a[i] * y[i]\n}\nprint(b)\n";
   for (const char* src : {producer_fails, consumer_fails}) fails_the_same_fused_and_not(src);
+}
+
+// A layer per function, the common style: the blocks of several calls are
+// pending together and fuse; each call's host numbers stay its own.
+TEST(BlockFusion, BlocksInDifferentFunctionsFuse) {
+  std::string why = same_fused_and_not(
+      "def scale(x: tensor[n, f32], s: float) {\n  let y = compute(x) {\n    @kernel elementwise\n    for i in 0..n:\n"
+      "      out[i] = x[i] * s + 1.0\n  }\n  return y\n}\n"
+      "def act(x: tensor[n, f32]) -> tensor[n, f32] {\n  return compute(x) {\n    for i in 0..n:\n      out[i] = tanh(x[i])\n  }\n}\n"
+      "let x = rand([1001])\nlet h = scale(x, 2.0)\nlet g = act(h)\nlet y = scale(g, -0.5)\nsave(y, \"OUT/y.npy\")\n",
+      {"y"});
+  EXPECT_TRUE(contains(why, "the blocks at lines 2, 10, 2 run as one kernel")) << why;
+}
+
+// A host loop that never reads its blocks' results: they fuse across
+// iterations (up to a bound on what waits), and compute when read.
+TEST(BlockFusion, BlocksFuseAcrossLoopIterations) {
+  std::string why = same_fused_and_not(
+      "var v = rand([7, 9])\nfor k in 0..4 {\n  v = compute(v) {\n    for i in 0..7, j in 0..9:\n      out[i, j] = v[i, j] * 0.5 + f32(k)\n  }\n}\n"
+      "var w = rand([3])\nfor k in 0..300 {\n  w = compute(w) {\n    for i in 0..3:\n      out[i] = w[i] * 0.99 + 0.01\n  }\n}\n"
+      "save(v, \"OUT/v.npy\")\nsave(w, \"OUT/w.npy\")\n",
+      {"v", "w"});
+  EXPECT_TRUE(contains(why, "run as one kernel, v+v+v+v")) << why;
+}
+
+// A block whose result nothing reads still runs, and its checks: its error
+// is reported where the unfused program reports it.
+TEST(BlockFusion, UnreadBlocksStillRunTheirChecks) {
+  fails_the_same_fused_and_not(
+      "let x = astype(arange(0, 8), i32)\nlet a = compute(x) {\n  for i in 0..8:\n    out[i] = 7 / (x[i] - 5)\n}\n"
+      "let b = compute(x) {\n  for i in 0..8:\n    out[i] = x[i] * 2\n}\nprint(b)\n");
+  fails_the_same_fused_and_not(
+      "def f(x: tensor[n, i32]) {\n  compute(x) {\n    for i in 0..n:\n      out[i] = 7 / (x[i] - 5)\n  }\n  return 1\n}\n"
+      "let x = astype(arange(0, 8), i32)\nlet k = f(x)\n");
+  // Shapes are checked when a block is met, before what is pending runs.
+  fails_the_same_fused_and_not(
+      "let x = rand([8])\nlet y = rand([5])\nlet a = compute(x) {\n  for i in 0..8:\n    out[i] = x[i] + 1.0\n}\n"
+      "def g(p: tensor[n, f32], q: tensor[n, f32]) {\n  return compute(p, q) {\n    for i in 0..n:\n      out[i] = p[i] * q[i]\n  }\n}\n"
+      "let b = g(a, y)\nprint(b)\n");
 }
 
 }  // namespace

@@ -440,7 +440,7 @@ std::string fused_kernels_text(Session& session, LoadedModule& m, const std::vec
         auto it = of.find(c);
         if (it == of.end() || !it->second->deferred.empty()) break;  // lowered only at run time
         int line = static_cast<int>(session.sources().file(c->span.file).line_col(c->span.begin).line);
-        blocks.push_back({&it->second->kernel, chain.names[j], line, false});
+        blocks.push_back({&it->second->kernel, chain.names[j], line, false, {}});
       }
       if (blocks.size() == chain.blocks.size()) {
         fusion::RunPlan plan = fusion::plan_run(blocks);
