@@ -124,7 +124,37 @@ EPILOGUE = {
     "sizes": {"N": 512},
     "call": "f(x, w, b)",
 }
-CASES = [ELEMENTWISE, SOFTMAX, EPILOGUE]
+LAYERS = {
+    "title": "the three element-wise blocks as three functions (a layer per function), 16M f32",
+    "setup": "let x = rand([N])",
+    "chain": """def scale(x: tensor[n, f32], s: float, t: float) {
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = x[i] * s + t
+    }
+}
+def act(x: tensor[n, f32]) {
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = tanh(x[i])
+    }
+}
+def mul(x: tensor[n, f32], y: tensor[n, f32]) {
+    return compute(x, y) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = x[i] * y[i]
+    }
+}
+def f(x: tensor[n, f32]) {
+    return mul(act(scale(x, 1.5, 0.25)), x)
+}""",
+    "one": ELEMENTWISE["one"],
+    "sizes": {"N": 16 * 1024 * 1024},
+}
+CASES = [ELEMENTWISE, LAYERS, SOFTMAX, EPILOGUE]
 
 TIMER = """
 let warm = CALL

@@ -185,7 +185,7 @@ Value ComputeRunner::defer(const ast::Compute& c, Frame& frame, std::vector<Valu
   const KernelAnnotations& a = entry.annotations;
   if (!a.devices.empty() || !a.parallel.empty() || a.is_async) {
     // Launched as written, after what is pending.
-    flush(c.span, "the block there names its device or is @async");
+    flush(c.span, "the block there runs as written (it names its device, shares its work or is @async)");
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].kind == Value::Kind::Pending) inputs[i] = Value::of_tensor(force(inputs[i].pending, c.inputs[i]->span));
     return run(c, frame, inputs, default_device);

@@ -499,7 +499,7 @@ Value Interpreter::eval_any(const ast::Expr& e, Frame& f) {
       }
       std::string device = !config_device_.empty() ? config_device_ : options_.device;
       if (deferred) return computes_->defer(c, f, std::move(inputs), device);
-      computes_->flush(c.span, "the block there names its device or is @async");  // it runs after them
+      computes_->flush(c.span, "the block there runs as written (it names its device, shares its work or is @async)");  // it runs after them
       Value result = computes_->run(c, f, inputs, device);
       if (result.kind == Value::Kind::Future) launched_.push_back(result.future);
       return result;

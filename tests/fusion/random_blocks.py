@@ -3,7 +3,8 @@
 runs of blocks (element-wise maps, broadcasts, reductions over rows and
 over columns, scatter updates, matrix products, f16 and i32 intermediates,
 reads at other indices, several consumers of one result, quiet host code
-between blocks whose numbers later blocks read, odd sizes), each
+between blocks whose numbers later blocks read, blocks in functions of
+their own, host code with an effect between blocks, odd sizes), each
 program run with --fusion on and off on every device here, and on the
 reference executor. Fused and unfused results must be the same bytes on
 each device; where a program sums floats, a reduction fused into its rows
@@ -124,7 +125,14 @@ class Program:
                     "            s += %s * %s" % (cast(src[0] + "[i, k]"), cast(src[0] + "[k, j]")),
                     "        out[i, j] = s"]
             out = (name, "RC", "f32")
-        self.lines += [head] + body + ["}"]
+        if not last and r.random() < 0.3:
+            # A block in a function of its own, as a layer is written:
+            # its result is pending across the call and fuses as inline.
+            args = head[head.index("compute(") + len("compute("):head.rindex(")")]
+            self.lines += ["def f_%s(%s) {" % (name, args), "    let r = compute(%s) {" % args] + \
+                ["    " + line for line in body] + ["    }", "    return r", "}", "let %s = f_%s(%s)" % (name, name, args)]
+        else:
+            self.lines += [head] + body + ["}"]
         self.values.append(out)
 
     def generate(self):
@@ -144,6 +152,9 @@ class Program:
                         self.lines[-4] = "let b%d = compute(%s) {" % (k, ", ".join(names + [v[0]]))
             else:
                 self.block("b%d" % k, False)
+            if not last and r.random() < 0.1:
+                # Host code with an effect: what is pending runs here, later blocks read it stored.
+                self.lines.append("let t%d = time()" % k)
             if not last and r.random() < 0.35:
                 # Quiet host code: runs first, the blocks around it still fuse.
                 h = "h%d" % k
