@@ -183,13 +183,15 @@ Value ComputeRunner::defer(const ast::Compute& c, Frame& frame, std::vector<Valu
   for (size_t i = 0; i < inputs.size(); ++i) sigs.push_back(pending_signature(*c.inputs[i], inputs[i]));
   Entry& entry = lowered(c, frame, sigs);
   const KernelAnnotations& a = entry.annotations;
-  if (!a.devices.empty() || !a.parallel.empty() || a.is_async) {
-    // Launched as written, after what is pending.
-    flush(c.span, "the block there runs as written (it names its device, shares its work or is @async)");
+  // Launched as written, after what is pending.
+  auto run_now = [&](const std::string& why) {
+    flush(c.span, why);
     for (size_t i = 0; i < inputs.size(); ++i)
       if (inputs[i].kind == Value::Kind::Pending) inputs[i] = Value::of_tensor(force(inputs[i].pending, c.inputs[i]->span));
     return run(c, frame, inputs, default_device);
-  }
+  };
+  if (!a.devices.empty() || !a.parallel.empty() || a.is_async)
+    return run_now("the block there runs as written (it names its device, shares its work or is @async)");
   const cir::Kernel& k = entry.compiled->generic();
   auto block = std::make_shared<PendingBlock>();
   block->block = &c;
@@ -217,12 +219,7 @@ Value ComputeRunner::defer(const ast::Compute& c, Frame& frame, std::vector<Valu
   } catch (const DataError& e) {
     throw Error(c.span, e.what());
   }
-  if (!shape) {  // a result whose size is not known before it runs
-    flush();
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i].kind == Value::Kind::Pending) inputs[i] = Value::of_tensor(force(inputs[i].pending, c.inputs[i]->span));
-    return run(c, frame, inputs, default_device);
-  }
+  if (!shape) return run_now("the size of the block's result there is known only once it runs");
   block->shape = *shape;
   block->dtype = k.output().type.dtype;
   if (!pending_.empty() && (pending_device_ != default_device || pending_.size() >= kMaxPending)) flush();
