@@ -339,11 +339,25 @@ void ComputeRunner::run_graph(std::vector<std::shared_ptr<PendingBlock>> nodes, 
   }
   for (const std::string& e : planned->plan.explanations) explain(e);
 
-  // Each launch reads the blocks' inputs and the results before it.
+  // Each launch reads the blocks' inputs and the results before it. A
+  // result no block wants for itself is let go after its last reader (a
+  // host loop of blocks that cannot fuse holds two results at a time, not
+  // one per block).
   auto result_of = [&](const Value& v) { return v.kind == Value::Kind::Pending ? v.pending->result : v.tensor; };
+  const auto& launches = planned->plan.launches;
+  std::vector<size_t> last_read(n, SIZE_MAX);
+  for (size_t l = 0; l < launches.size(); ++l) {
+    if (planned->compiled[l]) {
+      for (const cir::Param& p : planned->compiled[l]->generic().params)
+        if (p.role == cir::ParamRole::Input && p.name[0] == '@') last_read[std::stoul(p.name.substr(1))] = l;
+    } else {
+      for (const auto& [name, v] : nodes[launches[l].result]->inputs)
+        if (v.kind == Value::Kind::Pending && index.count(v.pending.get())) last_read[index.at(v.pending.get())] = l;
+    }
+  }
   try {
-    for (size_t l = 0; l < planned->plan.launches.size(); ++l) {
-      const fusion::PlannedKernel& k = planned->plan.launches[l];
+    for (size_t l = 0; l < launches.size(); ++l) {
+      const fusion::PlannedKernel& k = launches[l];
       PendingBlock& b = *nodes[k.result];
       Tensor out;
       try {
@@ -368,6 +382,8 @@ void ComputeRunner::run_graph(std::vector<std::shared_ptr<PendingBlock>> nodes, 
         throw Error(b.block->span, e.what());
       }
       b.result = out;
+      for (size_t j = 0; j < n; ++j)
+        if (last_read[j] == l && !std::binary_search(roots.begin(), roots.end(), j)) nodes[j]->result = Tensor();
     }
   } catch (const Error&) {
     run_unfused(nodes, device);  // throws the first failing block's error
