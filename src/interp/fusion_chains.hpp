@@ -8,8 +8,10 @@
 // math builtins (nothing that prints, saves, times, draws random numbers,
 // waits or calls a user's function), reading no result of the run and
 // writing no name a block before it reads. Decided from the syntax alone,
-// once per statement; which kernels fuse is then fusion/block_fusion's call
-// at run time.
+// for `zyntax compile --emit cir`'s listing of fused kernels (at run time
+// the interpreter defers blocks, interp/pending_block, and fusion reaches
+// across functions and loops). is_quiet_builtin also tells the interpreter
+// which builtins need not wait for pending blocks.
 #pragma once
 
 #include <cstddef>
