@@ -72,13 +72,14 @@ Device* find_device(const std::string& id, Span span) {
 // The signature of input `e`, whose value is `v`: its rank and dtype (sizes
 // are not part of it: they are bound at launch).
 InputSignature tensor_signature(const ast::Expr& e, const Value& v) {
-  if (v.kind != Value::Kind::Tensor)
+  if (v.kind != Value::Kind::Tensor && v.kind != Value::Kind::Pending)
     throw Error(e.span, "compute inputs must be tensors, but '" + ast::path_text(e) + "' is " + type_name(v));
   InputSignature s;
   s.path = ast::path_text(e);
   s.span = e.span;
-  s.rank = static_cast<int>(v.tensor.rank());
-  s.dtype = v.tensor.dtype();
+  // A pending result's rank and dtype are known before it is computed.
+  s.rank = static_cast<int>(v.kind == Value::Kind::Pending ? v.pending->shape.size() : v.tensor.shape().size());
+  s.dtype = v.kind == Value::Kind::Pending ? v.pending->dtype : v.tensor.dtype();
   return s;
 }
 
@@ -166,21 +167,12 @@ namespace {
 // reads its results still computes them as it goes).
 constexpr size_t kMaxPending = 128;
 
-InputSignature pending_signature(const ast::Expr& e, const Value& v) {
-  if (v.kind != Value::Kind::Pending) return tensor_signature(e, v);
-  InputSignature s;
-  s.path = ast::path_text(e);
-  s.span = e.span;
-  s.rank = static_cast<int>(v.pending->shape.size());
-  s.dtype = v.pending->dtype;
-  return s;
-}
 
 }  // namespace
 
 Value ComputeRunner::defer(const ast::Compute& c, Frame& frame, std::vector<Value> inputs, const std::string& default_device) {
   std::vector<InputSignature> sigs;
-  for (size_t i = 0; i < inputs.size(); ++i) sigs.push_back(pending_signature(*c.inputs[i], inputs[i]));
+  for (size_t i = 0; i < inputs.size(); ++i) sigs.push_back(tensor_signature(*c.inputs[i], inputs[i]));
   Entry& entry = lowered(c, frame, sigs);
   const KernelAnnotations& a = entry.annotations;
   // Launched as written, after what is pending.
