@@ -192,7 +192,9 @@ inline const char* kAttention64 = kAttention64Source.c_str();
 // tile widened where it is read; an f32 output), as flash_attention_source
 // writes it. `causal`: query row i sees keys 0..i only, so the key blocks
 // stop at the query block's diagonal, where the scores past it are masked.
-inline std::string flash_attention_bf16_source(int block, bool causal) {
+// `tf32`: marked @precision(tf32), so that P V may round P to TF32 on
+// tensor cores (Q K^T takes them either way: its factors are exact).
+inline std::string flash_attention_bf16_source(int block, bool causal, bool tf32 = false) {
   std::string b = std::to_string(block);
   std::string keys = causal ? "min(q0 + " + b + ", s)" : "s";
   std::string mask = !causal ? ""
@@ -202,7 +204,7 @@ inline std::string flash_attention_bf16_source(int block, bool causal) {
         "                                S[r, c] = -inf\n";
   return "def f(Q: tensor[bh, s, d, bf16], K: tensor[bh, s, d, bf16], V: tensor[bh, s, d, bf16]) {\n"
          "    return compute(Q, K, V) {\n"
-         "        @kernel flash_attention\n"
+         "        @kernel flash_attention\n" + std::string(tf32 ? "        @precision(tf32)\n" : "") +
          "        for h in 0..bh:\n"
          "            for q0 in 0..s step " + b + ":\n"
          "                var m = -inf\n"
@@ -224,6 +226,10 @@ inline const std::string kAttentionBf16Source = flash_attention_bf16_source(64, 
 inline const std::string kAttentionBf16CausalSource = flash_attention_bf16_source(64, true);
 inline const char* kAttentionBf16 = kAttentionBf16Source.c_str();
 inline const char* kAttentionBf16Causal = kAttentionBf16CausalSource.c_str();
+inline const std::string kAttentionBf16Tf32Source = flash_attention_bf16_source(64, false, true);
+inline const std::string kAttentionBf16Tf32CausalSource = flash_attention_bf16_source(64, true, true);
+inline const char* kAttentionBf16Tf32 = kAttentionBf16Tf32Source.c_str();
+inline const char* kAttentionBf16Tf32Causal = kAttentionBf16Tf32CausalSource.c_str();
 
 // Same-size 3x3 convolution (stride 1, padding 1), as in ResNet's blocks.
 inline const char* kConv2d = R"(

@@ -170,9 +170,13 @@ void kernels(Device& dev, bool small) {
   for (int64_t d : {64, 128}) {
     std::vector<Tensor> in = {random({12, 4096, d}, 15, DType::BF16), random({12, 4096, d}, 16, DType::BF16),
                               random({12, 4096, d}, 17, DType::BF16)};
-    for (bool causal : {false, true})
-      report("zyntax_attention_bf16_12x4096_d" + std::to_string(d) + (causal ? "_causal" : "") + "_ms",
-             kernel_ms(dev, causal ? kAttentionBf16Causal : kAttentionBf16, in, 3), "ms", "blocks of 64 rows, f32 output");
+    for (bool causal : {false, true}) {
+      std::string key = "12x4096_d" + std::to_string(d) + (causal ? "_causal" : "") + "_ms";
+      report("zyntax_attention_bf16_" + key, kernel_ms(dev, causal ? kAttentionBf16Causal : kAttentionBf16, in, 3), "ms",
+             "blocks of 64 rows, f32 output");
+      report("zyntax_attention_bf16_tf32_" + key, kernel_ms(dev, causal ? kAttentionBf16Tf32Causal : kAttentionBf16Tf32, in, 3), "ms",
+             "@precision(tf32): P V on tensor cores too");
+    }
   }
 }
 

@@ -164,13 +164,15 @@ Stmt make_check(Expr cond, std::string message, Span s) {
 Stmt make_mma_zero(std::string acc, int warp_rows, int warp_cols, Span s) {
   return Stmt(std::make_shared<TileMma>(TileMma::Step::Zero, std::move(acc), warp_rows, warp_cols, s));
 }
-Stmt make_mma_accumulate(std::string acc, int warp_rows, int warp_cols, std::string a, int lda, std::string b, int ldb, int depth, Span s) {
+Stmt make_mma_accumulate(std::string acc, int warp_rows, int warp_cols, std::string a, int lda, std::string b, int ldb, int depth, Span s,
+                         bool b_transposed) {
   auto m = std::make_shared<TileMma>(TileMma::Step::Accumulate, std::move(acc), warp_rows, warp_cols, s);
   m->a = std::move(a);
   m->lda = lda;
   m->b = std::move(b);
   m->ldb = ldb;
   m->depth = depth;
+  m->b_transposed = b_transposed;
   return Stmt(m);
 }
 Stmt make_mma_store(std::string d, int ldd, std::string acc, int warp_rows, int warp_cols, int row0, int count, Span s) {

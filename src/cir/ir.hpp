@@ -416,7 +416,8 @@ struct BlockReduce : StmtNode {
 // part, in 16 x 16 pieces).
 //   Zero:        acc = 0
 //   Accumulate:  acc[r, c] += sum over p < depth of a[r * lda + p] * b[p * ldb + c]
-//                a and b are shared arrays of f16 or bf16, or of f32 read as
+//                (b_transposed: b[c * ldb + p], b's rows the columns of the
+//                product, as attention's K in Q K^T); a and b are shared arrays of f16 or bf16, or of f32 read as
 //                TF32 (each factor rounded to 10 mantissa bits, to nearest,
 //                ties away from zero); products are exact and sums are in f32
 //                in an unspecified order.
@@ -432,6 +433,7 @@ struct TileMma : StmtNode {
   int warp_rows = 1, warp_cols = 1;
   std::string a, b;                   // Accumulate
   int depth = 0, lda = 0, ldb = 0;
+  bool b_transposed = false;
   std::string d;                      // Store
   int row0 = 0, count = 0, ldd = 0;
   TileMma(Step st, std::string acc_, int wr, int wc, Span s) : StmtNode(kKind, s), step(st), acc(std::move(acc_)), warp_rows(wr), warp_cols(wc) {}
@@ -614,7 +616,8 @@ Stmt make_atomic(AtomicOp op, std::string buffer, std::vector<Expr> index, Expr 
 Stmt make_check(Expr cond, std::string message, Span s = {});
 Stmt make_block_reduce(std::string name, ReduceOp op, std::string array, Expr count, Span s = {});
 Stmt make_mma_zero(std::string acc, int warp_rows, int warp_cols, Span s = {});
-Stmt make_mma_accumulate(std::string acc, int warp_rows, int warp_cols, std::string a, int lda, std::string b, int ldb, int depth, Span s = {});
+Stmt make_mma_accumulate(std::string acc, int warp_rows, int warp_cols, std::string a, int lda, std::string b, int ldb, int depth, Span s = {},
+                         bool b_transposed = false);
 Stmt make_mma_store(std::string d, int ldd, std::string acc, int warp_rows, int warp_cols, int row0, int count, Span s = {});
 Stmt make_async_copy(std::string dst, Expr dst_index, std::string src, std::vector<Expr> src_index, int count, Expr valid, Span s = {});
 Stmt make_async_commit(Span s = {});

@@ -232,11 +232,17 @@ class Verifier : public IRVisitor {
     }
   }
 
-  // The constant element count of a 1-D allocation, or -1.
+  // The constant element count of an allocation (of any rank, read as its
+  // elements in order), or -1.
   int64_t array_size(const Symbol* s) const {
-    if (!s || s->kind != SymbolKind::Allocate || s->type.rank() != 1) return -1;
-    const IntImm* n = s->type.shape[0].as<IntImm>();
-    return n ? n->value : -1;
+    if (!s || s->kind != SymbolKind::Allocate || s->type.rank() == 0) return -1;
+    int64_t n = 1;
+    for (const Expr& e : s->type.shape) {
+      const IntImm* extent = e.as<IntImm>();
+      if (!extent) return -1;
+      n *= extent->value;
+    }
+    return n;
   }
 
   void visit(const TileMma* op) override {
@@ -265,7 +271,7 @@ class Verifier : public IRVisitor {
       const Symbol* a = lookup(op->a);
       const Symbol* b = lookup(op->b);
       int64_t na = array_size(a), nb = array_size(b);
-      if (na < 0 || nb < 0) return report(what + ": its factors '" + op->a + "' and '" + op->b + "' are not 1-D arrays of constant size");
+      if (na < 0 || nb < 0) return report(what + ": its factors '" + op->a + "' and '" + op->b + "' are not arrays of constant size");
       DType t = a->type.dtype;
       if (b->type.dtype != t || (t != DType::F16 && t != DType::BF16 && t != DType::F32))
         return report(what + ": its factors are " + dtype_name(t) + " and " + dtype_name(b->type.dtype) + "; both f16, bf16 or f32 (TF32)");
@@ -274,12 +280,14 @@ class Verifier : public IRVisitor {
       aligned(op->a, op->lda, t);
       aligned(op->b, op->ldb, t);
       if (op->lda < op->depth || (rows - 1) * op->lda + op->depth > na) report(what + ": '" + op->a + "' holds no " + std::to_string(rows) + "x" + std::to_string(op->depth) + " tile with rows " + std::to_string(op->lda) + " apart");
-      if (op->ldb < cols || (op->depth - 1) * op->ldb + cols > nb) report(what + ": '" + op->b + "' holds no " + std::to_string(op->depth) + "x" + std::to_string(cols) + " tile with rows " + std::to_string(op->ldb) + " apart");
+      int64_t b_rows = op->b_transposed ? cols : op->depth, b_cols = op->b_transposed ? op->depth : cols;
+      if (op->ldb < b_cols || (b_rows - 1) * op->ldb + b_cols > nb)
+        report(what + ": '" + op->b + "' holds no " + std::to_string(b_rows) + "x" + std::to_string(b_cols) + " tile with rows " + std::to_string(op->ldb) + " apart");
     }
     if (op->step == TileMma::Step::Store) {
       const Symbol* d = writable_buffer(op->d);
       int64_t nd = array_size(d);
-      if (nd < 0 || d->type.dtype != DType::F32) return report(what + ": it stores to '" + op->d + "', which is not a 1-D f32 array of constant size");
+      if (nd < 0 || d->type.dtype != DType::F32) return report(what + ": it stores to '" + op->d + "', which is not an f32 array of constant size");
       aligned(op->d, op->ldd, DType::F32);
       if (op->row0 < 0 || op->count <= 0 || op->row0 % 16 || op->count % 16 || op->row0 + op->count > rows)
         report(what + ": rows " + std::to_string(op->row0) + ".." + std::to_string(op->row0 + op->count) + " are not 16-row pieces of its " + std::to_string(rows));

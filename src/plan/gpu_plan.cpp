@@ -112,10 +112,15 @@ Attempt tiled_matmul(const Kernel& k, const GpuTarget& target) {
 // A block per iteration of a tile program, its tiles in shared memory (up
 // to what the target gives a block), its tile operations shared out over
 // the threads.
+// Tile products on matrix units where the target has them, unless their
+// layouts take more shared memory than a block may have.
 Attempt tile_blocks(const Kernel& k, const GpuTarget& target, int threads) {
-  Attempt blocks = cir::schedule_gpu_tiles(k, target, threads);
-  if (!blocks || !gpu_support(*blocks, target).ok()) return std::nullopt;
-  return blocks;
+  for (bool matrix_units : {true, false}) {
+    if (matrix_units && !target.matrix_units.any()) continue;
+    Attempt blocks = cir::schedule_gpu_tiles(k, target, threads, nullptr, matrix_units);
+    if (blocks && gpu_support(*blocks, target).ok()) return blocks;
+  }
+  return std::nullopt;
 }
 
 // A block per row where rows are a subgroup or more long (shorter ones run

@@ -36,8 +36,10 @@ inline std::pair<std::vector<Tensor>, std::map<std::string, Scalar>> inputs_for(
   return {inputs, scalars};
 }
 
-// The scheduled kernel gives the original's result (NaN where it has NaN).
-inline void expect_same_result(const cir::Kernel& original, const cir::Kernel& scheduled, const std::string& what, uint64_t seed = 7) {
+// The scheduled kernel gives the original's result (NaN where it has NaN),
+// within `tolerance` of the result's scale.
+inline void expect_same_result(const cir::Kernel& original, const cir::Kernel& scheduled, const std::string& what, uint64_t seed = 7,
+                               double tolerance = 2e-5) {
   Random rng(seed);
   auto [inputs, scalars] = inputs_for(original, rng);
   Tensor want = ReferenceKernel(original).run(inputs, scalars).astype(DType::F64);
@@ -57,7 +59,7 @@ inline void expect_same_result(const cir::Kernel& original, const cir::Kernel& s
       EXPECT_EQ(g, w) << what << " element " << i;
       continue;
     }
-    ASSERT_NEAR(g, w, 2e-5 * scale) << what << " element " << i << "\n" << cir::print(scheduled);
+    ASSERT_NEAR(g, w, tolerance * scale) << what << " element " << i << "\n" << cir::print(scheduled);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../../bench/bench_kernels.hpp"
 #include "backends/registry.hpp"
 #include "cir/passes/specialize.hpp"
 #include "backends/cuda/cuda_device.hpp"
@@ -340,6 +341,35 @@ TEST(GpuSchedules, LargeProductsMatchTheReference) {
     for (int64_t i = 0; i < want.numel(); ++i)
       ASSERT_NEAR(got.get_f64(i), want.get_f64(i), 1e-4 * bound.get_f64(i) + 1e-6) << src << "\nelement " << i;
   }
+}
+
+// Flash attention over bf16 blocks as the benchmark writes it, its tile
+// products on tensor cores (Q K^T from exact factors; P V too under
+// @precision(tf32)), causal and not, at head sizes 64 and 128 and at odd
+// sizes (a last key block of a few rows, a head size no multiple of 8),
+// against the reference executor: within f32 rounding of reordered sums,
+// or of P rounded to TF32.
+TEST(GpuSchedules, FlashAttentionOnTensorCoresMatchesTheReference) {
+  Device* gpu = device_registry().find("cuda:0");
+  if (!gpu) GTEST_SKIP() << device_registry().unavailable_reason("cuda:0");
+  Device* ref = device_registry().find("cpu:reference");
+  struct Run {
+    int64_t bh, s, d;
+  };
+  for (bool tf32 : {false, true})
+    for (bool causal : {false, true})
+      for (Run r : {Run{2, 200, 64}, Run{1, 131, 128}, Run{3, 70, 40}, Run{1, 64, 12}}) {
+        std::string src = bench::flash_attention_bf16_source(64, causal, tf32);
+        CompiledCompute c(testing::kernel_of(src));
+        std::vector<Tensor> in = random_inputs({{{r.bh, r.s, r.d}, DType::BF16}, {{r.bh, r.s, r.d}, DType::BF16}, {{r.bh, r.s, r.d}, DType::BF16}}, 9, false);
+        Tensor want = c.launch(*ref, in, {}, {}), got = c.launch(*gpu, in, {}, {});
+        ASSERT_EQ(want.shape(), got.shape());
+        double scale = 0;
+        for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::fabs(want.get_f64(i)));
+        for (int64_t i = 0; i < want.numel(); ++i)
+          ASSERT_NEAR(got.get_f64(i), want.get_f64(i), (tf32 ? 3e-3 : 1e-4) * scale)
+              << (tf32 ? "tf32 " : "") << (causal ? "causal " : "") << r.bh << "x" << r.s << "x" << r.d << " element " << i;
+      }
 }
 
 TEST(GpuSchedules, ArgReductionsOfLongRowsAndWholeTensorsMatchTheReference) {

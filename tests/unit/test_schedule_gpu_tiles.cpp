@@ -9,6 +9,7 @@
 // (dynamic shared memory beyond 48 KiB) and ptxas accepts the PTX.
 #include <gtest/gtest.h>
 
+#include "../../bench/bench_kernels.hpp"
 #include "cir/mutator.hpp"
 #include "cir/passes/collapse_parallel_loops.hpp"
 #include "cir/passes/fold_broadcast_extents.hpp"
@@ -91,6 +92,86 @@ TEST(ScheduleGpuTiles, FlashAttentionMatchesTheReferenceAtOddSizes) {
       }
     }
   }
+}
+
+// Flash attention over bf16 blocks, widened where read, as the benchmark
+// writes it; `tf32`: marked @precision(tf32).
+std::string bf16_flash_attention(int block, bool tf32) { return bench::flash_attention_bf16_source(block, false, tf32); }
+
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Q K^T over bf16 blocks widened is exact in TF32: it runs on the matrix
+// units (K read transposed), P V too where the kernel allows TF32 (P
+// rounded) and the head size is a piece wide at least, each product over the tiles' largest extents in whole pieces,
+// ragged depths zeroed past their end; at odd sizes (partial blocks, head
+// sizes that are no multiple of 8, 16 rows or fewer) the results are the
+// original kernel's within f32 rounding of reordered sums (exact factors)
+// or TF32 rounding of P.
+TEST(ScheduleGpuTiles, AttentionProductsOverBfloatBlocksRunOnMatrixUnits) {
+  for (bool tf32 : {false, true})
+    for (int block : {32, 64}) {
+      cir::Kernel generic = kernel_of(bf16_flash_attention(block, tf32));
+      for (Shape sh : {Shape{2, 17, 16}, {1, 70, 8}, {3, 33, 5}, {1, 64, 64}, {2, 100, 24}, {1, 40, 128}}) {
+        std::string what = std::string(tf32 ? "tf32, " : "") + "block " + std::to_string(block) + " at " + std::to_string(sh.bh) + "x" +
+                           std::to_string(sh.s) + "x" + std::to_string(sh.d);
+        cir::Kernel original = cir::specialize(generic, {{"bh", sh.bh}, {"s", sh.s}, {"d", sh.d}});
+        cir::Kernel loops = scalarized(generic, sh.bh, sh.s, sh.d);
+        std::string why;
+        std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(loops, testing::test_gpu_target(), 256, &why);
+        ASSERT_TRUE(blocks) << what << ": " << why;
+        std::string text = cir::print(*blocks);
+        // P V where its output block is 16 columns wide at least (the head size).
+        EXPECT_EQ(count_of(text, "mma_zero"), tf32 && sh.d >= 16 ? 2 : 1) << what << "\n" << text;
+        EXPECT_NE(text.find("^T[ld "), std::string::npos) << what << "\n" << text;
+        // Q K^T's depth is the head size: zeroed past its end where it is no multiple of 8.
+        bool ragged_head = sh.d % 8 != 0;
+        EXPECT_EQ(text.find("for Qb%k in ") != std::string::npos, ragged_head) << what << "\n" << text;
+        expect_same_result(original, *blocks, what, 7, tf32 ? 3e-3 : 2e-5);
+      }
+    }
+  // Without matrix units (or without TF32 on them) the products stay on the threads.
+  cir::Kernel loops = scalarized(kernel_of(bf16_flash_attention(64, true)), 1, 64, 64);
+  GpuTarget no_units = testing::test_gpu_target();
+  no_units.matrix_units = {};
+  for (std::optional<cir::Kernel> k : {cir::schedule_gpu_tiles(loops, no_units, 256), cir::schedule_gpu_tiles(loops, testing::test_gpu_target(), 256, nullptr, false)}) {
+    ASSERT_TRUE(k);
+    EXPECT_EQ(cir::print(*k).find("mma"), std::string::npos);
+  }
+}
+
+// The factors' tiles are laid out for the units (whole pieces, rows 16
+// bytes apart plus 16), the others keep their padded rows; placed, the
+// 64-row blocks of 64-wide heads fit two blocks a multiprocessor; the plan
+// takes the schedule on sm_80 and sm_90, and ptxas takes its PTX.
+TEST(ScheduleGpuTiles, MatrixUnitTilesAreLaidOutForThemAndAssemble) {
+  cir::Kernel loops = scalarized(kernel_of(bf16_flash_attention(64, true)), 12, 4096, 64);
+  std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(loops, testing::test_gpu_target(), 256);
+  ASSERT_TRUE(blocks);
+  std::string text = cir::print(*blocks);
+  EXPECT_NE(text.find("shared Qb: tensor[64, 68, f32]"), std::string::npos) << text;
+  EXPECT_NE(text.find("shared o: tensor[o%n0, 65, f32]"), std::string::npos) << text;
+  EXPECT_NE(text.find("mma mma%acc += Qb[ld 68] . stage%8^T[ld 68] over 64 warps 4x2"), std::string::npos) << text;
+  EXPECT_EQ(text.find("for S%k in"), std::string::npos) << "whole key blocks need no zeroed depth\n" << text;
+  EXPECT_LE(2 * (gpu_shared_bytes(*blocks) + 1024), 228 << 10) << gpu_shared_bytes(*blocks);
+
+  std::vector<cir::Kernel> planned;
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    for (int64_t s : {4096, 1000}) {
+      GpuPlan plan = gpu_plan(cir::specialize(kernel_of(bf16_flash_attention(64, true)), {{"bh", 12}, {"s", s}, {"d", 64}}), testing::nvidia_target(arch));
+      ASSERT_TRUE(plan.kernel) << plan.why_not;
+      EXPECT_EQ(plan.schedule, GpuSchedule::TileBlocks);
+      EXPECT_EQ(count_of(cir::print(*plan.kernel), "mma_zero"), 2) << arch;
+      if (std::string(arch) == "sm_80") planned.push_back(*plan.kernel);
+    }
+  }
+  testing::expect_ptx_assembles(planned, {"attention_even", "attention_ragged"}, "tile_mma_attention", [](const std::string& ptx) {
+    EXPECT_NE(ptx.find("wmma.mma.sync.aligned.row.col.m16n16k8.f32.tf32"), std::string::npos) << ptx.substr(0, 4000);
+    EXPECT_NE(ptx.find("wmma.load.b.sync.aligned.col.m16n16k8"), std::string::npos);
+  });
 }
 
 // Every nest of the tile program is shared out over the block's threads,

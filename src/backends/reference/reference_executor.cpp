@@ -642,6 +642,7 @@ struct ReferenceKernel::Compiled {
     RaceKey key_a = race_key(m.a, sa), key_b = race_key(m.b, sb), key_d = race_key(m.d, sd);
     Step step = m.step;
     int64_t depth = m.depth, lda = m.lda, ldb = m.ldb, row0 = m.row0, count = m.count, ldd = m.ldd;
+    bool b_transposed = m.b_transposed;
     std::string a_name = m.a, b_name = m.b, d_name = m.d;
     Span span = m.span;
     return [=](Frame& f) {
@@ -673,7 +674,10 @@ struct ReferenceKernel::Compiled {
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t p = 0; p < depth; ++p) av[static_cast<size_t>(r * depth + p)] = factor(a, key_a, track_a, r * lda + p, a_name);
       for (int64_t p = 0; p < depth; ++p)
-        for (int64_t j = 0; j < cols; ++j) bv[static_cast<size_t>(p * cols + j)] = factor(b, key_b, track_b, p * ldb + j, b_name);
+        for (int64_t j = 0; j < cols; ++j) {
+          int64_t at = b_transposed ? j * ldb + p : p * ldb + j;
+          bv[static_cast<size_t>(p * cols + j)] = factor(b, key_b, track_b, at, b_name);
+        }
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < cols; ++j) {
           float s = cv[r * cols + j];

@@ -69,9 +69,14 @@ class SharedLives : public IRVisitor {
     IRVisitor::visit(op);
     --under_condition_;
   }
+  // A tensor-core step reads its factors and writes its destination where
+  // it stands, like a nest (barriers separate it from the threads' accesses).
+  void visit(const TileMma* op) override {
+    if (op->step == TileMma::Step::Accumulate) touch(op->a), touch(op->b);
+    if (op->step == TileMma::Step::Store) touch(op->d);
+  }
   // Statements that reach arrays other than by loads and stores.
   void visit(const BlockReduce*) override { placeable = false; }
-  void visit(const TileMma*) override { placeable = false; }
   void visit(const AsyncCopy*) override { placeable = false; }  // writes land at a later wait
   void visit(const WarpgroupProduct*) override { placeable = false; }
   void visit(const MatMulBlock*) override { placeable = false; }

@@ -8,6 +8,8 @@
 #include "cir/equal_everywhere.hpp"
 #include "cir/passes/gpu_loops.hpp"
 #include "cir/passes/gpu_register_blocks.hpp"
+#include "cir/passes/gpu_split_folds.hpp"
+#include "cir/passes/gpu_tile_products.hpp"
 #include "cir/passes/place_shared_arrays.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
@@ -96,8 +98,14 @@ int64_t next_power_of_two(int64_t n) {
 
 class TileScheduler {
  public:
-  TileScheduler(const Kernel& k, int threads, int subgroup)
-      : k_(k), threads_(threads), subgroup_(subgroup), fresh_(k), lets_(resolved_lets(k)) {}
+  // `tf32_units`: the block's matrix units take TF32 factors; `factors`:
+  // the tiles laid out for them (matrix_factor_layout).
+  TileScheduler(const Kernel& k, int threads, int subgroup, bool tf32_units, std::set<std::string> factors)
+      : k_(k), threads_(threads), subgroup_(subgroup), tf32_units_(tf32_units), factors_(std::move(factors)), fresh_(k), lets_(resolved_lets(k)) {}
+
+  // The tiles a tile product would read on the matrix units, were they laid
+  // out for them.
+  const std::set<std::string>& wanted_factors() const { return wanted_; }
 
   std::optional<Kernel> run(std::string* why_not) {
     auto outer = k_.body.size() == 1 ? k_.body[0].as<For>() : nullptr;
@@ -181,6 +189,7 @@ class TileScheduler {
           }
           for (const std::string& v : c.assigned)
             if (!declared_in(f).count(v)) return give_up("a loop that both stores and assigns a var from outside");
+          if (on_matrix_units(out, f, constants) || split_among_threads(out, f, c, constants)) break;
           storing(out, c, shared_out(s, c, constants));
           break;
         }
@@ -227,18 +236,83 @@ class TileScheduler {
     return make_for(fresh_("once%t"), i64(0), i64(1), i64(1), {nest}, LoopKind::GpuThread, 0, f.span);
   }
 
+  // A tile product of shared tiles on the block's matrix units
+  // (gpu_tile_products), where the units take its factors (TF32: exact
+  // values, or by the kernel's permission) and the tiles are laid out for
+  // them; else false, having noted the tiles it wants so laid out.
+  bool on_matrix_units(Block& out, const For& nest, const std::map<std::string, int64_t>& constants) {
+    if (!tf32_units_ || threads_ % 32 != 0) return false;
+    std::optional<DotProductNest> dots = dot_product_nest(nest);
+    std::optional<TileProductFactors> f = dots ? tile_product_factors(*dots) : std::nullopt;
+    if (!f || !tiles_.count(f->a) || !tiles_.count(f->b)) return false;
+    if (!k_.hints.tf32 && !(holds_tf32_values(k_, f->a) && holds_tf32_values(k_, f->b))) return false;
+    auto most = [&](const For& loop) { return largest_everywhere(simplify(loop.hi - loop.lo), loops_, lets_); };
+    std::optional<int64_t> rows = most(*dots->rows), cols = most(*dots->cols), depth = most(*dots->terms);
+    if (!rows || !cols || !depth || *rows < kMatrixPieceRows || *cols < kMatrixPieceCols || *depth < 1) return false;
+    if (!factors_.count(f->a) || !factors_.count(f->b)) {
+      wanted_.insert(f->a);
+      wanted_.insert(f->b);
+      return false;
+    }
+    TileProductShape shape{*rows, *cols, *depth, false, tile_types_.at(f->a), tile_types_.at(f->b)};
+    std::optional<int64_t> whole = value(dots->terms->hi, constants);
+    shape.depth_always_whole = whole && *whole == *depth && *depth % kMatrixPieceDepthTf32 == 0;
+    std::optional<TileProductSteps> steps = tile_product_on_matrix_units(*dots, *f, shape, threads_ / 32, fresh_);
+    if (!steps) return false;
+    for (const Stmt& zero : steps->zero_tails) {
+      NestContents c(zero);
+      storing(out, c, shared_out(zero, c, constants));
+    }
+    // The factors' last writes are behind a barrier (storing ends with one).
+    for (const Stmt& s : steps->matrix_steps) out.push_back(s);
+    barrier(out);
+    NestContents c(steps->epilogue);
+    storing(out, c, shared_out(steps->epilogue, c, constants));
+    return true;
+  }
+
+  // A nest of folds with fewer outputs than threads, each output's terms
+  // split over several threads (gpu_split_folds), where its iterations are
+  // independent.
+  bool split_among_threads(Block& out, const For& nest, const NestContents& c, const std::map<std::string, int64_t>& constants) {
+    std::optional<DotProductNest> dots = dot_product_nest(nest);
+    if (!dots || !independent(nest, c, {dots->rows->var, dots->cols->var})) return false;
+    auto most = [&](const For& loop) { return largest_everywhere(simplify(loop.hi - loop.lo), loops_, lets_); };
+    std::optional<int64_t> rows = most(*dots->rows), cols = most(*dots->cols), terms = most(*dots->terms);
+    if (!rows || !cols || !terms) return false;
+    std::optional<SplitFold> split = split_fold(*dots, *rows, *cols, *terms, threads_, fresh_);
+    if (!split) return false;
+    out.push_back(split->partials);
+    NestContents partials(split->threads);
+    storing(out, partials, split->threads);
+    NestContents combine(split->combine);
+    storing(out, combine, shared_out(split->combine, combine, constants));
+    return true;
+  }
+
   // A local tile as the block's shared array. A row length that is an even
   // constant gets a column of padding: then the rows start in different
-  // banks, and a warp reading down a column does not wait on one bank.
+  // banks, and a warp reading down a column does not wait on one bank. A
+  // matrix-unit factor takes that layout instead, at its largest extents.
   Stmt shared_tile(const Allocate& a, const std::map<std::string, int64_t>& constants) {
     tiles_.insert(a.name);
     Type type = a.type;
     int64_t capacity = a.capacity;
+    if (factors_.count(a.name) && type.shape.size() == 2) {
+      std::optional<int64_t> rows = largest_everywhere(type.shape[0], loops_, lets_), cols = largest_everywhere(type.shape[1], loops_, lets_);
+      if (rows && cols) {
+        type = matrix_factor_layout(type, *rows, *cols);
+        tile_types_[a.name] = type;
+        return make_allocate(a.name, type, MemorySpace::Shared, a.span);
+      }
+    }
+    tile_types_[a.name] = type;
     if (type.shape.size() == 2) {
       std::optional<int64_t> row = value(type.shape[1], constants);
       if (row && *row > 0 && *row % 2 == 0 && capacity % *row == 0) {
         type.shape[1] = i64(*row + 1);
         capacity = capacity / *row * (*row + 1);
+        tile_types_[a.name] = type;
       }
     }
     return make_allocate(a.name, type, MemorySpace::Shared, a.span, capacity);
@@ -294,9 +368,12 @@ class TileScheduler {
   const Kernel& k_;
   int threads_;
   int subgroup_;  // threads of a subgroup (a warp): a row's columns take one at most
+  bool tf32_units_;
+  std::set<std::string> factors_, wanted_;  // tiles laid out for the matrix units; tiles products want so
   FreshNames fresh_;
   std::string why_;
   std::set<std::string> tiles_;  // the shared arrays made of tiles
+  std::map<std::string, Type> tile_types_;  // their shared layouts
   std::set<std::string> read_;   // the block's arrays read by every thread since the last barrier
   Substitution lets_;              // the kernel's lets bound once, for the tiles' largest extents
   std::vector<const For*> loops_;  // the block loop and the serial loops of the block around
@@ -304,8 +381,19 @@ class TileScheduler {
 
 }  // namespace
 
-std::optional<Kernel> schedule_gpu_tiles(const Kernel& k, const GpuTarget& target, int threads, std::string* why_not) {
-  return TileScheduler(k, threads, target.subgroup_size).run(why_not);
+std::optional<Kernel> schedule_gpu_tiles(const Kernel& k, const GpuTarget& target, int threads, std::string* why_not, bool matrix_units) {
+  // A tile a product wants on the matrix units is laid out for them when
+  // allocated, before the product is met: once the products are known, the
+  // kernel is scheduled again with their tiles so laid out.
+  bool tf32 = matrix_units && target.matrix_units.tf32 && target.subgroup_size == 32;
+  std::set<std::string> factors;
+  for (;;) {
+    TileScheduler scheduler(k, threads, target.subgroup_size, tf32, factors);
+    std::optional<Kernel> out = scheduler.run(why_not);
+    size_t known = factors.size();
+    factors.insert(scheduler.wanted_factors().begin(), scheduler.wanted_factors().end());
+    if (!out || factors.size() == known) return out;
+  }
 }
 
 }  // namespace zyntax::cir

@@ -23,7 +23,10 @@
 // which moves with the loop variables (with no loop left, or one row per
 // thread, when only the outer loop qualifies). A nest that stores but does
 // not qualify runs in the block's first thread; a tile product's nest of
-// dot products gives each thread a 4x4 block of them (gpu_register_blocks);
+// dot products gives each thread a 4x4 block of them (gpu_register_blocks),
+// or runs on the block's matrix units where they take its factors
+// (gpu_tile_products: attention's Q K^T over bf16 blocks widened, and P V
+// under @precision(tf32));
 // one that only folds into
 // scalars runs in every thread alike, as does the straight-line code
 // between nests. Loops holding tiles of their own (flash attention's loop
@@ -45,6 +48,10 @@ namespace zyntax::cir {
 // The scheduled kernel for blocks of `threads` threads (whole subgroups of the target);
 // nothing, and why, when the kernel is not one parallel loop over tile
 // arrays of constant capacity.
-std::optional<Kernel> schedule_gpu_tiles(const Kernel& k, const GpuTarget& target, int threads, std::string* why_not = nullptr);
+// `matrix_units`: tile products of f32 tiles go to the target's matrix
+// units where they take TF32 factors and the factors allow
+// (gpu_tile_products); false keeps every product on the threads.
+std::optional<Kernel> schedule_gpu_tiles(const Kernel& k, const GpuTarget& target, int threads, std::string* why_not = nullptr,
+                                         bool matrix_units = true);
 
 }  // namespace zyntax::cir

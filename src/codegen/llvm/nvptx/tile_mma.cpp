@@ -42,12 +42,13 @@ std::vector<llvm::Value*> fields(llvm::IRBuilder<>& b, llvm::Value* aggregate, u
   return out;
 }
 
-// One A (`which` = "a") or B piece from memory: a warp-wide wmma load.
-std::vector<llvm::Value*> load_piece(llvm::IRBuilder<>& b, DType factors, const char* which, llvm::Value* at, int stride) {
+// One A (`which` = "a") or B piece from memory: a warp-wide wmma load, of
+// a piece whose rows (`layout` "row") or columns ("col") are `stride` apart.
+std::vector<llvm::Value*> load_piece(llvm::IRBuilder<>& b, DType factors, const char* which, const char* layout, llvm::Value* at, int stride) {
   llvm::LLVMContext& ctx = b.getContext();
   std::vector<llvm::Type*> regs = factor_registers(ctx, factors);
   llvm::Type* result = llvm::StructType::get(ctx, regs);
-  std::string name = "llvm.nvvm.wmma." + shape(factors) + ".load." + which + ".row.stride." + factor_name(factors) + address_space(at);
+  std::string name = "llvm.nvvm.wmma." + shape(factors) + ".load." + which + "." + layout + ".stride." + factor_name(factors) + address_space(at);
   llvm::Value* piece = b.CreateCall(intrinsic(b, name, result, {at->getType(), b.getInt32Ty()}), {at, b.getInt32(stride)});
   std::vector<llvm::Value*> out = fields(b, piece, static_cast<unsigned>(regs.size()));
   if (factors == DType::F32) {
@@ -99,7 +100,8 @@ void emit_mma_zero(llvm::IRBuilder<>& b, const TileMmaFragments& f) {
   });
 }
 
-void emit_mma_accumulate(llvm::IRBuilder<>& b, const TileMmaFragments& f, llvm::Value* a, int lda, llvm::Value* bm, int ldb, int depth) {
+void emit_mma_accumulate(llvm::IRBuilder<>& b, const TileMmaFragments& f, llvm::Value* a, int lda, llvm::Value* bm, int ldb, int depth,
+                         bool b_transposed) {
   llvm::LLVMContext& ctx = b.getContext();
   in_warps(b, in_grid(b, f), "mma", [&] {
     llvm::Type* elem = element_type(ctx, f.factors);
@@ -110,7 +112,7 @@ void emit_mma_accumulate(llvm::IRBuilder<>& b, const TileMmaFragments& f, llvm::
     for (int side = 0; side < 2; ++side) params.insert(params.end(), regs.begin(), regs.end());
     params.insert(params.end(), kAccElements, b.getFloatTy());
     llvm::Type* result = llvm::StructType::get(ctx, std::vector<llvm::Type*>(kAccElements, b.getFloatTy()));
-    std::string mma_name = "llvm.nvvm.wmma." + shape(f.factors) + ".mma.row.row." +
+    std::string mma_name = "llvm.nvvm.wmma." + shape(f.factors) + ".mma.row." + (b_transposed ? "col." : "row.") +
                            (f.factors == DType::F16 ? std::string("f32.f32") : std::string(factor_name(f.factors)));
     llvm::FunctionCallee mma = intrinsic(b, mma_name, result, params);
     for (int k = 0; k < depth; k += k_step(f.factors)) {
@@ -118,12 +120,14 @@ void emit_mma_accumulate(llvm::IRBuilder<>& b, const TileMmaFragments& f, llvm::
       for (int i = 0; i < f.piece_rows(); ++i) {
         llvm::Value* r = b.CreateAdd(row, b.getInt64(i * 16));
         llvm::Value* at = b.CreateGEP(elem, a, b.CreateAdd(b.CreateMul(r, b.getInt64(lda)), b.getInt64(k)));
-        as.push_back(load_piece(b, f.factors, "a", at, lda));
+        as.push_back(load_piece(b, f.factors, "a", "row", at, lda));
       }
       for (int j = 0; j < f.piece_cols(); ++j) {
         llvm::Value* c = b.CreateAdd(col, b.getInt64(j * 16));
-        llvm::Value* at = b.CreateGEP(elem, bm, b.CreateAdd(b.getInt64(static_cast<int64_t>(k) * ldb), c));
-        bs.push_back(load_piece(b, f.factors, "b", at, ldb));
+        // (k, c) at k * ldb + c, or at c * ldb + k where b's rows are the product's columns.
+        llvm::Value* offset = b_transposed ? b.CreateAdd(b.CreateMul(c, b.getInt64(ldb)), b.getInt64(k))
+                                           : b.CreateAdd(b.getInt64(static_cast<int64_t>(k) * ldb), c);
+        bs.push_back(load_piece(b, f.factors, "b", b_transposed ? "col" : "row", b.CreateGEP(elem, bm, offset), ldb));
       }
       for (int i = 0; i < f.piece_rows(); ++i)
         for (int j = 0; j < f.piece_cols(); ++j) {
