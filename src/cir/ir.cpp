@@ -165,7 +165,7 @@ Stmt make_mma_zero(std::string acc, int warp_rows, int warp_cols, Span s) {
   return Stmt(std::make_shared<TileMma>(TileMma::Step::Zero, std::move(acc), warp_rows, warp_cols, s));
 }
 Stmt make_mma_accumulate(std::string acc, int warp_rows, int warp_cols, std::string a, int lda, std::string b, int ldb, int depth, Span s,
-                         bool b_transposed) {
+                         bool b_transposed, bool a_exact, bool b_exact) {
   auto m = std::make_shared<TileMma>(TileMma::Step::Accumulate, std::move(acc), warp_rows, warp_cols, s);
   m->a = std::move(a);
   m->lda = lda;
@@ -173,6 +173,8 @@ Stmt make_mma_accumulate(std::string acc, int warp_rows, int warp_cols, std::str
   m->ldb = ldb;
   m->depth = depth;
   m->b_transposed = b_transposed;
+  m->a_exact = a_exact;
+  m->b_exact = b_exact;
   return Stmt(m);
 }
 Stmt make_mma_store(std::string d, int ldd, std::string acc, int warp_rows, int warp_cols, int row0, int count, Span s) {

@@ -420,7 +420,9 @@ struct BlockReduce : StmtNode {
 //                product, as attention's K in Q K^T); a and b are shared arrays of f16 or bf16, or of f32 read as
 //                TF32 (each factor rounded to 10 mantissa bits, to nearest,
 //                ties away from zero); products are exact and sums are in f32
-//                in an unspecified order.
+//                in an unspecified order. a_exact / b_exact: the factor's
+//                values are exact in TF32 (widened f16 or bf16 values, as
+//                the scheduler proved), so they are read without rounding.
 //   Store:       d[r * ldd + c] = acc[row0 + r, c] for r < count (d a shared f32 array)
 // Every warp of the block takes part, so it stands in a GPU block loop outside
 // its thread loops, where barriers may stand; the shared arrays it reads or
@@ -434,6 +436,7 @@ struct TileMma : StmtNode {
   std::string a, b;                   // Accumulate
   int depth = 0, lda = 0, ldb = 0;
   bool b_transposed = false;
+  bool a_exact = false, b_exact = false;
   std::string d;                      // Store
   int row0 = 0, count = 0, ldd = 0;
   TileMma(Step st, std::string acc_, int wr, int wc, Span s) : StmtNode(kKind, s), step(st), acc(std::move(acc_)), warp_rows(wr), warp_cols(wc) {}
@@ -617,7 +620,7 @@ Stmt make_check(Expr cond, std::string message, Span s = {});
 Stmt make_block_reduce(std::string name, ReduceOp op, std::string array, Expr count, Span s = {});
 Stmt make_mma_zero(std::string acc, int warp_rows, int warp_cols, Span s = {});
 Stmt make_mma_accumulate(std::string acc, int warp_rows, int warp_cols, std::string a, int lda, std::string b, int ldb, int depth, Span s = {},
-                         bool b_transposed = false);
+                         bool b_transposed = false, bool a_exact = false, bool b_exact = false);
 Stmt make_mma_store(std::string d, int ldd, std::string acc, int warp_rows, int warp_cols, int row0, int count, Span s = {});
 Stmt make_async_copy(std::string dst, Expr dst_index, std::string src, std::vector<Expr> src_index, int count, Expr valid, Span s = {});
 Stmt make_async_commit(Span s = {});

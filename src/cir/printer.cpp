@@ -213,8 +213,8 @@ std::string tile_mma_text(const TileMma& m) {
   switch (m.step) {
     case TileMma::Step::Zero: return "mma_zero " + m.acc + warps;
     case TileMma::Step::Accumulate:
-      return "mma " + m.acc + " += " + m.a + "[ld " + std::to_string(m.lda) + "] . " + m.b + (m.b_transposed ? "^T" : "") + "[ld " +
-             std::to_string(m.ldb) + "] over " +
+      return "mma " + m.acc + " += " + m.a + "[ld " + std::to_string(m.lda) + (m.a_exact ? ", exact" : "") + "] . " + m.b +
+             (m.b_transposed ? "^T" : "") + "[ld " + std::to_string(m.ldb) + (m.b_exact ? ", exact" : "") + "] over " +
              std::to_string(m.depth) + warps;
     case TileMma::Step::Store:
       return "mma_store " + m.d + "[ld " + std::to_string(m.ldd) + "] = " + m.acc + "[" + std::to_string(m.row0) + ":" +

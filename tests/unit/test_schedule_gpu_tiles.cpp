@@ -154,7 +154,9 @@ TEST(ScheduleGpuTiles, MatrixUnitTilesAreLaidOutForThemAndAssemble) {
   std::string text = cir::print(*blocks);
   EXPECT_NE(text.find("shared Qb: tensor[64, 68, f32]"), std::string::npos) << text;
   EXPECT_NE(text.find("shared o: tensor[o%n0, 65, f32]"), std::string::npos) << text;
-  EXPECT_NE(text.find("mma mma%acc += Qb[ld 68] . stage%8^T[ld 68] over 64 warps 4x2"), std::string::npos) << text;
+  // Q and K hold widened bf16 values, read unrounded; P is rounded to TF32, V not.
+  EXPECT_NE(text.find("mma mma%acc += Qb[ld 68, exact] . stage%8^T[ld 68, exact] over 64 warps 4x2"), std::string::npos) << text;
+  EXPECT_NE(text.find("+= S[ld 68] . stage%37[ld 68, exact] over 64"), std::string::npos) << text;
   EXPECT_EQ(text.find("for S%k in"), std::string::npos) << "whole key blocks need no zeroed depth\n" << text;
   EXPECT_LE(2 * (gpu_shared_bytes(*blocks) + 1024), 228 << 10) << gpu_shared_bytes(*blocks);
 
@@ -172,6 +174,26 @@ TEST(ScheduleGpuTiles, MatrixUnitTilesAreLaidOutForThemAndAssemble) {
     EXPECT_NE(ptx.find("wmma.mma.sync.aligned.row.col.m16n16k8.f32.tf32"), std::string::npos) << ptx.substr(0, 4000);
     EXPECT_NE(ptx.find("wmma.load.b.sync.aligned.col.m16n16k8"), std::string::npos);
   });
+}
+
+// The row statistics (64 of them for 256 threads) fold each row in four
+// parts, interleaved, then the parts; the output's rescaling exp(m - m_new),
+// the same along a row, is computed once per row into a shared column,
+// which the output's update reads. At odd sizes the results are the
+// original kernel's (FlashAttentionMatchesTheReferenceAtOddSizes and the
+// bf16 cases above run these schedules too).
+TEST(ScheduleGpuTiles, RowStatisticsAreSplitAndRowInvariantsComputedOncePerRow) {
+  cir::Kernel k = scalarized(kernel_of(flash_attention(64)), 12, 4096, 64);
+  std::optional<cir::Kernel> blocks = cir::schedule_gpu_tiles(k, testing::test_gpu_target(), 256);
+  ASSERT_TRUE(blocks);
+  std::string text = cir::print(*blocks);
+  EXPECT_EQ(count_of(text, "%part: tensor[256, f32]"), 1) << text;  // row_max's partials
+  EXPECT_EQ(count_of(text, "%part: tensor[256, f64]"), 1) << text;  // row_sum's, in its f64 sums
+  EXPECT_NE(text.find(" step 4 {"), std::string::npos) << "each part every fourth term\n" << text;
+  EXPECT_NE(text.find("%col[mm%40i%412] = exp(m[mm%40i%412, 0] - m_new[mm%40i%412, 0])"), std::string::npos) << text;
+  EXPECT_NE(text.find("o[mm%40i%41, mm%40i%42] = mm%40i%41%col[mm%40i%41] * o[mm%40i%41, mm%40i%42] + acc%43%0%0"), std::string::npos) << text;
+  expect_same_result(cir::specialize(kernel_of(flash_attention(64)), {{"bh", 1}, {"s", 100}, {"d", 24}}), 
+                     *cir::schedule_gpu_tiles(scalarized(kernel_of(flash_attention(64)), 1, 100, 24), testing::test_gpu_target(), 256), "1x100x24");
 }
 
 // Every nest of the tile program is shared out over the block's threads,

@@ -1,6 +1,8 @@
 #include "backends/reference/reference_executor.hpp"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <limits>
@@ -642,7 +644,7 @@ struct ReferenceKernel::Compiled {
     RaceKey key_a = race_key(m.a, sa), key_b = race_key(m.b, sb), key_d = race_key(m.d, sd);
     Step step = m.step;
     int64_t depth = m.depth, lda = m.lda, ldb = m.ldb, row0 = m.row0, count = m.count, ldd = m.ldd;
-    bool b_transposed = m.b_transposed;
+    bool b_transposed = m.b_transposed, a_exact = m.a_exact, b_exact = m.b_exact;
     std::string a_name = m.a, b_name = m.b, d_name = m.d;
     Span span = m.span;
     return [=](Frame& f) {
@@ -665,18 +667,21 @@ struct ReferenceKernel::Compiled {
       const Tensor& a = f.tiles[static_cast<size_t>(sa)];
       const Tensor& b = f.tiles[static_cast<size_t>(sb)];
       bool tf32 = a.dtype() == DType::F32;
-      auto factor = [&](const Tensor& t, const RaceKey& key, bool track, int64_t flat, const std::string& name) {
+      // An exact factor is read as the units read an unrounded one: its low
+      // 13 mantissa bits dropped (nothing, for values that are exact).
+      auto factor = [&](const Tensor& t, const RaceKey& key, bool track, int64_t flat, const std::string& name, bool exact) {
         if (track) f.races.check(false, key.at(flat), flat, name, span);
         auto v = static_cast<float>(t.get_f64(flat));
-        return tf32 ? round_to_tf32(v) : v;
+        if (!tf32) return v;
+        return exact ? std::bit_cast<float>(std::bit_cast<uint32_t>(v) & 0xffffe000u) : round_to_tf32(v);
       };
       std::vector<float> av(static_cast<size_t>(rows * depth)), bv(static_cast<size_t>(depth * cols));
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t p = 0; p < depth; ++p) av[static_cast<size_t>(r * depth + p)] = factor(a, key_a, track_a, r * lda + p, a_name);
+        for (int64_t p = 0; p < depth; ++p) av[static_cast<size_t>(r * depth + p)] = factor(a, key_a, track_a, r * lda + p, a_name, a_exact);
       for (int64_t p = 0; p < depth; ++p)
         for (int64_t j = 0; j < cols; ++j) {
           int64_t at = b_transposed ? j * ldb + p : p * ldb + j;
-          bv[static_cast<size_t>(p * cols + j)] = factor(b, key_b, track_b, at, b_name);
+          bv[static_cast<size_t>(p * cols + j)] = factor(b, key_b, track_b, at, b_name, b_exact);
         }
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < cols; ++j) {

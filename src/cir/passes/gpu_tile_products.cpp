@@ -168,7 +168,8 @@ std::optional<TileProductSteps> tile_product_on_matrix_units(const DotProductNes
       make_allocate(staged, staged_type, MemorySpace::Shared, span),
       make_allocate(acc, Type::tensor(DType::F32, {i64(R), i64(C)}), MemorySpace::Fragment, span),
       make_mma_zero(acc, wr, wc, span),
-      make_mma_accumulate(acc, wr, wc, f.a, static_cast<int>(lda), f.b, static_cast<int>(ldb), static_cast<int>(D), span, f.b_transposed),
+      make_mma_accumulate(acc, wr, wc, f.a, static_cast<int>(lda), f.b, static_cast<int>(ldb), static_cast<int>(D), span, f.b_transposed,
+                           f.a_exact, f.b_exact),
       make_mma_store(staged, static_cast<int>(ldd), acc, wr, wc, 0, static_cast<int>(R), span),
   };
 

@@ -44,6 +44,7 @@ namespace zyntax::cir {
 struct TileProductFactors {
   std::string a, b;
   bool b_transposed = false;
+  bool a_exact = false, b_exact = false;  // holds_tf32_values, set by the caller
 };
 std::optional<TileProductFactors> tile_product_factors(const DotProductNest& n);
 

@@ -8,6 +8,7 @@
 #include "cir/equal_everywhere.hpp"
 #include "cir/passes/gpu_loops.hpp"
 #include "cir/passes/gpu_register_blocks.hpp"
+#include "cir/passes/gpu_row_invariants.hpp"
 #include "cir/passes/gpu_split_folds.hpp"
 #include "cir/passes/gpu_tile_products.hpp"
 #include "cir/passes/place_shared_arrays.hpp"
@@ -190,7 +191,7 @@ class TileScheduler {
           for (const std::string& v : c.assigned)
             if (!declared_in(f).count(v)) return give_up("a loop that both stores and assigns a var from outside");
           if (on_matrix_units(out, f, constants) || split_among_threads(out, f, c, constants)) break;
-          storing(out, c, shared_out(s, c, constants));
+          nest_over_threads(out, s, constants);
           break;
         }
         default: return give_up(std::string("a statement the tile schedule does not place"));
@@ -245,7 +246,9 @@ class TileScheduler {
     std::optional<DotProductNest> dots = dot_product_nest(nest);
     std::optional<TileProductFactors> f = dots ? tile_product_factors(*dots) : std::nullopt;
     if (!f || !tiles_.count(f->a) || !tiles_.count(f->b)) return false;
-    if (!k_.hints.tf32 && !(holds_tf32_values(k_, f->a) && holds_tf32_values(k_, f->b))) return false;
+    f->a_exact = holds_tf32_values(k_, f->a);
+    f->b_exact = holds_tf32_values(k_, f->b);
+    if (!k_.hints.tf32 && !(f->a_exact && f->b_exact)) return false;
     auto most = [&](const For& loop) { return largest_everywhere(simplify(loop.hi - loop.lo), loops_, lets_); };
     std::optional<int64_t> rows = most(*dots->rows), cols = most(*dots->cols), depth = most(*dots->terms);
     if (!rows || !cols || !depth || *rows < kMatrixPieceRows || *cols < kMatrixPieceCols || *depth < 1) return false;
@@ -266,9 +269,27 @@ class TileScheduler {
     // The factors' last writes are behind a barrier (storing ends with one).
     for (const Stmt& s : steps->matrix_steps) out.push_back(s);
     barrier(out);
-    NestContents c(steps->epilogue);
-    storing(out, c, shared_out(steps->epilogue, c, constants));
+    nest_over_threads(out, steps->epilogue, constants);
     return true;
+  }
+
+  // A nest that stores, shared out over the threads, its costly row
+  // invariants first computed once per row (gpu_row_invariants).
+  void nest_over_threads(Block& out, const Stmt& nest, const std::map<std::string, int64_t>& constants) {
+    NestContents c(nest);
+    const For& f = *nest.as<For>();
+    std::optional<int64_t> rows = largest_everywhere(simplify(f.hi - f.lo), loops_, lets_);
+    std::set<std::string> changing = c.stored;
+    changing.insert(c.assigned.begin(), c.assigned.end());
+    std::optional<RowInvariants> hoisted = rows ? hoist_row_invariants(f, changing, *rows, fresh_) : std::nullopt;
+    if (!hoisted) return storing(out, c, shared_out(nest, c, constants));
+    for (const Stmt& column : hoisted->columns) out.push_back(column);
+    for (const Stmt& fill : hoisted->fills) {
+      NestContents fc(fill);
+      storing(out, fc, shared_out(fill, fc, constants));
+    }
+    NestContents hc(hoisted->nest);
+    storing(out, hc, shared_out(hoisted->nest, hc, constants));
   }
 
   // A nest of folds with fewer outputs than threads, each output's terms

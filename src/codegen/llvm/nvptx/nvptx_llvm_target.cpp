@@ -215,7 +215,7 @@ void NvptxLlvmTarget::emit_tile_mma(Emitter& e, const cir::TileMma& m) const {
     case cir::TileMma::Step::Accumulate: {
       const Emitter::Buffer& a = e.buffer(m.a);
       f.factors = a.type.dtype;
-      return codegen::emit_mma_accumulate(b, f, a.ptr, m.lda, e.buffer(m.b).ptr, m.ldb, m.depth, m.b_transposed);
+      return codegen::emit_mma_accumulate(b, f, a.ptr, m.lda, e.buffer(m.b).ptr, m.ldb, m.depth, m.b_transposed, m.a_exact, m.b_exact);
     }
     case cir::TileMma::Step::Store: return codegen::emit_mma_store(b, f, e.buffer(m.d).ptr, m.ldd, m.row0, m.count);
   }

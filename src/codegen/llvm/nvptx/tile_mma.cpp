@@ -44,15 +44,17 @@ std::vector<llvm::Value*> fields(llvm::IRBuilder<>& b, llvm::Value* aggregate, u
 
 // One A (`which` = "a") or B piece from memory: a warp-wide wmma load, of
 // a piece whose rows (`layout` "row") or columns ("col") are `stride` apart.
-std::vector<llvm::Value*> load_piece(llvm::IRBuilder<>& b, DType factors, const char* which, const char* layout, llvm::Value* at, int stride) {
+std::vector<llvm::Value*> load_piece(llvm::IRBuilder<>& b, DType factors, const char* which, const char* layout, llvm::Value* at, int stride,
+                                     bool exact) {
   llvm::LLVMContext& ctx = b.getContext();
   std::vector<llvm::Type*> regs = factor_registers(ctx, factors);
   llvm::Type* result = llvm::StructType::get(ctx, regs);
   std::string name = "llvm.nvvm.wmma." + shape(factors) + ".load." + which + "." + layout + ".stride." + factor_name(factors) + address_space(at);
   llvm::Value* piece = b.CreateCall(intrinsic(b, name, result, {at->getType(), b.getInt32Ty()}), {at, b.getInt32(stride)});
   std::vector<llvm::Value*> out = fields(b, piece, static_cast<unsigned>(regs.size()));
-  if (factors == DType::F32) {
-    // TF32 factors rounded to nearest, ties away (the hardware would truncate).
+  if (factors == DType::F32 && !exact) {
+    // TF32 factors rounded to nearest, ties away (the hardware would truncate;
+    // exact ones lose nothing either way).
     for (llvm::Value*& r : out)
       r = b.CreateIntrinsic(llvm::Intrinsic::nvvm_f2tf32_rna, {}, {b.CreateBitCast(r, b.getFloatTy())});
   }
@@ -101,7 +103,7 @@ void emit_mma_zero(llvm::IRBuilder<>& b, const TileMmaFragments& f) {
 }
 
 void emit_mma_accumulate(llvm::IRBuilder<>& b, const TileMmaFragments& f, llvm::Value* a, int lda, llvm::Value* bm, int ldb, int depth,
-                         bool b_transposed) {
+                         bool b_transposed, bool a_exact, bool b_exact) {
   llvm::LLVMContext& ctx = b.getContext();
   in_warps(b, in_grid(b, f), "mma", [&] {
     llvm::Type* elem = element_type(ctx, f.factors);
@@ -120,14 +122,14 @@ void emit_mma_accumulate(llvm::IRBuilder<>& b, const TileMmaFragments& f, llvm::
       for (int i = 0; i < f.piece_rows(); ++i) {
         llvm::Value* r = b.CreateAdd(row, b.getInt64(i * 16));
         llvm::Value* at = b.CreateGEP(elem, a, b.CreateAdd(b.CreateMul(r, b.getInt64(lda)), b.getInt64(k)));
-        as.push_back(load_piece(b, f.factors, "a", "row", at, lda));
+        as.push_back(load_piece(b, f.factors, "a", "row", at, lda, a_exact));
       }
       for (int j = 0; j < f.piece_cols(); ++j) {
         llvm::Value* c = b.CreateAdd(col, b.getInt64(j * 16));
         // (k, c) at k * ldb + c, or at c * ldb + k where b's rows are the product's columns.
         llvm::Value* offset = b_transposed ? b.CreateAdd(b.CreateMul(c, b.getInt64(ldb)), b.getInt64(k))
                                            : b.CreateAdd(b.getInt64(static_cast<int64_t>(k) * ldb), c);
-        bs.push_back(load_piece(b, f.factors, "b", b_transposed ? "col" : "row", b.CreateGEP(elem, bm, offset), ldb));
+        bs.push_back(load_piece(b, f.factors, "b", b_transposed ? "col" : "row", b.CreateGEP(elem, bm, offset), ldb, b_exact));
       }
       for (int i = 0; i < f.piece_rows(); ++i)
         for (int j = 0; j < f.piece_cols(); ++j) {

@@ -33,9 +33,10 @@ llvm::Type* tile_mma_storage_type(llvm::LLVMContext& ctx, const TileMmaFragments
 void emit_mma_zero(llvm::IRBuilder<>& b, const TileMmaFragments& f);
 // acc += a . b: a is rows x depth with rows lda elements apart, b depth x cols
 // with rows ldb apart (b_transposed: cols x depth, read as its transpose;
-// pointers to their first elements, any address space).
+// pointers to their first elements, any address space). TF32 factors are
+// rounded to TF32 unless exact (a_exact, b_exact: their values are).
 void emit_mma_accumulate(llvm::IRBuilder<>& b, const TileMmaFragments& f, llvm::Value* a, int lda, llvm::Value* bm, int ldb, int depth,
-                         bool b_transposed = false);
+                         bool b_transposed = false, bool a_exact = false, bool b_exact = false);
 // d[r * ldd + c] = acc[row0 + r, c] for r < count.
 void emit_mma_store(llvm::IRBuilder<>& b, const TileMmaFragments& f, llvm::Value* d, int ldd, int row0, int count);
 
