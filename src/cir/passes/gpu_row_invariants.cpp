@@ -38,7 +38,11 @@ bool costly(const Expr& e) {
 // Replaces each largest qualifying subexpression by its column's element.
 class Hoist : public IRMutator {
  public:
-  Hoist(std::string row, std::set<std::string> varying, FreshNames& fresh) : row_(std::move(row)), varying_(std::move(varying)), fresh_(fresh) {}
+  Hoist(std::string row, int64_t most_rows, std::set<std::string> varying, FreshNames& fresh)
+      : row_(std::move(row)), most_rows_(most_rows), varying_(std::move(varying)), fresh_(fresh) {}
+
+  // A column's shared array: an element per row.
+  Type column_type(DType dt) const { return Type::tensor(dt, {i64(most_rows_)}); }
 
   struct Column {
     Expr value;
@@ -66,10 +70,11 @@ class Hoist : public IRMutator {
   }
 
   Expr element(const std::string& column, const Expr& e) const {
-    return make_access(column, Type::tensor(e->type.dtype, {i64(1)}), {AxisSel::at(index_var(row_))}, e->span);
+    return make_access(column, column_type(e->type.dtype), {AxisSel::at(index_var(row_))}, e->span);
   }
 
   std::string row_;
+  int64_t most_rows_;
   std::set<std::string> varying_;
   FreshNames& fresh_;
 };
@@ -87,7 +92,7 @@ std::optional<RowInvariants> hoist_row_invariants(const For& nest, const std::se
   std::set<std::string> varying = declared_in(*cols);
   varying.insert(cols->var);
   varying.insert(changing.begin(), changing.end());
-  Hoist hoist(nest.var, varying, fresh);
+  Hoist hoist(nest.var, most_rows, varying, fresh);
   // Only the column body's own statements: what a condition or an inner
   // loop guards is not evaluated for every row.
   Block body;
@@ -101,8 +106,7 @@ std::optional<RowInvariants> hoist_row_invariants(const For& nest, const std::se
   if (hoist.columns.empty()) return std::nullopt;
   RowInvariants out;
   for (const auto& c : hoist.columns) {
-    DType dt = c.value->type.dtype;
-    out.columns.push_back(make_allocate(c.name, Type::tensor(dt, {i64(most_rows)}), MemorySpace::Shared, nest.span));
+    out.columns.push_back(make_allocate(c.name, hoist.column_type(c.value->type.dtype), MemorySpace::Shared, nest.span));
     std::string row = fresh(nest.var);
     Expr value = substitute(c.value, {{nest.var, index_var(row)}});
     out.fills.push_back(make_for(row, nest.lo, nest.hi, nest.step, {make_store(c.name, {AxisSel::at(index_var(row))}, value, nest.span)},

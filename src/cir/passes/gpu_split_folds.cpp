@@ -1,24 +1,11 @@
 #include "cir/passes/gpu_split_folds.hpp"
 
+#include "cir/passes/element_maps.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
 #include "cir/substitute.hpp"
 
 namespace zyntax::cir {
-
-namespace {
-
-bool is_zero(const Expr& e) {
-  auto c = e.as<IntImm>();
-  return c && c->value == 0;
-}
-
-bool is_acc(const Expr& e, const std::string& acc) {
-  auto v = e.as<Var>();
-  return v && v->name == acc;
-}
-
-}  // namespace
 
 std::optional<SplitFold> split_fold(const DotProductNest& n, int64_t rows, int64_t cols, int64_t terms, int64_t threads, FreshNames& fresh) {
   const std::string& acc = n.acc->name;
@@ -26,7 +13,7 @@ std::optional<SplitFold> split_fold(const DotProductNest& n, int64_t rows, int64
   if (!fold) return std::nullopt;
   BinaryOp op = fold->op;
   if (op != BinaryOp::Add && op != BinaryOp::Mul && op != BinaryOp::Min && op != BinaryOp::Max) return std::nullopt;
-  Expr term = is_acc(fold->a, acc) ? fold->b : is_acc(fold->b, acc) ? fold->a : Expr();
+  Expr term = is_var(fold->a, acc) ? fold->b : is_var(fold->b, acc) ? fold->a : Expr();
   if (!term.defined() || reads(term).count(acc)) return std::nullopt;
   if (!is_zero(n.rows->lo) || !is_zero(n.cols->lo) || rows <= 0 || cols <= 0) return std::nullopt;
   // As many parts as the threads allow, each at least 8 terms.
@@ -51,7 +38,7 @@ std::optional<SplitFold> split_fold(const DotProductNest& n, int64_t rows, int64
   std::string i1 = fresh(n.rows->var), j1 = fresh(n.cols->var), k1 = fresh(k.var), acc1 = fresh(acc);
   Expr term1 = substitute(term, {{n.rows->var, index_var(i1)}, {n.cols->var, index_var(j1)}, {k.var, index_var(k1)}});
   Expr sum1 = Var::make(acc1, acc_type);
-  Expr next1 = is_acc(fold->a, acc) ? Binary::make(op, sum1, term1, span) : Binary::make(op, term1, sum1, span);
+  Expr next1 = is_var(fold->a, acc) ? Binary::make(op, sum1, term1, span) : Binary::make(op, term1, sum1, span);
   Stmt own_terms = make_for(k1, simplify(k.lo + index_var(q) * k.step), k.hi, simplify(i64(parts) * k.step), {make_assign(acc1, next1, span)},
                             LoopKind::Serial, 0, k.span);
   Block cell = {make_decl(acc1, acc_type, fold_identity(op, dt), n.acc->span), own_terms, make_store(part, slot(i1, j1, index_var(q)), sum1, span)};
@@ -63,7 +50,7 @@ std::optional<SplitFold> split_fold(const DotProductNest& n, int64_t rows, int64
   // The partials folded into the nest's own sum, in part order.
   std::string p = fresh(acc + "%p");
   Expr partial = make_access(part, part_type, slot(n.rows->var, n.cols->var, index_var(p)), span);
-  Expr next = is_acc(fold->a, acc) ? Binary::make(op, Var::make(acc, acc_type), partial, span) : Binary::make(op, partial, Var::make(acc, acc_type), span);
+  Expr next = is_var(fold->a, acc) ? Binary::make(op, Var::make(acc, acc_type), partial, span) : Binary::make(op, partial, Var::make(acc, acc_type), span);
   Stmt combine_terms = make_for(p, i64(0), i64(parts), i64(1), {make_assign(acc, next, span)}, LoopKind::Serial, 0, span);
   Block combine_cell = {n.cols->body[0], combine_terms, n.cols->body[2]};
   Stmt combine_cols = make_for(n.cols->var, n.cols->lo, n.cols->hi, n.cols->step, std::move(combine_cell), LoopKind::Serial, 0, n.cols->span);

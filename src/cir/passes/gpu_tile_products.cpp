@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "cir/passes/element_maps.hpp"
 #include "cir/visitor.hpp"
 #include "support/dtype.hpp"
 
@@ -11,15 +12,10 @@ namespace {
 
 int64_t round_up(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
 
-bool is_zero_literal(const Expr& e) {
-  auto c = e.as<IntImm>();
+// A sum's start that adds nothing: +0.0 (0.0 + x is x, -0.0 aside).
+bool is_float_zero(const Expr& e) {
   auto f = e.as<FloatImm>();
-  return (c && c->value == 0) || (f && f->value == 0.0 && !std::signbit(f->value));
-}
-
-bool is_var(const Expr& e, const std::string& name) {
-  auto v = e.as<Var>();
-  return v && v->name == name;
+  return f && f->value == 0.0 && !std::signbit(f->value);
 }
 
 // `e` is array[first, second] of an f32 array, both plain indices.
@@ -92,7 +88,7 @@ class Tf32Values : public IRVisitor {
 
 std::optional<TileProductFactors> tile_product_factors(const DotProductNest& n) {
   for (const For* loop : {n.rows, n.cols, n.terms})
-    if (!is_zero_literal(loop->lo)) return std::nullopt;
+    if (!is_zero(loop->lo)) return std::nullopt;
   if (n.acc->type.dtype != DType::F32) return std::nullopt;
   // The two factors of the term added to the sum.
   Expr x, y;
@@ -175,7 +171,7 @@ std::optional<TileProductSteps> tile_product_on_matrix_units(const DotProductNes
 
   // The nest's epilogue, its sum read from the staging array.
   Expr sum = make_access(staged, staged_type, {AxisSel::at(index_var(n.rows->var)), AxisSel::at(index_var(n.cols->var))}, span);
-  if (!is_zero_literal(n.acc->init)) sum = n.acc->init + sum;
+  if (!is_float_zero(n.acc->init)) sum = n.acc->init + sum;
   Block cols_body = {make_decl(n.acc->name, n.acc->type, sum, n.acc->span), Stmt(n.cols->body[2])};
   Stmt cols = make_for(n.cols->var, n.cols->lo, n.cols->hi, n.cols->step, std::move(cols_body), LoopKind::Serial, 0, n.cols->span);
   steps.epilogue = make_for(n.rows->var, n.rows->lo, n.rows->hi, n.rows->step, {cols}, LoopKind::Serial, 0, n.rows->span);

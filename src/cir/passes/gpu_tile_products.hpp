@@ -29,7 +29,6 @@
 #pragma once
 
 #include <optional>
-#include <set>
 #include <string>
 
 #include "cir/ir.hpp"

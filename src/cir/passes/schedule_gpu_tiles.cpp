@@ -319,23 +319,23 @@ class TileScheduler {
     tiles_.insert(a.name);
     Type type = a.type;
     int64_t capacity = a.capacity;
+    bool for_matrix_units = false;
     if (factors_.count(a.name) && type.shape.size() == 2) {
       std::optional<int64_t> rows = largest_everywhere(type.shape[0], loops_, lets_), cols = largest_everywhere(type.shape[1], loops_, lets_);
       if (rows && cols) {
         type = matrix_factor_layout(type, *rows, *cols);
-        tile_types_[a.name] = type;
-        return make_allocate(a.name, type, MemorySpace::Shared, a.span);
+        capacity = 0;  // its shape is constant
+        for_matrix_units = true;
       }
     }
-    tile_types_[a.name] = type;
-    if (type.shape.size() == 2) {
+    if (!for_matrix_units && type.shape.size() == 2) {
       std::optional<int64_t> row = value(type.shape[1], constants);
       if (row && *row > 0 && *row % 2 == 0 && capacity % *row == 0) {
         type.shape[1] = i64(*row + 1);
         capacity = capacity / *row * (*row + 1);
-        tile_types_[a.name] = type;
       }
     }
+    tile_types_[a.name] = type;
     return make_allocate(a.name, type, MemorySpace::Shared, a.span, capacity);
   }
 
