@@ -798,12 +798,13 @@ Inlined inline_producers(const Kernel& consumer, const Pending& pending, const G
       out.why = *why;
       return out;
     }
-    if (target && target->max_storage_buffers > 0) {
-      int buffers = cir::gpu_storage_buffers(std::get<Kernel>(r), target->api);
-      if (buffers > target->max_storage_buffers && buffers > cir::gpu_storage_buffers(k, target->api)) {
+    // A fused kernel may bind no more than the device allows, unless the
+    // consumer alone already does (it then runs wherever it ran before).
+    if (target) {
+      std::string excess = cir::gpu_binding_excess(std::get<Kernel>(r), *target);
+      if (!excess.empty() && cir::gpu_binding_excess(k, *target).empty()) {
         out.refused = *name;
-        out.why = "the fused kernel would bind " + std::to_string(buffers) + " storage buffers, more than the " +
-                  std::to_string(target->max_storage_buffers) + " a kernel may bind on " + gpu_api_name(target->api) + " " + target->arch;
+        out.why = "the fused kernel would " + excess;
         return out;
       }
     }

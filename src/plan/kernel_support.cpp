@@ -213,10 +213,10 @@ GpuSupport gpu_support(const cir::Kernel& k, const GpuTarget& target) {
   GpuSupport s;
   s.why_not = c.run(k);
   s.shared_bytes = c.shared_bytes();
-  int buffers = cir::gpu_storage_buffers(k, target.api);
-  if (!s.why_not && target.max_storage_buffers > 0 && buffers > target.max_storage_buffers)
-    s.why_not = "it binds " + std::to_string(buffers) + " storage buffers (its tensors, a reduction's accumulators, the status of its checks), more than the " +
-                std::to_string(target.max_storage_buffers) + " a kernel may bind on " + gpu_api_name(target.api) + " " + target.arch;
+  if (!s.why_not) {
+    std::string excess = cir::gpu_binding_excess(k, target);
+    if (!excess.empty()) s.why_not = "it would " + excess;
+  }
   return s;
 }
 

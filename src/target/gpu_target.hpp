@@ -72,6 +72,11 @@ struct GpuTarget {
   // Storage buffers one kernel may bind (0: no limit; CUDA passes pointers
   // as parameters). Counted by cir/storage_buffers.
   int max_storage_buffers = 0;
+  // Bytes of parameters one kernel may take (0: no limit). CUDA passes every
+  // pointer, scalar and size as a parameter, 4 KiB in all before Volta's
+  // larger limit under CUDA 12.1 (kept at 4 KiB: what every driver takes).
+  // Counted by cir/storage_buffers' gpu_parameter_bytes.
+  int max_parameter_bytes = 0;
   GpuAtomics atomics;
   MatrixUnits matrix_units;
   PrecisionContract precision = PrecisionContract::Ieee;

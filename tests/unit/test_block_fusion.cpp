@@ -24,6 +24,7 @@
 #include "kernel_source.hpp"
 #include "lower/check_program.hpp"
 #include "plan/gpu_plan.hpp"
+#include "plan/kernel_support.hpp"
 
 namespace zyntax {
 namespace {
@@ -555,13 +556,46 @@ TEST(BlockFusion, AFusionBeyondTheDevicesBufferLimitIsNotMade) {
   ASSERT_EQ(split.launches.size(), 2u);
   ASSERT_FALSE(split.explanations.empty());
   EXPECT_EQ(split.explanations[0],
-            "not fused: line 2 into line 7: the fused kernel would bind 6 storage buffers, more than the 5 a kernel may bind on vulkan small");
+            "not fused: line 2 into line 7: the fused kernel would bind 6 storage buffers (its tensors, a reduction's accumulators, the "
+            "status of its checks), more than the 5 a kernel may bind on vulkan small");
   // A reduction's accumulators count too, as each shader language binds them.
   cir::Kernel r = testing::kernel_of(
       "def f(x: tensor[m, n, f32]) {\n return compute(x) {\n  @kernel reduce(argmax, axis=1)\n  for i in 0..m, j in 0..n:\n"
       "   yield (x[i, j], j)\n }\n}");
   EXPECT_EQ(cir::gpu_storage_buffers(r, GpuApi::Vulkan), 6);  // x, out, index, best, seen, status
   EXPECT_EQ(cir::gpu_storage_buffers(r, GpuApi::WebGpu), 5);  // the output is the index
+}
+
+// CUDA passes every pointer, scalar and size as a kernel parameter, within
+// a budget of bytes (4 KiB): a fusion that would pass it is not made, and a
+// kernel beyond it runs elsewhere.
+TEST(BlockFusion, AFusionBeyondTheDevicesParameterBytesIsNotMade) {
+  cir::Kernel a = testing::kernel_of(
+      "def f(x: tensor[n, f32], y: tensor[n, f32]) {\n return compute(x, y) {\n  for i in 0..n:\n   out[i] = x[i] * y[i]\n }\n}");
+  cir::Kernel b = testing::kernel_of(
+      "def f(a: tensor[n, f32], z: tensor[n, f32], w: tensor[n, f32]) {\n return compute(a, z, w) {\n  for i in 0..n:\n"
+      "   out[i] = a[i] + z[i] * w[i]\n }\n}");
+  EXPECT_EQ(cir::gpu_parameter_bytes(a), 8 * 5);  // x, y, out, n, status
+  EXPECT_EQ(cir::gpu_parameter_bytes(b), 8 * 6);
+  GpuTarget gpu = testing::nvidia_target("sm_80");
+  EXPECT_EQ(gpu.max_parameter_bytes, 4096);
+  std::vector<fusion::RunBlock> blocks = {{&a, "a", 2, false, {}}, {&b, "b", 7, false, {}}};
+  fusion::RunPlan fits = fusion::plan_run(blocks, &gpu);
+  ASSERT_EQ(fits.launches.size(), 1u);
+  EXPECT_EQ(cir::gpu_parameter_bytes(fits.launches[0].kernel), 8 * 7);  // x, y, z, w, out, n, status
+  gpu.max_parameter_bytes = 48;
+  fusion::RunPlan split = fusion::plan_run(blocks, &gpu);
+  ASSERT_EQ(split.launches.size(), 2u);
+  ASSERT_FALSE(split.explanations.empty());
+  EXPECT_EQ(split.explanations[0],
+            "not fused: line 2 into line 7: the fused kernel would take 56 bytes of parameters (a pointer per tensor, its scalars and "
+            "sizes), more than the 48 a kernel may take on cuda sm_80");
+  // A kernel that takes more than the device allows runs on the host.
+  gpu.max_parameter_bytes = 40;
+  EXPECT_FALSE(gpu_support(a, gpu).why_not);
+  EXPECT_EQ(gpu_support(b, gpu).why_not.value_or(""),
+            "it would take 48 bytes of parameters (a pointer per tensor, its scalars and sizes), more than the 40 a kernel may take on "
+            "cuda sm_80");
 }
 
 TEST(BlockFusion, OffRunsEveryBlockAsWritten) {

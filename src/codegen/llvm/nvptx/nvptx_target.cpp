@@ -98,6 +98,7 @@ GpuTarget nvptx_gpu_target(const NvptxArch& arch) {
   bool accelerated = arch.name.size() > 1 && arch.name.back() == 'a';
   t.tensor_copies = t.warpgroup_mma = accelerated && arch.capability == 90;
   t.precision = PrecisionContract::Ieee;
+  t.max_parameter_bytes = 4096;
   return t;
 }
 
