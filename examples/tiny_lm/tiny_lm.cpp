@@ -6,13 +6,16 @@
 // wiring and nothing numeric of its own.
 //
 //   tiny_lm [--device auto|cpu|cuda:0] [--steps 300] [--data FILE] [--seed N]
-//           [--log metrics.csv] [--check-gradients] [--quiet]
+//           [--log metrics.csv] [--fusion on|off] [--check-gradients] [--quiet]
 //
 // Trains on the text (by default the King James Genesis and Exodus, public
 // domain), printing step, loss and tokens/s (a progress bar on a terminal, a
 // line every tenth of the run otherwise), then samples from the model.
 // --log writes step, loss, smoothed loss, tokens/s and seconds per step as
 // CSV.
+// --fusion off runs every op when it is called (by default ops wait for
+// their results to be needed and fuse); the run reports the kernels a
+// training step and a forward pass launch.
 // --check-gradients compares the gradient of a tiny model with central
 // finite differences of its loss and exits.
 #include <zyntax/zyntax.hpp>
@@ -298,7 +301,7 @@ int main(int argc, char** argv) {
   std::string device = "auto", data = TINY_LM_DATA;
   size_t steps = 300;
   uint32_t seed = 1;
-  bool gradients = false, quiet = false;
+  bool gradients = false, quiet = false, fusion = true;
   std::string log_path;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -313,15 +316,21 @@ int main(int argc, char** argv) {
     else if (a == "--check-gradients") gradients = true;
     else if (a == "--quiet") quiet = true;
     else if (a == "--log") log_path = next();
+    else if (a == "--fusion") {
+      std::string v = next();
+      if (v != "on" && v != "off") throw std::invalid_argument("--fusion takes on or off, not " + v);
+      fusion = v == "on";
+    }
     else {
       std::fprintf(stderr,
-                   "usage: tiny_lm [--device ID] [--steps N] [--data FILE] [--seed N] [--log FILE.csv] [--check-gradients] "
-                   "[--quiet]\n");
+                   "usage: tiny_lm [--device ID] [--steps N] [--data FILE] [--seed N] [--log FILE.csv] [--fusion on|off] "
+                   "[--check-gradients] [--quiet]\n");
       return 2;
     }
   }
   try {
     ComputeDevice dev = ComputeDevice::open(device);
+    dev.set_fusion(fusion);
     if (gradients) return check_gradients(dev);
     std::string text = read_file(data);
     Tokenizer tok(text);
@@ -347,11 +356,15 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     auto warm = t0;  // after the first step, which compiles every kernel (or loads it from the cache)
     double first = 0, last = 0, smoothed = 0;
+    uint64_t step_kernels = 0;
     for (size_t step = 1; step <= steps; ++step) {
       size_t s = start(gen);
       std::vector<uint32_t> x(all.begin() + s, all.begin() + s + cfg.seq), y(all.begin() + s + 1, all.begin() + s + cfg.seq + 1);
+      uint64_t launched = dev.kernel_launches();
       float loss = model.loss_and_gradients(x, y);
       model.adamw(step);
+      dev.sync();
+      step_kernels = dev.kernel_launches() - launched;
       if (step == 1) {
         first = smoothed = loss;
         warm = std::chrono::steady_clock::now();
@@ -378,6 +391,11 @@ int main(int argc, char** argv) {
     double steady = std::chrono::duration<double>(end - warm).count();
     std::printf("%sloss %.3f -> %.3f (smoothed %.3f) in %zu steps, %.1f s (first step %.2f s); %.0f tokens/s after the first step\n",
                 terminal ? "\n" : "", first, last, smoothed, steps, secs, secs - steady, steps > 1 ? double((steps - 1) * cfg.seq) / steady : 0.0);
+    uint64_t launched = dev.kernel_launches();
+    model.logits(std::vector<uint32_t>(all.begin(), all.begin() + cfg.seq)).to_vector();
+    std::printf("kernels launched: %llu per training step, %llu per forward pass (fusion %s)\n",
+                static_cast<unsigned long long>(step_kernels), static_cast<unsigned long long>(dev.kernel_launches() - launched),
+                fusion ? "on" : "off");
     std::printf("sample: %s\n", sample(model, tok, cfg, "And God said", 200, seed).c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tiny_lm: error: %s\n", e.what());

@@ -105,8 +105,20 @@ class ZYNTAX_API ComputeDevice {
   std::vector<float> download(const Buffer& b) const;
   Buffer copy_buffer(const Buffer& src) const;
   void zero_buffer(Buffer& b) const;
-  // Waits for every operation issued to this device.
+  // Computes every op waiting on this device (an error of one is raised
+  // here, naming the op) and waits for it.
   void sync() const;
+  // Ops whose result is a new buffer return at once with the buffer
+  // pending; the ops waiting on a device run when a value is needed (a read
+  // of a pending buffer, an op that writes a buffer in place, sync()), as
+  // few kernels as fusion allows: a product and the bias added to it are
+  // one kernel. An op's error is raised where its values are needed.
+  // set_fusion(false): on this handle, each op runs when it is called.
+  void set_fusion(bool on);
+  bool fusion() const;
+  // Kernels the op library has launched on this device (fused ones count
+  // once) since the process started; 0 for a group of devices.
+  uint64_t kernel_launches() const;
   // The buffer on this device: a copy, or with copy = false a view of the
   // same storage that the device's kernels read in place (host memory mapped
   // into a GPU's address space while the view lives); ComputeError where the
@@ -121,7 +133,9 @@ class ZYNTAX_API ComputeDevice {
   template <class F>
   auto async(F f) const -> Future<decltype(f(std::declval<const ComputeDevice&>()))> {
     using T = decltype(f(std::declval<const ComputeDevice&>()));
-    ComputeDevice self = *this;
+    // f's ops run there, each when called (no op waits for a later read on
+    // the caller's thread).
+    ComputeDevice self = without_fusion();
     return Future<T>(std::async(std::launch::async, [self, f = std::move(f)]() { return f(self); }).share());
   }
 
@@ -223,6 +237,8 @@ class ZYNTAX_API ComputeDevice {
  private:
   // The device; a ComputeError for a moved-from one.
   DeviceImpl& dev() const;
+  // A handle to the same device whose ops run when called (async's).
+  ComputeDevice without_fusion() const;
   std::shared_ptr<DeviceImpl> impl_;
 };
 

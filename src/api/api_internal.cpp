@@ -3,8 +3,10 @@
 #include "api/api_internal.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
+#include "api/deferred_ops.hpp"
 #include "api/op_library.hpp"
 #include "support/diagnostics.hpp"
 #include "zyntax/zyntax.hpp"
@@ -26,6 +28,53 @@ const char* element_type_name(ElementType t) {
     case ElementType::F16: return "f16";
     case ElementType::BF16: return "bf16";
     default: return dtype_name(api::dtype_of(t));
+  }
+}
+
+// ------------------------------------------------------------ buffers and devices
+
+Tensor& BufferImpl::value() {
+  std::shared_ptr<PendingBlock> op;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!pending_) return tensor_;
+    op = pending_;
+  }
+  queue_->flush();  // this op, and with it everything waiting on the device
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pending_) {
+    if (!op->computed()) throw ComputeError(op->label + ": the op computing this buffer failed");
+    tensor_ = op->result.reshaped({op->result.numel()});
+    pending_.reset();
+  }
+  return tensor_;
+}
+
+int64_t BufferImpl::numel() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!pending_) return tensor_.numel();
+  int64_t n = 1;
+  for (int64_t d : pending_->shape) n *= d;
+  return n;
+}
+
+DType BufferImpl::dtype() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_ ? pending_->dtype : tensor_.dtype();
+}
+
+std::shared_ptr<PendingBlock> BufferImpl::waiting() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pending_;
+}
+
+DeviceImpl::~DeviceImpl() {
+  // The ops nobody read still run, and their checks; there is no caller
+  // left to take an error.
+  try {
+    api::flush_deferred(*this);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zyntax: an op whose result was never read failed: %s\n", e.what());
   }
 }
 
@@ -99,12 +148,16 @@ Buffer wrap(const DeviceImpl& dev, Tensor t) {
   return Buffer(std::make_shared<BufferImpl>(std::move(t), dev.description.id));
 }
 
-const Tensor& tensor_of(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg) {
+void check_device(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg) {
   if (!b.impl()) throw ShapeError(std::string(op) + ": argument " + arg + " is an empty buffer");
   if (b.impl()->device != dev.description.id)
     throw ComputeError(std::string(op) + ": argument " + arg + " is on device " + b.impl()->device + ", not on " +
                        dev.description.id);
-  return b.impl()->tensor;
+}
+
+const Tensor& tensor_of(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg) {
+  check_device(dev, b, op, arg);
+  return b.impl()->value();
 }
 
 void check_size(const char* op, const char* arg, const Buffer& b, const std::vector<size_t>& shape, const char* names) {
@@ -123,7 +176,8 @@ void check_size(const char* op, const char* arg, const Buffer& b, const std::vec
 }
 
 void write_into(Buffer& b, const Tensor& result, size_t offset) {
-  Tensor& t = b.impl()->tensor;
+  DeferredOps::flush_all();
+  Tensor& t = b.impl()->value();
   size_t bytes = t.nbytes();
   if (offset > result.nbytes() || result.nbytes() - offset < bytes) throw std::logic_error("in-place result of the wrong size");
   if (std::shared_ptr<const DeviceMirror> m = result.mirror()) {
@@ -169,6 +223,7 @@ Tensor run_compiled(const DeviceImpl& dev, CompiledCompute& kernel, const std::s
 Tensor launch_compiled(const DeviceImpl& dev, CompiledCompute& kernel, const std::vector<Tensor>& inputs,
                        const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars) {
   if (dev.devices.size() > 1) return launch_split(kernel, dev.devices, split_mode(dev), inputs, host_dims, scalars);
+  DeferredOps::of(*dev.device).count_launch();
   return kernel.launch(*dev.device, inputs, host_dims, scalars);
 }
 
@@ -178,6 +233,7 @@ Tensor run_kernel(const DeviceImpl& dev, const cir::Kernel& k, uint64_t hash, co
       CompiledCompute once(k);  // already specialised: nothing to bind
       return launch_split(once, dev.devices, split_mode(dev), inputs, {}, {});
     }
+    DeferredOps::of(*dev.device).count_launch();
     return dev.device->run(k, hash, inputs, {});
   });
 }

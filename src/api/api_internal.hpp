@@ -3,10 +3,14 @@
 // device. Shared by the files of src/api.
 #pragma once
 
+#include <atomic>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "interp/pending_block.hpp"
 #include "runtime/device.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/split_launch.hpp"
@@ -16,18 +20,47 @@
 
 namespace zyntax {
 
+namespace api {
+class DeferredOps;
+}
+
 class BufferImpl {
  public:
-  BufferImpl(Tensor t, std::string device) : tensor(std::move(t)), device(std::move(device)) {}
-  Tensor tensor;  // one axis
+  BufferImpl(Tensor t, std::string device) : device(std::move(device)), tensor_(std::move(t)) {}
+  // An op's result, pending in `queue` (api/deferred_ops) until first read.
+  BufferImpl(std::shared_ptr<PendingBlock> op, api::DeferredOps* queue, std::string device)
+      : device(std::move(device)), pending_(std::move(op)), queue_(queue) {}
+
+  // The elements (one axis), computed first where they are pending; a
+  // ComputeError where the op computing them failed.
+  Tensor& value();
+  // Without computing anything.
+  int64_t numel() const;
+  DType dtype() const;
+  // The op whose result this is, until the buffer is first read; else null.
+  std::shared_ptr<PendingBlock> waiting() const;
+  // Its memory handed to the application (Array::host_data,
+  // device_memory_of), which may write it: ops reading it run at once.
+  void expose() { exposed_ = true; }
+  bool exposed() const { return exposed_; }
+
   std::string device;
+
+ private:
+  mutable std::mutex mu_;
+  Tensor tensor_;
+  std::shared_ptr<PendingBlock> pending_;
+  api::DeferredOps* queue_ = nullptr;
+  std::atomic<bool> exposed_{false};
 };
 
 class DeviceImpl {
  public:
+  ~DeviceImpl();  // what waits on the device is computed
   Device* device = nullptr;        // the first of `devices`
   std::vector<Device*> devices;    // more than one: ops are split over them
   bool model_parallel = false;
+  bool fusion = true;              // ops wait and fuse (api/deferred_ops); false: each runs when called
   DeviceDescription description;
 };
 
@@ -42,7 +75,11 @@ Tensor placed(const DeviceImpl& dev, Tensor t);
 
 // A new buffer on `dev` holding `t` (flattened).
 Buffer wrap(const DeviceImpl& dev, Tensor t);
-// The buffer's tensor, checked to be on `dev`; `op` and `arg` name it in errors.
+// A ShapeError for an empty buffer, a ComputeError for one on another device;
+// `op` and `arg` name it.
+void check_device(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg);
+// The buffer's tensor (computed, where it is pending), checked to be on
+// `dev`; `op` and `arg` name it in errors.
 const Tensor& tensor_of(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg);
 
 // "[3, 5]", for messages; the product of a shape (ShapeError past 63
@@ -55,7 +92,8 @@ Shape to_shape(const std::vector<size_t>& s);
 void check_size(const char* op, const char* arg, const Buffer& b, const std::vector<size_t>& shape,
                 const char* shape_names);
 void check_ids(const char* op, const char* arg, const Buffer& b);
-// An in-place op's result (bytes [offset, offset + b's bytes) of `result`)
+// An in-place op's result (what waits on any device computed first, since
+// it may read the buffer; bytes [offset, offset + b's bytes) of `result`)
 // written into the buffer's own storage, so that every handle and view of
 // it sees the change. A result a GPU holds becomes the buffer's bytes there
 // (a device copy), the host's filled when the host reads them.

@@ -2,6 +2,7 @@
 #include <utility>
 
 #include "api/api_internal.hpp"
+#include "api/deferred_ops.hpp"
 #include "zyntax/array.hpp"
 
 namespace zyntax {
@@ -43,20 +44,22 @@ Array Array::from_host(const ComputeDevice& device, const void* data, ElementTyp
   return Array(api::wrap(dev, std::move(t)), std::move(shape));
 }
 
-size_t Array::bytes() const { return buffer_.impl() ? buffer_.impl()->tensor.nbytes() : 0; }
+size_t Array::bytes() const { return buffer_.impl() ? static_cast<size_t>(buffer_.impl()->numel()) * dtype_size(buffer_.impl()->dtype()) : 0; }
 
 void Array::copy_to_host(void* out, size_t bytes) const {
   if (bytes != this->bytes())
     throw ShapeError("Array::copy_to_host: " + std::to_string(bytes) + " bytes given for an array of " +
                      std::to_string(this->bytes()) + " (" + api::shape_text(shape_) + " " + element_type_name(element_type()) + ")");
   if (bytes == 0) return;
-  std::memcpy(out, std::as_const(buffer_.impl()->tensor).data(), bytes);
+  std::memcpy(out, std::as_const(buffer_.impl()->value()).data(), bytes);
 }
 
 void* Array::host_data() const {
   if (!buffer_.impl()) return nullptr;
-  const Tensor& t = buffer_.impl()->tensor;
   if (buffer_.device().rfind("cpu", 0) != 0) return nullptr;
+  api::DeferredOps::flush_all();  // what waits may read it, and the application may write it
+  const Tensor& t = buffer_.impl()->value();
+  buffer_.impl()->expose();
   return const_cast<void*>(t.data());
 }
 

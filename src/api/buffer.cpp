@@ -16,23 +16,25 @@ Buffer::Buffer(Buffer&&) noexcept = default;
 Buffer& Buffer::operator=(Buffer&&) noexcept = default;
 Buffer::Buffer(std::shared_ptr<BufferImpl> impl) : impl_(std::move(impl)) {}
 
-size_t Buffer::size() const { return impl_ ? static_cast<size_t>(impl_->tensor.numel()) : 0; }
-ElementType Buffer::element_type() const { return impl_ ? api::element_type_of(impl_->tensor.dtype()) : ElementType::F32; }
+size_t Buffer::size() const { return impl_ ? static_cast<size_t>(impl_->numel()) : 0; }
+ElementType Buffer::element_type() const { return impl_ ? api::element_type_of(impl_->dtype()) : ElementType::F32; }
 std::string Buffer::device() const { return impl_ ? impl_->device : ""; }
 
 std::vector<float> Buffer::to_vector() const {
   if (!impl_) return {};
-  Tensor f = impl_->tensor.dtype() == DType::F32 ? impl_->tensor : impl_->tensor.astype(DType::F32);
+  const Tensor& t = impl_->value();
+  Tensor f = t.dtype() == DType::F32 ? t : t.astype(DType::F32);
   const float* p = static_cast<const float*>(std::as_const(f).data());  // a read: a GPU's copy stays
   return std::vector<float>(p, p + f.numel());
 }
 
 std::vector<uint32_t> Buffer::to_vector_u32() const {
   if (!impl_) return {};
-  if (impl_->tensor.dtype() != DType::U32)
+  if (impl_->dtype() != DType::U32)
     throw ShapeError(std::string("to_vector_u32: the buffer holds ") + element_type_name(element_type()) + ", not u32");
-  const uint32_t* p = static_cast<const uint32_t*>(std::as_const(impl_->tensor).data());
-  return std::vector<uint32_t>(p, p + impl_->tensor.numel());
+  const Tensor& t = impl_->value();
+  const uint32_t* p = static_cast<const uint32_t*>(std::as_const(t).data());
+  return std::vector<uint32_t>(p, p + t.numel());
 }
 
 }  // namespace zyntax

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "api/api_internal.hpp"
+#include "api/deferred_ops.hpp"
 #include "runtime/memory_pool.hpp"
 #include "zyntax/zyntax.hpp"
 
@@ -37,6 +38,7 @@ Buffer BufferPool::alloc(size_t n, ElementType type) {
 }
 
 void BufferPool::free(const Buffer& b) {
+  api::DeferredOps::flush_all();  // what waits may read it
   std::lock_guard<std::mutex> lock(impl_->mu);
   auto it = impl_->live.find(b.impl());
   if (it == impl_->live.end()) throw ComputeError("free: the buffer is not a live allocation of this pool");
@@ -45,6 +47,7 @@ void BufferPool::free(const Buffer& b) {
 }
 
 void BufferPool::reset() {
+  api::DeferredOps::flush_all();  // what waits may read its buffers
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->pool.reset();
   impl_->live.clear();

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "api/api_internal.hpp"
+#include "api/deferred_ops.hpp"
 #include "backends/registry.hpp"
 #include "runtime/device.hpp"
 #include "zyntax/zyntax.hpp"
@@ -97,14 +98,32 @@ Buffer ComputeDevice::copy_buffer(const Buffer& src) const {
 
 void ComputeDevice::zero_buffer(Buffer& b) const {
   const Tensor& t = tensor_of(dev(), b, "zero_buffer", "buffer");
-  std::memset(b.impl()->tensor.data_for_overwrite(), 0, t.nbytes());  // a GPU's copy is not fetched only to be zeroed
+  api::DeferredOps::flush_all();  // what waits may read it
+  std::memset(b.impl()->value().data_for_overwrite(), 0, t.nbytes());  // a GPU's copy is not fetched only to be zeroed
 }
 
-void ComputeDevice::sync() const {}  // every operation has completed when it returns
+void ComputeDevice::sync() const { api::flush_deferred(dev()); }  // an op run has completed when it returns
+
+void ComputeDevice::set_fusion(bool on) { dev().fusion = on; }
+
+ComputeDevice ComputeDevice::without_fusion() const {
+  auto impl = std::make_shared<DeviceImpl>();
+  impl->device = dev().device;
+  impl->devices = dev().devices;
+  impl->model_parallel = dev().model_parallel;
+  impl->description = dev().description;
+  impl->fusion = false;
+  return ComputeDevice(std::move(impl));
+}
+bool ComputeDevice::fusion() const { return dev().fusion; }
+
+uint64_t ComputeDevice::kernel_launches() const {
+  return dev().devices.size() == 1 ? api::DeferredOps::of(*dev().device).launches() : 0;
+}
 
 Buffer ComputeDevice::to_device(const Buffer& b, bool copy) const {
   if (!b.impl()) throw ShapeError("to_device: the buffer is empty");
-  Tensor t = b.impl()->tensor;
+  Tensor t = b.impl()->value();
   if (copy) {
     t = dev().devices.size() == 1 ? dev().device->copy_in(t) : t.clone();
   } else {

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "api/api_internal.hpp"
+#include "api/deferred_ops.hpp"
 #include "backends/registry.hpp"
 
 namespace zyntax {
@@ -43,7 +44,9 @@ DeviceMemory device_memory_of(const Array& a) {
   const std::string id = a.buffer().device();
   Device* d = id.empty() ? nullptr : device_registry().find(id);
   if (!d) return mem;
-  std::optional<Device::HeldMemory> held = d->held_memory(a.buffer().impl()->tensor);
+  api::DeferredOps::flush_all();  // what waits may read it, and the application may write it
+  std::optional<Device::HeldMemory> held = d->held_memory(a.buffer().impl()->value());
+  a.buffer().impl()->expose();
   if (!held) return mem;
   mem.address = held->address;
   size_t colon = id.find(':');

@@ -1,11 +1,13 @@
 // The ML ops: typed wrappers that check the sizes they are given, view the
 // flat buffers with the shapes their kernel (stdlib/nn.zynml) declares, and
-// launch it on the device.
+// launch it on the device: an op of one result later (api/deferred_ops),
+// fused with the ops around it, the others at once.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "api/api_internal.hpp"
+#include "api/deferred_ops.hpp"
 #include "zyntax/zyntax.hpp"
 
 namespace zyntax {
@@ -15,6 +17,8 @@ using api::check_ids;
 using api::check_size;
 using api::run_op;
 using api::tensor_of;
+using api::deferred_op;
+using api::op_input;
 using api::wrap;
 
 // ------------------------------------------------------------ the op library
@@ -43,20 +47,17 @@ Tensor sum_over_row_blocks(const DeviceImpl& dev, const char* op, const std::vec
 }  // namespace
 
 Buffer ComputeDevice::matmul(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
-  return wrap(dev(), run_op(dev(), "matmul", {shaped(dev(), a, "matmul", "a", {m, k}, "[m, k]"),
-                                                 shaped(dev(), b, "matmul", "b", {k, n}, "[k, n]")}));
+  return deferred_op(dev(), "matmul", {op_input(dev(), a, "matmul", "a", {m, k}, "[m, k]"), op_input(dev(), b, "matmul", "b", {k, n}, "[k, n]")});
 }
 
 Buffer ComputeDevice::matmul_transposed_a(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
   const char* op = "matmul_transposed_a";
-  return wrap(dev(), run_op(dev(), "matmul_at", {shaped(dev(), a, op, "a", {k, m}, "[k, m]"),
-                                                    shaped(dev(), b, op, "b", {k, n}, "[k, n]")}));
+  return deferred_op(dev(), "matmul_at", {op_input(dev(), a, op, "a", {k, m}, "[k, m]"), op_input(dev(), b, op, "b", {k, n}, "[k, n]")});
 }
 
 Buffer ComputeDevice::matmul_transposed_b(const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
   const char* op = "matmul_transposed_b";
-  return wrap(dev(), run_op(dev(), "matmul_bt", {shaped(dev(), a, op, "a", {m, k}, "[m, k]"),
-                                                    shaped(dev(), b, op, "b", {n, k}, "[n, k]")}));
+  return deferred_op(dev(), "matmul_bt", {op_input(dev(), a, op, "a", {m, k}, "[m, k]"), op_input(dev(), b, op, "b", {n, k}, "[n, k]")});
 }
 
 void ComputeDevice::matmul_accumulate(Buffer& c, const Buffer& a, const Buffer& b, size_t m, size_t k, size_t n) const {
@@ -67,14 +68,14 @@ void ComputeDevice::matmul_accumulate(Buffer& c, const Buffer& a, const Buffer& 
 }
 
 Buffer ComputeDevice::transpose_2d(const Buffer& x, size_t rows, size_t cols) const {
-  return wrap(dev(), run_op(dev(), "transpose_2d", {shaped(dev(), x, "transpose_2d", "x", {rows, cols}, "[rows, cols]")}));
+  return deferred_op(dev(), "transpose_2d", {op_input(dev(), x, "transpose_2d", "x", {rows, cols}, "[rows, cols]")});
 }
 
 Buffer ComputeDevice::bias_add(const Buffer& matrix, const Buffer& bias, size_t numel, size_t dim) const {
   if (dim == 0 || numel % dim != 0)
     throw ShapeError("bias_add: numel = " + std::to_string(numel) + " is not a multiple of dim = " + std::to_string(dim));
-  return wrap(dev(), run_op(dev(), "bias_add", {shaped(dev(), matrix, "bias_add", "matrix", {numel / dim, dim}, "[numel / dim, dim]"),
-                                                   shaped(dev(), bias, "bias_add", "bias", {dim}, "[dim]")}));
+  return deferred_op(dev(), "bias_add", {op_input(dev(), matrix, "bias_add", "matrix", {numel / dim, dim}, "[numel / dim, dim]"),
+                                          op_input(dev(), bias, "bias_add", "bias", {dim}, "[dim]")});
 }
 
 void ComputeDevice::add_assign(Buffer& dst, const Buffer& src) const {
@@ -84,23 +85,23 @@ void ComputeDevice::add_assign(Buffer& dst, const Buffer& src) const {
 }
 
 Buffer ComputeDevice::softmax(const Buffer& x, size_t n_rows, size_t row_len) const {
-  return wrap(dev(), run_op(dev(), "softmax", {shaped(dev(), x, "softmax", "data", {n_rows, row_len}, "[n_rows, row_len]")}));
+  return deferred_op(dev(), "softmax", {op_input(dev(), x, "softmax", "data", {n_rows, row_len}, "[n_rows, row_len]")});
 }
 
 Buffer ComputeDevice::rms_norm(const Buffer& x, const Buffer& weight, size_t n_groups, size_t dim, float eps) const {
-  return wrap(dev(), run_op(dev(), "rms_norm",
-                             {shaped(dev(), x, "rms_norm", "data", {n_groups, dim}, "[n_groups, dim]"),
-                              shaped(dev(), weight, "rms_norm", "weight", {dim}, "[dim]")},
-                             {}, {{"eps", f32(eps)}}));
+  return deferred_op(dev(), "rms_norm",
+                     {op_input(dev(), x, "rms_norm", "data", {n_groups, dim}, "[n_groups, dim]"),
+                      op_input(dev(), weight, "rms_norm", "weight", {dim}, "[dim]")},
+                     {}, {{"eps", f32(eps)}});
 }
 
 Buffer ComputeDevice::layer_norm(const Buffer& x, const Buffer& gamma, const Buffer& beta, size_t n_rows, size_t dim,
                                  float eps) const {
   const char* op = "layer_norm";
-  return wrap(dev(), run_op(dev(), op,
-                             {shaped(dev(), x, op, "data", {n_rows, dim}, "[n_rows, dim]"), shaped(dev(), gamma, op, "gamma", {dim}, "[dim]"),
-                              shaped(dev(), beta, op, "beta", {dim}, "[dim]")},
-                             {}, {{"eps", f32(eps)}}));
+  return deferred_op(dev(), op,
+                     {op_input(dev(), x, op, "data", {n_rows, dim}, "[n_rows, dim]"), op_input(dev(), gamma, op, "gamma", {dim}, "[dim]"),
+                      op_input(dev(), beta, op, "beta", {dim}, "[dim]")},
+                     {}, {{"eps", f32(eps)}});
 }
 
 std::tuple<Buffer, Buffer, Buffer> ComputeDevice::layer_norm_backward(const Buffer& input, const Buffer& gamma,
@@ -125,10 +126,9 @@ Buffer ComputeDevice::reduce_sum(const Buffer& x, const std::vector<size_t>& sha
   size_t outer = 1, inner = 1;
   for (size_t i = 0; i < axis; ++i) outer *= shape[i];
   for (size_t i = axis + 1; i < shape.size(); ++i) inner *= shape[i];
-  const Tensor& t = tensor_of(dev(), x, "reduce_sum", "data");
+  api::check_device(dev(), x, "reduce_sum", "data");
   check_size("reduce_sum", "data", x, shape, "shape");
-  Tensor view = t.reshaped({static_cast<int64_t>(outer), static_cast<int64_t>(shape[axis]), static_cast<int64_t>(inner)});
-  return wrap(dev(), run_op(dev(), "reduce_sum_axis", {view}));
+  return deferred_op(dev(), "reduce_sum_axis", {op_input(dev(), x, "reduce_sum", "data", {outer, shape[axis], inner}, "shape")});
 }
 
 Buffer ComputeDevice::embedding(const Buffer& weight, const Buffer& ids, size_t seq_len, size_t dim) const {
@@ -137,14 +137,14 @@ Buffer ComputeDevice::embedding(const Buffer& weight, const Buffer& ids, size_t 
     throw ShapeError("embedding: argument weight has " + std::to_string(weight.size()) + " elements, not a multiple of dim = " +
                      std::to_string(dim));
   size_t vocab = weight.size() / dim;
-  return wrap(dev(), run_op(dev(), "embedding", {shaped(dev(), weight, "embedding", "weight", {vocab, dim}, "[vocab, dim]"),
-                                                    shaped(dev(), ids, "embedding", "ids", {seq_len}, "[seq_len]")}));
+  return deferred_op(dev(), "embedding", {op_input(dev(), weight, "embedding", "weight", {vocab, dim}, "[vocab, dim]"),
+                                           op_input(dev(), ids, "embedding", "ids", {seq_len}, "[seq_len]")});
 }
 
 Buffer ComputeDevice::softmax_backward(const Buffer& y, const Buffer& grad, size_t n_rows, size_t row_len) const {
   const char* op = "softmax_backward";
-  return wrap(dev(), run_op(dev(), op, {shaped(dev(), y, op, "softmax_out", {n_rows, row_len}, "[n_rows, row_len]"),
-                                           shaped(dev(), grad, op, "grad_output", {n_rows, row_len}, "[n_rows, row_len]")}));
+  return deferred_op(dev(), op, {op_input(dev(), y, op, "softmax_out", {n_rows, row_len}, "[n_rows, row_len]"),
+                                  op_input(dev(), grad, op, "grad_output", {n_rows, row_len}, "[n_rows, row_len]")});
 }
 
 std::pair<Buffer, Buffer> ComputeDevice::rms_norm_backward(const Buffer& input, const Buffer& weight, const Buffer& grad_output,
@@ -163,10 +163,10 @@ Buffer ComputeDevice::embedding_backward(const Buffer& grad_output, const Buffer
                                          size_t dim) const {
   const char* op = "embedding_backward";
   check_ids(op, "ids", ids);
-  return wrap(dev(), run_op(dev(), op,
-                             {shaped(dev(), grad_output, op, "grad_output", {seq_len, dim}, "[seq_len, dim]"),
-                              shaped(dev(), ids, op, "ids", {seq_len}, "[seq_len]")},
-                             {{"vocab", static_cast<int64_t>(vocab_size)}}));
+  return deferred_op(dev(), op,
+                     {op_input(dev(), grad_output, op, "grad_output", {seq_len, dim}, "[seq_len, dim]"),
+                      op_input(dev(), ids, op, "ids", {seq_len}, "[seq_len]")},
+                     {{"vocab", static_cast<int64_t>(vocab_size)}});
 }
 
 namespace {
@@ -206,11 +206,11 @@ Buffer ComputeDevice::conv2d(const Buffer& x, const Buffer& weight, const Buffer
   std::map<std::string, int64_t> dims = conv_steps(s);
   dims["oh"] = static_cast<int64_t>(s.out_height());
   dims["ow"] = static_cast<int64_t>(s.out_width());
-  return wrap(dev(), run_op(dev(), op,
-                             {shaped(dev(), x, op, "x", {s.batch, s.in_channels, s.height, s.width}, kInputShape),
-                              shaped(dev(), weight, op, "weight", {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, kWeightShape),
-                              shaped(dev(), bias, op, "bias", {s.out_channels}, "[out_channels]")},
-                             dims));
+  return deferred_op(dev(), op,
+                     {op_input(dev(), x, op, "x", {s.batch, s.in_channels, s.height, s.width}, kInputShape),
+                      op_input(dev(), weight, op, "weight", {s.out_channels, s.in_channels, s.kernel_h, s.kernel_w}, kWeightShape),
+                      op_input(dev(), bias, op, "bias", {s.out_channels}, "[out_channels]")},
+                     dims);
 }
 
 Buffer ComputeDevice::conv2d(const Buffer& x, const Buffer& weight, const Conv2dShape& s) const {
@@ -257,8 +257,8 @@ namespace {
 Buffer rotate(const DeviceImpl& dev, const char* op, const Buffer& x, size_t seq, size_t nh, size_t hd, size_t offset,
               float sign) {
   if (hd % 2 != 0) throw ShapeError(std::string(op) + ": head_dim = " + std::to_string(hd) + " is odd (rotary pairs need it even)");
-  return wrap(dev, run_op(dev, "rope", {shaped(dev, x, op, "x", {seq, nh, hd}, "[seq_len, n_heads, head_dim]")},
-                          {{"offset", static_cast<int64_t>(offset)}}, {{"sign", f32(sign)}}));
+  return deferred_op(dev, "rope", {op_input(dev, x, op, "x", {seq, nh, hd}, "[seq_len, n_heads, head_dim]")},
+                     {{"offset", static_cast<int64_t>(offset)}}, {{"sign", f32(sign)}});
 }
 
 }  // namespace
@@ -275,11 +275,11 @@ Buffer ComputeDevice::causal_attention(const Buffer& q, const Buffer& k, const B
                                        size_t hd) const {
   const char* op = "causal_attention";
   check_heads(op, nh, nkv, hd);
-  return wrap(dev(), run_op(dev(), op,
-                             {shaped(dev(), q, op, "q", {seq, nh, hd}, "[seq_len, n_heads, head_dim]"),
-                              shaped(dev(), k, op, "k", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]"),
-                              shaped(dev(), v, op, "v", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]")},
-                             {{"group", static_cast<int64_t>(nh / nkv)}}));
+  return deferred_op(dev(), op,
+                     {op_input(dev(), q, op, "q", {seq, nh, hd}, "[seq_len, n_heads, head_dim]"),
+                      op_input(dev(), k, op, "k", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]"),
+                      op_input(dev(), v, op, "v", {seq, nkv, hd}, "[seq_len, n_kv_heads, head_dim]")},
+                     {{"group", static_cast<int64_t>(nh / nkv)}});
 }
 
 Buffer ComputeDevice::kv_attention(const Buffer& q, const Buffer& k_cache, const Buffer& v_cache, size_t cache_start,
@@ -287,11 +287,11 @@ Buffer ComputeDevice::kv_attention(const Buffer& q, const Buffer& k_cache, const
   const char* op = "kv_attention";
   check_heads(op, nh, nkv, hd);
   size_t total = cache_start + q_len;
-  return wrap(dev(), run_op(dev(), op,
-                             {shaped(dev(), q, op, "q", {q_len, nh, hd}, "[q_len, n_heads, head_dim]"),
-                              shaped(dev(), k_cache, op, "k_cache", {total, nkv, hd}, "[cache_start + q_len, n_kv_heads, head_dim]"),
-                              shaped(dev(), v_cache, op, "v_cache", {total, nkv, hd}, "[cache_start + q_len, n_kv_heads, head_dim]")},
-                             {{"group", static_cast<int64_t>(nh / nkv)}, {"cache_start", static_cast<int64_t>(cache_start)}}));
+  return deferred_op(dev(), op,
+                     {op_input(dev(), q, op, "q", {q_len, nh, hd}, "[q_len, n_heads, head_dim]"),
+                      op_input(dev(), k_cache, op, "k_cache", {total, nkv, hd}, "[cache_start + q_len, n_kv_heads, head_dim]"),
+                      op_input(dev(), v_cache, op, "v_cache", {total, nkv, hd}, "[cache_start + q_len, n_kv_heads, head_dim]")},
+                     {{"group", static_cast<int64_t>(nh / nkv)}, {"cache_start", static_cast<int64_t>(cache_start)}});
 }
 
 std::tuple<Buffer, Buffer, Buffer> ComputeDevice::causal_attention_backward(const Buffer& grad_output, const Buffer& q,

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "backends/registry.hpp"
-#include "cir/rename_interface.hpp"
 #include "runtime/device.hpp"
 #include "runtime/split_launch.hpp"
 
@@ -186,7 +185,7 @@ Value ComputeRunner::defer(const ast::Compute& c, Frame& frame, std::vector<Valu
     return run_now("the block there runs as written (it names its device, shares its work or is @async)");
   const cir::Kernel& k = entry.compiled->generic();
   auto block = std::make_shared<PendingBlock>();
-  block->block = &c;
+  block->span = c.span;
   block->compiled = entry.compiled.get();
   block->label = k.name;
   block->line = line_of(c);
@@ -198,7 +197,10 @@ Value ComputeRunner::defer(const ast::Compute& c, Frame& frame, std::vector<Valu
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (ast::path_text(*c.inputs[i]) != p.name) continue;
       const Value& v = inputs[i];
-      block->inputs[p.name] = v;
+      PendingInput in;
+      if (v.kind == Value::Kind::Pending) in.pending = v.pending;
+      else in.tensor = v.tensor;
+      block->inputs[p.name] = in;
       specs.push_back(v.kind == Value::Kind::Pending ? TensorSpec{v.pending->dtype, v.pending->shape}
                                                       : TensorSpec{v.tensor.dtype(), v.tensor.shape()});
       break;
@@ -229,11 +231,10 @@ Tensor ComputeRunner::force(const std::shared_ptr<PendingBlock>& p, Span where) 
   if (std::find(pending_.begin(), pending_.end(), p) == pending_.end()) {
     std::vector<std::shared_ptr<PendingBlock>> missing = {p};
     for (size_t i = 0; i < missing.size(); ++i)
-      for (const auto& [name, v] : missing[i]->inputs)
-        if (v.kind == Value::Kind::Pending && v.pending && !v.pending->computed() &&
-            std::find(pending_.begin(), pending_.end(), v.pending) == pending_.end() &&
-            std::find(missing.begin(), missing.end(), v.pending) == missing.end())
-          missing.push_back(v.pending);
+      for (const auto& [name, in] : missing[i]->inputs)
+        if (in.waits() && std::find(pending_.begin(), pending_.end(), in.pending) == pending_.end() &&
+            std::find(missing.begin(), missing.end(), in.pending) == missing.end())
+          missing.push_back(in.pending);
     pending_.insert(pending_.end(), missing.begin(), missing.end());
     std::sort(pending_.begin(), pending_.end(), [](const auto& a, const auto& b) { return a->seq < b->seq; });
   }
@@ -247,162 +248,12 @@ void ComputeRunner::flush(Span where, const std::string& why) {
     explain("pending blocks computed at line " + std::to_string(session_.sources().file(where.file).line_col(where.begin).line) + ": " + why);
   std::vector<std::shared_ptr<PendingBlock>> nodes = std::move(pending_);
   pending_.clear();
-  Device* device = find_device(pending_device_, nodes[0]->block->span);
-  run_graph(std::move(nodes), *device);
-}
-
-void ComputeRunner::run_graph(std::vector<std::shared_ptr<PendingBlock>> nodes, Device& device) {
-  const size_t n = nodes.size();
-  std::map<const PendingBlock*, size_t> index;
-  for (size_t j = 0; j < n; ++j) index[nodes[j].get()] = j;
-  // The results wanted: held by something other than this list and the
-  // blocks in it that read them (a binding, an argument, a value on its
-  // way), or read by none of them.
-  std::vector<long> reads(n, 0);
-  for (const auto& b : nodes)
-    for (const auto& [name, v] : b->inputs)
-      if (v.kind == Value::Kind::Pending && v.pending && index.count(v.pending.get())) ++reads[index.at(v.pending.get())];
-  std::vector<size_t> roots;
-  for (size_t j = 0; j < n; ++j)
-    if (nodes[j].use_count() - 1 - reads[j] > 0 || reads[j] == 0) roots.push_back(j);
-
-  // Each block's interface renamed apart: an earlier block's result by
-  // that block ("@3"), a tensor several read by one name ("t0"), the rest
-  // by name and block ("x@3", "s@3"); its sizes as the numbers they are.
-  std::vector<std::map<std::string, std::string>> to(n);
-  std::map<std::string, Tensor> tensors;
-  std::map<std::string, Scalar> scalars;
-  std::vector<Tensor> groups;
-  std::string key = device.info().id + "|";
-  for (size_t j = 0; j < n; ++j) {
-    const PendingBlock& b = *nodes[j];
-    const cir::Kernel& k = b.compiled->generic();
-    const std::string at = "@" + std::to_string(j);
-    key += std::to_string(reinterpret_cast<uintptr_t>(b.compiled)) + (std::binary_search(roots.begin(), roots.end(), j) ? "!" : "") + "(";
-    std::set<std::string> used;
-    for (const cir::Param& p : k.params) {
-      if (p.role == cir::ParamRole::Scalar) {
-        to[j][p.name] = p.name + at;
-        scalars[p.name + at] = b.scalars.at(p.name);
-        continue;
-      }
-      if (p.role != cir::ParamRole::Input) continue;
-      const Value& v = b.inputs.at(p.name);
-      if (v.kind == Value::Kind::Pending && !v.pending->computed()) {
-        to[j][p.name] = "@" + std::to_string(index.at(v.pending.get()));
-        key += to[j][p.name] + ",";
-        continue;
-      }
-      const Tensor& t = v.kind == Value::Kind::Pending ? v.pending->result : v.tensor;
-      size_t g = 0;
-      while (g < groups.size() && !(groups[g].same_storage(t) && groups[g].dtype() == t.dtype() && groups[g].shape() == t.shape())) ++g;
-      if (g == groups.size()) groups.push_back(t);
-      std::string name = "t" + std::to_string(g);
-      if (!used.insert(name).second) name = p.name + at;  // the same tensor as two of its inputs
-      to[j][p.name] = name;
-      tensors[name] = t;
-      key += name + ",";
-    }
-    for (const auto& [d, size] : b.dims) key += d + "=" + std::to_string(size) + ",";
-    key += ")";
-  }
-
-  // The plan, once per graph of these blocks, signatures and reads.
-  std::shared_ptr<PlannedRun> planned;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (auto it = runs_.find(key); it != runs_.end()) planned = it->second;
-  }
-  if (!planned) {
-    std::vector<cir::Kernel> kernels;
-    kernels.reserve(n);
-    std::vector<fusion::RunBlock> blocks;
-    for (size_t j = 0; j < n; ++j) {
-      kernels.push_back(cir::rename_interface(nodes[j]->compiled->generic(), to[j], nodes[j]->dims));
-      kernels.back().name = "@" + std::to_string(j);  // its locals' prefix where it is inlined
-    }
-    for (size_t j = 0; j < n; ++j) blocks.push_back({&kernels[j], kernels[j].name, nodes[j]->line, false, nodes[j]->label});
-    planned = std::make_shared<PlannedRun>();
-    planned->plan = fusion::plan_run(blocks, roots, device.gpu_target());
-    for (const fusion::PlannedKernel& k : planned->plan.launches)
-      planned->compiled.push_back(k.fused() ? std::make_unique<CompiledCompute>(k.kernel) : nullptr);
-    std::lock_guard<std::mutex> lock(mu_);
-    runs_.emplace(key, planned);
-  }
-  for (const std::string& e : planned->plan.explanations) explain(e);
-
-  // Each launch reads the blocks' inputs and the results before it. A
-  // result no block wants for itself is let go after its last reader (a
-  // host loop of blocks that cannot fuse holds two results at a time, not
-  // one per block).
-  auto result_of = [&](const Value& v) { return v.kind == Value::Kind::Pending ? v.pending->result : v.tensor; };
-  const auto& launches = planned->plan.launches;
-  std::vector<size_t> last_read(n, SIZE_MAX);
-  for (size_t l = 0; l < launches.size(); ++l) {
-    if (planned->compiled[l]) {
-      for (const cir::Param& p : planned->compiled[l]->generic().params)
-        if (p.role == cir::ParamRole::Input && p.name[0] == '@') last_read[std::stoul(p.name.substr(1))] = l;
-    } else {
-      for (const auto& [name, v] : nodes[launches[l].result]->inputs)
-        if (v.kind == Value::Kind::Pending && index.count(v.pending.get())) last_read[index.at(v.pending.get())] = l;
-    }
-  }
-  try {
-    for (size_t l = 0; l < launches.size(); ++l) {
-      const fusion::PlannedKernel& k = launches[l];
-      PendingBlock& b = *nodes[k.result];
-      Tensor out;
-      try {
-        if (planned->compiled[l]) {
-          CompiledCompute& fused = *planned->compiled[l];
-          std::vector<Tensor> inputs;
-          std::map<std::string, Scalar> own_scalars;
-          for (const cir::Param& p : fused.generic().params) {
-            if (p.role == cir::ParamRole::Input)
-              inputs.push_back(p.name[0] == '@' ? nodes[std::stoul(p.name.substr(1))]->result : tensors.at(p.name));
-            else if (p.role == cir::ParamRole::Scalar)
-              own_scalars[p.name] = scalars.at(p.name);
-          }
-          out = fused.launch(device, inputs, {}, own_scalars);
-        } else {
-          std::vector<Tensor> inputs;
-          for (const cir::Param& p : b.compiled->generic().params)
-            if (p.role == cir::ParamRole::Input) inputs.push_back(result_of(b.inputs.at(p.name)));
-          out = b.compiled->launch(device, inputs, b.host_dims, b.scalars);
-        }
-      } catch (const DataError& e) {
-        throw Error(b.block->span, e.what());
-      }
-      b.result = out;
-      for (size_t j = 0; j < n; ++j)
-        if (last_read[j] == l && !std::binary_search(roots.begin(), roots.end(), j)) nodes[j]->result = Tensor();
-    }
-  } catch (const Error&) {
-    run_unfused(nodes, device);  // throws the first failing block's error
-    throw;
-  }
-  // What the computed blocks read is no longer needed.
-  for (const auto& b : nodes)
-    if (b->computed()) b->inputs.clear();
-}
-
-void ComputeRunner::run_unfused(const std::vector<std::shared_ptr<PendingBlock>>& nodes, Device& device) {
-  std::map<const PendingBlock*, Tensor> done;
-  for (const auto& b : nodes) {
-    std::vector<Tensor> inputs;
-    for (const cir::Param& p : b->compiled->generic().params) {
-      if (p.role != cir::ParamRole::Input) continue;
-      const Value& v = b->inputs.at(p.name);
-      if (v.kind != Value::Kind::Pending) inputs.push_back(v.tensor);
-      else if (v.pending->computed()) inputs.push_back(v.pending->result);
-      else inputs.push_back(done.at(v.pending.get()));
-    }
-    try {
-      done[b.get()] = b->compiled->launch(device, inputs, b->host_dims, b->scalars);
-    } catch (const DataError& e) {
-      throw Error(b->block->span, e.what());
-    }
-  }
+  Device* device = find_device(pending_device_, nodes[0]->span);
+  graph_.run(
+      std::move(nodes), *device, [this](const std::string& e) { explain(e); },
+      [](const PendingBlock& b, const std::exception& e) {
+        if (dynamic_cast<const DataError*>(&e)) throw Error(b.span, e.what());  // a failed check's Error has its own place
+      });
 }
 
 }  // namespace zyntax

@@ -12,9 +12,8 @@
 #include <string>
 
 #include "driver/session.hpp"
-#include "fusion/run_plan.hpp"
 #include "interp/environment.hpp"
-#include "interp/pending_block.hpp"
+#include "interp/pending_graph.hpp"
 #include "interp/value.hpp"
 #include "lower/kernel_lowering.hpp"
 #include "runtime/launch.hpp"
@@ -56,13 +55,6 @@ class ComputeRunner {
     KernelAnnotations annotations;
   };
   Entry& lowered(const ast::Compute& c, Frame& frame, const std::vector<InputSignature>& sigs);
-  // A graph's plan (fusion/run_plan), its fused kernels compiled.
-  struct PlannedRun {
-    fusion::RunPlan plan;
-    std::vector<std::unique_ptr<CompiledCompute>> compiled;  // per launch; null: the block's own
-  };
-  void run_graph(std::vector<std::shared_ptr<PendingBlock>> nodes, Device& device);
-  void run_unfused(const std::vector<std::shared_ptr<PendingBlock>>& nodes, Device& device);
   void explain(const std::string& what);
   int line_of(const ast::Compute& c) const;
 
@@ -70,7 +62,7 @@ class ComputeRunner {
   std::ostream* explain_;
   std::mutex mu_;
   std::map<std::pair<const ast::Compute*, std::string>, std::unique_ptr<Entry>> cache_;
-  std::map<std::string, std::shared_ptr<PlannedRun>> runs_;  // by the graph's blocks, signatures and reads
+  PendingGraph graph_;
   std::set<std::string> explained_;
   std::vector<std::shared_ptr<PendingBlock>> pending_;  // in the order met
   std::string pending_device_;                          // where they run
