@@ -43,7 +43,8 @@ Tensor& BufferImpl::value() {
   queue_->flush();  // this op, and with it everything waiting on the device
   std::lock_guard<std::mutex> lock(mu_);
   if (pending_) {
-    if (!op->computed()) throw ComputeError(op->label + ": the op computing this buffer failed");
+    if (!op->computed())
+      throw ComputeError(op->label + ": this buffer was not computed: an op waiting with it failed (its error was raised then)");
     tensor_ = op->result.reshaped({op->result.numel()});
     pending_.reset();
   }

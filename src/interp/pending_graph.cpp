@@ -177,7 +177,7 @@ void PendingGraph::run_unfused(const std::vector<std::shared_ptr<PendingBlock>>&
       inputs.push_back(in.view.empty() ? r : r.reshaped(in.view));
     }
     try {
-      done[b.get()] = b->compiled->launch(device, inputs, b->host_dims, b->scalars);
+      done[b.get()] = b->result = b->compiled->launch(device, inputs, b->host_dims, b->scalars);  // kept: what ran, ran
     } catch (const DataError& e) {
       fail(*b, e);
       throw;

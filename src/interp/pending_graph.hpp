@@ -32,7 +32,8 @@ class PendingGraph {
   // Computes `nodes` (in the order met; every pending block they read is
   // among them or computed) and returns the kernels launched. Errors are
   // those of the blocks run one by one: when a fused kernel fails, they run
-  // again unfused, so the first failing block reports through `fail`.
+  // again unfused, so the first failing block reports through `fail`; the
+  // blocks before it keep their results, those after it have none.
   size_t run(std::vector<std::shared_ptr<PendingBlock>> nodes, Device& device, const Explain& explain, const Fail& fail);
 
  private:

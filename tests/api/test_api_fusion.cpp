@@ -50,8 +50,8 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 TEST(ApiFusion, AProductAndItsBiasAreOneKernel) {
   const size_t shapes[][2] = {{1, 1}, {7, 5}, {33, 64}};
   for (const auto& [m, n] : shapes) {
+    size_t k = 9;
     {
-      size_t k = 9;
       std::vector<float> a = host::random_floats(m * k, 1), w = host::random_floats(k * n, 2), b = host::random_floats(n, 3);
       for (ComputeDevice& dev : every_device()) {
         Both r = run_both(dev, [&](const ComputeDevice& d) {
@@ -63,6 +63,7 @@ TEST(ApiFusion, AProductAndItsBiasAreOneKernel) {
         EXPECT_EQ(r.fused_launches, 1u) << what;
       }
     }
+  }
 }
 
 // A chain of the transformer's ops, with results read as other shapes
@@ -133,6 +134,7 @@ TEST(ApiFusion, BuffersFreedOrHandedToTheApplicationAreReadFirst) {
 TEST(ApiFusion, AnOpsErrorComesWhereItsValuesAreNeeded) {
   ComputeDevice dev = ComputeDevice::open("cpu");
   std::vector<float> w = host::random_floats(11 * 5, 12);
+  Buffer good = dev.bias_add(dev.upload({1, 2}), dev.upload({3}), 2, 1);  // waits with the failing op, before it
   Buffer bad = dev.embedding(dev.upload(w), dev.upload_u32({2, 11}), 2, 5);
   EXPECT_EQ(bad.size(), 10u);  // its size is known at once
   try {
@@ -141,7 +143,8 @@ TEST(ApiFusion, AnOpsErrorComesWhereItsValuesAreNeeded) {
   } catch (const ComputeError& e) {
     EXPECT_NE(std::string(e.what()).find("embedding: index out of bounds"), std::string::npos) << e.what();
   }
-  // Reading the failed op's result says so; the device goes on.
+  // The op before it kept its result; reading the failed op's says so; the device goes on.
+  EXPECT_EQ(good.to_vector(), (std::vector<float>{4, 5}));
   EXPECT_THROW(bad.to_vector(), ComputeError);
   Buffer fine = dev.bias_add(dev.upload({1, 2}), dev.upload({1}), 2, 1);
   EXPECT_EQ(fine.to_vector(), (std::vector<float>{2, 3}));
