@@ -49,17 +49,6 @@ def typical_time(fn, repetitions=5, min_time=0.3):
     return float(np.median(means))
 
 
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def run_cpp_bench(min_time, repetitions):
     """The median of each C++ benchmark over repetitions run in random order:
     zyntax and its anchor take turns, so a slow spell of the machine (turbo,
@@ -219,7 +208,7 @@ def main():
               "NumPy figures the same way: the median of 5 repetitions of the mean time per call). Ratios are "
               "anchor time / zyntax time: above 1 zyntax is faster." % args.repetitions, "",
               "## CPU", "",
-              "- Machine: %s, %d logical cores, %s" % (cpu_name(), threads, platform.platform()),
+              "- Machine: %s, %d logical cores, %s" % (performance_doc.cpu_name(), threads, platform.platform()),
               "- Date: %s" % now,
               "- zyntax: `cpu` device (LLVM JIT on all cores; matrix products packed and register-blocked, "
               "row values computed once, reductions interchanged so parallel loops vectorise)",

@@ -187,16 +187,6 @@ def run_form(zyntax, case, form, device, fusion, repeat):
     return float(m.group(1))
 
 
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zyntax", default=os.path.join(ROOT, "build", "zyntax"))
@@ -239,7 +229,7 @@ def main():
     text = "\n".join([
         "## Fusion across blocks",
         "",
-        "- Machine: %s, %d logical cores, %s" % (cpu_name(), os.cpu_count(), platform.platform()),
+        "- Machine: %s, %d logical cores, %s" % (performance_doc.cpu_name(), os.cpu_count(), platform.platform()),
         "- Date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "- `bench/compare_fusion.py`: each program run in its own process, the best of %d calls after a first "
         "(which compiles), the best of %d such processes on CPU devices (the forms interleaved); the chain of "

@@ -121,16 +121,6 @@ def best_ns(f, repeat, per):
     return best * 1e9 / per
 
 
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "?"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zyntax", default=os.path.join(ROOT, "build", "zyntax"))
@@ -152,7 +142,7 @@ def main():
     text = "\n".join([
         "## Host code",
         "",
-        "- Machine: %s, %d logical cores, %s" % (cpu_name(), os.cpu_count(), platform.platform()),
+        "- Machine: %s, %d logical cores, %s" % (performance_doc.cpu_name(), os.cpu_count(), platform.platform()),
         "- Date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
         "- `bench/compare_host.py`: the best of %d runs of each, side by side in one run. Host code runs in the "
         "interpreter (`zyntax run`); CPython %s runs the same code over a list of floats; the compiled column is "
@@ -163,8 +153,9 @@ def main():
         "|---|---|---|---|---|---|",
     ] + rows + [
         "",
-        "Host functions run in a tree-walking interpreter, tens of times slower than CPython per statement. The compiled tier for host functions is not built yet; its target is the compiled column "
-        "(at most 5 ns per element for the moving average).",
+        "Host functions run in a tree-walking interpreter, tens of times slower than CPython per statement. "
+        "The compiled tier for host functions is not built yet; its target is the compiled column (at most 5 ns "
+        "per element for the moving average).",
         ""])
     print(text)
     performance_doc.replace_sections(args.out, ["Host code"], text)

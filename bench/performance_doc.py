@@ -2,6 +2,7 @@
 that start with "## <title>": this replaces one script's sections and keeps
 the others'."""
 import os
+import platform
 import re
 
 
@@ -36,3 +37,14 @@ def replace_sections(path, owned_titles, new_text, head=None):
         parts.append(new_text)
     with open(path, "w") as f:
         f.write("".join(t.rstrip("\n") + "\n\n" for t in parts if t.strip()).rstrip("\n") + "\n")
+
+
+def cpu_name():
+    """The processor's model name, for the sections' machine lines."""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
