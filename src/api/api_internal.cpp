@@ -70,10 +70,10 @@ std::shared_ptr<PendingBlock> BufferImpl::waiting() const {
 }
 
 DeviceImpl::~DeviceImpl() {
-  // The ops nobody read still run, and their checks; there is no caller
-  // left to take an error.
+  // The ops nobody read still run, and their checks, when the device's
+  // last handle goes; there is no caller left to take an error.
   try {
-    api::flush_deferred(*this);
+    if (counted && api::DeferredOps::of(*device).detach() == 0) api::flush_deferred(*this);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zyntax: an op whose result was never read failed: %s\n", e.what());
   }

@@ -56,11 +56,12 @@ class BufferImpl {
 
 class DeviceImpl {
  public:
-  ~DeviceImpl();  // what waits on the device is computed
+  ~DeviceImpl();  // the last handle of a device computes what waits on it
   Device* device = nullptr;        // the first of `devices`
   std::vector<Device*> devices;    // more than one: ops are split over them
   bool model_parallel = false;
   bool fusion = true;              // ops wait and fuse (api/deferred_ops); false: each runs when called
+  bool counted = false;            // one of the handles its device's queue counts
   DeviceDescription description;
 };
 

@@ -45,6 +45,10 @@ ComputeDevice ComputeDevice::open(const std::vector<std::string>& ids, Parallel 
   }
   impl->device = impl->devices[0];
   impl->model_parallel = mode == Parallel::Model;
+  if (impl->devices.size() == 1) {
+    api::DeferredOps::of(*impl->device).attach();
+    impl->counted = true;
+  }
   const DeviceInfo& i = impl->device->info();
   impl->description = {i.id, i.type, i.name, i.backend, i.memory_bytes, i.cores};
   for (size_t k = 1; k < impl->devices.size(); ++k) {

@@ -80,6 +80,16 @@ void DeferredOps::count_launch() {
   ++launches_;
 }
 
+void DeferredOps::attach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++handles_;
+}
+
+size_t DeferredOps::detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return handles_ > 0 ? --handles_ : 0;
+}
+
 void flush_deferred(const DeviceImpl& dev) {
   if (dev.devices.size() == 1) DeferredOps::of(*dev.device).flush();
 }

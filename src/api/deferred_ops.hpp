@@ -45,6 +45,10 @@ class DeferredOps {
   // ops run at once, since the process started.
   uint64_t launches() const;
   void count_launch();
+  // Handles opened on the device (ComputeDevice::open): when the last goes,
+  // what waits runs, and its checks.
+  void attach();
+  size_t detach();  // the handles left
 
  private:
   explicit DeferredOps(Device& device) : device_(device) {}
@@ -56,6 +60,7 @@ class DeferredOps {
   PendingGraph graph_;
   uint64_t next_seq_ = 0;
   uint64_t launches_ = 0;
+  size_t handles_ = 0;
 };
 
 // Computes what waits on the device of `dev` (nothing for a group of devices,

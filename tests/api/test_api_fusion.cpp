@@ -162,4 +162,22 @@ TEST(ApiFusion, ResultsNobodyReadsStillRunWithTheirChecks) {
   EXPECT_THROW(dev.sync(), ComputeError);
 }
 
+// What waits runs when the device's last handle goes; with no caller left,
+// an error is said on stderr.
+TEST(ApiFusion, TheLastHandleOfADeviceComputesWhatWaits) {
+  std::vector<float> w(10, 1.0f);
+  testing::internal::CaptureStderr();
+  {
+    ComputeDevice a = ComputeDevice::open("cpu");
+    {
+      ComputeDevice b = ComputeDevice::open("cpu");
+      b.embedding(b.upload(w), b.upload_u32({7}), 1, 5);  // past the vocabulary of 2, never read
+    }
+    EXPECT_EQ(testing::internal::GetCapturedStderr(), "");  // `a` is still open: it waits
+    testing::internal::CaptureStderr();
+  }
+  std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("an op whose result was never read failed: embedding: index out of bounds"), std::string::npos) << said;
+}
+
 }  // namespace
