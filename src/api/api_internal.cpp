@@ -53,10 +53,7 @@ Tensor& BufferImpl::value() {
 
 int64_t BufferImpl::numel() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!pending_) return tensor_.numel();
-  int64_t n = 1;
-  for (int64_t d : pending_->shape) n *= d;
-  return n;
+  return pending_ ? shape_numel(pending_->shape) : tensor_.numel();
 }
 
 DType BufferImpl::dtype() const {

@@ -44,7 +44,10 @@ Array Array::from_host(const ComputeDevice& device, const void* data, ElementTyp
   return Array(api::wrap(dev, std::move(t)), std::move(shape));
 }
 
-size_t Array::bytes() const { return buffer_.impl() ? static_cast<size_t>(buffer_.impl()->numel()) * dtype_size(buffer_.impl()->dtype()) : 0; }
+size_t Array::bytes() const {
+  if (!buffer_.impl()) return 0;
+  return static_cast<size_t>(buffer_.impl()->numel()) * dtype_size(buffer_.impl()->dtype());
+}
 
 void Array::copy_to_host(void* out, size_t bytes) const {
   if (bytes != this->bytes())

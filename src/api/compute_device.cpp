@@ -109,6 +109,7 @@ void ComputeDevice::zero_buffer(Buffer& b) const {
 void ComputeDevice::sync() const { api::flush_deferred(dev()); }  // an op run has completed when it returns
 
 void ComputeDevice::set_fusion(bool on) { dev().fusion = on; }
+bool ComputeDevice::fusion() const { return dev().fusion; }
 
 ComputeDevice ComputeDevice::without_fusion() const {
   auto impl = std::make_shared<DeviceImpl>();
@@ -119,7 +120,6 @@ ComputeDevice ComputeDevice::without_fusion() const {
   impl->fusion = false;
   return ComputeDevice(std::move(impl));
 }
-bool ComputeDevice::fusion() const { return dev().fusion; }
 
 uint64_t ComputeDevice::kernel_launches() const {
   return dev().devices.size() == 1 ? api::DeferredOps::of(*dev().device).launches() : 0;

@@ -1,13 +1,12 @@
 // The op library's deferred ops: an op whose result is a new buffer returns
 // at once, its buffer pending (interp/pending_block), and the ops pending on
 // a device are computed together, as few kernels as fusion allows
-// (interp/pending_graph: a bias add becomes a product's epilogue, an
-// embedding is read inside the norm that follows it), when something needs
-// a value: a read of a pending buffer's elements, an op that runs at once
-// (one that writes a buffer in place, one of several results, any op of a
-// group of devices), ComputeDevice::sync, 128 ops waiting, the last handle
-// of the device going. Errors are the ops' own (a ComputeError naming the
-// op), raised where the values are needed.
+// (interp/pending_graph: a bias add becomes a product's epilogue), when
+// something needs a value: a read of a pending buffer's elements, an op
+// that runs at once (one that writes a buffer in place, one of several
+// results, any op of a group of devices), ComputeDevice::sync, 128 ops
+// waiting, the last handle of the device going. Errors are the ops' own (a
+// ComputeError naming the op), raised where the values are needed.
 #pragma once
 
 #include <cstdint>
@@ -78,7 +77,7 @@ struct OpInput {
 // Op `op`'s argument `arg`: the buffer checked to hold `shape` (named
 // `names` in errors) and viewed so; a pending result stays pending.
 OpInput op_input(const DeviceImpl& dev, const Buffer& b, const char* op, const char* arg, const std::vector<size_t>& shape,
-                      const char* names);
+                 const char* names);
 
 // Runs op `op` (a stdlib kernel) on `dev` with these inputs, host integers
 // and scalars: deferred where the device allows it (one device, fusion
