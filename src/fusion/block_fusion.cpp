@@ -10,10 +10,12 @@
 #include "cir/mutator.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
+#include "cir/register_pressure.hpp"
 #include "cir/storage_buffers.hpp"
 #include "cir/substitute.hpp"
 #include "cir/verifier.hpp"
 #include "cir/visitor.hpp"
+#include "plan/gpu_plan.hpp"
 
 namespace zyntax::fusion {
 
@@ -785,6 +787,24 @@ std::variant<Kernel, std::string> inline_one(const Kernel& consumer, const Kerne
   return fused;
 }
 
+// Why `fused` cannot run where `consumer` alone runs on a GPU target: its
+// plan fails there (too much shared memory, a limit of the driver), or a
+// thread would hold more registers than the target has, which the consumer
+// alone would not. "" when it can.
+std::string gpu_limit_excess(const Kernel& fused, const Kernel& consumer, const GpuTarget& target) {
+  GpuPlan f = gpu_plan(fused, target);
+  const std::string where = std::string(gpu_api_name(target.api)) + " " + target.arch;
+  if (!f.kernel) return gpu_plan(consumer, target).kernel ? "not run on " + where + " (" + f.why_not + ")" : "";
+  const int budget = target.max_registers_per_thread;
+  if (budget <= 0) return "";
+  int64_t regs = cir::estimated_registers(*f.kernel);
+  if (regs <= budget) return "";
+  GpuPlan c = gpu_plan(consumer, target);
+  if (!c.kernel || cir::estimated_registers(*c.kernel) > budget) return "";
+  return "hold about " + std::to_string(regs) + " registers per thread, more than the " + std::to_string(budget) + " a thread has on " + where +
+         " (it would spill to memory)";
+}
+
 }  // namespace
 
 Inlined inline_producers(const Kernel& consumer, const Pending& pending, const GpuTarget* target) {
@@ -825,6 +845,13 @@ Inlined inline_producers(const Kernel& consumer, const Pending& pending, const G
       return out;
     }
     k = cir::simplify(k);
+    if (target) {
+      if (std::string excess = gpu_limit_excess(k, consumer, *target); !excess.empty()) {
+        out.refused = out.producers.back();
+        out.why = "the fused kernel would " + excess;
+        return out;
+      }
+    }
   }
   out.kernel = std::move(k);
   return out;

@@ -23,8 +23,11 @@
 //   schedule and its summation order, and stores the consumer's element.
 // Never: a read under a condition (the producer's checks must still run on
 // every element), at an index that is not a whole loop, arg and logical
-// reductions, atomics, arrays, a fused kernel that binds more storage
-// buffers than the device that runs it may (its GpuTarget's). Refusals
+// reductions, atomics, arrays, a fused kernel beyond the limits of the
+// device that runs it (its GpuTarget's: storage buffers, parameter bytes, a
+// kernel its GPU plan cannot take where the consumer's can, as for shared
+// memory, more registers per thread than the consumer alone within the
+// budget). Refusals
 // come with a reason, which `zyntax run --explain-fusion` prints.
 #pragma once
 

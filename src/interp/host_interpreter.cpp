@@ -1,5 +1,7 @@
 #include "interp/host_interpreter.hpp"
 
+#include <cstring>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -53,6 +55,7 @@ int64_t unit_scale(const std::string& unit) {
 Interpreter::Interpreter(Session& session, RunOptions options)
     : session_(session), options_(std::move(options)), rng_(options_.seed), computes_(std::make_unique<ComputeRunner>(session, options_.explain_fusion)) {
   if (!options_.out) options_.out = &std::cout;
+  host_tier_ = std::make_unique<host::HostTier>(options_.host, &session_.sources(), options_.explain_host);
 }
 
 Interpreter::~Interpreter() = default;
@@ -198,6 +201,7 @@ Interpreter::Flow Interpreter::exec(const ast::Stmt& s, Frame& f) {
         std::optional<bool> t = truthy(c);
         if (!t) throw Error(w.cond->span, "a condition must be a single value, but this is " + type_name(c));
         if (!*t) break;
+        ++loop_iterations_;
         Flow flow = exec_block(w.body, f);
         if (flow == Flow::Break) break;
         if (flow == Flow::Return) return flow;
@@ -348,6 +352,7 @@ Interpreter::Flow Interpreter::exec_for(const ast::For& fr, size_t range, Frame&
       if (v->kind != Value::Kind::Int) throw Error(e ? e->span : r.span, "a range bound must be an integer, not " + type_name(*v));
     if (step.i <= 0) throw Error(r.step->span, "the loop step must be positive, got " + std::to_string(step.i));
     for (int64_t i = lo.i; i < hi.i; i += step.i) {
+      ++loop_iterations_;
       Flow flow = run_body(Value::of_int(i));
       if (flow == Flow::Break) return range == 0 ? Flow::Normal : Flow::Break;
       if (flow == Flow::Return) return flow;
@@ -754,8 +759,15 @@ Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
     }
     bind_typed_param(p, *bound[i], frame.scopes.back(), dim_sites);
   }
-  Flow flow = exec_block(def.body, frame, /*new_scope=*/false);
-  Value result = flow == Flow::Return ? frame.return_value : Value::none();
+  Value result;
+  if (std::optional<Value> compiled = call_compiled(fn, frame, args.span)) {
+    result = std::move(*compiled);
+  } else {
+    int64_t loops_before = loop_iterations_;
+    Flow flow = exec_block(def.body, frame, /*new_scope=*/false);
+    result = flow == Flow::Return ? frame.return_value : Value::none();
+    host_tier_->count_loops(def, loop_iterations_ - loops_before);
+  }
   if (def.return_type) {
     Value checked = result;
     if (checked.kind == Value::Kind::Future) checked = checked.future->get();
@@ -763,6 +775,105 @@ Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
     if (def.return_type->name == "float" && result.kind == Value::Kind::Int) result = Value::of_float(static_cast<double>(result.i));
   }
   return result;
+}
+
+std::optional<Value> Interpreter::call_compiled(const FunctionData& fn, Frame& frame, Span call) {
+  if (host_tier_->mode() == host::HostMode::Interp) return std::nullopt;
+  const ast::FuncDef& def = *fn.def;
+  // Its parameters, then the dimensions their types bound.
+  const Scope& bound = frame.scopes.back();
+  std::vector<std::string> names;
+  for (const ast::Param& p : def.params) names.push_back(p.name);
+  std::vector<std::string> dims;
+  for (const auto& [name, b] : bound)
+    if (std::find(names.begin(), names.end(), name) == names.end()) dims.push_back(name);
+  std::sort(dims.begin(), dims.end());
+  names.insert(names.end(), dims.begin(), dims.end());
+  std::vector<host::HostType> types;
+  for (const std::string& name : names) {
+    const Value& v = bound.at(name).value;
+    switch (v.kind) {
+      case Value::Kind::Int: types.push_back(host::HostType::of(host::HostType::Kind::Int)); break;
+      case Value::Kind::Bool: types.push_back(host::HostType::of(host::HostType::Kind::Bool)); break;
+      case Value::Kind::Float: types.push_back({host::HostType::Kind::Float, v.dtype, 0}); break;
+      case Value::Kind::Tensor:
+        if (!v.tensor.valid()) {
+          host_tier_->stays_interpreted(def, "argument '" + name + "' is a null tensor");
+          return std::nullopt;
+        }
+        types.push_back(host::HostType::tensor(v.tensor.dtype(), static_cast<int>(v.tensor.rank())));
+        break;
+      case Value::Kind::Pending: {
+        types.push_back(host::HostType::tensor(v.pending->dtype, static_cast<int>(v.pending->shape.size())));
+        break;
+      }
+      default:  // strings, lists, records, ...: only the interpreter takes them
+        host_tier_->stays_interpreted(def, "argument '" + name + "' is of type " + type_name(v) + " (compiled code takes numbers, bools and tensors)");
+        return std::nullopt;
+    }
+  }
+  ModuleInstance* module = fn.module;
+  const host::HostCode* code = host_tier_->code_for(def, names, types, [module] {
+    std::map<std::string, const ast::FuncDef*> functions;
+    for (const auto& [name, b] : module->globals)
+      if (b.value.kind == Value::Kind::Function && b.value.function->module == module) functions[name] = b.value.function->def;
+    return functions;
+  });
+  if (!code) return std::nullopt;
+  if (code->writes_tensors) {  // as a write into a tensor by interpreted code
+    computes_->flush(call, "host code writes into a tensor");
+    for (; launches_waited_ < launched_.size(); ++launches_waited_) launched_[launches_waited_]->wait();
+  }
+  std::vector<host::HostArgument> args(names.size());
+  std::vector<uint64_t> words(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    Binding& b = frame.scopes.back().at(names[i]);
+    if (b.value.kind == Value::Kind::Pending) b.value = forced(b.value, call);
+    const Value& v = b.value;
+    switch (v.kind) {
+      case Value::Kind::Int: words[i] = static_cast<uint64_t>(v.i); break;
+      case Value::Kind::Bool: words[i] = v.b; break;
+      case Value::Kind::Float: std::memcpy(&words[i], &v.f, sizeof(double)); break;
+      default: {
+        Tensor& t = b.value.tensor;
+        args[i].tensor.data = code->writes_tensors ? t.data() : const_cast<void*>(std::as_const(t).data());
+        for (int64_t a = 0; a < t.rank(); ++a) args[i].tensor.shape[a] = t.dim(a);
+        words[i] = reinterpret_cast<uint64_t>(&args[i].tensor);
+      }
+    }
+  }
+  host::HostCallContext ctx;
+  ctx.depth = depth_;
+  ctx.max_depth = kMaxCallDepth;
+  uint64_t result = 0;
+  code->entry(&ctx, words.data(), &result);
+  if (ctx.error_site >= 0) {
+    const host::ErrorSite& site = code->sites.at(static_cast<size_t>(ctx.error_site));
+    switch (site.kind) {
+      case host::ErrorSite::Kind::IndexOutOfRange: {
+        Shape shape(ctx.tensor->shape, ctx.tensor->shape + site.rank);
+        throw Error(site.span, "index " + std::to_string(ctx.detail) + " is out of range for axis " + std::to_string(site.axis) +
+                                   " of a tensor of shape " + shape_str(shape));
+      }
+      case host::ErrorSite::Kind::IntegerDivisionByZero: throw Error(site.span, "integer division by zero");
+      case host::ErrorSite::Kind::IntegerRemainderByZero: throw Error(site.span, "integer remainder by zero");
+      case host::ErrorSite::Kind::StepNotPositive: throw Error(site.span, "the loop step must be positive, got " + std::to_string(ctx.detail));
+      case host::ErrorSite::Kind::CallsTooDeep:
+        throw Error(site.span, "calls nested more than " + std::to_string(kMaxCallDepth) + " deep (runaway recursion?)");
+    }
+  }
+  switch (code->result.kind) {
+    case host::HostType::Kind::Int: return Value::of_int(static_cast<int64_t>(result));
+    case host::HostType::Kind::Bool: return Value::of_bool(result != 0);
+    case host::HostType::Kind::Float: {
+      double d;
+      std::memcpy(&d, &result, sizeof d);
+      Value v = Value::of_float(d);
+      v.dtype = code->result.dtype;
+      return v;
+    }
+    default: return Value::none();
+  }
 }
 
 void Interpreter::bind_typed_param(const ast::Param& p, const Value& v, Scope& scope, std::map<std::string, Span>& dim_sites) {

@@ -12,6 +12,7 @@
 #include "interp/builtins.hpp"
 #include "interp/environment.hpp"
 #include "interp/fusion_chains.hpp"
+#include "host/host_tier.hpp"
 #include "interp/host_ops.hpp"
 #include "interp/value.hpp"
 #include "runtime/tensor_ops.hpp"
@@ -24,6 +25,8 @@ struct RunOptions {
   uint64_t seed = 0;            // the generator behind rand()/randn() without a seed
   bool fusion = true;           // adjacent blocks run as fused kernels where they can (--fusion=off)
   std::ostream* explain_fusion = nullptr;  // --explain-fusion: which blocks fused, and why others did not
+  host::HostMode host = host::HostMode::Tiered;  // --host: which tier runs host functions
+  std::ostream* explain_host = nullptr;  // --explain-host: which functions run compiled, and why others do not
 };
 
 class ComputeRunner;
@@ -88,6 +91,9 @@ class Interpreter {
   std::string statement_label(const ast::Stmt& s) const;
   Value call_function(const Value& fn, CallArgs& args);
   Value call_user(const FunctionData& fn, CallArgs& args);
+  // The call run by the function's compiled code, where the host tier has
+  // some for its arguments (bound in `frame`); nullopt to interpret it.
+  std::optional<Value> call_compiled(const FunctionData& fn, Frame& frame, Span call);
   void bind_typed_param(const ast::Param& p, const Value& v, Scope& scope, std::map<std::string, Span>& dim_sites);
   void check_type(const ast::TypeExpr& t, const Value& v, Span where, Scope& scope, const std::string& what,
                   const std::string& param, std::map<std::string, Span>* dim_sites);
@@ -99,6 +105,8 @@ class Interpreter {
   std::string config_device_;
   std::map<std::string, std::shared_ptr<ModuleInstance>> instances_;
   std::unique_ptr<ComputeRunner> computes_;
+  std::unique_ptr<host::HostTier> host_tier_;
+  int64_t loop_iterations_ = 0;  // every loop's, for the host tier's counts
   std::map<std::pair<const ast::Block*, std::string>, size_t> last_mentions_;
   std::vector<std::shared_ptr<std::shared_future<Value>>> launched_;  // @async launches
   size_t launches_waited_ = 0;  // launched_[0..this) are finished: a host tensor write waited for them

@@ -77,6 +77,10 @@ struct GpuTarget {
   // larger limit under CUDA 12.1 (kept at 4 KiB: what every driver takes).
   // Counted by cir/storage_buffers' gpu_parameter_bytes.
   int max_parameter_bytes = 0;
+  // 32-bit registers one thread may hold before the compiler spills to
+  // local memory (0: not modelled; Vulkan and WebGPU do not say). Fusion
+  // compares its estimate (cir/register_pressure) with it.
+  int max_registers_per_thread = 0;
   GpuAtomics atomics;
   MatrixUnits matrix_units;
   PrecisionContract precision = PrecisionContract::Ieee;

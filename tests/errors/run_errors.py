@@ -12,6 +12,8 @@ Format of NAME.expected:
     #! exit: N               expected exit status (default 1)
     #! absent: TEXT          TEXT must not appear anywhere in stderr
     #! no-file: FILE         the run must not create FILE
+    #! host: all             run it in every host tier (--host interp, tiered,
+                             compiled): each gives the same diagnostics
     ~TEXT                    TEXT must appear somewhere in stderr
     any other line           must equal a line of stderr (trailing blanks ignored)
 
@@ -189,6 +191,7 @@ class Expected:
         self.contains = []   # substrings
         self.absent = []
         self.no_files = []
+        self.hosts = [None]  # the --host tiers to run it in (None: the default)
         with open(path, encoding="utf-8") as f:
             for raw in f.read().splitlines():
                 if raw.startswith("#!"):
@@ -202,6 +205,8 @@ class Expected:
                         self.absent.append(value)
                     elif key == "no-file":
                         self.no_files.append(value)
+                    elif key == "host" and value == "all":
+                        self.hosts = ["interp", "tiered", "compiled"]
                     else:
                         raise ValueError("%s: unknown directive %r" % (path, raw))
                 elif raw.startswith("#") or not raw.strip():
@@ -212,8 +217,8 @@ class Expected:
                     self.lines.append(raw.rstrip())
 
 
-def run_zyntax(zyntax, command, name, tmp):
-    cmd = [zyntax, command, name]
+def run_zyntax(zyntax, command, name, tmp, extra=()):
+    cmd = [zyntax, command, name] + list(extra)
     try:
         p = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
@@ -239,24 +244,28 @@ def run_file_case(zyntax, name):
         shutil.copy(os.path.join(HERE, name + ".zynml"), tmp)
         if name in SETUP:
             SETUP[name](tmp)
-        rc, out, err = run_zyntax(zyntax, exp.command, name + ".zynml", tmp)
-        problems = [] if rc is not None else [err]
-        problems += crash_problems(rc, out, err)
-        if rc is not None and rc != exp.exit:
-            problems.append("exit status %d, expected %d" % (rc, exp.exit))
-        err_lines = set(l.rstrip() for l in err.splitlines())
-        for line in exp.lines:
-            if line not in err_lines:
-                problems.append("missing line: %r" % line)
-        for text in exp.contains:
-            if text not in err:
-                problems.append("missing text: %r" % text)
-        for text in exp.absent:
-            if text in err:
-                problems.append("unexpected text: %r" % text)
-        for fname in exp.no_files:
-            if os.path.exists(os.path.join(tmp, fname)):
-                problems.append("file %s was created" % fname)
+        problems = []
+        for host in exp.hosts:
+            extra = ["--host", host] if host else []
+            rc, out, err = run_zyntax(zyntax, exp.command, name + ".zynml", tmp, extra)
+            found = [] if rc is not None else [err]
+            found += crash_problems(rc, out, err)
+            if rc is not None and rc != exp.exit:
+                found.append("exit status %d, expected %d" % (rc, exp.exit))
+            err_lines = set(l.rstrip() for l in err.splitlines())
+            for line in exp.lines:
+                if line not in err_lines:
+                    found.append("missing line: %r" % line)
+            for text in exp.contains:
+                if text not in err:
+                    found.append("missing text: %r" % text)
+            for text in exp.absent:
+                if text in err:
+                    found.append("unexpected text: %r" % text)
+            for fname in exp.no_files:
+                if os.path.exists(os.path.join(tmp, fname)):
+                    found.append("file %s was created" % fname)
+            problems += [("--host %s: " % host if host else "") + p for p in found]
         return problems, "zyntax %s %s" % (exp.command, name + ".zynml"), err
 
 

@@ -44,6 +44,8 @@ TIMEOUT_S = 120
 KEEP_DIR = None   # --keep: where failing cases leave their directories
 COMPARE_FUSION = False  # --compare-fusion: every case again with --fusion off, the same bytes
 FUSED_CASES = []  # with --compare-fusion: the cases in which something fused
+COMPARE_HOST = False  # --compare-host: every case compiled (--host compiled) and interpreted, the same bytes
+COMPILED_CASES = []  # with --compare-host: the cases in which a host function ran compiled
 DEVICE = None     # --device: passed to every `zyntax run` that names no device itself
 
 F32 = np.float32
@@ -459,6 +461,79 @@ def define_host():
         ids = r.integers(0, vocab, n).astype(np.int64)
         add("gather", "vocab%d dim%d n%d" % (vocab, dim, n), {"table": table, "ids": ids},
             {"embedded": table[ids]}, EXACT)
+
+
+    # Host functions over elements, recursion, integer arithmetic: their
+    # results computed here as the interpreter computes them (f64 floats,
+    # wrapping i64), bit for bit.
+    for n, (r, c) in [(1, (3, 1)), (33, (5, 7)), (200, (4, 64))]:
+        rg = rng_for("host_loops", n)
+        x = randn(rg, (n,))
+        m = randn(rg, (r, c), F64)
+        add("host_loops", "n=%d m=%dx%d" % (n, r, c), {"x": x, "m": m},
+            {"y": np.cumsum(x, dtype=F32), "sums": ref_row_sums(m, 3, 1.5)}, EXACT,
+            stdout_check=lambda out, x=x: check_host_loops(out, x))
+
+
+def ref_row_sums(m, k, limit):
+    sums = np.zeros(3, F64)
+    for i in range(min(m.shape[0], k)):
+        s = 0.0
+        for v in m[i]:
+            if v >= -limit:
+                s += float(v)
+        sums[i] = s
+    return sums
+
+
+def wrap64(v):
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def check_host_loops(out, x):
+    def ema(alpha):
+        s = 0.0
+        for v in x:
+            s = alpha * float(v) + (1.0 - alpha) * s
+        return s
+
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    def mix(n):
+        h = 1469598103934665603
+        for i in range(0, n, 3):
+            h = wrap64(wrap64(h * 1099511628211) + i // 2 - i % 5)
+        return h
+
+    def collatz(n):
+        steps = 0
+        while n != 1:
+            n = n // 2 if n % 2 == 0 else 3 * n + 1
+            steps += 1
+        return steps
+
+    def math_mix(a, b):
+        return math.sqrt(abs(a)) + math.exp(-a * a) + min(a, 0.5) + max(b, 2) + float(b) / 3.0 + a ** 2.0
+
+    lines = out.splitlines()
+    want = []
+    for rep in range(3):
+        want.append("ema %r" % ema(0.25))
+        want.append("fib %d gcd %d mix %d" % (fib(20), math.gcd(1071 * rep + 462, 462), mix(100 + rep)))
+        want.append("collatz %d math %r" % (collatz(27 + rep), math_mix(1.5 - rep, rep)))
+    want.append("prefix %r" % float(np.max(np.cumsum(x, dtype=F32))))
+    want.append("rows 3")
+    for w, line in zip(want, lines):
+        if w.startswith("prefix"):
+            got = float(line.split()[1])  # printed as f32: its shortest digits
+            if np.float32(got) != np.max(np.cumsum(x, dtype=F32)):
+                raise AssertionError("printed %r, expected %r" % (line, w))
+        elif line != w:
+            raise AssertionError("printed %r, expected %r" % (line, w))
+    if len(lines) < len(want):
+        raise AssertionError("printed %d lines, expected %d" % (len(lines), len(want)))
 
 
 def ref_scatter(table, grad, ids, values, bins=10):
@@ -958,6 +1033,8 @@ def run_in(zyntax, case, tmp):
         cmd += ["--device", DEVICE]
     if COMPARE_FUSION:
         cmd += ["--explain-fusion"]  # on standard error: what fused, if anything
+    if COMPARE_HOST:
+        cmd += ["--host", "compiled", "--explain-host"]  # on standard error: what ran compiled, if anything
     try:
         p = subprocess.run(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=TIMEOUT_S)
@@ -986,6 +1063,11 @@ def run_in(zyntax, case, tmp):
             # Where nothing fused, --fusion off runs the same kernels: nothing to compare.
             check_fusion_off(cmd, tmp, out)
             FUSED_CASES.append(case.name)
+        if COMPARE_HOST and "runs compiled" in err:
+            # The interpreter gives the same stdout and files, bit for bit.
+            check_deterministic(cmd[:-3] + ["--host", "interp"], tmp, out, "the run with --host interp",
+                                "compiled host code changed it")
+            COMPILED_CASES.append(case.name)
     except AssertionError as e:
         detail = str(e)
         tail = (err.strip() or out.strip())
@@ -1028,14 +1110,18 @@ def main():
     ap.add_argument("--device", help="run every program with `--device DEVICE` (e.g. cpu:reference)")
     ap.add_argument("--compare-fusion", action="store_true",
                     help="run every case again with --fusion off: the same stdout and files, bit for bit")
+    ap.add_argument("--compare-host", action="store_true",
+                    help="run every case with --host compiled, and again with --host interp where a function ran "
+                         "compiled: the same stdout and files, bit for bit")
     ap.add_argument("--skip-without-device", action="store_true",
                     help="exit 77 (skipped) where `zyntax devices` does not list the --device")
     ap.add_argument("--keep", metavar="DIR", help="copy the directory of each failing case (inputs, outputs) "
                     "into DIR, to rerun the printed command there")
     args = ap.parse_args()
-    global KEEP_DIR, DEVICE, COMPARE_FUSION
+    global KEEP_DIR, DEVICE, COMPARE_FUSION, COMPARE_HOST
     DEVICE = args.device
     COMPARE_FUSION = args.compare_fusion
+    COMPARE_HOST = args.compare_host
     if args.keep:
         KEEP_DIR = os.path.abspath(args.keep)
         os.makedirs(KEEP_DIR, exist_ok=True)
@@ -1077,6 +1163,11 @@ def main():
         print("%d cases fused blocks and gave the same bytes with --fusion off" % len(FUSED_CASES))
         if not FUSED_CASES and not args.k:
             print("FAIL: no case fused anything: --compare-fusion compared nothing")
+            return 1
+    if COMPARE_HOST:
+        print("%d cases ran host functions compiled and gave the same bytes interpreted" % len(COMPILED_CASES))
+        if not COMPILED_CASES and not args.k:
+            print("FAIL: no case ran a compiled host function: --compare-host compared nothing")
             return 1
     if failures:
         progs = sorted(set(c.program for c in failures))

@@ -18,6 +18,7 @@
 #include "cir/passes/schedule_matmul.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
+#include "cir/register_pressure.hpp"
 #include "fusion/run_plan.hpp"
 #include "gpu_targets.hpp"
 #include "interp/host_interpreter.hpp"
@@ -596,6 +597,37 @@ TEST(BlockFusion, AFusionBeyondTheDevicesParameterBytesIsNotMade) {
   EXPECT_EQ(gpu_support(b, gpu).why_not.value_or(""),
             "it would take 48 bytes of parameters (a pointer per tensor, its scalars and sizes), more than the 40 a kernel may take on "
             "cuda sm_80");
+}
+
+// A fused kernel whose threads would hold more registers than the device
+// gives a thread (so that it would spill to memory) is not made where the
+// consumer alone stays within them.
+TEST(BlockFusion, AFusionBeyondTheDevicesRegistersIsNotMade) {
+  cir::Kernel a = testing::kernel_of(
+      "def f(x: tensor[n, f32], y: tensor[n, f32]) {\n return compute(x, y) {\n  for i in 0..n:\n   let p = x[i] * y[i]\n"
+      "   let q = x[i] + y[i]\n   let r = x[i] - y[i]\n   out[i] = p * q + r * (p - q) + tanh(r) * p\n }\n}");
+  cir::Kernel b = testing::kernel_of(
+      "def f(a: tensor[n, f32], z: tensor[n, f32]) {\n return compute(a, z) {\n  for i in 0..n:\n   out[i] = a[i] * z[i] + a[i]\n }\n}");
+  a = cir::specialize(a, {{"n", 4096}});
+  b = cir::specialize(b, {{"n", 4096}});
+  GpuTarget gpu = testing::nvidia_target("sm_80");
+  EXPECT_EQ(gpu.max_registers_per_thread, 255);
+  std::vector<fusion::RunBlock> blocks = {{&a, "a", 2, false, {}}, {&b, "b", 7, false, {}}};
+  fusion::RunPlan fits = fusion::plan_run(blocks, &gpu);
+  ASSERT_EQ(fits.launches.size(), 1u);
+  int64_t fused = cir::estimated_registers(*gpu_plan(fits.launches[0].kernel, gpu).kernel);
+  int64_t alone = cir::estimated_registers(*gpu_plan(b, gpu).kernel);
+  ASSERT_GT(fused, alone);
+  gpu.max_registers_per_thread = static_cast<int>(alone);
+  fusion::RunPlan split = fusion::plan_run(blocks, &gpu);
+  ASSERT_EQ(split.launches.size(), 2u);
+  ASSERT_FALSE(split.explanations.empty());
+  EXPECT_EQ(split.explanations[0], "not fused: line 2 into line 7: the fused kernel would hold about " + std::to_string(fused) +
+                                       " registers per thread, more than the " + std::to_string(alone) +
+                                       " a thread has on cuda sm_80 (it would spill to memory)");
+  // A consumer already beyond the budget alone runs as it would: fused.
+  gpu.max_registers_per_thread = static_cast<int>(alone) - 1;
+  EXPECT_EQ(fusion::plan_run(blocks, &gpu).launches.size(), 1u);
 }
 
 TEST(BlockFusion, OffRunsEveryBlockAsWritten) {

@@ -69,7 +69,7 @@ struct ProfileOptions {
 };
 
 int run_command(const std::string& path, const std::string& device, uint64_t seed, bool verbose, const ProfileOptions& profile,
-                const std::string& fusion, bool explain_fusion) {
+                const std::string& fusion, bool explain_fusion, const std::string& host_tier, bool explain_host) {
   if (verbose) {
     if (Device* d = device_registry().find(device)) {
       std::cerr << "zyntax: device " << device;
@@ -93,6 +93,8 @@ int run_command(const std::string& path, const std::string& device, uint64_t see
   options.out = &std::cout;
   options.fusion = fusion == "on";
   if (explain_fusion) options.explain_fusion = &std::cerr;
+  options.host = *host::parse_host_mode(host_tier);
+  if (explain_host) options.explain_host = &std::cerr;
   Interpreter interp(session, options);
   size_t before = session.diags().diagnostics().size();
   if (profile.table || !profile.trace.empty()) Profiler::global().enable();
@@ -613,6 +615,15 @@ int main(int argc, char** argv) {
   bool explain_fusion = false;
   run->add_flag("--explain-fusion", explain_fusion,
                 "Say on standard error which blocks ran as one kernel, and why adjacent blocks did not");
+  std::string host_tier = "tiered";
+  run->add_option("--host", host_tier,
+                  "Which tier runs host functions: interp (the interpreter), tiered (compiled once used enough), compiled (compiled "
+                  "at the first call, where they can be)")
+      ->check(CLI::IsMember({"interp", "tiered", "compiled"}))
+      ->capture_default_str();
+  bool explain_host = false;
+  run->add_flag("--explain-host", explain_host,
+                "Say on standard error which host functions run compiled, and why others stay interpreted (per function and line)");
   int threads = 0;
   std::string simd;
   run->add_option("--threads", threads, "Threads of the cpu device (default: one per core)")->check(CLI::Range(1, 1024));
@@ -667,7 +678,7 @@ int main(int argc, char** argv) {
     setenv("ZYNTAX_CPU_SIMD", simd.c_str(), 1);
   }
   try {
-    if (run->parsed()) return with_deep_stack([&] { return run_command(path, device, seed, verbose, profile, fusion, explain_fusion); });
+    if (run->parsed()) return with_deep_stack([&] { return run_command(path, device, seed, verbose, profile, fusion, explain_fusion, host_tier, explain_host); });
     if (check->parsed()) return with_deep_stack([&] { return check_command(path); });
     if (compile->parsed()) {
       bool gpu = backend == "nvptx" || backend == "cuda";

@@ -85,7 +85,11 @@ CpuJit::~CpuJit() = default;
 
 std::unique_ptr<llvm::Module> CpuJit::build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name) {
   EmittedKernel e = emit_kernel(k, ctx, name, CpuLlvmTarget::instance());
-  llvm::Module& m = *e.module;
+  prepare(*e.module);
+  return std::move(e.module);
+}
+
+void CpuJit::prepare(llvm::Module& m) {
   m.setTargetTriple(target_.triple);
   m.setDataLayout(machine_->createDataLayout());
   for (llvm::Function& f : m) {
@@ -97,7 +101,6 @@ std::unique_ptr<llvm::Module> CpuJit::build(const cir::Kernel& k, llvm::LLVMCont
   }
   // LLVM's O3 pipeline; vectorizers off when scalar code is asked for.
   optimize_o3(m, *machine_, target_.simd != "scalar");
-  return std::move(e.module);
 }
 
 std::string CpuJit::cache_key(const cir::Kernel& k) const {
@@ -148,35 +151,59 @@ const CpuJit::Compiled& CpuJit::compile(const cir::Kernel& k, uint64_t hash) {
   std::string key = cache_key(k);
   // Named by what the code is, so a cached object always matches its name.
   std::string name = "zyntax_kernel_" + cir::hash_hex(cir::hash_text(key));
-  // Each kernel in its own library, which sees libm and the helpers.
-  auto load = [&](const std::string& object) -> KernelFn {
-    auto created = jit_->createJITDylib("kernel" + std::to_string(libraries_++));
-    if (!created) throw std::runtime_error("creating a JIT library: " + error_text(created.takeError()));
-    llvm::orc::JITDylib& lib = *created;
-    lib.addToLinkOrder(jit_->getMainJITDylib());
-    if (auto e = jit_->addObjectFile(lib, llvm::MemoryBuffer::getMemBufferCopy(object, name))) {
-      llvm::consumeError(std::move(e));
-      return nullptr;
-    }
-    auto addr = jit_->lookup(lib, name);
-    if (!addr) {
-      llvm::consumeError(addr.takeError());
-      return nullptr;
-    }
-    return addr->toPtr<KernelFn>();
-  };
   std::optional<std::string> cached = DiskCache::global().load(key);
-  last_.from_disk = cached && (out->fn = load(*cached));
+  last_.from_disk = cached && (out->fn = reinterpret_cast<KernelFn>(load(*cached, name, {})));
   if (!out->fn) {  // build, and keep the object code for the next run
     llvm::LLVMContext ctx;
     std::unique_ptr<llvm::Module> m = build(k, ctx, name);
     std::string object = object_code(*m);
     DiskCache::global().store(key, object);
-    out->fn = load(object);
+    out->fn = reinterpret_cast<KernelFn>(load(object, name, {}));
     if (!out->fn) throw std::runtime_error("the JIT could not load kernel " + k.name);
   }
   last_.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return *(compiled_[hash] = std::move(out));
+}
+
+// Each piece of code in its own library, which sees libm and the helpers.
+void* CpuJit::load(const std::string& object, const std::string& symbol, const std::vector<std::pair<std::string, void*>>& helpers) {
+  auto created = jit_->createJITDylib("code" + std::to_string(libraries_++));
+  if (!created) throw std::runtime_error("creating a JIT library: " + error_text(created.takeError()));
+  llvm::orc::JITDylib& lib = *created;
+  lib.addToLinkOrder(jit_->getMainJITDylib());
+  if (!helpers.empty()) {
+    llvm::orc::SymbolMap symbols;
+    for (const auto& [name, address] : helpers)
+      symbols[jit_->mangleAndIntern(name)] = {llvm::orc::ExecutorAddr::fromPtr(address), llvm::JITSymbolFlags::Exported};
+    if (auto e = lib.define(llvm::orc::absoluteSymbols(std::move(symbols)))) throw std::runtime_error("defining helpers: " + error_text(std::move(e)));
+  }
+  if (auto e = jit_->addObjectFile(lib, llvm::MemoryBuffer::getMemBufferCopy(object, symbol))) {
+    llvm::consumeError(std::move(e));
+    return nullptr;
+  }
+  auto addr = jit_->lookup(lib, symbol);
+  if (!addr) {
+    llvm::consumeError(addr.takeError());
+    return nullptr;
+  }
+  return addr->toPtr<void*>();
+}
+
+void* CpuJit::compile_module(llvm::Module& m, const std::string& key, const std::string& symbol,
+                             const std::vector<std::pair<std::string, void*>>& helpers) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string full_key = key.empty() ? "" : std::string("zyntax ") + ZYNTAX_VERSION + ", LLVM " + ZYNTAX_LLVM_VERSION + ", codegen " +
+                                                ZYNTAX_CODEGEN_FINGERPRINT + "\n" + target_.triple + " " + target_.cpu + " " +
+                                                target_.features + "\n" + key;
+  if (!full_key.empty())
+    if (std::optional<std::string> cached = DiskCache::global().load(full_key))
+      if (void* p = load(*cached, symbol, helpers)) return p;
+  prepare(m);
+  std::string object = object_code(m);
+  if (!full_key.empty()) DiskCache::global().store(full_key, object);
+  void* p = load(object, symbol, helpers);
+  if (!p) throw std::runtime_error("the JIT could not load " + symbol);
+  return p;
 }
 
 std::string CpuJit::emit(const cir::Kernel& k, const std::string& what) {

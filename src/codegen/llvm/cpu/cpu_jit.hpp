@@ -40,6 +40,13 @@ class CpuJit {
   // The kernel must be specialised and accepted by cpu_unsupported_reason().
   const Compiled& compile(const cir::Kernel& k, uint64_t hash);
 
+  // Code another emitter built (host functions, host/host_compiler): the
+  // kernels' O3 pipeline, object code and disk cache (under `key`, unless
+  // empty), in a library of its own that also sees `helpers`; the address
+  // of `symbol`. The module is optimised in place.
+  void* compile_module(llvm::Module& m, const std::string& key, const std::string& symbol,
+                       const std::vector<std::pair<std::string, void*>>& helpers);
+
   // How the last compile() that did work went: built from CIR (lowering,
   // O3, code generation) or loaded from the disk cache, and how long it took.
   struct Stats {
@@ -58,6 +65,10 @@ class CpuJit {
   std::string object_code(llvm::Module& m);
   llvm::TargetMachine& code_generator(const llvm::Module& m);  // machine_ or quick_machine_
   std::unique_ptr<llvm::Module> build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name);
+  // Makes `m` code for the host: triple, data layout, CPU attributes, O3.
+  void prepare(llvm::Module& m);
+  // Loads object code into a library of its own; the address of `symbol`, or null.
+  void* load(const std::string& object, const std::string& symbol, const std::vector<std::pair<std::string, void*>>& helpers);
 
   CpuTarget target_;
   std::unique_ptr<llvm::TargetMachine> machine_;

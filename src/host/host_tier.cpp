@@ -1,0 +1,129 @@
+#include "host/host_tier.hpp"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <ostream>
+
+#include "codegen/llvm/cpu/cpu_jit.hpp"
+
+namespace zyntax::host {
+
+std::optional<HostMode> parse_host_mode(const std::string& word) {
+  if (word == "interp") return HostMode::Interp;
+  if (word == "tiered") return HostMode::Tiered;
+  if (word == "compiled") return HostMode::Compiled;
+  return std::nullopt;
+}
+
+namespace {
+
+std::string signature_text(const std::vector<std::string>& names, const std::vector<HostType>& types) {
+  std::string s;
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i] + ": " + types[i].str();
+  return s;
+}
+
+// Lowers and compiles; null code (with `why`) where the function stays interpreted.
+std::shared_ptr<HostCode> compile(const ast::FuncDef* def, std::vector<std::string> names, std::vector<HostType> types,
+                                  std::map<std::string, const ast::FuncDef*> functions, const SourceFile* file,
+                                  std::shared_ptr<std::string> why) {
+  try {
+    llvm::LLVMContext ctx;
+    FunctionResolver resolve = [&functions](const std::string& name) -> const ast::FuncDef* {
+      auto it = functions.find(name);
+      return it == functions.end() ? nullptr : it->second;
+    };
+    HostLowering lowered = lower_host_function(*def, names, types, resolve, ctx, file);
+    if (!lowered.compiled) {
+      *why = lowered.why;
+      return nullptr;
+    }
+    HostCompilation& c = *lowered.compiled;
+    auto code = std::make_shared<HostCode>();
+    code->names = c.names;
+    code->result = c.result;
+    code->sites = c.sites;
+    code->writes_tensors = c.writes_tensors;
+    std::vector<std::pair<std::string, void*>> helpers = {
+        {"zyntax_rt_host_math_f64", reinterpret_cast<void*>(&zyntax_rt_host_math_f64)},
+        {"zyntax_rt_host_math_i64", reinterpret_cast<void*>(&zyntax_rt_host_math_i64)},
+        {"zyntax_rt_host_ipow", reinterpret_cast<void*>(&zyntax_rt_host_ipow)},
+    };
+    code->entry = reinterpret_cast<HostEntry>(codegen::CpuJit::instance().compile_module(*c.module, c.key, c.symbol, helpers));
+    return code;
+  } catch (const std::exception& e) {
+    *why = std::string("the compiler failed: ") + e.what();
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+HostTier::HostTier(HostMode mode, const SourceManager* sources, std::ostream* explain) : mode_(mode), sources_(sources), explain_(explain) {}
+
+HostTier::~HostTier() {
+  for (auto& [sig, e] : entries_)
+    if (e.code.valid()) e.code.wait();
+}
+
+HostTier::Entry& HostTier::start(const Signature& sig, const ast::FuncDef& def, const std::vector<std::string>& names,
+                                 const std::vector<HostType>& types, std::map<std::string, const ast::FuncDef*> functions) {
+  Entry& e = entries_[sig];
+  // In the background under the tiered policy; at once when asked for.
+  std::launch how = mode_ == HostMode::Compiled ? std::launch::deferred : std::launch::async;
+  // The file is read here: the interpreter may load others meanwhile.
+  const SourceFile* file = sources_ && def.span.valid() ? &sources_->file(def.span.file) : nullptr;
+  e.code = std::async(how, compile, &def, names, types, std::move(functions), file, e.why).share();
+  return e;
+}
+
+const HostCode* HostTier::code_for(const ast::FuncDef& def, const std::vector<std::string>& names, const std::vector<HostType>& types,
+                                   const std::function<std::map<std::string, const ast::FuncDef*>()>& functions) {
+  if (mode_ == HostMode::Interp) return nullptr;
+  Signature sig{&def, signature_text(names, types)};
+  auto it = entries_.find(sig);
+  if (it == entries_.end()) {
+    Use& use = uses_[&def];
+    ++use.calls;
+    bool ready = mode_ == HostMode::Compiled || use.calls >= kCallsBeforeCompiling || use.loops >= kLoopsBeforeCompiling;
+    if (!ready) return nullptr;
+    it = entries_.find(sig);
+    start(sig, def, names, types, functions());
+    it = entries_.find(sig);
+  }
+  Entry& e = it->second;
+  if (mode_ != HostMode::Compiled && e.code.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+  const std::shared_ptr<HostCode>& code = e.code.get();
+  if (!e.explained) explain(def, sig.types, e, code);
+  if (code) ran_compiled_[&def] = true;
+  return code.get();
+}
+
+void HostTier::stays_interpreted(const ast::FuncDef& def, const std::string& why) {
+  if (!explain_ || mode_ == HostMode::Interp || said_interpreted_[&def]) return;
+  said_interpreted_[&def] = true;
+  std::string where;
+  if (sources_ && def.span.valid()) where = " (line " + std::to_string(sources_->file(def.span.file).line_col(def.span.begin).line) + ")";
+  *explain_ << "host: '" << def.name << "'" << where << " stays interpreted: " << why << "\n";
+}
+
+void HostTier::count_loops(const ast::FuncDef& def, int64_t iterations) {
+  if (mode_ == HostMode::Tiered) uses_[&def].loops += iterations;
+}
+
+const char* HostTier::tier_of(const ast::FuncDef& def) const {
+  auto it = ran_compiled_.find(&def);
+  return it != ran_compiled_.end() && it->second ? "compiled" : "interpreted";
+}
+
+void HostTier::explain(const ast::FuncDef& def, const std::string& types, Entry& e, const std::shared_ptr<HostCode>& code) {
+  e.explained = true;
+  if (!explain_) return;
+  std::string where;
+  if (sources_ && def.span.valid()) where = " (line " + std::to_string(sources_->file(def.span.file).line_col(def.span.begin).line) + ")";
+  if (code) *explain_ << "host: '" << def.name << "'" << where << " runs compiled for " << types << "\n";
+  else *explain_ << "host: '" << def.name << "'" << where << " stays interpreted: " << *e.why << "\n";
+}
+
+}  // namespace zyntax::host

@@ -1,0 +1,160 @@
+// The compiled tier of host code: results and errors identical to the
+// interpreter's, the reasons a function stays interpreted, and tiering.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <sstream>
+#include <thread>
+
+#include "driver/session.hpp"
+#include "host/host_tier.hpp"
+#include "interp/host_interpreter.hpp"
+#include "lower/check_program.hpp"
+
+namespace zyntax {
+namespace {
+
+struct Run {
+  Session session;
+  std::ostringstream out, explain;
+  bool ok = false;
+  std::string errors() { return session.diags().render_all(); }
+};
+
+std::unique_ptr<Run> run(const std::string& src, host::HostMode mode) {
+  auto r = std::make_unique<Run>();
+  LoadedModule* m = r->session.load_text("p.zynml", src);
+  if (r->session.diags().has_errors() || !check_program(r->session, *m)) return r;
+  RunOptions o;
+  o.out = &r->out;
+  o.device = "cpu";
+  o.host = mode;
+  o.explain_host = &r->explain;
+  Interpreter interp(r->session, o);
+  r->ok = interp.run(*m);
+  return r;
+}
+
+bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+// `src` prints the same compiled and interpreted, and its functions ran compiled.
+void same_compiled(const std::string& src, const std::string& expected_out) {
+  auto interp = run(src, host::HostMode::Interp);
+  auto compiled = run(src, host::HostMode::Compiled);
+  ASSERT_TRUE(interp->ok) << interp->errors();
+  ASSERT_TRUE(compiled->ok) << compiled->errors();
+  EXPECT_EQ(compiled->out.str(), interp->out.str());
+  EXPECT_EQ(compiled->out.str(), expected_out);
+  EXPECT_TRUE(contains(compiled->explain.str(), "runs compiled")) << compiled->explain.str();
+  EXPECT_FALSE(contains(compiled->explain.str(), "stays interpreted")) << compiled->explain.str();
+  EXPECT_EQ(interp->explain.str(), "");
+}
+
+TEST(HostTier, IntegersWrapAndDivideAsInterpreted) {
+  same_compiled(
+      "def f(a: int, b: int) -> int {\n return a * b + a / b - a % b + (-a) / 3 + 7 ** 3\n}\n"
+      "println(f(9223372036854775807, 3), f(-7, 2), f(7, -1), f(-9223372036854775807 - 1, -1))\n",
+      "-9223372036854775469 329 327 -3074457345618258259\n");
+}
+
+TEST(HostTier, FloatsKeepTheirPrecisionAndIeeeEdges) {
+  same_compiled(
+      "def g(t: tensor[n, f32], k: int) -> f32 {\n return t[k]\n}\n"
+      "def h(a: float, b: float) -> float {\n return a / b + (a % b) - sqrt(a - 2.0 * a) * 0.0\n}\n"
+      "let x = full([3], 0.1)\nprintln(g(x, 1), g(x, -1), h(1.0, 0.0), h(-3.5, 2.0), 0.1 * 3.0)\n",
+      "0.1 0.1 nan -3.25 0.30000000000000004\n");
+}
+
+TEST(HostTier, ConditionsLoopsAndCallsAsInterpreted) {
+  same_compiled(
+      "def count(n: int) -> int {\n var c = 0\n var i = 0\n while true {\n  i += 1\n  if i > n { break }\n"
+      "  if i % 3 == 0 or i % 5 == 0 { continue }\n  c += 1\n }\n return c\n}\n"
+      "def twice(n: int) -> int {\n return count(n) + count(n / 2)\n}\n"
+      "def grid(n: int) -> int {\n var s = 0\n for i in 0..n, j in 0..n {\n  if j > i { break }\n  s += i * j\n }\n return s\n}\n"
+      "println(twice(100), grid(6), not (count(3) > 1) and true)\n",
+      "80 0 false\n");
+}
+
+TEST(HostTier, WritesIntoTensorsAsInterpreted) {
+  same_compiled(
+      "def ramp(t: tensor[r, c, f32], i32s: tensor[k, i32]) {\n for i in 0..r, j in 0..c {\n  t[i, j] = i * c + j + 0.5\n }\n"
+      " for i in 0..k {\n  i32s[i] = i * 1000000000\n }\n}\n"
+      "let a = zeros([2, 3])\nlet b = zeros([4], dtype=i32)\nramp(a, b)\nprintln(a)\nprintln(b)\n",
+      "tensor([[0.5, 1.5, 2.5], [3.5, 4.5, 5.5]], f32)\ntensor([0, 1000000000, 2000000000, -1294967296], i32)\n");
+}
+
+// What cannot be compiled runs interpreted, and --explain-host says why,
+// at the line it comes from.
+TEST(HostTier, ExplainSaysWhyAFunctionStaysInterpreted) {
+  struct Case {
+    const char* src;
+    const char* why;
+  };
+  const Case cases[] = {
+      {"def f(n: int) {\n print(n)\n}\nf(1)\n", "host: 'f' (line 1) stays interpreted: line 2: 'print' is not compiled"},
+      {"def f(xs) {\n return 1\n}\nf([1, 2])\n", "host: 'f' (line 1) stays interpreted: argument 'xs' is of type list"},
+      {"def f(n: int) -> float {\n var s = 0\n s = 0.5\n return s\n}\nprintln(f(1))\n",
+       "stays interpreted: line 3: assigning float where int is held changes its type"},
+      {"let g = 3\ndef f(n: int) -> int {\n return n + g\n}\nprintln(f(1))\n",
+       "stays interpreted: line 3: 'g' is not a local of the function"},
+      {"def f(n: int) {\n if n > 0 {\n  return 1\n }\n}\nprintln(f(1))\n",
+       "stays interpreted: line 1: it returns a value on some paths and nothing on others"},
+      {"def f(n: int) -> int {\n var i = 5\n for i in 0..n { }\n return i\n}\nprintln(f(2))\n",
+       "stays interpreted: line 3: the loop variable 'i' reuses a name already bound"},
+      {"def g(n: int) {\n print(n)\n}\ndef f(n: int) {\n g(n)\n}\nf(1)\n", "host: 'f' (line 4) stays interpreted: line 2: 'print'"},
+  };
+  for (const Case& c : cases) {
+    auto interp = run(c.src, host::HostMode::Interp);
+    auto compiled = run(c.src, host::HostMode::Compiled);
+    ASSERT_TRUE(compiled->ok) << c.src << compiled->errors();
+    EXPECT_EQ(compiled->out.str(), interp->out.str()) << c.src;
+    EXPECT_TRUE(contains(compiled->explain.str(), c.why)) << c.src << "\n" << compiled->explain.str();
+  }
+}
+
+// Tiered: interpreted until used enough, then compiled in the background;
+// the calls after it is ready run the compiled code.
+TEST(HostTier, TieredCompilesAfterEnoughCallsOrLoops) {
+  Session session;
+  LoadedModule* m = session.load_text("p.zynml", "def f(n: int) -> int {\n return n + 1\n}\ndef g(n: int) -> int {\n return n * 2\n}\n");
+  ASSERT_TRUE(m && check_program(session, *m));
+  const ast::FuncDef& f = ast::as<ast::FuncDef>(*m->ast.body.stmts[0]);
+  const ast::FuncDef& g = ast::as<ast::FuncDef>(*m->ast.body.stmts[1]);
+  std::ostringstream explain;
+  host::HostTier tier(host::HostMode::Tiered, &session.sources(), &explain);
+  auto none = [] { return std::map<std::string, const ast::FuncDef*>{}; };
+  const std::vector<host::HostType> ints = {host::HostType::of(host::HostType::Kind::Int)};
+  EXPECT_EQ(tier.code_for(f, {"n"}, ints, none), nullptr);  // one call: interpreted
+  EXPECT_STREQ(tier.tier_of(f), "interpreted");
+  const host::HostCode* code = nullptr;
+  for (int i = 0; i < 3000 && !code; ++i) {  // the second call starts the compile
+    code = tier.code_for(f, {"n"}, ints, none);
+    if (!code) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(code, nullptr);
+  EXPECT_STREQ(tier.tier_of(f), "compiled");
+  host::HostCallContext ctx;
+  ctx.max_depth = 10;
+  uint64_t arg = 41, result = 0;
+  code->entry(&ctx, &arg, &result);
+  EXPECT_EQ(ctx.error_site, -1);
+  EXPECT_EQ(result, 42u);
+  // Loops count too: a call whose loops ran long enough compiles at the next.
+  tier.count_loops(g, host::kLoopsBeforeCompiling);
+  code = nullptr;
+  for (int i = 0; i < 3000 && !code; ++i) {
+    code = tier.code_for(g, {"n"}, ints, none);
+    if (!code) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_NE(code, nullptr);
+  code->entry(&ctx, &arg, &result);
+  EXPECT_EQ(result, 82u);
+  // --host=interp never compiles.
+  host::HostTier interp_only(host::HostMode::Interp, &session.sources(), nullptr);
+  EXPECT_EQ(interp_only.code_for(g, {"n"}, ints, none), nullptr);
+  EXPECT_EQ(interp_only.code_for(g, {"n"}, ints, none), nullptr);
+  EXPECT_TRUE(contains(explain.str(), "host: 'f' (line 1) runs compiled for n: int")) << explain.str();
+}
+
+}  // namespace
+}  // namespace zyntax
