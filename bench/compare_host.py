@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Host code: loops and calls written in a ZynML `def`, run by `zyntax run`,
-against the same code in CPython and, for the moving average, the same loop
-compiled (a compute block, run by the CPU backend's native code), side by
-side in one run. Writes the "## Host code" section of docs/performance.md.
+"""Host code: loops and calls written in a ZynML `def`, run by `zyntax run` in
+each host tier (--host interp, tiered, compiled), against the same code in
+CPython and, for the moving average, the same loop as a compute block (the
+CPU backend's native code), side by side in one run. Writes the
+"## Host code" section of docs/performance.md.
 
     /usr/bin/python3 bench/compare_host.py [--zyntax build/zyntax] [--repeat 3]
 """
@@ -76,6 +77,82 @@ print("ns", best * 1e9 / CALLS)
 """
 
 
+COLLATZ_HOST = """def steps(start: int) -> int {
+    var n = start
+    var k = 0
+    while n != 1 {
+        if n % 2 == 0 {
+            n = n / 2
+        } else {
+            n = 3 * n + 1
+        }
+        k += 1
+    }
+    return k
+}
+def total(limit: int) -> int {
+    var s = 0
+    for i in 1..limit {
+        s += steps(i)
+    }
+    return s
+}
+var best = 1e30
+for r in 0..REPEAT {
+    let t0 = time()
+    let s = total(COLLATZ)
+    best = min(best, time() - t0)
+}
+print("ns", best * 1e9 / COLLATZ_STEPS)
+"""
+
+ROWS_HOST = """def row_sums(a: tensor[r, c, f64], out: tensor[k, f64]) {
+    for i in 0..r {
+        var s = 0.0
+        for j in 0..c {
+            s += a[i, j] * a[i, j]
+        }
+        out[i] = s
+    }
+}
+let a = randn([ROWS, ROWS], dtype=f64)
+let out = zeros([ROWS], dtype=f64)
+var best = 1e30
+for r in 0..REPEAT {
+    let t0 = time()
+    row_sums(a, out)
+    best = min(best, time() - t0)
+}
+print("ns", best * 1e9 / (ROWS * ROWS))
+"""
+
+COLLATZ = 30_000
+ROWS = 1000
+
+
+def collatz_steps_python(n):
+    k = 0
+    while n != 1:
+        n = n // 2 if n % 2 == 0 else 3 * n + 1
+        k += 1
+    return k
+
+
+def collatz_python(limit):
+    return sum(collatz_steps_python(i) for i in range(1, limit))
+
+
+COLLATZ_STEPS = collatz_python(COLLATZ)
+
+
+def row_sums_python(a, out):
+    for i, row in enumerate(a):
+        s = 0.0
+        for v in row:
+            s += v * v
+        out[i] = s
+
+
 def fib_calls(n):
     a, b = 1, 1  # calls of fib(0), fib(1)
     for _ in range(n - 1):
@@ -83,13 +160,14 @@ def fib_calls(n):
     return b
 
 
-def run_zyntax(zyntax, src, repeat):
+def run_zyntax(zyntax, src, repeat, host="interp"):
     src = src.replace("REPEAT", str(repeat)).replace("CALLS", str(fib_calls(FIB))).replace("FIB", str(FIB))
+    src = src.replace("COLLATZ_STEPS", str(COLLATZ_STEPS)).replace("COLLATZ", str(COLLATZ)).replace("ROWS", str(ROWS))
     src = re.sub(r"\bN\b", str(N), src)
     with tempfile.NamedTemporaryFile("w", suffix=".zynml", delete=False) as f:
         f.write(src)
     try:
-        p = subprocess.run([zyntax, "run", f.name, "--device", "cpu"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        p = subprocess.run([zyntax, "run", f.name, "--device", "cpu", "--host", host], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, timeout=1200)
     finally:
         os.unlink(f.name)
@@ -124,38 +202,48 @@ def best_ns(f, repeat, per):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--zyntax", default=os.path.join(ROOT, "build", "zyntax"))
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "performance.md"))
     args = ap.parse_args()
     import random
     prices = [random.random() for _ in range(N)]
+    matrix = [[random.gauss(0, 1) for _ in range(ROWS)] for _ in range(ROWS)]
+    sums = [0.0] * ROWS
+    programs = [
+        ("moving average over %s f32 prices (ns per element)" % "{:,}".format(N), EMA_HOST,
+         lambda: ema_python(prices, 0.1), N, EMA_BLOCK),
+        ("recursive fib(%d), %s calls (ns per call)" % (FIB, "{:,}".format(fib_calls(FIB))), FIB_HOST,
+         lambda: fib_python(FIB), fib_calls(FIB), None),
+        ("Collatz steps of 1..%s, %s loop iterations (ns per iteration)" % ("{:,}".format(COLLATZ), "{:,}".format(COLLATZ_STEPS)),
+         COLLATZ_HOST, lambda: collatz_python(COLLATZ), COLLATZ_STEPS, None),
+        ("squared row sums of a %dx%d f64 tensor, in place (ns per element)" % (ROWS, ROWS), ROWS_HOST,
+         lambda: row_sums_python(matrix, sums), ROWS * ROWS, None),
+    ]
     rows = []
-    ema_interp = run_zyntax(args.zyntax, EMA_HOST, args.repeat)
-    ema_py = best_ns(lambda: ema_python(prices, 0.1), args.repeat, N)
-    ema_native = run_zyntax(args.zyntax, EMA_BLOCK, args.repeat)
-    rows.append("| moving average over %s f32 prices (ns per element) | %.1f | %.1f | %.2f | %.1f× | %.0f× |" % (
-        "{:,}".format(N), ema_interp, ema_py, ema_native, ema_interp / ema_py, ema_interp / ema_native))
-    fib_interp = run_zyntax(args.zyntax, FIB_HOST, args.repeat)
-    fib_py = best_ns(lambda: fib_python(FIB), args.repeat, fib_calls(FIB))
-    rows.append("| recursive fib(%d), %s calls (ns per call) | %.1f | %.1f | | %.1f× | |" % (
-        FIB, "{:,}".format(fib_calls(FIB)), fib_interp, fib_py, fib_interp / fib_py))
+    for label, src, python, per, block in programs:
+        t = {host: run_zyntax(args.zyntax, src, args.repeat, host) for host in ("interp", "tiered", "compiled")}
+        py = best_ns(python, min(args.repeat, 3), per)
+        native = "%.2f" % run_zyntax(args.zyntax, block, args.repeat) if block else ""
+        rows.append("| %s | %.1f | %.2f | %.2f | %.1f | %s | %.0f× | %.0f× |" % (
+            label, t["interp"], t["tiered"], t["compiled"], py, native, t["interp"] / t["tiered"], py / t["compiled"]))
     text = "\n".join([
         "## Host code",
         "",
         "- Machine: %s, %d logical cores, %s" % (performance_doc.cpu_name(), os.cpu_count(), platform.platform()),
         "- Date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        "- `bench/compare_host.py`: the best of %d runs of each, side by side in one run. Host code runs in the "
-        "interpreter (`zyntax run`); CPython %s runs the same code over a list of floats; the compiled column is "
-        "the same loop written as a compute block (the CPU backend's native code, timed after the call that "
-        "compiles it)." % (args.repeat, platform.python_version()),
+        "- `bench/compare_host.py`: the best of %d calls in one process for each tier (`zyntax run --host interp`, "
+        "`tiered`, `compiled`), side by side in one run; CPython %s runs the same code over lists of floats (best of %d); "
+        "the compute block column is the moving average written as a compute block (the CPU backend's native code). "
+        "Tiered runs its first two calls interpreted and compiles in the background; compiled compiles before the "
+        "first call; each is timed after." % (args.repeat, platform.python_version(), min(args.repeat, 3)),
         "",
-        "| program | ZynML host code | CPython | compiled | host / CPython | host / compiled |",
-        "|---|---|---|---|---|---|",
+        "| program | interpreted | tiered | compiled | CPython | compute block | tiered vs interpreted | compiled vs CPython |",
+        "|---|---|---|---|---|---|---|---|",
     ] + rows + [
         "",
-        "Host functions run in a tree-walking interpreter, tens of times slower than CPython per statement. "
-        "The compiled tier for host functions is not built yet; its target is the compiled column (at most 5 ns "
-        "per element for the moving average).",
+        "Host functions whose values are numbers, bools and tensors compile to native code through LLVM "
+        "(`src/host`); the rest (strings, lists, records, compute blocks, builtins with effects) stay interpreted, "
+        "and `zyntax run --explain-host` says why, per function and line.",
         ""])
     print(text)
     performance_doc.replace_sections(args.out, ["Host code"], text)

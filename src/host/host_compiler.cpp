@@ -9,6 +9,7 @@
 #include <map>
 
 #include "host/host_abi.hpp"
+#include "sema/function_annotations.hpp"
 #include "support/scalar.hpp"
 
 namespace zyntax::host {
@@ -20,6 +21,11 @@ std::string HostType::str() const {
     case Kind::Int: return "int";
     case Kind::Float: return dtype == DType::F64 ? "float" : std::string("float (") + dtype_name(dtype) + ")";
     case Kind::Tensor: return std::string("tensor[") + dtype_name(dtype) + ", rank " + std::to_string(rank) + "]";
+    case Kind::Record: {
+      std::string s = "record{";
+      for (size_t i = 0; i < field_names.size(); ++i) s += (i ? ", " : "") + field_names[i] + ": " + field_types[i].str();
+      return s + "}";
+    }
   }
   return "?";
 }
@@ -33,9 +39,12 @@ using Kind = HostType::Kind;
 struct NotCompiled {
   Span span;
   std::string why;
+  bool allocates = false;
 };
 
 [[noreturn]] void refuse(Span s, std::string why) { throw NotCompiled{s, std::move(why)}; }
+// What allocates memory (what `@no_allocation` forbids) is never compiled.
+[[noreturn]] void refuse_allocation(Span s, std::string what) { throw NotCompiled{s, what + " allocates", true}; }
 
 bool is_number(const HostType& t) { return t.kind == Kind::Int || t.kind == Kind::Float; }
 
@@ -56,10 +65,8 @@ struct FunctionKey {
     if (def != o.def) return def < o.def;
     if (params.size() != o.params.size()) return params.size() < o.params.size();
     for (size_t i = 0; i < params.size(); ++i) {
-      const HostType &a = params[i], &b = o.params[i];
-      if (a.kind != b.kind) return a.kind < b.kind;
-      if (a.dtype != b.dtype) return a.dtype < b.dtype;
-      if (a.rank != b.rank) return a.rank < b.rank;
+      std::string a = params[i].str(), b = o.params[i].str();
+      if (a != b) return a < b;
     }
     return false;
   }
@@ -117,13 +124,15 @@ class Lowerer {
       case Kind::Bool: return i1_;
       case Kind::Int: return i64_;
       case Kind::Float: return f64_;
-      case Kind::Tensor: return ptr_;
+      case Kind::Tensor:
+      case Kind::Record: return ptr_;
       case Kind::None: return i64_;
     }
     return i64_;
   }
 
   bool writes_tensors = false;
+  bool writes_records = false;
 
  private:
   struct Compiled {
@@ -203,7 +212,7 @@ class Lowerer {
         std::optional<HostType> t = type_of(*l.init, scopes);
         if (!t) refuse(l.init->span, "the type of '" + l.names[0] + "' depends on a recursive call");
         if (t->kind == Kind::None) refuse(l.init->span, "'" + l.names[0] + "' would hold none");
-        if (t->kind == Kind::Tensor && l.is_mutable) refuse(s.span, "a mutable tensor binding is not compiled");
+        if ((t->kind == Kind::Tensor || t->kind == Kind::Record) && l.is_mutable) refuse(s.span, "a mutable binding of a " + t->str() + " is not compiled");
         scopes.back()[l.names[0]] = {*t, l.is_mutable, nullptr};
         return;
       }
@@ -260,7 +269,7 @@ class Lowerer {
         }
         std::optional<HostType> t = type_of(*r.value, scopes);
         if (!t) return;
-        if (t->kind == Kind::Tensor) refuse(r.value->span, "returning a tensor is not compiled");
+        if (t->kind == Kind::Tensor || t->kind == Kind::Record) refuse(r.value->span, "returning a " + t->str() + " is not compiled");
         if (t->kind == Kind::None) {
           returns_nothing = true;
           return;
@@ -282,14 +291,13 @@ class Lowerer {
   static bool assignable(const ast::Assign& a, const HostType& target, const HostType& v) {
     if (a.target->kind == ast::ExprKind::Index) {
       // Stored converted to the tensor's dtype: integers anywhere, floats into floats.
-      HostType e = target;
-      return v.kind == Kind::Int || (v.kind == Kind::Float && e.kind == Kind::Float);
+      return v.kind == Kind::Int || (v.kind == Kind::Float && target.kind == Kind::Float);
     }
     if (a.op == ast::AssignOp::Set) return target == v;
     // `x op= v` is `x = x op v`: an int stays an int only with an int; a
     // float becomes one printed as f64.
     if (target.kind == Kind::Float) return is_number(v) && target.dtype == DType::F64;
-    if (target.kind == Kind::Int) return v.kind == Kind::Int && a.op != ast::AssignOp::Div;
+    if (target.kind == Kind::Int) return v.kind == Kind::Int;
     return false;
   }
 
@@ -299,14 +307,26 @@ class Lowerer {
       Local* l = find(scopes, n.name);
       if (!l) refuse(a.target->span, "'" + n.name + "' is not a local of the function");
       if (!l->is_mutable) refuse(a.target->span, "'" + n.name + "' is not mutable");
-      if (l->type.kind == Kind::Tensor) refuse(a.target->span, "rebinding a tensor is not compiled");
+      if (l->type.kind == Kind::Tensor || l->type.kind == Kind::Record) refuse(a.target->span, "rebinding a " + l->type.str() + " is not compiled");
       return l->type;
     }
     if (a.target->kind == ast::ExprKind::Index) {
       if (a.op != ast::AssignOp::Set) refuse(a.span, "a compound assignment into a tensor element is not compiled");
       return element_of(ast::as<ast::Index>(*a.target), scopes);
     }
-    refuse(a.target->span, "assigning to a field is not compiled");
+    if (a.op != ast::AssignOp::Set && a.op != ast::AssignOp::Add && a.op != ast::AssignOp::Sub && a.op != ast::AssignOp::Mul &&
+        a.op != ast::AssignOp::Div)
+      refuse(a.span, "this assignment is not compiled");
+    return field_of(ast::as<ast::Field>(*a.target), scopes);
+  }
+
+  // The type of `r.name` for a record argument with that field.
+  HostType field_of(const ast::Field& fe, Types& scopes) {
+    std::optional<HostType> base = type_of(*fe.base, scopes);
+    if (!base || base->kind != Kind::Record) refuse(fe.span, "a field of what is not a record argument is not compiled");
+    for (size_t i = 0; i < base->field_names.size(); ++i)
+      if (base->field_names[i] == fe.field) return base->field_types[i];
+    refuse(fe.field_span, "the record has no field '" + fe.field + "' (the interpreter reports it)");
   }
 
   // The element type of `t[i, j, ...]` with an index for every axis.
@@ -326,7 +346,7 @@ class Lowerer {
 
   void condition(const ast::Expr& e, Types& scopes) {
     std::optional<HostType> t = type_of(e, scopes);
-    if (t && t->kind == Kind::Tensor) refuse(e.span, "a tensor as a condition is not compiled");
+    if (t && (t->kind == Kind::Tensor || t->kind == Kind::Record)) refuse(e.span, "a " + t->str() + " as a condition is not compiled");
     if (t && t->kind == Kind::None) refuse(e.span, "none as a condition is not compiled");
   }
 
@@ -355,7 +375,13 @@ class Lowerer {
       }
       case ast::ExprKind::Binary: return type_binary(ast::as<ast::Binary>(e), scopes);
       case ast::ExprKind::Index: return element_of(ast::as<ast::Index>(e), scopes);
+      case ast::ExprKind::Field: return field_of(ast::as<ast::Field>(e), scopes);
       case ast::ExprKind::Call: return type_call(ast::as<ast::Call>(e), scopes);
+      case ast::ExprKind::StringLit: refuse_allocation(e.span, "a string");
+      case ast::ExprKind::List: refuse_allocation(e.span, "a list");
+      case ast::ExprKind::Tuple: refuse_allocation(e.span, "a tuple");
+      case ast::ExprKind::Record: refuse_allocation(e.span, "a record");
+      case ast::ExprKind::Compute: refuse_allocation(e.span, "a compute block (its result)");
       default: refuse(e.span, "this expression is not compiled");
     }
   }
@@ -420,6 +446,10 @@ class Lowerer {
       if (args[0].rank == 0) refuse(c.span, "'len' of a 0-d tensor");
       return HostType::of(Kind::Int);
     }
+    static const char* const kMakesTensors[] = {"zeros", "ones", "full", "arange", "rand", "randn", "reshape", "transpose", "concat",
+                                                "split", "matmul", "where", "astype", "load", "to_device", "allocate", "str"};
+    for (const char* m : kMakesTensors)
+      if (name == m) refuse_allocation(c.span, "'" + name + "'");
     std::optional<MathFn> fn = parse_math_fn(name);
     if (!fn) refuse(c.callee->span, "'" + name + "' is not compiled (a builtin without a native form, or not one of the module's functions)");
     if (static_cast<int>(args.size()) != math_fn_arity(*fn)) refuse(c.span, "'" + name + "' with " + std::to_string(args.size()) + " arguments is not compiled");
@@ -456,6 +486,8 @@ class Lowerer {
             refuse(d->span, "a dimension named twice is checked by the interpreter");
           dims.push_back(dn);
         }
+      } else if (args[i].kind == Kind::Record) {
+        if (t.name != "record") refuse(p.span, "a parameter whose declared type is checked by the interpreter");
       } else {
         bool ok = (t.name == "int" && args[i].kind == Kind::Int) || (t.name == "bool" && args[i].kind == Kind::Bool) ||
                   ((t.name == "float" || t.name == "f32" || t.name == "f64") && args[i].kind == Kind::Float);
@@ -475,6 +507,9 @@ class Lowerer {
   // ------------------------------------------------------------ emission
 
   void emit_body(const Pending& p) {
+    FunctionAnnotations marks = read_function_annotations(*p.def);
+    unchecked_ = marks.unchecked != nullptr;
+    if (marks.inline_always) p.fn->addFnAttr(llvm::Attribute::AlwaysInline);
     fn_ = p.fn;
     result_ = p.result;
     def_ = p.def;
@@ -484,7 +519,7 @@ class Lowerer {
     scopes_.assign(1, {});
     for (size_t i = 0; i < p.names.size(); ++i) {
       llvm::Value* arg = fn_->getArg(static_cast<unsigned>(i + 1));
-      if (p.types[i].kind == Kind::Tensor) {
+      if (p.types[i].kind == Kind::Tensor || p.types[i].kind == Kind::Record) {
         scopes_[0][p.names[i]] = {p.types[i], false, arg};
       } else {
         llvm::Value* slot = alloca(p.types[i]);
@@ -557,7 +592,7 @@ class Lowerer {
       case ast::StmtKind::Let: {
         const auto& l = ast::as<ast::Let>(s);
         auto [t, v] = emit(*l.init);
-        if (t.kind == Kind::Tensor) {
+        if (t.kind == Kind::Tensor || t.kind == Kind::Record) {
           scopes_.back()[l.names[0]] = {t, false, v};
         } else {
           llvm::Value* slot = alloca(t);
@@ -682,6 +717,18 @@ class Lowerer {
       b_.CreateStore(v, l->slot);
       return;
     }
+    if (a.target->kind == ast::ExprKind::Field) {
+      auto [vt, v] = emit(*a.value);
+      auto [ft, slot] = field_address(ast::as<ast::Field>(*a.target));
+      if (a.op != ast::AssignOp::Set) {
+        llvm::Value* word = b_.CreateLoad(i64_, slot);
+        llvm::Value* cur = ft.kind == Kind::Float ? b_.CreateBitCast(word, f64_) : word;
+        std::tie(vt, v) = arithmetic(kOps[static_cast<int>(a.op)], ft, cur, vt, v, a.span);
+      }
+      b_.CreateStore(as_word(vt, v), slot);
+      writes_records = true;
+      return;
+    }
     const auto& ix = ast::as<ast::Index>(*a.target);
     auto [vt, v] = emit(*a.value);
     auto [dtype, ptr] = element_address(ix);
@@ -710,7 +757,7 @@ class Lowerer {
       llvm::Value* n = b_.CreateLoad(i64_, b_.CreateInBoundsGEP(tensor_type, base, {b_.getInt32(0), b_.getInt32(1), b_.getInt32(axis)}));
       // -n <= i < n, as unsigned: i + n < 2n.
       llvm::Value* ok = b_.CreateAnd(b_.CreateICmpSGE(i, b_.CreateNeg(n)), b_.CreateICmpSLT(i, n));
-      check(ok, {ErrorSite::Kind::IndexOutOfRange, it.span.valid() ? it.span : ix.span, static_cast<int>(axis), bt.rank}, i, base);
+      if (!unchecked_) check(ok, {ErrorSite::Kind::IndexOutOfRange, it.span.valid() ? it.span : ix.span, static_cast<int>(axis), bt.rank}, i, base);
       llvm::Value* k = b_.CreateSelect(b_.CreateICmpSLT(i, b_.getInt64(0)), b_.CreateAdd(i, n), i);
       flat = b_.CreateAdd(b_.CreateMul(flat, n), k);
     }
@@ -752,7 +799,7 @@ class Lowerer {
       case ast::ExprKind::Name: {
         Local* l = lookup(ast::as<ast::Name>(e).name);
         if (!l) refuse(e.span, "'" + ast::as<ast::Name>(e).name + "' is not a local of the function");
-        if (l->type.kind == Kind::Tensor) return {l->type, l->slot};
+        if (l->type.kind == Kind::Tensor || l->type.kind == Kind::Record) return {l->type, l->slot};
         return {l->type, b_.CreateLoad(llvm_type(l->type), l->slot)};
       }
       case ast::ExprKind::Unary: {
@@ -773,9 +820,30 @@ class Lowerer {
           default: return {element_type(dtype), x};
         }
       }
+      case ast::ExprKind::Field: {
+        auto [t, slot] = field_address(ast::as<ast::Field>(e));
+        llvm::Value* word = b_.CreateLoad(i64_, slot);
+        if (t.kind == Kind::Float) return {t, b_.CreateBitCast(word, f64_)};
+        if (t.kind == Kind::Bool) return {t, b_.CreateICmpNE(word, b_.getInt64(0))};
+        return {t, word};
+      }
       case ast::ExprKind::Call: return emit_call(ast::as<ast::Call>(e));
       default: refuse(e.span, "this expression is not compiled");
     }
+  }
+
+  // A record field's type and the address of its 64-bit word.
+  std::pair<HostType, llvm::Value*> field_address(const ast::Field& fe) {
+    auto [rt, base] = emit(*fe.base);
+    for (size_t i = 0; i < rt.field_names.size(); ++i)
+      if (rt.field_names[i] == fe.field) return {rt.field_types[i], b_.CreateConstInBoundsGEP1_64(i64_, base, i)};
+    refuse(fe.field_span, "the record has no field '" + fe.field + "'");
+  }
+
+  llvm::Value* as_word(const HostType& t, llvm::Value* v) {
+    if (t.kind == Kind::Float) return b_.CreateBitCast(v, i64_);
+    if (t.kind == Kind::Bool) return b_.CreateZExt(v, i64_);
+    return v;
   }
 
   std::pair<HostType, llvm::Value*> emit_binary(const ast::Binary& b) {
@@ -948,6 +1016,7 @@ class Lowerer {
   llvm::Value* ctx_arg_ = nullptr;
   HostType result_;
   const ast::FuncDef* def_ = nullptr;
+  bool unchecked_ = false;  // @unchecked: tensor indices are not checked
   Types scopes_;
   std::vector<Loop> loops_;
 };
@@ -979,6 +1048,7 @@ HostLowering lower_host_function(const ast::FuncDef& def, const std::vector<std:
     llvm::Function* fn = lower.function(def, names, types, &c.result);
     lower.emit_pending();
     c.writes_tensors = lower.writes_tensors;
+    c.writes_records = lower.writes_records;
     // The entry: arguments as 64-bit words, the result likewise.
     llvm::IRBuilder<> b(ctx);
     llvm::Type* ptr = llvm::PointerType::get(ctx, 0);
@@ -991,7 +1061,8 @@ HostLowering lower_host_function(const ast::FuncDef& def, const std::vector<std:
       switch (types[i].kind) {
         case Kind::Float: args.push_back(b.CreateBitCast(word, b.getDoubleTy())); break;
         case Kind::Bool: args.push_back(b.CreateICmpNE(word, b.getInt64(0))); break;
-        case Kind::Tensor: args.push_back(b.CreateIntToPtr(word, ptr)); break;
+        case Kind::Tensor:
+        case Kind::Record: args.push_back(b.CreateIntToPtr(word, ptr)); break;
         default: args.push_back(word);
       }
     }
@@ -1005,6 +1076,9 @@ HostLowering lower_host_function(const ast::FuncDef& def, const std::vector<std:
     b.CreateRetVoid();
   } catch (const NotCompiled& n) {
     out.why = located(file, n.span, n.why);
+    out.where = n.span;
+    out.reason = n.why;
+    out.allocates = n.allocates;
     return out;
   }
   std::string problems;

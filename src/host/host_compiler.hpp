@@ -32,17 +32,24 @@ namespace zyntax::host {
 
 // The type of a host value in compiled code.
 struct HostType {
-  enum class Kind { None, Bool, Int, Float, Tensor };
+  enum class Kind { None, Bool, Int, Float, Tensor, Record };
   Kind kind = Kind::None;
   // Tensor: its elements. Float: the precision it prints with, as the
   // interpreter keeps it (an f32 tensor's element prints as f32; what
   // arithmetic makes, as f64).
   DType dtype = DType::F64;
   int rank = 0;  // Tensor
+  // Record: its fields (numbers and bools), in order. Compiled code reads
+  // and writes them in place (as 64-bit words, see host_abi).
+  std::vector<std::string> field_names;
+  std::vector<HostType> field_types;
   bool operator==(const HostType&) const = default;
-  std::string str() const;  // "int", "float (f32)", "tensor[f32, rank 1]"
-  static HostType of(Kind k) { return {k, DType::F64, 0}; }
-  static HostType tensor(DType d, int rank) { return {Kind::Tensor, d, rank}; }
+  std::string str() const;  // "int", "float (f32)", "tensor[f32, rank 1]", "record{price: float, qty: int}"
+  static HostType of(Kind k) { return {k, DType::F64, 0, {}, {}}; }
+  static HostType tensor(DType d, int rank) { return {Kind::Tensor, d, rank, {}, {}}; }
+  static HostType record(std::vector<std::string> names, std::vector<HostType> types) {
+    return {Kind::Record, DType::F64, 0, std::move(names), std::move(types)};
+  }
 };
 
 // A failed check of compiled code: what the interpreter would say, where.
@@ -66,6 +73,7 @@ struct HostCompilation {
   HostType result;
   std::vector<ErrorSite> sites;
   bool writes_tensors = false;  // stores into a tensor's elements
+  bool writes_records = false;  // stores into a record's fields
   std::string symbol;  // the entry's name in the module
   std::string key;     // what the code is, for the disk cache
   std::unique_ptr<llvm::Module> module;
@@ -77,7 +85,10 @@ struct HostCompilation {
 // holds the module's functions (for lines, and the code's cache key).
 struct HostLowering {
   std::optional<HostCompilation> compiled;
-  std::string why;
+  std::string why;     // "line 7: ...", as --explain-host says it
+  Span where;          // and the span it points at
+  std::string reason;  // without the line
+  bool allocates = false;  // the reason is something that allocates
 };
 HostLowering lower_host_function(const ast::FuncDef& def, const std::vector<std::string>& names, const std::vector<HostType>& types,
                                  const FunctionResolver& resolve, llvm::LLVMContext& ctx, const SourceFile* file);

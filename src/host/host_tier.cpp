@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "codegen/llvm/cpu/cpu_jit.hpp"
+#include "sema/function_annotations.hpp"
 
 namespace zyntax::host {
 
@@ -27,7 +28,7 @@ std::string signature_text(const std::vector<std::string>& names, const std::vec
 // Lowers and compiles; null code (with `why`) where the function stays interpreted.
 std::shared_ptr<HostCode> compile(const ast::FuncDef* def, std::vector<std::string> names, std::vector<HostType> types,
                                   std::map<std::string, const ast::FuncDef*> functions, const SourceFile* file,
-                                  std::shared_ptr<std::string> why) {
+                                  std::shared_ptr<HostRefusal> why) {
   try {
     llvm::LLVMContext ctx;
     FunctionResolver resolve = [&functions](const std::string& name) -> const ast::FuncDef* {
@@ -36,7 +37,7 @@ std::shared_ptr<HostCode> compile(const ast::FuncDef* def, std::vector<std::stri
     };
     HostLowering lowered = lower_host_function(*def, names, types, resolve, ctx, file);
     if (!lowered.compiled) {
-      *why = lowered.why;
+      *why = {lowered.why, lowered.where, lowered.reason, lowered.allocates};
       return nullptr;
     }
     HostCompilation& c = *lowered.compiled;
@@ -45,6 +46,7 @@ std::shared_ptr<HostCode> compile(const ast::FuncDef* def, std::vector<std::stri
     code->result = c.result;
     code->sites = c.sites;
     code->writes_tensors = c.writes_tensors;
+    code->writes_records = c.writes_records;
     std::vector<std::pair<std::string, void*>> helpers = {
         {"zyntax_rt_host_math_f64", reinterpret_cast<void*>(&zyntax_rt_host_math_f64)},
         {"zyntax_rt_host_math_i64", reinterpret_cast<void*>(&zyntax_rt_host_math_i64)},
@@ -53,7 +55,7 @@ std::shared_ptr<HostCode> compile(const ast::FuncDef* def, std::vector<std::stri
     code->entry = reinterpret_cast<HostEntry>(codegen::CpuJit::instance().compile_module(*c.module, c.key, c.symbol, helpers));
     return code;
   } catch (const std::exception& e) {
-    *why = std::string("the compiler failed: ") + e.what();
+    why->why = why->reason = std::string("the compiler failed: ") + e.what();
     return nullptr;
   }
 }
@@ -68,10 +70,10 @@ HostTier::~HostTier() {
 }
 
 HostTier::Entry& HostTier::start(const Signature& sig, const ast::FuncDef& def, const std::vector<std::string>& names,
-                                 const std::vector<HostType>& types, std::map<std::string, const ast::FuncDef*> functions) {
+                                 const std::vector<HostType>& types, std::map<std::string, const ast::FuncDef*> functions, bool wait) {
   Entry& e = entries_[sig];
   // In the background under the tiered policy; at once when asked for.
-  std::launch how = mode_ == HostMode::Compiled ? std::launch::deferred : std::launch::async;
+  std::launch how = wait ? std::launch::deferred : std::launch::async;
   // The file is read here: the interpreter may load others meanwhile.
   const SourceFile* file = sources_ && def.span.valid() ? &sources_->file(def.span.file) : nullptr;
   e.code = std::async(how, compile, &def, names, types, std::move(functions), file, e.why).share();
@@ -79,23 +81,27 @@ HostTier::Entry& HostTier::start(const Signature& sig, const ast::FuncDef& def, 
 }
 
 const HostCode* HostTier::code_for(const ast::FuncDef& def, const std::vector<std::string>& names, const std::vector<HostType>& types,
-                                   const std::function<std::map<std::string, const ast::FuncDef*>()>& functions) {
-  if (mode_ == HostMode::Interp) return nullptr;
+                                   const std::function<std::map<std::string, const ast::FuncDef*>()>& functions,
+                                   const HostRefusal** refused) {
+  Use& use = uses_[&def];
+  if (!use.must_compile) use.must_compile = read_function_annotations(def).must_compile();
+  const bool must = *use.must_compile;
+  if (mode_ == HostMode::Interp && !must) return nullptr;
   Signature sig{&def, signature_text(names, types)};
   auto it = entries_.find(sig);
   if (it == entries_.end()) {
-    Use& use = uses_[&def];
     ++use.calls;
-    bool ready = mode_ == HostMode::Compiled || use.calls >= kCallsBeforeCompiling || use.loops >= kLoopsBeforeCompiling;
+    bool ready = must || mode_ == HostMode::Compiled || use.calls >= kCallsBeforeCompiling || use.loops >= kLoopsBeforeCompiling;
     if (!ready) return nullptr;
-    it = entries_.find(sig);
-    start(sig, def, names, types, functions());
+    start(sig, def, names, types, functions(), must || mode_ == HostMode::Compiled);
     it = entries_.find(sig);
   }
   Entry& e = it->second;
-  if (mode_ != HostMode::Compiled && e.code.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return nullptr;
+  if (e.code.wait_for(std::chrono::seconds(0)) == std::future_status::timeout) return nullptr;  // still compiling
   const std::shared_ptr<HostCode>& code = e.code.get();
   if (!e.explained) explain(def, sig.types, e, code);
+  if (!code && refused) *refused = e.why.get();
+  if (mode_ == HostMode::Interp) return nullptr;
   if (code) ran_compiled_[&def] = true;
   return code.get();
 }
@@ -122,8 +128,9 @@ void HostTier::explain(const ast::FuncDef& def, const std::string& types, Entry&
   if (!explain_) return;
   std::string where;
   if (sources_ && def.span.valid()) where = " (line " + std::to_string(sources_->file(def.span.file).line_col(def.span.begin).line) + ")";
-  if (code) *explain_ << "host: '" << def.name << "'" << where << " runs compiled for " << types << "\n";
-  else *explain_ << "host: '" << def.name << "'" << where << " stays interpreted: " << *e.why << "\n";
+  if (code && mode_ == HostMode::Interp) *explain_ << "host: '" << def.name << "'" << where << " compiles for " << types << " (run interpreted: --host=interp)\n";
+  else if (code) *explain_ << "host: '" << def.name << "'" << where << " runs compiled for " << types << "\n";
+  else *explain_ << "host: '" << def.name << "'" << where << " stays interpreted: " << e.why->why << "\n";
 }
 
 }  // namespace zyntax::host

@@ -37,6 +37,14 @@ struct HostArgument {
   TensorArg tensor{};  // Tensor: its bytes and extents (word points here)
 };
 
+// Why a function for one signature stays interpreted.
+struct HostRefusal {
+  std::string why;     // "line 7: ..."
+  Span where;
+  std::string reason;  // without the line
+  bool allocates = false;
+};
+
 // A compiled function for one signature, ready to call.
 struct HostCode {
   HostEntry entry = nullptr;
@@ -44,6 +52,7 @@ struct HostCode {
   HostType result;
   std::vector<ErrorSite> sites;
   bool writes_tensors = false;
+  bool writes_records = false;
 };
 
 class HostTier {
@@ -58,8 +67,12 @@ class HostTier {
   // has been used enough (calls, `loops` iterations since the last call)
   // under the tiered policy. `functions` maps the module's names to its
   // functions (read now: compiling may go on in the background).
+  // A function that must compile (sema/function_annotations) is compiled
+  // at its first call whatever the tier (under --host=interp too, where it
+  // still runs interpreted); where it cannot be, `refused` says why.
   const HostCode* code_for(const ast::FuncDef& def, const std::vector<std::string>& names, const std::vector<HostType>& types,
-                           const std::function<std::map<std::string, const ast::FuncDef*>()>& functions);
+                           const std::function<std::map<std::string, const ast::FuncDef*>()>& functions,
+                           const HostRefusal** refused = nullptr);
   // Says (once per function, under --explain-host) that `def` runs
   // interpreted because of what it was called with.
   void stays_interpreted(const ast::FuncDef& def, const std::string& why);
@@ -77,16 +90,17 @@ class HostTier {
   };
   struct Entry {
     std::shared_future<std::shared_ptr<HostCode>> code;  // null inside: not compiled (why in `why`)
-    std::shared_ptr<std::string> why = std::make_shared<std::string>();
+    std::shared_ptr<HostRefusal> why = std::make_shared<HostRefusal>();
     bool explained = false;
   };
   struct Use {
     int64_t calls = 0;
     int64_t loops = 0;
+    std::optional<bool> must_compile;  // read from its annotations once
   };
 
   Entry& start(const Signature& sig, const ast::FuncDef& def, const std::vector<std::string>& names, const std::vector<HostType>& types,
-               std::map<std::string, const ast::FuncDef*> functions);
+               std::map<std::string, const ast::FuncDef*> functions, bool wait);
   void explain(const ast::FuncDef& def, const std::string& types, Entry& e, const std::shared_ptr<HostCode>& code);
 
   HostMode mode_;

@@ -77,8 +77,15 @@ Value time_now(const Invocation& inv) {
   return Value::of_float(std::chrono::duration<double>(clock::now() - origin).count());
 }
 
+// latency(f, ...) calls a function of the program, which only the
+// interpreter can (Interpreter::measure_latency); reached here, it has none.
+Value latency_without_program(const Invocation& inv) {
+  throw Error(inv.args.span, "latency() measures a function of the program, inside `zyntax run`");
+}
+
 const BuiltinEntry kEntries[] = {
     {"time", time_now},
+    {"latency", latency_without_program},
     {"print", print},
     {"println", print},
     {"load", load},

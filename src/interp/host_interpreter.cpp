@@ -10,10 +10,12 @@
 #include <thread>
 
 #include "backends/registry.hpp"
+#include "interp/compiled_call.hpp"
 #include "interp/compute_runner.hpp"
 #include "runtime/device.hpp"
 #include "runtime/profiler.hpp"
 #include "sema/builtin_names.hpp"
+#include "sema/function_annotations.hpp"
 #include "sema/kernel_annotations.hpp"
 #include "support/stack.hpp"
 #include "syntax/name_uses.hpp"
@@ -707,19 +709,15 @@ Value Interpreter::call_function(const Value& fn, CallArgs& args) {
       if (v.kind == Value::Kind::Future) v = v.future->get();
     // Builtins with an effect (print, save, time, rand, ...) come after every pending block.
     if (!is_quiet_builtin(fn.s)) computes_->flush(args.span, fn.s + "() has an effect");
+    if (fn.s == "latency") return measure_latency(args);
     return call_builtin(fn.s, args, ctx);
   }
   if (fn.kind == Value::Kind::Function) return call_user(*fn.function, args);
   throw Error(args.span, type_name(fn) + " is not a function");
 }
 
-Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
+Frame Interpreter::bind_call(const FunctionData& fn, CallArgs& args) {
   const ast::FuncDef& def = *fn.def;
-  if (depth_ >= kMaxCallDepth)
-    throw Error(args.span, "calls nested more than " + std::to_string(kMaxCallDepth) + " deep (runaway recursion?)");
-  if (stack_remaining() < kStackReserve)
-    throw Error(args.span, "calls nested " + std::to_string(depth_) + " deep have used up the stack (runaway recursion?)");
-  if (fn.module == instances_[main_module_->path].get() && def.name == "main") main_called_ = true;
   if (args.positional.size() > def.params.size())
     throw Error(Diagnostic{Severity::Error, args.span,
                            "'" + def.name + "' takes " + std::to_string(def.params.size()) + " argument" +
@@ -738,13 +736,6 @@ Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
     if (bound[i]) throw Error(args.keyword_spans[k], "parameter '" + name + "' is given twice");
     bound[i] = v;
   }
-  // The call counts from here: a default argument may call again
-  // (`def f(n = f())`), and that recursion must meet the limit too.
-  ++depth_;
-  struct DepthRestore {
-    int& d;
-    ~DepthRestore() { --d; }
-  } restore{depth_};
   Frame frame;
   frame.module = fn.module;
   frame.scopes.emplace_back();
@@ -759,9 +750,30 @@ Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
     }
     bind_typed_param(p, *bound[i], frame.scopes.back(), dim_sites);
   }
+  return frame;
+}
+
+Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
+  const ast::FuncDef& def = *fn.def;
+  if (depth_ >= kMaxCallDepth)
+    throw Error(args.span, "calls nested more than " + std::to_string(kMaxCallDepth) + " deep (runaway recursion?)");
+  if (stack_remaining() < kStackReserve)
+    throw Error(args.span, "calls nested " + std::to_string(depth_) + " deep have used up the stack (runaway recursion?)");
+  if (fn.module == instances_[main_module_->path].get() && def.name == "main") main_called_ = true;
+  // The call counts from here: a default argument may call again
+  // (`def f(n = f())`), and that recursion must meet the limit too.
+  ++depth_;
+  struct DepthRestore {
+    int& d;
+    ~DepthRestore() { --d; }
+  } restore{depth_};
+  Frame frame = bind_call(fn, args);
+  std::optional<ProfileSpan> span;  // --profile: the call, and its tier
+  if (Profiler::global().enabled()) span.emplace(ProfileEvent::Kind::Function, def.name, "interpreted");
   Value result;
   if (std::optional<Value> compiled = call_compiled(fn, frame, args.span)) {
     result = std::move(*compiled);
+    if (span) span->event().device = "compiled";
   } else {
     int64_t loops_before = loop_iterations_;
     Flow flow = exec_block(def.body, frame, /*new_scope=*/false);
@@ -777,9 +789,9 @@ Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
   return result;
 }
 
-std::optional<Value> Interpreter::call_compiled(const FunctionData& fn, Frame& frame, Span call) {
-  if (host_tier_->mode() == host::HostMode::Interp) return std::nullopt;
+const host::HostCode* Interpreter::compiled_code(const FunctionData& fn, Frame& frame, Span call, std::vector<std::string>* names_out) {
   const ast::FuncDef& def = *fn.def;
+  if (host_tier_->mode() == host::HostMode::Interp && def.annotations.empty()) return nullptr;
   // Its parameters, then the dimensions their types bound.
   const Scope& bound = frame.scopes.back();
   std::vector<std::string> names;
@@ -789,6 +801,16 @@ std::optional<Value> Interpreter::call_compiled(const FunctionData& fn, Frame& f
     if (std::find(names.begin(), names.end(), name) == names.end()) dims.push_back(name);
   std::sort(dims.begin(), dims.end());
   names.insert(names.end(), dims.begin(), dims.end());
+  // An argument compiled code does not take: interpreted, unless the
+  // function must compile.
+  auto not_taken = [&](const std::string& why) -> const host::HostCode* {
+    host_tier_->stays_interpreted(def, why);
+    FunctionAnnotations marks = read_function_annotations(def);
+    if (const ast::Annotation* a = marks.first_requirement())
+      throw Error(Diagnostic{Severity::Error, call, "'" + def.name + "' must compile to native code, but its " + why,
+                             {{a->span, "'" + def.name + "' is marked @" + a->name + " here"}}, ""});
+    return nullptr;
+  };
   std::vector<host::HostType> types;
   for (const std::string& name : names) {
     const Value& v = bound.at(name).value;
@@ -797,83 +819,156 @@ std::optional<Value> Interpreter::call_compiled(const FunctionData& fn, Frame& f
       case Value::Kind::Bool: types.push_back(host::HostType::of(host::HostType::Kind::Bool)); break;
       case Value::Kind::Float: types.push_back({host::HostType::Kind::Float, v.dtype, 0}); break;
       case Value::Kind::Tensor:
-        if (!v.tensor.valid()) {
-          host_tier_->stays_interpreted(def, "argument '" + name + "' is a null tensor");
-          return std::nullopt;
-        }
+        if (!v.tensor.valid()) return not_taken("argument '" + name + "' is a null tensor");
         types.push_back(host::HostType::tensor(v.tensor.dtype(), static_cast<int>(v.tensor.rank())));
         break;
       case Value::Kind::Pending: {
         types.push_back(host::HostType::tensor(v.pending->dtype, static_cast<int>(v.pending->shape.size())));
         break;
       }
-      default:  // strings, lists, records, ...: only the interpreter takes them
-        host_tier_->stays_interpreted(def, "argument '" + name + "' is of type " + type_name(v) + " (compiled code takes numbers, bools and tensors)");
-        return std::nullopt;
+      case Value::Kind::Record: {
+        std::vector<std::string> fields;
+        std::vector<host::HostType> field_types;
+        for (const auto& [field, fv] : v.record->fields) {
+          if (fv.kind == Value::Kind::Int) field_types.push_back(host::HostType::of(host::HostType::Kind::Int));
+          else if (fv.kind == Value::Kind::Bool) field_types.push_back(host::HostType::of(host::HostType::Kind::Bool));
+          else if (fv.kind == Value::Kind::Float) field_types.push_back({host::HostType::Kind::Float, fv.dtype, 0, {}, {}});
+          else
+            return not_taken("argument '" + name + "' has a field '" + field + "' of type " + type_name(fv) +
+                             " (compiled code takes records of numbers and bools)");
+          fields.push_back(field);
+        }
+        types.push_back(host::HostType::record(std::move(fields), std::move(field_types)));
+        break;
+      }
+      default:  // strings, lists, ...: only the interpreter takes them
+        return not_taken("argument '" + name + "' is of type " + type_name(v) +
+                         " (compiled code takes numbers, bools, tensors and records of numbers)");
     }
   }
   ModuleInstance* module = fn.module;
-  const host::HostCode* code = host_tier_->code_for(def, names, types, [module] {
-    std::map<std::string, const ast::FuncDef*> functions;
-    for (const auto& [name, b] : module->globals)
-      if (b.value.kind == Value::Kind::Function && b.value.function->module == module) functions[name] = b.value.function->def;
-    return functions;
-  });
-  if (!code) return std::nullopt;
+  const host::HostRefusal* refused = nullptr;
+  const host::HostCode* code = host_tier_->code_for(
+      def, names, types,
+      [module] {
+        std::map<std::string, const ast::FuncDef*> functions;
+        for (const auto& [name, b] : module->globals)
+          if (b.value.kind == Value::Kind::Function && b.value.function->module == module) functions[name] = b.value.function->def;
+        return functions;
+      },
+      &refused);
+  if (refused) {
+    FunctionAnnotations marks = read_function_annotations(def);
+    if (marks.no_allocation && refused->allocates)
+      throw Error(Diagnostic{Severity::Error, refused->where, "'" + def.name + "' may not allocate, but " + refused->reason,
+                             {{marks.no_allocation->span, "'" + def.name + "' is marked @no_allocation here"}}, ""});
+    if (const ast::Annotation* a = marks.first_requirement())
+      throw Error(Diagnostic{Severity::Error, refused->where.valid() ? refused->where : def.name_span,
+                             "'" + def.name + "' must compile to native code, but " + refused->reason,
+                             {{a->span, "'" + def.name + "' is marked @" + a->name + " here"}},
+                             "run `zyntax run --explain-host` to see what compiled code takes"});
+  }
+  if (!code) return nullptr;
   if (code->writes_tensors) {  // as a write into a tensor by interpreted code
     computes_->flush(call, "host code writes into a tensor");
     for (; launches_waited_ < launched_.size(); ++launches_waited_) launched_[launches_waited_]->wait();
   }
-  std::vector<host::HostArgument> args(names.size());
-  std::vector<uint64_t> words(names.size());
-  for (size_t i = 0; i < names.size(); ++i) {
-    Binding& b = frame.scopes.back().at(names[i]);
+  for (const std::string& name : names) {
+    Binding& b = frame.scopes.back().at(name);
     if (b.value.kind == Value::Kind::Pending) b.value = forced(b.value, call);
-    const Value& v = b.value;
-    switch (v.kind) {
-      case Value::Kind::Int: words[i] = static_cast<uint64_t>(v.i); break;
-      case Value::Kind::Bool: words[i] = v.b; break;
-      case Value::Kind::Float: std::memcpy(&words[i], &v.f, sizeof(double)); break;
-      default: {
-        Tensor& t = b.value.tensor;
-        args[i].tensor.data = code->writes_tensors ? t.data() : const_cast<void*>(std::as_const(t).data());
-        for (int64_t a = 0; a < t.rank(); ++a) args[i].tensor.shape[a] = t.dim(a);
-        words[i] = reinterpret_cast<uint64_t>(&args[i].tensor);
-      }
+  }
+  if (names_out) *names_out = names;
+  return code;
+}
+
+Value Interpreter::measure_latency(CallArgs& args) {
+  const char* usage = "latency() takes a function of the program, then its arguments: latency(f, x, y, calls=10000)";
+  if (args.positional.empty() || args.positional[0].kind != Value::Kind::Function) throw Error(args.span, usage);
+  int64_t calls = 10000;
+  for (size_t k = 0; k < args.keywords.size(); ++k) {
+    const auto& [name, v] = args.keywords[k];
+    if (name != "calls") throw Error(args.keyword_spans[k], std::string("latency() has no parameter '") + name + "'; " + usage);
+    if (v.kind != Value::Kind::Int || v.i < 1 || v.i > 100000000)
+      throw Error(args.keyword_spans[k], "calls must be an integer from 1 to 100000000");
+    calls = v.i;
+  }
+  const FunctionData& fn = *args.positional[0].function;
+  CallArgs call;
+  call.span = args.span;
+  call.positional.assign(args.positional.begin() + 1, args.positional.end());
+  call.positional_spans.assign(args.positional_spans.begin() + 1, args.positional_spans.end());
+  // The first call as any other (it compiles what must compile, and fails as it would).
+  call_user(fn, call);
+  ++depth_;
+  struct DepthRestore {
+    int& d;
+    ~DepthRestore() { --d; }
+  } restore{depth_};
+  Frame frame = bind_call(fn, call);
+  std::vector<std::string> names;
+  const host::HostCode* code = compiled_code(fn, frame, args.span, &names);
+  // The clock's own cost, taken off every call's time.
+  using Clock = std::chrono::steady_clock;
+  double overhead = 1e30;
+  for (int k = 0; k < 1000; ++k) {
+    auto t0 = Clock::now();
+    auto t1 = Clock::now();
+    overhead = std::min(overhead, std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  std::vector<double> ns(static_cast<size_t>(calls));
+  if (code) {
+    CompiledCall compiled(*code, frame.scopes.back(), names);
+    host::HostCallContext ctx;
+    ctx.depth = depth_;
+    ctx.max_depth = kMaxCallDepth;
+    uint64_t result = 0;
+    for (size_t k = 0; k < ns.size() && ctx.error_site < 0; ++k) {
+      auto t0 = Clock::now();
+      result = compiled.run(ctx);
+      auto t1 = Clock::now();
+      ns[k] = std::chrono::duration<double, std::nano>(t1 - t0).count();
+    }
+    compiled.finish(ctx, result, kMaxCallDepth);
+  } else {
+    for (double& t : ns) {
+      auto t0 = Clock::now();
+      call_user(fn, call);
+      t = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
     }
   }
+  double total = 0;
+  for (double& t : ns) {
+    t = std::max(0.0, t - overhead);
+    total += t;
+  }
+  std::sort(ns.begin(), ns.end());
+  auto at = [&](double q) { return ns[std::min(ns.size() - 1, static_cast<size_t>(q * static_cast<double>(ns.size())))]; };
+  FunctionAnnotations marks = read_function_annotations(*fn.def);
+  std::vector<std::pair<std::string, Value>> fields = {
+      {"calls", Value::of_int(calls)},
+      {"p50_ns", Value::of_float(at(0.5))},
+      {"p99_ns", Value::of_float(at(0.99))},
+      {"mean_ns", Value::of_float(total / static_cast<double>(ns.size()))},
+      {"max_ns", Value::of_float(ns.back())},
+      {"tier", Value::of_str(code ? "compiled" : "interpreted")},
+  };
+  if (marks.target_latency_ns) {
+    fields.push_back({"target_ns", Value::of_int(*marks.target_latency_ns)});
+    fields.push_back({"met", Value::of_bool(at(0.99) <= static_cast<double>(*marks.target_latency_ns))});
+  }
+  return Value::of_record(std::move(fields));
+}
+
+std::optional<Value> Interpreter::call_compiled(const FunctionData& fn, Frame& frame, Span call) {
+  std::vector<std::string> names;
+  const host::HostCode* code = compiled_code(fn, frame, call, &names);
+  if (!code) return std::nullopt;
+  CompiledCall compiled(*code, frame.scopes.back(), names);
   host::HostCallContext ctx;
   ctx.depth = depth_;
   ctx.max_depth = kMaxCallDepth;
-  uint64_t result = 0;
-  code->entry(&ctx, words.data(), &result);
-  if (ctx.error_site >= 0) {
-    const host::ErrorSite& site = code->sites.at(static_cast<size_t>(ctx.error_site));
-    switch (site.kind) {
-      case host::ErrorSite::Kind::IndexOutOfRange: {
-        Shape shape(ctx.tensor->shape, ctx.tensor->shape + site.rank);
-        throw Error(site.span, "index " + std::to_string(ctx.detail) + " is out of range for axis " + std::to_string(site.axis) +
-                                   " of a tensor of shape " + shape_str(shape));
-      }
-      case host::ErrorSite::Kind::IntegerDivisionByZero: throw Error(site.span, "integer division by zero");
-      case host::ErrorSite::Kind::IntegerRemainderByZero: throw Error(site.span, "integer remainder by zero");
-      case host::ErrorSite::Kind::StepNotPositive: throw Error(site.span, "the loop step must be positive, got " + std::to_string(ctx.detail));
-      case host::ErrorSite::Kind::CallsTooDeep:
-        throw Error(site.span, "calls nested more than " + std::to_string(kMaxCallDepth) + " deep (runaway recursion?)");
-    }
-  }
-  switch (code->result.kind) {
-    case host::HostType::Kind::Int: return Value::of_int(static_cast<int64_t>(result));
-    case host::HostType::Kind::Bool: return Value::of_bool(result != 0);
-    case host::HostType::Kind::Float: {
-      double d;
-      std::memcpy(&d, &result, sizeof d);
-      Value v = Value::of_float(d);
-      v.dtype = code->result.dtype;
-      return v;
-    }
-    default: return Value::none();
-  }
+  uint64_t result = compiled.run(ctx);
+  return compiled.finish(ctx, result, kMaxCallDepth);
 }
 
 void Interpreter::bind_typed_param(const ast::Param& p, const Value& v, Scope& scope, std::map<std::string, Span>& dim_sites) {

@@ -91,9 +91,18 @@ class Interpreter {
   std::string statement_label(const ast::Stmt& s) const;
   Value call_function(const Value& fn, CallArgs& args);
   Value call_user(const FunctionData& fn, CallArgs& args);
+  // A frame with the call's arguments bound to the function's parameters
+  // (defaults evaluated, types checked, dimensions bound).
+  Frame bind_call(const FunctionData& fn, CallArgs& args);
+  // latency(f, args..., calls=N): f called N times, each call timed.
+  Value measure_latency(CallArgs& args);
   // The call run by the function's compiled code, where the host tier has
   // some for its arguments (bound in `frame`); nullopt to interpret it.
   std::optional<Value> call_compiled(const FunctionData& fn, Frame& frame, Span call);
+  // The compiled code for the call with the arguments bound in `frame`
+  // (computed, where pending), and the names it takes them by; or null.
+  // Errors where a function that must compile cannot.
+  const host::HostCode* compiled_code(const FunctionData& fn, Frame& frame, Span call, std::vector<std::string>* names);
   void bind_typed_param(const ast::Param& p, const Value& v, Scope& scope, std::map<std::string, Span>& dim_sites);
   void check_type(const ast::TypeExpr& t, const Value& v, Span where, Scope& scope, const std::string& what,
                   const std::string& param, std::map<std::string, Span>* dim_sites);

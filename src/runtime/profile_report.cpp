@@ -33,8 +33,44 @@ const char* category(ProfileEvent::Kind k) {
     case ProfileEvent::Kind::Kernel: return "kernel";
     case ProfileEvent::Kind::Copy: return "copy";
     case ProfileEvent::Kind::Wait: return "wait";
+    case ProfileEvent::Kind::Function: return "function";
   }
   return "host";
+}
+
+// Names left, numbers right, each column as wide as its widest cell.
+void print_table(const std::vector<std::vector<std::string>>& table, std::ostream& out) {
+  std::vector<size_t> width(table[0].size(), 0);
+  for (const auto& row : table)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : table) {
+    out << " ";
+    for (size_t c = 0; c < row.size(); ++c) {
+      std::string pad(width[c] - row[c].size(), ' ');
+      out << "  " << (c < 2 ? row[c] + pad : pad + row[c]);
+    }
+    out << "\n";
+  }
+}
+
+// Host functions called from interpreted code, by the tier that ran them
+// (time includes what they called).
+void print_functions(const std::vector<ProfileEvent>& events, std::ostream& out) {
+  struct Row {
+    int64_t calls = 0, ns = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Row> rows;
+  for (const ProfileEvent& e : events) {
+    if (e.kind != ProfileEvent::Kind::Function) continue;
+    Row& r = rows[{e.name, e.device}];
+    ++r.calls;
+    r.ns += e.duration_ns;
+  }
+  if (rows.empty()) return;
+  std::vector<std::vector<std::string>> table = {{"host function", "tier", "calls", "total ms", "mean us"}};
+  for (const auto& [key, r] : rows)
+    table.push_back({key.first, key.second, std::to_string(r.calls), fixed(r.ns * 1e-6, 3), fixed(r.ns * 1e-3 / static_cast<double>(r.calls), 3)});
+  print_table(table, out);
 }
 
 }  // namespace
@@ -79,24 +115,12 @@ void print_profile(const std::vector<ProfileEvent>& events, int64_t wall_ns, std
                      seconds > 0 ? fixed(r.bytes / seconds * 1e-9, 2) : "-",
                      seconds > 0 && r.flops_known ? fixed(r.flops / seconds * 1e-9, 2) : "-"});
   }
-  std::vector<size_t> width(table[0].size(), 0);
-  for (const auto& row : table)
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
   out << "profile: " << fixed(wall_ns * 1e-6, 1) << " ms in all; kernels " << fixed(kernel_ns * 1e-6, 1)
       << " ms, compiling " << fixed(compile_ns * 1e-6, 1) << " ms, copies to the host " << fixed(copy_ns * 1e-6, 1) << " ms ("
       << fixed(copy_bytes / 1048576.0, 1) << " MiB), waiting on async launches " << fixed(wait_ns * 1e-6, 1) << " ms\n";
-  if (sorted.empty()) {
-    out << "  no kernels ran\n";
-    return;
-  }
-  for (const auto& row : table) {
-    out << " ";
-    for (size_t c = 0; c < row.size(); ++c) {
-      std::string pad(width[c] - row[c].size(), ' ');
-      out << "  " << (c < 2 ? row[c] + pad : pad + row[c]);  // names left, numbers right
-    }
-    out << "\n";
-  }
+  if (sorted.empty()) out << "  no kernels ran\n";
+  else print_table(table, out);
+  print_functions(events, out);
 }
 
 void write_chrome_trace(const std::vector<ProfileEvent>& events, std::ostream& out) {

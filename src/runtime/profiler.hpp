@@ -13,9 +13,11 @@
 namespace zyntax {
 
 struct ProfileEvent {
-  enum class Kind { Host, Compile, Kernel, Copy, Wait };
+  // Function: a call of a host function (from interpreted code), `device`
+  // the tier that ran it ("compiled" or "interpreted").
+  enum class Kind { Host, Compile, Kernel, Copy, Wait, Function };
   Kind kind = Kind::Host;
-  std::string name;    // the kernel, the statement, "device -> host"
+  std::string name;    // the kernel, the statement, "device -> host", the function
   std::string device;  // where it ran ("" for the host)
   int64_t start_ns = 0;
   int64_t duration_ns = 0;

@@ -10,7 +10,7 @@ const std::vector<std::string>& builtin_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n = {
         // input and output
-        "print", "println", "load", "save", "time",
+        "print", "println", "load", "save", "time", "latency",
         // tensors made
         "zeros", "ones", "full", "arange", "rand", "randn",
         // layout

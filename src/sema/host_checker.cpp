@@ -5,6 +5,7 @@
 #include <set>
 
 #include "sema/builtin_names.hpp"
+#include "sema/function_annotations.hpp"
 #include "sema/kernel_annotations.hpp"
 #include "sema/static_type.hpp"
 #include "support/nearest_name.hpp"
@@ -262,6 +263,7 @@ class Checker {
   }
 
   void function_body(const ast::FuncDef& f) {
+    read_function_annotations(f, &diags());
     scopes_.emplace_back();
     std::set<std::string> seen;
     for (const ast::Param& p : f.params) {

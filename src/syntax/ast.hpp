@@ -270,6 +270,9 @@ struct FuncDef : Stmt {
   std::vector<Param> params;
   std::unique_ptr<TypeExpr> return_type;
   Block body;
+  // `@critical_path`, `@no_allocation`, ... written on the lines before it
+  // (sema/function_annotations reads them).
+  std::vector<Annotation> annotations;
   FuncDef(Span s, FuncKind k) : Stmt(StmtKind::FuncDef, s), func_kind(k) {}
 };
 

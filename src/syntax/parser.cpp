@@ -149,6 +149,7 @@ class Parser {
     int saved_depth = depth_;
     try {
       StmtPtr s = parse_statement();
+      if (s && s->kind == StmtKind::FuncDef) take_annotations(as<FuncDef>(*s), out);
       if (s) out.push_back(std::move(s));
       end_of_statement();
     } catch (const ParseAbort&) {
@@ -157,6 +158,14 @@ class Parser {
       if (pos_ == start && !at(Tok::End)) advance();
       synchronize();
     }
+  }
+
+  // Annotations on the lines just before a function are the function's.
+  static void take_annotations(FuncDef& f, std::vector<StmtPtr>& before) {
+    size_t first = before.size();
+    while (first > 0 && before[first - 1]->kind == StmtKind::Annotation) --first;
+    for (size_t i = first; i < before.size(); ++i) f.annotations.push_back(std::move(as<AnnotationStmt>(*before[i]).annotation));
+    before.erase(before.begin() + static_cast<std::ptrdiff_t>(first), before.end());
   }
 
   void end_of_statement() {

@@ -21,9 +21,9 @@ LAYERS = {
     "support": 0,
     "syntax": 1, "target": 1,
     "cir": 2, "driver": 2,
-    "sema": 3, "runtime": 3, "plan": 3, "fusion": 3,
-    "lower": 4, "codegen": 4,
-    "backends": 5,
+    "sema": 3, "runtime": 3, "plan": 3,
+    "lower": 4, "codegen": 4, "fusion": 4,
+    "backends": 5, "host": 5,
     "interp": 6,
     "api": 7,
 }

@@ -83,6 +83,48 @@ TEST(HostTier, WritesIntoTensorsAsInterpreted) {
       "tensor([[0.5, 1.5, 2.5], [3.5, 4.5, 5.5]], f32)\ntensor([0, 1000000000, 2000000000, -1294967296], i32)\n");
 }
 
+TEST(HostTier, RecordsOfNumbersAreReadAndWrittenInPlace) {
+  same_compiled(
+      "def fill(o, q, price: float, qty: int) -> float {\n o.qty += qty\n o.price = price\n o.live = o.qty > 0\n"
+      " q.qty = q.qty * 2\n return o.price * o.qty\n}\n"
+      "let a = {price: 1.5, qty: 3, live: false}\nprintln(fill(a, a, 2.25, 4), a.price, a.qty, a.live)\n"
+      "let b = {price: 0.5, qty: 1, live: true}\nprintln(fill(a, b, 0.5, -1), a, b)\n",
+      "31.5 2.25 14 true\n6.5 {price: 0.5, qty: 13, live: true} {price: 0.5, qty: 2, live: true}\n");
+}
+
+// latency(f, ...) calls a function many times, each call timed, and says
+// which tier ran it and whether its target was met (timings themselves are
+// not checked here).
+TEST(HostTier, LatencyTimesEachCallOfACompiledFunction) {
+  auto r = run("@critical_path\n@target_latency(1ms)\ndef bump(o, by: int) -> int {\n o.n += by\n return o.n\n}\n"
+               "let c = {n: 0}\nlet l = latency(bump, c, 2, calls=1000)\n"
+               "println(c.n, l.calls, l.tier, l.target_ns, l.p50_ns <= l.p99_ns, l.p99_ns <= l.max_ns, l.mean_ns >= 0.0)\n",
+               host::HostMode::Tiered);
+  ASSERT_TRUE(r->ok) << r->errors();
+  EXPECT_EQ(r->out.str(), "2002 1000 compiled 1000000 true true true\n");
+  auto bad = run("def f(n: int) -> int {\n return n\n}\nprintln(latency(f, 1, calls=0))\n", host::HostMode::Tiered);
+  EXPECT_FALSE(bad->ok);
+  EXPECT_TRUE(contains(bad->errors(), "calls must be an integer from 1 to 100000000")) << bad->errors();
+}
+
+// A function marked to be on the critical path is compiled before its
+// first call in every tier, and is an error where it cannot be.
+TEST(HostTier, CriticalFunctionsMustCompile) {
+  for (host::HostMode mode : {host::HostMode::Tiered, host::HostMode::Compiled, host::HostMode::Interp}) {
+    auto ok = run("@critical_path\ndef f(n: int) -> int {\n return n * 2\n}\nprintln(f(21))\n", mode);
+    ASSERT_TRUE(ok->ok) << ok->errors();
+    EXPECT_EQ(ok->out.str(), "42\n");
+    EXPECT_TRUE(contains(ok->explain.str(), "host: 'f' (line 2)")) << ok->explain.str();
+    auto allocates = run("@no_allocation\ndef f(n: int) -> int {\n let l = [n]\n return n\n}\nprintln(f(1))\n", mode);
+    EXPECT_FALSE(allocates->ok);
+    EXPECT_TRUE(contains(allocates->errors(), "p.zynml:3:10: error: 'f' may not allocate, but a list allocates")) << allocates->errors();
+    EXPECT_TRUE(contains(allocates->errors(), "'f' is marked @no_allocation here")) << allocates->errors();
+    auto strings = run("@critical_path\ndef f(s) {\n return 1\n}\nprintln(f(\"x\"))\n", mode);
+    EXPECT_FALSE(strings->ok);
+    EXPECT_TRUE(contains(strings->errors(), "'f' must compile to native code, but its argument 's' is of type str")) << strings->errors();
+  }
+}
+
 // What cannot be compiled runs interpreted, and --explain-host says why,
 // at the line it comes from.
 TEST(HostTier, ExplainSaysWhyAFunctionStaysInterpreted) {
