@@ -126,6 +126,43 @@ for r in 0..REPEAT {
 print("ns", best * 1e9 / (ROWS * ROWS))
 """
 
+BOOK_HOST = """def update(book, side: int, price: float, qty: int) -> float {
+    if side == 0 {
+        if price > book.bid {
+            book.bid = price
+            book.bid_qty = qty
+        } elif price == book.bid {
+            book.bid_qty += qty
+        }
+    } else {
+        if price < book.ask {
+            book.ask = price
+            book.ask_qty = qty
+        } elif price == book.ask {
+            book.ask_qty += qty
+        }
+    }
+    book.updates += 1
+    return book.ask - book.bid
+}
+def replay(book, n: int) -> float {
+    var spread = 0.0
+    for k in 0..n {
+        spread = update(book, k % 2, 99.0 + (k % 7) * 0.25, 1 + k % 3)
+    }
+    return spread
+}
+let book = {bid: 99.5, bid_qty: 10, ask: 100.5, ask_qty: 7, updates: 0}
+var best = 1e30
+for r in 0..REPEAT {
+    let t0 = time()
+    let s = replay(book, BOOK)
+    best = min(best, time() - t0)
+}
+print("ns", best * 1e9 / BOOK)
+"""
+
+BOOK = 1_000_000
 COLLATZ = 30_000
 ROWS = 1000
 
@@ -168,6 +205,13 @@ def order_book_update_python(book, side, price, qty):
     return book["ask"] - book["bid"]
 
 
+def replay_python(book, n):
+    spread = 0.0
+    for k in range(n):
+        spread = order_book_update_python(book, k % 2, 99.0 + (k % 7) * 0.25, 1 + k % 3)
+    return spread
+
+
 def fib_calls(n):
     a, b = 1, 1  # calls of fib(0), fib(1)
     for _ in range(n - 1):
@@ -177,7 +221,7 @@ def fib_calls(n):
 
 def run_zyntax(zyntax, src, repeat, host="interp"):
     src = src.replace("REPEAT", str(repeat)).replace("CALLS", str(fib_calls(FIB))).replace("FIB", str(FIB))
-    src = src.replace("COLLATZ_STEPS", str(COLLATZ_STEPS)).replace("COLLATZ", str(COLLATZ)).replace("ROWS", str(ROWS))
+    src = src.replace("BOOK", str(BOOK)).replace("COLLATZ_STEPS", str(COLLATZ_STEPS)).replace("COLLATZ", str(COLLATZ)).replace("ROWS", str(ROWS))
     src = re.sub(r"\bN\b", str(N), src)
     with tempfile.NamedTemporaryFile("w", suffix=".zynml", delete=False) as f:
         f.write(src)
@@ -224,6 +268,7 @@ def main():
     prices = [random.random() for _ in range(N)]
     matrix = [[random.gauss(0, 1) for _ in range(ROWS)] for _ in range(ROWS)]
     sums = [0.0] * ROWS
+    book = {"bid": 99.5, "bid_qty": 10, "ask": 100.5, "ask_qty": 7, "updates": 0}
     programs = [
         ("moving average over %s f32 prices (ns per element)" % "{:,}".format(N), EMA_HOST,
          lambda: ema_python(prices, 0.1), N, EMA_BLOCK),
@@ -233,6 +278,8 @@ def main():
          COLLATZ_HOST, lambda: collatz_python(COLLATZ), COLLATZ_STEPS, None),
         ("squared row sums of a %dx%d f64 tensor, in place (ns per element)" % (ROWS, ROWS), ROWS_HOST,
          lambda: row_sums_python(matrix, sums), ROWS * ROWS, None),
+        ("order book: %s updates of a record, replayed by a host function (ns per update)" % "{:,}".format(BOOK), BOOK_HOST,
+         lambda: replay_python(dict(book), BOOK), BOOK, None),
     ]
     rows = []
     for label, src, python, per, block in programs:

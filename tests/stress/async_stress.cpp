@@ -22,7 +22,26 @@ namespace {
 // Four async kernels per round on four devices, awaited together, then
 // compared with the same arithmetic on the host; sizes vary so new
 // specialisations are compiled while others run.
+//
+// Host functions in it are compiled in the background (the tiered host
+// code) while the interpreter goes on and the other threads launch and
+// compile kernels; their results are checked the same way.
 const char* kProgram = R"(
+def triangle(n: int) -> int {
+    var s = 0
+    for i in 0..n {
+        s += i
+    }
+    return s
+}
+def add_one(t: tensor[n, f32], book) {
+    for i in 0..n {
+        t[i] = t[i] + 1.0
+    }
+    book.calls += 1
+}
+let ones = zeros([9])
+let book = {calls: 0}
 var total = 0
 var bad = 0
 for r in 0..rounds:
@@ -55,6 +74,9 @@ for r in 0..rounds:
     if not all(ys[2] == x * x): bad += 1
     if not all(ys[3] == x + 0.5): bad += 1
     total += 4
+    if triangle(r + 10) != (r + 10) * (r + 9) / 2: bad += 1
+    add_one(ones, book)
+    if ones[8] != float(r + 1) or book.calls != r + 1: bad += 1
     // A host write into an input of a block still running: the block sees
     // the input as it was at launch, never a torn or later value.
     let before = x[0]

@@ -630,6 +630,33 @@ TEST(BlockFusion, AFusionBeyondTheDevicesRegistersIsNotMade) {
   EXPECT_EQ(fusion::plan_run(blocks, &gpu).launches.size(), 1u);
 }
 
+// A fused kernel the device's GPU plan cannot take, where the consumer's
+// plan can, is not made: here private memory too small for the registers
+// in which the row schedule keeps a row that the fused kernel reads twice
+// (by the fused maximum and by the sum) and the sum alone reads once.
+TEST(BlockFusion, AFusionTheDevicesPlanCannotTakeIsNotMade) {
+  cir::Kernel m = testing::kernel_of(
+      "def f(x: tensor[r, c, f32]) {\n return compute(x) {\n  @kernel reduce(max, axis=1)\n  for i in 0..r, j in 0..c:\n   yield x[i, j]\n }\n}");
+  cir::Kernel d = testing::kernel_of(
+      "def f(x: tensor[r, c, f32], m: tensor[r, f32]) {\n return compute(x, m) {\n  for i in 0..r:\n   var s = 0.0\n"
+      "   for j in 0..c:\n    s += exp(x[i, j] - m[i])\n   out[i] = s\n }\n}");
+  m = cir::specialize(m, {{"r", 64}, {"c", 1024}});
+  d = cir::specialize(d, {{"r", 64}, {"c", 1024}});
+  GpuTarget gpu = testing::nvidia_target("sm_80");
+  std::vector<fusion::RunBlock> blocks = {{&m, "m", 3, false, {}}, {&d, "d", 9, false, {}}};
+  fusion::RunPlan fits = fusion::plan_run(blocks, &gpu);
+  ASSERT_EQ(fits.launches.size(), 1u);
+  EXPECT_EQ(gpu_plan(fits.launches[0].kernel, gpu).schedule, GpuSchedule::Rows);
+  gpu.private_memory_per_thread = 16;
+  ASSERT_FALSE(gpu_plan(fits.launches[0].kernel, gpu).kernel);
+  ASSERT_TRUE(gpu_plan(d, gpu).kernel);
+  fusion::RunPlan split = fusion::plan_run(blocks, &gpu);
+  ASSERT_EQ(split.launches.size(), 2u);
+  ASSERT_FALSE(split.explanations.empty());
+  EXPECT_EQ(split.explanations[0].rfind("not fused: line 3 into line 9: the fused kernel would not run on cuda sm_80 (", 0), 0u)
+      << split.explanations[0];
+}
+
 TEST(BlockFusion, OffRunsEveryBlockAsWritten) {
   auto r = run("let x = rand([8])\nlet a = compute(x) {\n  for i in 0..8:\n    out[i] = x[i] + 1.0\n}\n"
                "let b = compute(a) {\n  for i in 0..8:\n    out[i] = a[i] * 2.0\n}\nprint(sum(b) > 0.0)\n",
