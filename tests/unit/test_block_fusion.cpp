@@ -26,29 +26,19 @@
 #include "lower/check_program.hpp"
 #include "plan/gpu_plan.hpp"
 #include "plan/kernel_support.hpp"
+#include "program_run.hpp"
 
 namespace zyntax {
 namespace {
 
-struct Run {
-  Session session;
-  std::ostringstream out, explain;
-  bool ok = false;
-  std::string errors() { return session.diags().render_all(); }
-};
+using Run = testing::ProgramRun;
 
 std::unique_ptr<Run> run(const std::string& src, const std::string& device, bool fusion) {
-  auto r = std::make_unique<Run>();
-  LoadedModule* m = r->session.load_text("p.zynml", src);
-  if (r->session.diags().has_errors() || !check_program(r->session, *m)) return r;
   RunOptions o;
-  o.out = &r->out;
   o.device = device;
   o.fusion = fusion;
-  o.explain_fusion = &r->explain;
-  Interpreter interp(r->session, o);
-  r->ok = interp.run(*m);
-  return r;
+  o.explain_fusion = &std::cerr;  // any stream: the run's own takes its place
+  return testing::run_program(src, o);
 }
 
 std::vector<std::string> devices() {

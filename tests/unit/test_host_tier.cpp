@@ -10,29 +10,19 @@
 #include "host/host_tier.hpp"
 #include "interp/host_interpreter.hpp"
 #include "lower/check_program.hpp"
+#include "program_run.hpp"
 
 namespace zyntax {
 namespace {
 
-struct Run {
-  Session session;
-  std::ostringstream out, explain;
-  bool ok = false;
-  std::string errors() { return session.diags().render_all(); }
-};
+using Run = testing::ProgramRun;
 
 std::unique_ptr<Run> run(const std::string& src, host::HostMode mode) {
-  auto r = std::make_unique<Run>();
-  LoadedModule* m = r->session.load_text("p.zynml", src);
-  if (r->session.diags().has_errors() || !check_program(r->session, *m)) return r;
   RunOptions o;
-  o.out = &r->out;
   o.device = "cpu";
   o.host = mode;
-  o.explain_host = &r->explain;
-  Interpreter interp(r->session, o);
-  r->ok = interp.run(*m);
-  return r;
+  o.explain_host = &std::cerr;  // any stream: the run's own takes its place
+  return testing::run_program(src, o);
 }
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }

@@ -8,27 +8,15 @@
 #include "driver/session.hpp"
 #include "interp/host_interpreter.hpp"
 #include "lower/check_program.hpp"
+#include "program_run.hpp"
 
 namespace zyntax {
 namespace {
 
-struct Run {
-  Session session;
-  std::ostringstream out;
-  bool ok = false;
-  std::string errors() { return session.diags().render_all(); }
-};
-
-std::unique_ptr<Run> run(const std::string& src) {
-  auto r = std::make_unique<Run>();
-  LoadedModule* m = r->session.load_text("p.zynml", src);
-  if (r->session.diags().has_errors() || !check_program(r->session, *m)) return r;
+std::unique_ptr<testing::ProgramRun> run(const std::string& src) {
   RunOptions o;
-  o.out = &r->out;
   o.device = "cpu:reference";
-  Interpreter interp(r->session, o);
-  r->ok = interp.run(*m);
-  return r;
+  return testing::run_program(src, o);
 }
 
 bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
