@@ -40,11 +40,14 @@ struct NotCompiled {
   Span span;
   std::string why;
   bool allocates = false;
+  bool whatever_the_arguments = false;
 };
 
 [[noreturn]] void refuse(Span s, std::string why) { throw NotCompiled{s, std::move(why)}; }
+// What the function's code alone rules out, whatever its arguments' types.
+[[noreturn]] void refuse_always(Span s, std::string why) { throw NotCompiled{s, std::move(why), false, true}; }
 // What allocates memory (what `@no_allocation` forbids) is never compiled.
-[[noreturn]] void refuse_allocation(Span s, std::string what) { throw NotCompiled{s, what + " allocates", true}; }
+[[noreturn]] void refuse_allocation(Span s, std::string what) { throw NotCompiled{s, what + " allocates", true, true}; }
 
 bool is_number(const HostType& t) { return t.kind == Kind::Int || t.kind == Kind::Float; }
 
@@ -206,9 +209,9 @@ class Lowerer {
     switch (s.kind) {
       case ast::StmtKind::Let: {
         const auto& l = ast::as<ast::Let>(s);
-        if (l.destructure || l.names.size() != 1) refuse(s.span, "tuples are not compiled");
-        if (l.type) refuse(l.type->span, "a typed 'let' is not compiled");
-        if (!l.init) refuse(s.span, "a declaration without a value is not compiled");
+        if (l.destructure || l.names.size() != 1) refuse_always(s.span, "tuples are not compiled");
+        if (l.type) refuse_always(l.type->span, "a typed 'let' is not compiled");
+        if (!l.init) refuse_always(s.span, "a declaration without a value is not compiled");
         std::optional<HostType> t = type_of(*l.init, scopes);
         if (!t) refuse(l.init->span, "the type of '" + l.names[0] + "' depends on a recursive call");
         if (t->kind == Kind::None) refuse(l.init->span, "'" + l.names[0] + "' would hold none");
@@ -226,7 +229,7 @@ class Lowerer {
       }
       case ast::StmtKind::ExprStmt: {
         const auto& e = ast::as<ast::ExprStmt>(s);
-        if (e.expr->kind != ast::ExprKind::Call) refuse(s.span, "an expression statement that is not a call");
+        if (e.expr->kind != ast::ExprKind::Call) refuse_always(s.span, "an expression statement that is not a call");
         type_of(*e.expr, scopes);
         return;
       }
@@ -247,7 +250,7 @@ class Lowerer {
         const auto& f = ast::as<ast::For>(s);
         scopes.emplace_back();
         for (const ast::ForRange& r : f.ranges) {
-          if (!r.hi) refuse(r.span, "a loop over a value's items is not compiled (a range 'lo..hi' is)");
+          if (!r.hi) refuse_always(r.span, "a loop over a value's items is not compiled (a range 'lo..hi' is)");
           for (const ast::Expr* e : {r.lo.get(), r.hi.get(), r.step.get()}) {
             if (!e) continue;
             std::optional<HostType> t = type_of(*e, scopes);
@@ -281,8 +284,8 @@ class Lowerer {
       case ast::StmtKind::Break:
       case ast::StmtKind::Continue: return;
       case ast::StmtKind::BlockStmt: type_block(ast::as<ast::BlockStmt>(s).block, scopes, result, returns_nothing); return;
-      case ast::StmtKind::FuncDef: refuse(s.span, "a function defined inside a function is not compiled");
-      default: refuse(s.span, "this statement is not compiled");
+      case ast::StmtKind::FuncDef: refuse_always(s.span, "a function defined inside a function is not compiled");
+      default: refuse_always(s.span, "this statement is not compiled");
     }
   }
 
@@ -353,14 +356,14 @@ class Lowerer {
   std::optional<HostType> type_of(const ast::Expr& e, Types& scopes) {
     switch (e.kind) {
       case ast::ExprKind::IntLit:
-        if (!ast::as<ast::IntLit>(e).unit.empty()) refuse(e.span, "a number with a unit is not compiled");
+        if (!ast::as<ast::IntLit>(e).unit.empty()) refuse_always(e.span, "a number with a unit is not compiled");
         return HostType::of(Kind::Int);
       case ast::ExprKind::FloatLit: return HostType::of(Kind::Float);
       case ast::ExprKind::BoolLit: return HostType::of(Kind::Bool);
       case ast::ExprKind::Name: {
         const auto& n = ast::as<ast::Name>(e);
         if (Local* l = find(scopes, n.name)) return l->type;
-        refuse(e.span, "'" + n.name + "' is not a local of the function (module-level values are read by the interpreter)");
+        refuse_always(e.span, "'" + n.name + "' is not a local of the function (module-level values are read by the interpreter)");
       }
       case ast::ExprKind::Unary: {
         const auto& u = ast::as<ast::Unary>(e);
@@ -382,7 +385,7 @@ class Lowerer {
       case ast::ExprKind::Tuple: refuse_allocation(e.span, "a tuple");
       case ast::ExprKind::Record: refuse_allocation(e.span, "a record");
       case ast::ExprKind::Compute: refuse_allocation(e.span, "a compute block (its result)");
-      default: refuse(e.span, "this expression is not compiled");
+      default: refuse_always(e.span, "this expression is not compiled");
     }
   }
 
@@ -394,7 +397,7 @@ class Lowerer {
         if (t && !is_number(*t) && t->kind != Kind::Bool) refuse(side->span, "'" + std::string(ast::binop_text(b.op)) + "' of " + t->str() + " is not compiled");
       return HostType::of(Kind::Bool);
     }
-    if (b.op == Op::MatMul) refuse(b.span, "'@' is not compiled");
+    if (b.op == Op::MatMul) refuse_always(b.span, "'@' is not compiled");
     for (const auto& t : {x, y})
       if (t && !is_number(*t)) refuse(b.span, "'" + std::string(ast::binop_text(b.op)) + "' on " + t->str() + " is not compiled");
     if (b.op == Op::Eq || b.op == Op::Ne) {
@@ -412,10 +415,10 @@ class Lowerer {
   }
 
   std::optional<HostType> type_call(const ast::Call& c, Types& scopes) {
-    if (c.callee->kind != ast::ExprKind::Name) refuse(c.callee->span, "calling this is not compiled");
+    if (c.callee->kind != ast::ExprKind::Name) refuse_always(c.callee->span, "calling this is not compiled");
     const std::string& name = ast::as<ast::Name>(*c.callee).name;
     for (const ast::Arg& a : c.args)
-      if (!a.name.empty()) refuse(a.name_span, "keyword arguments are not compiled");
+      if (!a.name.empty()) refuse_always(a.name_span, "keyword arguments are not compiled");
     if (find(scopes, name)) refuse(c.callee->span, "calling a local value is not compiled");
     std::vector<HostType> args;
     std::vector<bool> known;
@@ -451,7 +454,7 @@ class Lowerer {
     for (const char* m : kMakesTensors)
       if (name == m) refuse_allocation(c.span, "'" + name + "'");
     std::optional<MathFn> fn = parse_math_fn(name);
-    if (!fn) refuse(c.callee->span, "'" + name + "' is not compiled (a builtin without a native form, or not one of the module's functions)");
+    if (!fn) refuse_always(c.callee->span, "'" + name + "' is not compiled (a builtin without a native form, or not one of the module's functions)");
     if (static_cast<int>(args.size()) != math_fn_arity(*fn)) refuse(c.span, "'" + name + "' with " + std::to_string(args.size()) + " arguments is not compiled");
     if (!all_known) return std::nullopt;
     bool ints = math_fn_keeps_int(*fn);
@@ -512,7 +515,6 @@ class Lowerer {
     if (marks.inline_always) p.fn->addFnAttr(llvm::Attribute::AlwaysInline);
     fn_ = p.fn;
     result_ = p.result;
-    def_ = p.def;
     llvm::BasicBlock* entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry);
     ctx_arg_ = fn_->getArg(0);
@@ -1015,7 +1017,6 @@ class Lowerer {
   llvm::Function* fn_ = nullptr;
   llvm::Value* ctx_arg_ = nullptr;
   HostType result_;
-  const ast::FuncDef* def_ = nullptr;
   bool unchecked_ = false;  // @unchecked: tensor indices are not checked
   Types scopes_;
   std::vector<Loop> loops_;
@@ -1079,6 +1080,7 @@ HostLowering lower_host_function(const ast::FuncDef& def, const std::vector<std:
     out.where = n.span;
     out.reason = n.why;
     out.allocates = n.allocates;
+    out.whatever_the_arguments = n.whatever_the_arguments;
     return out;
   }
   std::string problems;

@@ -89,6 +89,7 @@ struct HostLowering {
   Span where;          // and the span it points at
   std::string reason;  // without the line
   bool allocates = false;  // the reason is something that allocates
+  bool whatever_the_arguments = false;  // the code alone rules it out, for any argument types
 };
 HostLowering lower_host_function(const ast::FuncDef& def, const std::vector<std::string>& names, const std::vector<HostType>& types,
                                  const FunctionResolver& resolve, llvm::LLVMContext& ctx, const SourceFile* file);

@@ -37,7 +37,7 @@ std::shared_ptr<HostCode> compile(const ast::FuncDef* def, std::vector<std::stri
     };
     HostLowering lowered = lower_host_function(*def, names, types, resolve, ctx, file);
     if (!lowered.compiled) {
-      *why = {lowered.why, lowered.where, lowered.reason, lowered.allocates};
+      *why = {lowered.why, lowered.where, lowered.reason, lowered.allocates, lowered.whatever_the_arguments};
       return nullptr;
     }
     HostCompilation& c = *lowered.compiled;
@@ -93,25 +93,28 @@ const HostCode* HostTier::code_for(const ast::FuncDef& def, const std::vector<st
     ++use.calls;
     bool ready = must || mode_ == HostMode::Compiled || use.calls >= kCallsBeforeCompiling || use.loops >= kLoopsBeforeCompiling;
     if (!ready) return nullptr;
-    start(sig, def, names, types, functions(), must || mode_ == HostMode::Compiled);
-    it = entries_.find(sig);
   }
-  Entry& e = it->second;
+  Entry& e = it != entries_.end() ? it->second : start(sig, def, names, types, functions(), must || mode_ == HostMode::Compiled);
   if (e.code.wait_for(std::chrono::seconds(0)) == std::future_status::timeout) return nullptr;  // still compiling
   const std::shared_ptr<HostCode>& code = e.code.get();
   if (!e.explained) explain(def, sig.types, e, code);
   if (!code && refused) *refused = e.why.get();
+  if (!code && e.why->whatever_the_arguments && !must) never_.insert(&def);
   if (mode_ == HostMode::Interp) return nullptr;
   if (code) ran_compiled_[&def] = true;
   return code.get();
 }
 
+std::string HostTier::heading(const ast::FuncDef& def) const {
+  std::string where;
+  if (sources_ && def.span.valid()) where = " (line " + std::to_string(sources_->file(def.span.file).line_col(def.span.begin).line) + ")";
+  return "host: '" + def.name + "'" + where;
+}
+
 void HostTier::stays_interpreted(const ast::FuncDef& def, const std::string& why) {
   if (!explain_ || mode_ == HostMode::Interp || said_interpreted_[&def]) return;
   said_interpreted_[&def] = true;
-  std::string where;
-  if (sources_ && def.span.valid()) where = " (line " + std::to_string(sources_->file(def.span.file).line_col(def.span.begin).line) + ")";
-  *explain_ << "host: '" << def.name << "'" << where << " stays interpreted: " << why << "\n";
+  *explain_ << heading(def) << " stays interpreted: " << why << "\n";
 }
 
 void HostTier::count_loops(const ast::FuncDef& def, int64_t iterations) {
@@ -126,11 +129,9 @@ const char* HostTier::tier_of(const ast::FuncDef& def) const {
 void HostTier::explain(const ast::FuncDef& def, const std::string& types, Entry& e, const std::shared_ptr<HostCode>& code) {
   e.explained = true;
   if (!explain_) return;
-  std::string where;
-  if (sources_ && def.span.valid()) where = " (line " + std::to_string(sources_->file(def.span.file).line_col(def.span.begin).line) + ")";
-  if (code && mode_ == HostMode::Interp) *explain_ << "host: '" << def.name << "'" << where << " compiles for " << types << " (run interpreted: --host=interp)\n";
-  else if (code) *explain_ << "host: '" << def.name << "'" << where << " runs compiled for " << types << "\n";
-  else *explain_ << "host: '" << def.name << "'" << where << " stays interpreted: " << e.why->why << "\n";
+  if (code && mode_ == HostMode::Interp) *explain_ << heading(def) << " compiles for " << types << " (run interpreted: --host=interp)\n";
+  else if (code) *explain_ << heading(def) << " runs compiled for " << types << "\n";
+  else *explain_ << heading(def) << " stays interpreted: " << e.why->why << "\n";
 }
 
 }  // namespace zyntax::host

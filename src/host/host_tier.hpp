@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,7 @@ struct HostRefusal {
   Span where;
   std::string reason;  // without the line
   bool allocates = false;
+  bool whatever_the_arguments = false;
 };
 
 // A compiled function for one signature, ready to call.
@@ -73,6 +75,10 @@ class HostTier {
   const HostCode* code_for(const ast::FuncDef& def, const std::vector<std::string>& names, const std::vector<HostType>& types,
                            const std::function<std::map<std::string, const ast::FuncDef*>()>& functions,
                            const HostRefusal** refused = nullptr);
+  // Whether `def` was refused for what its code does, whatever the types
+  // of its arguments: its calls need not be looked at again (a cheap test
+  // for the interpreter's every call).
+  bool never_compiles(const ast::FuncDef& def) const { return never_.count(&def) > 0; }
   // Says (once per function, under --explain-host) that `def` runs
   // interpreted because of what it was called with.
   void stays_interpreted(const ast::FuncDef& def, const std::string& why);
@@ -102,6 +108,8 @@ class HostTier {
   Entry& start(const Signature& sig, const ast::FuncDef& def, const std::vector<std::string>& names, const std::vector<HostType>& types,
                std::map<std::string, const ast::FuncDef*> functions, bool wait);
   void explain(const ast::FuncDef& def, const std::string& types, Entry& e, const std::shared_ptr<HostCode>& code);
+  // "host: 'f' (line 3)", how --explain-host names a function.
+  std::string heading(const ast::FuncDef& def) const;
 
   HostMode mode_;
   const SourceManager* sources_;
@@ -110,6 +118,7 @@ class HostTier {
   std::map<const ast::FuncDef*, Use> uses_;
   std::map<const ast::FuncDef*, bool> ran_compiled_;
   std::map<const ast::FuncDef*, bool> said_interpreted_;
+  std::set<const ast::FuncDef*> never_;
 };
 
 }  // namespace zyntax::host

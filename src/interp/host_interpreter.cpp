@@ -1,10 +1,9 @@
 #include "interp/host_interpreter.hpp"
 
-#include <cstring>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -44,6 +43,7 @@ struct CallDepth {
   CallDepth(const CallDepth&) = delete;
   CallDepth& operator=(const CallDepth&) = delete;
 };
+
 // Stack kept free below the deepest call or expression: what one builtin
 // needs (work that needs more, such as compiling, gets its own stack).
 constexpr size_t kStackReserve = size_t{4} << 20;
@@ -804,7 +804,7 @@ Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
 
 const host::HostCode* Interpreter::compiled_code(const FunctionData& fn, Frame& frame, Span call, std::vector<std::string>* names_out) {
   const ast::FuncDef& def = *fn.def;
-  if (host_tier_->mode() == host::HostMode::Interp && def.annotations.empty()) return nullptr;
+  if ((host_tier_->mode() == host::HostMode::Interp && def.annotations.empty()) || host_tier_->never_compiles(def)) return nullptr;
   // Its parameters, then the dimensions their types bound.
   const Scope& bound = frame.scopes.back();
   std::vector<std::string> names;
