@@ -88,7 +88,8 @@ class ZYNTAX_API Kernel {
   KernelEntry* entry_;
 };
 
-// One argument of a program's function: an array or a host number.
+// One argument of a program's function, or one part of what it returns:
+// an array or a host number.
 class ZYNTAX_API Argument {
  public:
   Argument(Array a) : is_array_(true), array_(std::move(a)) {}
@@ -117,6 +118,9 @@ class ZYNTAX_API Argument {
 //
 // The program's functions, imports and config are bound; its other
 // top-level statements never run. What it prints goes to standard output.
+// Once a function runs compiled (host code's compiled tier: after a couple
+// of calls, or at once for a @critical_path), calls with arguments of the
+// same types go straight into the compiled code.
 class ZYNTAX_API Function {
  public:
   // One parameter as declared: a tensor's element type where it names one.
@@ -137,11 +141,21 @@ class ZYNTAX_API Function {
   // ProgramError for arguments its parameters do not take, ComputeError
   // (with the source line and caret) for what goes wrong while it runs.
   std::vector<Array> operator()(const std::vector<Argument>& args, const std::map<std::string, HostNumber>& keywords = {}) const;
+  // The same, with numbers (int and float results) as numbers.
+  std::vector<Argument> call(const std::vector<Argument>& args, const std::map<std::string, HostNumber>& keywords = {}) const;
+  // How its last call ran: "interpreted", "compiled" (compiled code, its
+  // arguments bound by the interpreter) or "direct" (straight into the
+  // compiled code); "" before the first call.
+  std::string last_tier() const;
 
   Function(std::shared_ptr<ProgramImpl> program, const void* def);
 
  private:
+  std::vector<Argument> run(const std::vector<Argument>& args, const std::map<std::string, HostNumber>& keywords,
+                            bool numbers_as_arrays) const;
+
   std::shared_ptr<ProgramImpl> program_;
+  const void* def_ = nullptr;  // its definition in the program's syntax tree
   std::string name_;
   std::vector<Param> params_;
   std::string signature_;

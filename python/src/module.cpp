@@ -243,31 +243,50 @@ PYBIND11_MODULE(_zyntax, m) {
   py::class_<Function>(m, "Function", "A function of a ZynML program, run with its host code")
       .def_property_readonly("name", &Function::name)
       .def_property_readonly("signature", &Function::signature)
+      .def_property_readonly("last_tier", &Function::last_tier)
       .def_property_readonly("params", [](const Function& f) {
         py::list out;
         for (const Function::Param& p : f.params())
           out.append(py::make_tuple(p.name, p.tensor, p.has_type ? py::object(py::str(element_type_name(p.type))) : py::object(py::none())));
         return out;
       })
-      // args: arrays (zyntax.Array) and numbers, in order; keywords: numbers by name.
-      .def("call", [](const Function& f, const py::list& args, const py::dict& keywords) {
+      // args: arrays (zyntax.Array, or DLPack producers such as NumPy arrays,
+      // read in place on `device`) and numbers, in order; keywords: numbers
+      // by name. Returns a list: an Array per tensor, Python ints and floats
+      // for numbers.
+      .def("call", [](const Function& f, const py::sequence& args, const py::dict& keywords, const ComputeDevice& dev) {
         std::vector<Argument> in;
-        for (size_t i = 0; i < args.size(); ++i) {
+        std::vector<PyArray> taken;  // arrays read from DLPack producers, kept alive for the call
+        const size_t n = args.size();
+        in.reserve(n);
+        taken.reserve(n);
+        for (size_t i = 0; i < n; ++i) {
           py::handle a = args[i];
-          if (py::isinstance<PyArray>(a)) in.emplace_back(a.cast<PyArray&>().array);
-          else in.emplace_back(host_number(i < f.params().size() ? f.params()[i].name : "argument", a));
+          if (py::isinstance<PyArray>(a)) {
+            in.emplace_back(a.cast<PyArray&>().array);
+          } else if (!PyFloat_Check(a.ptr()) && !PyLong_Check(a.ptr()) && py::hasattr(a, "__dlpack__")) {
+            taken.push_back(python::from_dlpack(py::reinterpret_borrow<py::object>(a), dev, /*copy=*/false));
+            in.emplace_back(taken.back().array);
+          } else {
+            in.emplace_back(host_number(i < f.params().size() ? f.params()[i].name : "argument", a));
+          }
         }
         std::map<std::string, HostNumber> given;
         for (auto [key, value] : keywords) given.emplace(py::cast<std::string>(key), host_number(py::cast<std::string>(key), value));
-        std::vector<Array> out;
+        std::vector<Argument> out;
         {
           py::gil_scoped_release release;  // kernels run without the interpreter lock
-          out = f(in, given);
+          out = f.call(in, given);
         }
-        py::list result;
-        for (Array& a : out) result.append(PyArray{std::move(a), nullptr});
+        py::list result(out.size());
+        for (size_t i = 0; i < out.size(); ++i) {
+          const Argument& r = out[i];
+          if (r.is_array()) result[i] = py::cast(PyArray{r.array(), nullptr});
+          else if (r.number().is_integer()) result[i] = py::int_(r.number().integer());
+          else result[i] = py::float_(r.number().value());
+        }
         return result;
-      }, py::arg("args"), py::arg("keywords") = py::dict());
+      }, py::arg("args"), py::arg("keywords"), py::arg("device"));
 
   py::class_<Program>(m, "Program", "A ZynML program: its kernels, compiled for a device")
       .def_static("load", [](const std::string& path, const ComputeDevice& d) { return Program::load(path, d); },

@@ -152,9 +152,37 @@ class ProgramFunction(_ProgramCallable):
     a tuple for a tuple."""
     _what = "function"
 
+    def __init__(self, handle, device):
+        super().__init__(handle, device)
+        self._params = handle.params  # read once: calls are hot
+        self._tensor_params = frozenset(i for i, p in enumerate(self._params) if p[1])
+
+    @property
+    def last_tier(self):
+        """How the last call ran: "interpreted", "compiled" (compiled code,
+        arguments bound by the interpreter) or "direct" (straight into the
+        compiled code); "" before the first call."""
+        return self._handle.last_tier
+
     def __call__(self, *args, **numbers):
+        # Numbers and zyntax arrays go as they are (the common case of a
+        # compiled host function: no conversion in Python at all).
+        plain = True
+        for i, a in enumerate(args):
+            t = type(a)
+            if t is Array or (t in _NUMBERS and i not in self._tensor_params):
+                continue
+            if t.__name__ == "ndarray" and t.__module__ == "numpy" and a.flags.writeable:
+                continue  # read in place through DLPack
+            plain = False
+            break
+        if plain:
+            out = self._handle.call(args, numbers, self._device)
+            if len(out) == 1:
+                return out[0] if type(out[0]) in _NUMBERS else from_array(out[0], False)
+            return tuple(r if type(r) in _NUMBERS else from_array(r, False) for r in out) if out else None
         dev = self._device
-        params = self._handle.params
+        params = self._params
         torch_inputs = [a for a in args if _is_torch(a)]
         inputs = []
         for i, a in enumerate(args):
@@ -163,14 +191,27 @@ class ProgramFunction(_ProgramCallable):
                 inputs.append(to_array(a, dev, _NUMPY_TYPES.get(params[i][2]) if i < len(params) and params[i][2] else None))
             else:
                 inputs.append(a)
-        out = self._handle.call(inputs, numbers)
+        out = self._handle.call(inputs, numbers, self._device)
         results = []
         for a in out:
+            if not isinstance(a, Array):
+                results.append(_torch_number(a) if torch_inputs else a)
+                continue
             r = from_array(a, bool(torch_inputs))
             results.append(r.item() if getattr(r, "ndim", 1) == 0 and not torch_inputs else r)
         if not results:
             return None
         return results[0] if len(results) == 1 else tuple(results)
+
+
+# Numbers a function call passes as they are (and gets back as they are).
+_NUMBERS = (int, float)
+
+
+def _torch_number(x):
+    """A number as the 0-d tensor a function given torch tensors returns."""
+    import torch
+    return torch.tensor(x, dtype=torch.int64 if isinstance(x, int) else torch.float64)
 
 
 class Program:
@@ -180,6 +221,7 @@ class Program:
     def __init__(self, program, device):
         self._program = program
         self._device = device
+        self._functions = {}  # by name: looked up once
 
     @property
     def kernels(self):
@@ -198,11 +240,16 @@ class Program:
 
     def function(self, name):
         """The function `name`, called with its host code: ProgramError naming those there are if none."""
-        return ProgramFunction(self._program.function(name), self._device)
+        f = self._functions.get(name)
+        if f is None:
+            f = self._functions[name] = ProgramFunction(self._program.function(name), self._device)
+        return f
 
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
+        if name in self._functions:
+            return self._functions[name]
         if name not in self._program.kernel_names and name in self._program.function_names:
             return self.function(name)
         if name not in self._program.kernel_names:

@@ -8,6 +8,7 @@
 #include "api/api_internal.hpp"
 #include "cir/printer.hpp"
 #include "driver/session.hpp"
+#include "interp/direct_call.hpp"
 #include "interp/host_interpreter.hpp"
 #include "lower/check_program.hpp"
 #include "runtime/launch.hpp"
@@ -36,6 +37,11 @@ class ProgramImpl {
   // lowered blocks and fused runs last as long as the program.
   std::mutex call_mu;
   std::unique_ptr<Interpreter> interpreter;
+  // Per function: its compiled code for the argument types it has run
+  // compiled with, called without the interpreter (under call_mu; an entry
+  // once made stays, its code lives as long as the interpreter).
+  std::map<const void*, std::vector<std::unique_ptr<DirectCall>>> direct;
+  std::map<const void*, const char*> last_tier;  // Function::last_tier
 };
 
 namespace {
@@ -141,7 +147,7 @@ Function Program::function(const std::string& name) const {
 
 // ------------------------------------------------------------ Function
 
-Function::Function(std::shared_ptr<ProgramImpl> program, const void* def) : program_(std::move(program)) {
+Function::Function(std::shared_ptr<ProgramImpl> program, const void* def) : program_(std::move(program)), def_(def) {
   const auto& d = *static_cast<const ast::FuncDef*>(def);
   name_ = d.name;
   // The parameters as the source spells them, from `name(` to its closing
@@ -175,35 +181,50 @@ Function::Function(std::shared_ptr<ProgramImpl> program, const void* def) : prog
 }
 
 const std::string& Function::name() const { return name_; }
+
+std::string Function::last_tier() const {
+  std::lock_guard<std::mutex> lock(program_->call_mu);
+  auto it = program_->last_tier.find(def_);
+  return it == program_->last_tier.end() ? "" : it->second;
+}
 const std::vector<Function::Param>& Function::params() const { return params_; }
 
 const std::string& Function::signature() const { return signature_; }
 
 namespace {
 
+// Argument types a function keeps direct calls for (each kind of call a
+// program makes is one; more go through the interpreter).
+constexpr size_t kMostDirectCalls = 8;
+
 Value host_value(const HostNumber& n) {
   return n.is_integer() ? Value::of_int(static_cast<int64_t>(n.integer())) : Value::of_float(n.value());
 }
 
-// The arrays of a function's result.
-void arrays_of_result(const DeviceImpl& dev, const Value& v, const std::string& what, std::vector<Array>& out) {
+// A function's result: an array per tensor; numbers as numbers (or, for
+// operator(), as 0-d arrays); bools as 0-d bool arrays.
+void results_of(const DeviceImpl& dev, const Value& v, const std::string& what, bool numbers_as_arrays, std::vector<Argument>& out) {
   auto array = [&](Tensor t) {
     std::vector<size_t> shape;
     for (int64_t d : t.shape()) shape.push_back(static_cast<size_t>(d));
-    out.emplace_back(api::wrap(dev, t.reshaped({t.numel()})), std::move(shape));
+    out.emplace_back(Array(api::wrap(dev, t.reshaped({t.numel()})), std::move(shape)));
   };
   switch (v.kind) {
     case Value::Kind::None: return;
     case Value::Kind::Tensor: return array(v.tensor);
-    case Value::Kind::Int: return array(Tensor::scalar(Scalar::of_int(v.i)));
+    case Value::Kind::Int:
+      if (!numbers_as_arrays) return out.emplace_back(HostNumber(static_cast<long long>(v.i))), void();
+      return array(Tensor::scalar(Scalar::of_int(v.i)));
     case Value::Kind::Bool: return array(Tensor::scalar(Scalar::of_bool(v.b)));
-    case Value::Kind::Float: return array(Tensor::scalar(Scalar::of_float(v.f, DType::F64)));
+    case Value::Kind::Float:
+      if (!numbers_as_arrays) return out.emplace_back(HostNumber(v.f)), void();
+      return array(Tensor::scalar(Scalar::of_float(v.f, DType::F64)));
     case Value::Kind::List:
     case Value::Kind::Tuple:
       for (const Value& item : *v.items) {
         if (item.kind != Value::Kind::Tensor && !item.is_number())
           throw ComputeError(what + " returns a " + type_name(v) + " holding a " + type_name(item) + "; only tensors and numbers come back as arrays");
-        arrays_of_result(dev, item, what, out);
+        results_of(dev, item, what, numbers_as_arrays, out);
       }
       return;
     default: throw ComputeError(what + " returns a " + type_name(v) + "; only tensors, numbers and tuples of them come back as arrays");
@@ -213,6 +234,17 @@ void arrays_of_result(const DeviceImpl& dev, const Value& v, const std::string& 
 }  // namespace
 
 std::vector<Array> Function::operator()(const std::vector<Argument>& args, const std::map<std::string, HostNumber>& keywords) const {
+  std::vector<Array> arrays;
+  for (Argument& r : run(args, keywords, /*numbers_as_arrays=*/true)) arrays.push_back(r.array());
+  return arrays;
+}
+
+std::vector<Argument> Function::call(const std::vector<Argument>& args, const std::map<std::string, HostNumber>& keywords) const {
+  return run(args, keywords, /*numbers_as_arrays=*/false);
+}
+
+std::vector<Argument> Function::run(const std::vector<Argument>& args, const std::map<std::string, HostNumber>& keywords,
+                                    bool numbers_as_arrays) const {
   ProgramImpl& p = *program_;
   if (!p.device.impl()) throw ComputeError("function " + name_ + ": the device was moved from");
   const DeviceImpl& dev = *p.device.impl();
@@ -220,19 +252,47 @@ std::vector<Array> Function::operator()(const std::vector<Argument>& args, const
   if (args.size() > params_.size())
     throw ProgramError(what + " takes " + std::to_string(params_.size()) + " argument" + (params_.size() == 1 ? "" : "s") + ", got " +
                        std::to_string(args.size()) + ": " + signature());
-  CallArgs call;
+  std::vector<Value> values;
   for (size_t i = 0; i < args.size(); ++i) {
     const Param& param = params_[i];
     if (args[i].is_array()) {
       const Array& a = args[i].array();
       if (!a.buffer().impl()) throw ShapeError(what + ": argument " + param.name + " is an empty array");
       const Tensor& t = api::tensor_of(dev, a.buffer(), what.c_str(), param.name.c_str());
-      call.positional.push_back(Value::of_tensor(t.reshaped(api::to_shape(a.shape()))));
+      values.push_back(Value::of_tensor(t.reshaped(api::to_shape(a.shape()))));
     } else {
-      call.positional.push_back(host_value(args[i].number()));
+      values.push_back(host_value(args[i].number()));
     }
-    call.positional_spans.push_back({});
   }
+  // Located errors, shown as `zyntax run` shows them.
+  auto located = [&](const auto& run) {
+    try {
+      run();
+    } catch (const Error& e) {
+      DiagnosticEngine rendered(p.session.sources());
+      rendered.report(e.diagnostic());
+      throw ComputeError(what + ": " + rendered.render_all());
+    } catch (const DataError& e) {
+      throw ComputeError(what + ": " + e.what());
+    }
+  };
+  std::vector<Argument> out;
+  if (keywords.empty()) {
+    const DirectCall* direct = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(p.call_mu);
+      for (const auto& d : p.direct[def_])
+        if (d->takes(values)) direct = d.get();
+      if (direct) p.last_tier[def_] = "direct";
+    }
+    if (direct) {
+      located([&] { results_of(dev, direct->run(values, Interpreter::max_call_depth()), what, numbers_as_arrays, out); });
+      return out;
+    }
+  }
+  CallArgs call;
+  call.positional = values;
+  call.positional_spans.resize(values.size());
   for (const auto& [name, n] : keywords) {
     call.keywords.push_back({name, host_value(n)});
     call.keyword_spans.push_back({});
@@ -243,17 +303,26 @@ std::vector<Array> Function::operator()(const std::vector<Argument>& args, const
     options.device = p.device.id();
     p.interpreter = std::make_unique<Interpreter>(p.session, options);
   }
-  std::vector<Array> out;
+  // Compiled now (whether the call returned or failed a check): the next
+  // calls like this one need no interpreter.
+  auto remember = [&] {
+    const host::HostCode* code = p.interpreter->last_call_compiled();
+    p.last_tier[def_] = code ? "compiled" : "interpreted";
+    std::vector<std::unique_ptr<DirectCall>>& known = p.direct[def_];
+    if (code && keywords.empty() && known.size() < kMostDirectCalls)
+      if (std::unique_ptr<DirectCall> d = DirectCall::make(*static_cast<const ast::FuncDef*>(def_), values, *code))
+        known.push_back(std::move(d));
+  };
   try {
-    Value result = p.interpreter->call(*p.module, name_, std::move(call));
-    arrays_of_result(dev, result, what, out);
-  } catch (const Error& e) {  // located in the program's source: shown as `zyntax run` shows it
-    DiagnosticEngine rendered(p.session.sources());
-    rendered.report(e.diagnostic());
-    throw ComputeError(what + ": " + rendered.render_all());
-  } catch (const DataError& e) {
-    throw ComputeError(what + ": " + e.what());
+    located([&] {
+      Value result = p.interpreter->call(*p.module, name_, std::move(call));
+      results_of(dev, result, what, numbers_as_arrays, out);
+    });
+  } catch (...) {
+    remember();
+    throw;
   }
+  remember();
   return out;
 }
 

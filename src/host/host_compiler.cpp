@@ -136,6 +136,7 @@ class Lowerer {
 
   bool writes_tensors = false;
   bool writes_records = false;
+  bool calls_functions = false;
 
  private:
   struct Compiled {
@@ -958,6 +959,7 @@ class Lowerer {
           values.push_back(b_.CreateLoad(i64_, b_.CreateInBoundsGEP(tensor_type, args[i].second, {b_.getInt32(0), b_.getInt32(1), b_.getInt32(axis)})));
       }
       // Calls nested as deep as the interpreter allows, counted on.
+      calls_functions = true;
       llvm::Value* depth_ptr = b_.CreateStructGEP(context_type(), ctx_arg_, 1);
       llvm::Value* depth = b_.CreateLoad(i32_, depth_ptr);
       llvm::Value* most = b_.CreateLoad(i32_, b_.CreateStructGEP(context_type(), ctx_arg_, 2));
@@ -1050,6 +1052,7 @@ HostLowering lower_host_function(const ast::FuncDef& def, const std::vector<std:
     lower.emit_pending();
     c.writes_tensors = lower.writes_tensors;
     c.writes_records = lower.writes_records;
+    c.calls_functions = lower.calls_functions;
     // The entry: arguments as 64-bit words, the result likewise.
     llvm::IRBuilder<> b(ctx);
     llvm::Type* ptr = llvm::PointerType::get(ctx, 0);

@@ -74,6 +74,7 @@ struct HostCompilation {
   std::vector<ErrorSite> sites;
   bool writes_tensors = false;  // stores into a tensor's elements
   bool writes_records = false;  // stores into a record's fields
+  bool calls_functions = false;  // calls the program's functions (may recurse as deep as the limit)
   std::string symbol;  // the entry's name in the module
   std::string key;     // what the code is, for the disk cache
   std::unique_ptr<llvm::Module> module;

@@ -47,6 +47,7 @@ std::shared_ptr<HostCode> compile(const ast::FuncDef* def, std::vector<std::stri
     code->sites = c.sites;
     code->writes_tensors = c.writes_tensors;
     code->writes_records = c.writes_records;
+    code->calls_functions = c.calls_functions;
     std::vector<std::pair<std::string, void*>> helpers = {
         {"zyntax_rt_host_math_f64", reinterpret_cast<void*>(&zyntax_rt_host_math_f64)},
         {"zyntax_rt_host_math_i64", reinterpret_cast<void*>(&zyntax_rt_host_math_i64)},

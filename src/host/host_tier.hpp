@@ -55,6 +55,7 @@ struct HostCode {
   std::vector<ErrorSite> sites;
   bool writes_tensors = false;
   bool writes_records = false;
+  bool calls_functions = false;  // its stack may grow with the depth limit
 };
 
 class HostTier {

@@ -8,11 +8,21 @@
 
 namespace zyntax {
 
+std::vector<Value*> CompiledCall::bound(Scope& scope, const std::vector<std::string>& names) {
+  std::vector<Value*> values;
+  values.reserve(names.size());
+  for (const std::string& name : names) values.push_back(&scope.at(name).value);
+  return values;
+}
+
 CompiledCall::CompiledCall(const host::HostCode& code, Scope& scope, const std::vector<std::string>& names)
-    : code_(code), tensors_(names.size()), words_(names.size()) {
-  records_.reserve(names.size());  // the words' addresses must not move
-  for (size_t i = 0; i < names.size(); ++i) {
-    Value& v = scope.at(names[i]).value;
+    : CompiledCall(code, bound(scope, names)) {}
+
+CompiledCall::CompiledCall(const host::HostCode& code, const std::vector<Value*>& values)
+    : code_(code), tensors_(values.size()), words_(values.size()) {
+  records_.reserve(values.size());  // the words' addresses must not move
+  for (size_t i = 0; i < values.size(); ++i) {
+    Value& v = *values[i];
     switch (v.kind) {
       case Value::Kind::Int: words_[i] = static_cast<uint64_t>(v.i); break;
       case Value::Kind::Bool: words_[i] = v.b; break;

@@ -20,6 +20,8 @@ class CompiledCall {
   // The values bound in `scope` under `names` (computed already, none
   // pending), for `code`.
   CompiledCall(const host::HostCode& code, Scope& scope, const std::vector<std::string>& names);
+  // The values of `code.names`, in order (as a direct call binds them).
+  CompiledCall(const host::HostCode& code, const std::vector<Value*>& values);
   CompiledCall(const CompiledCall&) = delete;
   CompiledCall& operator=(const CompiledCall&) = delete;
 
@@ -36,6 +38,8 @@ class CompiledCall {
   Value finish(const host::HostCallContext& ctx, uint64_t result, int max_depth);
 
  private:
+  static std::vector<Value*> bound(Scope& scope, const std::vector<std::string>& names);
+
   const host::HostCode& code_;
   std::vector<host::TensorArg> tensors_;
   std::vector<uint64_t> words_;

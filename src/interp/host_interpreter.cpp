@@ -106,9 +106,12 @@ bool Interpreter::run_here(LoadedModule& m) {
   }
 }
 
+int Interpreter::max_call_depth() { return kMaxCallDepth; }
+
 Value Interpreter::call(LoadedModule& m, const std::string& name, CallArgs args) {
   return with_deep_stack([&] {
     main_module_ = &m;
+    last_call_compiled_ = nullptr;
     ModuleInstance& inst = instantiate(m, /*definitions_only=*/true);
     auto fn = inst.globals.find(name);
     if (fn == inst.globals.end() || fn->second.value.kind != Value::Kind::Function)
@@ -972,6 +975,7 @@ std::optional<Value> Interpreter::call_compiled(const FunctionData& fn, Frame& f
   std::vector<std::string> names;
   const host::HostCode* code = compiled_code(fn, frame, call, &names);
   if (!code) return std::nullopt;
+  if (depth_ == 1) last_call_compiled_ = code;  // the outermost call
   CompiledCall compiled(*code, frame.scopes.back(), names);
   host::HostCallContext ctx;
   ctx.depth = depth_;

@@ -48,6 +48,11 @@ class Interpreter {
   // then keywords; a future in the result is awaited. Throws Error,
   // located in the source, for what goes wrong; on a deep stack.
   Value call(LoadedModule& m, const std::string& name, CallArgs args);
+  // The compiled code the last call() ran its function with, where it ran
+  // compiled (for direct calls: interp/direct_call); null otherwise.
+  const host::HostCode* last_call_compiled() const { return last_call_compiled_; }
+  // How deep calls may nest (deeper is "runaway recursion").
+  static int max_call_depth();
 
  private:
   bool run_here(LoadedModule& m);
@@ -115,6 +120,7 @@ class Interpreter {
   std::map<std::string, std::shared_ptr<ModuleInstance>> instances_;
   std::unique_ptr<ComputeRunner> computes_;
   std::unique_ptr<host::HostTier> host_tier_;
+  const host::HostCode* last_call_compiled_ = nullptr;
   int64_t loop_iterations_ = 0;  // every loop's, for the host tier's counts
   std::map<std::pair<const ast::Block*, std::string>, size_t> last_mentions_;
   std::vector<std::shared_ptr<std::shared_future<Value>>> launched_;  // @async launches

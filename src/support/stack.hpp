@@ -26,12 +26,15 @@ constexpr size_t kDeepStackBytes = size_t{1} << 30;
 // Bytes of stack left below the caller's frame on this thread.
 size_t stack_remaining();
 
-// Runs `fn` on a new thread with a stack of `bytes` and waits for it; an
-// exception thrown by `fn` is rethrown here.
+// Runs `fn` on a stack of at least `bytes` and returns when it does; an
+// exception thrown by `fn` is rethrown here. The stack is this thread's own
+// deep stack, switched to in place; under the sanitizers (and on a deep
+// stack already) another thread's, one kept waiting from an earlier call
+// where there is one.
 void run_on_new_stack(size_t bytes, const std::function<void()>& fn);
 
-// Runs `fn` here if at least kDeepStackNeeded of stack remain, else on a new
-// thread with a stack of kDeepStackBytes.
+// Runs `fn` here if at least kDeepStackNeeded of stack remain, else on a
+// stack of kDeepStackBytes (run_on_new_stack).
 template <class F>
 auto with_deep_stack(F&& fn) -> decltype(fn()) {
   using R = decltype(fn());

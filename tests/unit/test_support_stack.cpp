@@ -7,6 +7,8 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "support/diagnostics.hpp"
 #include "support/stack.hpp"
@@ -79,6 +81,45 @@ TEST(SupportStack, ErrorsComeBackToTheCaller) {
     }
   });
   EXPECT_EQ(what, "from the deep stack");
+}
+
+TEST(SupportStack, TheDeepStackHoldsWhatItPromises) {
+  // 100 MB of frames, far beyond a thread's usual 8 MB.
+  size_t deepest = 0;
+  on_small_stack(256 * 1024, [&] { deepest = with_deep_stack([] { return remaining_below(100 * 1000); }); });
+  EXPECT_GT(deepest, kDeepStackNeeded - 100u * 1000 * 1024 - (1u << 20));
+}
+
+TEST(SupportStack, RepeatedCallsReuseOneStack) {
+  size_t first = 0, second = 0;
+  on_small_stack(256 * 1024, [&] {
+    first = with_deep_stack([] { return stack_remaining(); });
+    second = with_deep_stack([] { return stack_remaining(); });
+  });
+  EXPECT_EQ(first, second);
+}
+
+TEST(SupportStack, ManyThreadsAtOnceEachGetADeepStack) {
+  constexpr int kThreads = 8;
+  std::vector<std::thread> threads;
+  std::vector<size_t> inside(kThreads, 0);
+  std::vector<std::string> errors(kThreads);
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 50; ++k) {
+        inside[t] = with_deep_stack([] { return remaining_below(200); });
+        try {
+          with_deep_stack([t]() -> int { throw std::runtime_error("thread " + std::to_string(t)); });
+        } catch (const std::runtime_error& e) {
+          errors[t] = e.what();
+        }
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    EXPECT_GT(inside[t], kDeepStackNeeded - (1u << 20)) << t;
+    EXPECT_EQ(errors[t], "thread " + std::to_string(t));
+  }
 }
 
 TEST(SupportStack, ParsingDeepNestingOnASmallThread) {
