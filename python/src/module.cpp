@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dlpack_exchange.hpp"
+#include "numpy_exchange.hpp"
 #include "zyntax/zyntax.hpp"
 
 namespace py = pybind11;
@@ -116,17 +117,13 @@ PYBIND11_MODULE(_zyntax, m) {
       .def("host_array_interface", [](const PyArray& a) -> py::object {
         // NumPy's __array_interface__ over the array's host memory, writable;
         // None where it is not in host memory or NumPy has no such type (bf16).
-        static const std::map<ElementType, const char*> kTypestr = {
-            {ElementType::F32, "<f4"}, {ElementType::F64, "<f8"}, {ElementType::F16, "<f2"}, {ElementType::I8, "|i1"},
-            {ElementType::I16, "<i2"}, {ElementType::I32, "<i4"}, {ElementType::I64, "<i8"}, {ElementType::U8, "|u1"},
-            {ElementType::U16, "<u2"}, {ElementType::U32, "<u4"}, {ElementType::U64, "<u8"}, {ElementType::Bool, "|b1"}};
-        auto t = kTypestr.find(a.array.element_type());
+        const char* typestr = python::numpy_typestr(a.array.element_type());
         void* data = a.array.host_data();
-        if (t == kTypestr.end() || (!data && a.array.size() > 0)) return py::none();
+        if (!typestr || (!data && a.array.size() > 0)) return py::none();
         static char empty;
         py::dict d;
         d["shape"] = py::tuple(py::cast(a.array.shape()));
-        d["typestr"] = t->second;
+        d["typestr"] = typestr;
         d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(data ? data : &empty), false);
         d["version"] = 3;
         return std::move(d);
@@ -238,7 +235,37 @@ PYBIND11_MODULE(_zyntax, m) {
         std::vector<Array> arrays = arrays_of(inputs);
         py::gil_scoped_release release;  // kernels run without the interpreter lock
         return PyArray{k.run(d, arrays, host_values), nullptr};
-      }, py::arg("device"), py::arg("inputs"), py::arg("host_values") = py::dict());
+      }, py::arg("device"), py::arg("inputs"), py::arg("host_values") = py::dict())
+      // The fast path of a call: arrays (zyntax.Array, or NumPy arrays taken
+      // as they are) in, a NumPy array over the result out (the Array where
+      // its elements are not in host memory). None, having run nothing,
+      // where an argument needs the general path (torch tensors, lists,
+      // NumPy arrays that must be copied or converted first).
+      .def("call", [](const Kernel& k, const ComputeDevice& d, const py::tuple& args, const py::dict& given) -> py::object {
+        std::vector<Array> arrays;
+        std::vector<PyArray> taken;  // NumPy arrays read in place, kept alive for the call
+        arrays.reserve(args.size());
+        taken.reserve(args.size());
+        for (py::handle a : args) {
+          if (py::isinstance<PyArray>(a)) {
+            arrays.push_back(a.cast<PyArray&>().array);
+          } else if (std::optional<PyArray> p = python::array_from_numpy(a, d)) {
+            taken.push_back(std::move(*p));
+            arrays.push_back(taken.back().array);
+          } else {
+            return py::none();
+          }
+        }
+        std::map<std::string, HostNumber> host_values;
+        for (auto [key, value] : given) host_values.emplace(py::cast<std::string>(key), host_number(py::cast<std::string>(key), value));
+        PyArray out;
+        {
+          py::gil_scoped_release release;  // kernels run without the interpreter lock
+          out.array = k.run(d, arrays, host_values);
+        }
+        py::object over = python::numpy_over(out);
+        return over.is_none() ? py::cast(std::move(out)) : over;
+      }, py::arg("device"), py::arg("args"), py::arg("host_values"));
 
   py::class_<Function>(m, "Function", "A function of a ZynML program, run with its host code")
       .def_property_readonly("name", &Function::name)
@@ -264,6 +291,9 @@ PYBIND11_MODULE(_zyntax, m) {
           py::handle a = args[i];
           if (py::isinstance<PyArray>(a)) {
             in.emplace_back(a.cast<PyArray&>().array);
+          } else if (std::optional<PyArray> np = python::array_from_numpy(a, dev)) {
+            taken.push_back(std::move(*np));
+            in.emplace_back(taken.back().array);
           } else if (!PyFloat_Check(a.ptr()) && !PyLong_Check(a.ptr()) && py::hasattr(a, "__dlpack__")) {
             taken.push_back(python::from_dlpack(py::reinterpret_borrow<py::object>(a), dev, /*copy=*/false));
             in.emplace_back(taken.back().array);

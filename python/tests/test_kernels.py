@@ -190,3 +190,27 @@ def test_results_are_writable_numpy_arrays():
         assert y.flags.writeable  # as NumPy's own results
         y[0] = 5.0
         assert list(y) == [5.0, 2.5, 5.0]
+
+
+def test_numpy_arrays_go_straight_in_and_results_outlive_the_program():
+    import gc
+    import sys
+    prog = zyntax.compile(SOURCE, device="cpu")
+    x, zero = np.arange(5.0), np.zeros(5)
+    before = sys.getrefcount(x)
+    for _ in range(100):
+        y = prog.axpy(x, zero)
+    assert sys.getrefcount(x) == before  # the call let go of what it read in place
+    assert type(y) is np.ndarray and y.flags.writeable and y.flags.c_contiguous
+    np.testing.assert_array_equal(y, 2.5 * x)
+    del prog
+    gc.collect()
+    y[1] = -1.0  # the result's memory lives as long as the NumPy array
+    assert list(y) == [0.0, -1.0, 5.0, 7.5, 10.0]
+    # The same call through every path gives the same result: zyntax arrays,
+    # NumPy arrays, torch tensors, lists.
+    prog = zyntax.compile(SOURCE, device="cpu")
+    a = zyntax.Array.from_dlpack(x, zyntax.device("cpu"))
+    for args in [(x, zero), (a, zero), (torch.from_numpy(x), torch.from_numpy(zero)), (list(x), list(zero))]:
+        r = prog.axpy(*args)
+        np.testing.assert_array_equal(r.numpy() if isinstance(r, torch.Tensor) else r, 2.5 * x)

@@ -130,6 +130,11 @@ class KernelFunction(_ProgramCallable):
     _what = "kernel"
 
     def __call__(self, *arrays, device=None, **host_values):
+        if device is None:
+            # Arrays and NumPy arrays as they are: no conversion in Python.
+            out = self._handle.call(self._device, arrays, host_values)
+            if out is not None:
+                return from_array(out, False) if type(out) is Array else out
         dev = self._device if device is None else _open(device)
         torch_inputs = [a for a in arrays if _is_torch(a)]
         params = self._handle.params

@@ -356,18 +356,22 @@ Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
     throw ShapeError("kernel " + name + " takes " + std::to_string(params.size()) + " array" +
                      (params.size() == 1 ? "" : "s") + ", got " + std::to_string(inputs.size()) + ": " + signature());
   std::vector<Tensor> tensors;
+  tensors.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Array& a = inputs[i];
     const Param& p = params[i];
-    std::string arg = "kernel " + name + ": argument " + p.name;
-    if (!a.buffer().impl()) throw ShapeError(arg + " is an empty array");
+    // The messages are made only when needed: this runs at every call.
+    auto arg = [&] { return "kernel " + name + ": argument " + p.name; };
+    if (!a.buffer().impl()) throw ShapeError(arg() + " is an empty array");
     if (a.element_type() != p.type)
-      throw ShapeError(arg + " is " + element_type_name(a.element_type()) + " " + api::shape_text(a.shape()) +
+      throw ShapeError(arg() + " is " + element_type_name(a.element_type()) + " " + api::shape_text(a.shape()) +
                        ", but the kernel takes " + type_text(p));
     if (a.shape().size() != p.shape.size())
-      throw ShapeError(arg + " has shape " + api::shape_text(a.shape()) + " (" + std::to_string(a.shape().size()) +
+      throw ShapeError(arg() + " has shape " + api::shape_text(a.shape()) + " (" + std::to_string(a.shape().size()) +
                        " axes), but the kernel takes " + type_text(p));
-    const Tensor& t = api::tensor_of(dev, a.buffer(), ("kernel " + name).c_str(), p.name.c_str());
+    const Tensor& t = a.buffer().impl()->device == dev.description.id
+                          ? a.buffer().impl()->value()
+                          : api::tensor_of(dev, a.buffer(), ("kernel " + name).c_str(), p.name.c_str());
     tensors.push_back(t.reshaped(api::to_shape(a.shape())));
   }
 

@@ -10,6 +10,7 @@ namespace {
 
 class FlopCounter : public IRVisitor {
  public:
+  explicit FlopCounter(bool every_operation) : every_(every_operation) {}
   double flops = 0;
   bool known = true;
 
@@ -40,12 +41,12 @@ class FlopCounter : public IRVisitor {
     scale_ = outer;
   }
   void visit(const Binary* op) override {
-    if (is_float(op->type.dtype) && op->op <= BinaryOp::Max && op->op != BinaryOp::Mod)
+    if (every_ || (is_float(op->type.dtype) && op->op <= BinaryOp::Max && op->op != BinaryOp::Mod))
       flops += scale_ * std::max(1.0, elements(op->type));
     IRVisitor::visit(op);
   }
   void visit(const Math* op) override {
-    if (is_float(op->type.dtype)) flops += scale_ * std::max(1.0, elements(op->type));
+    if (every_ || is_float(op->type.dtype)) flops += scale_ * std::max(1.0, elements(op->type));
     IRVisitor::visit(op);
   }
   void visit(const Dot* op) override {
@@ -61,18 +62,43 @@ class FlopCounter : public IRVisitor {
     IRVisitor::visit(op);
   }
   void visit(const Reduce* op) override {
-    if (is_float(op->type.dtype)) flops += scale_ * elements(op->value->type);
+    if (every_ || is_float(op->type.dtype)) flops += scale_ * elements(op->value->type);
+    IRVisitor::visit(op);
+  }
+  // Counted as operations only.
+  void visit(const Access* op) override {
+    if (every_) flops += scale_ * std::max(1.0, elements(op->type));
+    IRVisitor::visit(op);
+  }
+  void visit(const Store* op) override {
+    if (every_) flops += scale_;
+    IRVisitor::visit(op);
+  }
+  void visit(const Assign* op) override {
+    if (every_) flops += scale_;
+    IRVisitor::visit(op);
+  }
+  void visit(const Yield* op) override {
+    if (every_) flops += scale_;
     IRVisitor::visit(op);
   }
 
  private:
+  bool every_;
   double scale_ = 1;
 };
 
 }  // namespace
 
 std::optional<double> count_flops(const Kernel& k) {
-  FlopCounter c;
+  FlopCounter c(/*every_operation=*/false);
+  c.include(k.body);
+  if (!c.known) return std::nullopt;
+  return c.flops;
+}
+
+std::optional<double> count_operations(const Kernel& k) {
+  FlopCounter c(/*every_operation=*/true);
   c.include(k.body);
   if (!c.known) return std::nullopt;
   return c.flops;

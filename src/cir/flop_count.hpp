@@ -14,4 +14,9 @@ namespace zyntax::cir {
 // nullopt where a loop's bounds are not constants (a generic kernel).
 std::optional<double> count_flops(const Kernel& k);
 
+// The work a specialised kernel does, counted the same way but over every
+// operation (integer arithmetic, element reads and writes, stores of
+// locals too): what decides whether spreading it over threads pays.
+std::optional<double> count_operations(const Kernel& k);
+
 }  // namespace zyntax::cir

@@ -1,5 +1,6 @@
 #include "plan/cpu_plan.hpp"
 
+#include "cir/flop_count.hpp"
 #include "cir/output_coverage.hpp"
 #include "cir/pass_manager.hpp"
 #include "cir/passes/interchange_reductions.hpp"
@@ -55,6 +56,8 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits)
     plan.why_not = *why;
     return plan;
   }
+  std::optional<double> work = cir::count_operations(k);
+  plan.one_thread = work && *work < kCpuOperationsToShare;
   plan.kernel = std::move(k);
   return plan;
 }

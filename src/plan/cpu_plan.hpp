@@ -19,7 +19,14 @@ struct CpuPlan {
   std::optional<cir::Kernel> kernel;  // none: the kernel runs on the reference executor
   std::string why_not;                // and why
   bool writes_whole_output = false;   // the output needs no zero-filling
+  // Too little work to pay for waking other threads (tens of microseconds
+  // on a busy machine): the calling thread runs all of it.
+  bool one_thread = false;
 };
+
+// Operations (cir::count_operations) below which a kernel runs on the
+// calling thread alone.
+constexpr double kCpuOperationsToShare = 32768;
 
 // From this many threads a loop of atomic updates runs on all of them; with
 // fewer, in order on one (one core's vector adds beat compare-and-swap

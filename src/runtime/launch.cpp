@@ -73,12 +73,20 @@ std::map<std::string, int64_t> bind_dimensions(const cir::Kernel& k, const std::
     for (size_t i = 0; i < params.size(); ++i)
       if (params[i]->name == d.input) dims[d.name] = inputs[i].shape[static_cast<size_t>(d.axis)];
   }
-  // Every input extent must agree with the dimension its type names.
+  // Every input extent must agree with the dimension its type names. A
+  // number or a dimension's name (nearly every extent) is compared as it
+  // is: this runs at every launch.
   std::map<std::string, cir::Expr> values;
-  for (const auto& [name, v] : dims) values[name] = cir::i64(v);
   for (size_t i = 0; i < params.size(); ++i) {
     for (size_t a = 0; a < params[i]->type.rank(); ++a) {
       const cir::Expr& extent = params[i]->type.shape[a];
+      if (auto imm = extent.as<cir::IntImm>(); imm && imm->value == inputs[i].shape[a]) continue;
+      if (auto var = extent.as<cir::Var>()) {
+        auto it = dims.find(var->name);
+        if (it != dims.end() && it->second == inputs[i].shape[a]) continue;
+      }
+      if (values.empty())
+        for (const auto& [name, v] : dims) values[name] = cir::i64(v);
       cir::Expr v = cir::simplify(cir::substitute(extent, values));
       auto n = v.as<cir::IntImm>();
       int64_t actual = inputs[i].shape[a];

@@ -52,10 +52,10 @@ class LlvmCpuDevice : public Device {
       int32_t none = 0;
       if (status) failed.compare_exchange_strong(none, status);
     };
-    if (std::optional<codegen::OuterLoop> outer = codegen::outer_parallel_loop(*native))
-      pool().parallel_for(outer->trips, call);
-    else
-      call(0, 1);
+    std::optional<codegen::OuterLoop> outer = codegen::outer_parallel_loop(*native);
+    if (outer && plan->one_thread) call(0, outer->trips);
+    else if (outer) pool().parallel_for(outer->trips, call);
+    else call(0, 1);
     if (failed.load()) return Attempt::check_failed();
     return Attempt::done(codegen::finish_operands(kernel, ops));
   }
@@ -89,6 +89,7 @@ class LlvmCpuDevice : public Device {
     const CpuJit::Compiled* compiled = nullptr;  // the JIT keeps it for the process
     uint64_t hash = 0;
     bool writes_whole_output = false;
+    bool one_thread = false;  // too little work to share
   };
 
   ThreadPool& pool() {
@@ -102,6 +103,7 @@ class LlvmCpuDevice : public Device {
     CpuPlan p = plan_cpu_kernel(kernel, pool().size(), CpuJit::instance().target().vector_bits);
     plan->kernel = std::move(p.kernel);
     plan->writes_whole_output = p.writes_whole_output;
+    plan->one_thread = p.one_thread;
     if (plan->kernel) {
       plan->hash = cir::hash_kernel(*plan->kernel);
       plan->compiled = &CpuJit::instance().compile(*plan->kernel, plan->hash);

@@ -1,0 +1,81 @@
+#include "numpy_exchange.hpp"
+
+#include <pybind11/numpy.h>
+
+#include <cstring>
+
+namespace py = pybind11;
+
+namespace zyntax::python {
+
+const char* numpy_typestr(ElementType t) {
+  switch (t) {
+    case ElementType::F32: return "<f4";
+    case ElementType::F64: return "<f8";
+    case ElementType::F16: return "<f2";
+    case ElementType::I8: return "|i1";
+    case ElementType::I16: return "<i2";
+    case ElementType::I32: return "<i4";
+    case ElementType::I64: return "<i8";
+    case ElementType::U8: return "|u1";
+    case ElementType::U16: return "<u2";
+    case ElementType::U32: return "<u4";
+    case ElementType::U64: return "<u8";
+    case ElementType::Bool: return "|b1";
+    default: return nullptr;
+  }
+}
+
+namespace {
+
+std::optional<ElementType> element_type_of(const py::dtype& d) {
+  char byteorder = d.byteorder();
+  if (byteorder == '>') return std::nullopt;  // not this machine's order
+  const size_t size = static_cast<size_t>(d.itemsize());
+  switch (d.kind()) {
+    case 'f': return size == 2 ? std::optional(ElementType::F16) : size == 4 ? std::optional(ElementType::F32)
+                   : size == 8 ? std::optional(ElementType::F64) : std::nullopt;
+    case 'i': return size == 1 ? std::optional(ElementType::I8) : size == 2 ? std::optional(ElementType::I16)
+                   : size == 4 ? std::optional(ElementType::I32) : size == 8 ? std::optional(ElementType::I64) : std::nullopt;
+    case 'u': return size == 1 ? std::optional(ElementType::U8) : size == 2 ? std::optional(ElementType::U16)
+                   : size == 4 ? std::optional(ElementType::U32) : size == 8 ? std::optional(ElementType::U64) : std::nullopt;
+    case 'b': return size == 1 ? std::optional(ElementType::Bool) : std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::optional<PyArray> array_from_numpy(py::handle obj, const ComputeDevice& device) {
+  if (!py::isinstance<py::array>(obj)) return std::nullopt;
+  auto a = py::reinterpret_borrow<py::array>(obj);
+  constexpr int kTakes = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_ALIGNED_ |
+                         py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  if ((a.flags() & kTakes) != kTakes) return std::nullopt;
+  std::optional<ElementType> type = element_type_of(a.dtype());
+  if (!type) return std::nullopt;
+  std::vector<size_t> shape(static_cast<size_t>(a.ndim()));
+  for (size_t i = 0; i < shape.size(); ++i) shape[i] = static_cast<size_t>(a.shape(static_cast<py::ssize_t>(i)));
+  if (device.description().type != "cpu") return PyArray{Array::from_host(device, a.data(), *type, shape), nullptr};
+  // In place: the Array holds a reference to the ndarray, given back under
+  // the interpreter lock from whichever thread lets go last.
+  PyObject* ref = a.inc_ref().ptr();
+  std::shared_ptr<void> owner(ref, [](void* p) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    Py_DECREF(static_cast<PyObject*>(p));
+  });
+  return PyArray{Array::from_host(device, a.data(), *type, shape, /*copy=*/false), std::move(owner)};
+}
+
+py::object numpy_over(const PyArray& a) {
+  const char* typestr = numpy_typestr(a.array.element_type());
+  void* data = a.array.host_data();
+  if (!typestr || (!data && a.array.size() > 0)) return py::none();
+  static char empty;
+  std::vector<py::ssize_t> shape(a.array.shape().begin(), a.array.shape().end());
+  py::object base = py::cast(a);  // keeps the Array (and what it reads) alive
+  return py::array(py::dtype(typestr), shape, {}, data ? data : &empty, base);
+}
+
+}  // namespace zyntax::python

@@ -1,0 +1,29 @@
+// NumPy arrays in and out without a round trip through Python: an ndarray
+// read in place (C-contiguous, aligned, writeable, of an element type we
+// have) and an Array's host memory shown as an ndarray that keeps the Array
+// alive. What the calls of kernels and functions take and give on their
+// fast path; anything else goes through DLPack (dlpack_exchange).
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <optional>
+
+#include "dlpack_exchange.hpp"
+
+namespace zyntax::python {
+
+// NumPy's type string for an element type ("<f4"); null where NumPy has
+// none (bf16).
+const char* numpy_typestr(ElementType t);
+
+// `obj` as an Array on `device` where it is an ndarray this can take as it
+// is (in place on a CPU device, copied to another); nullopt for anything
+// else (the caller's general path decides).
+std::optional<PyArray> array_from_numpy(pybind11::handle obj, const ComputeDevice& device);
+
+// An ndarray over the array's host memory, writable, owning `a`; None where
+// its elements are not in host memory or NumPy has no such type.
+pybind11::object numpy_over(const PyArray& a);
+
+}  // namespace zyntax::python
