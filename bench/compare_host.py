@@ -249,74 +249,6 @@ def fib_python(n):
     return fib_python(n - 1) + fib_python(n - 2)
 
 
-# Calls from Python (python/zyntax): a program's host functions called as
-# prog.name(...), once compiled (straight into the compiled code) and kept
-# interpreted (a string in the body), against the same function in CPython
-# and the nearest torch op, per call, in one process.
-PY_CALLS = r"""
-import sys, time
-import numpy as np, torch, zyntax
-src = '''
-def add(a: float, b: float) -> float {
-    return a + b
-}
-def add_interpreted(a: float, b: float) -> float {
-    let why = "strings stay interpreted"
-    return a + b
-}
-def total(x: tensor[n, f64]) -> float {
-    var s = 0.0
-    for i in 0..n {
-        s += x[i]
-    }
-    return s
-}
-'''
-prog = zyntax.compile(src, device="cpu")
-def until_direct(f, *a):
-    deadline = time.monotonic() + 120
-    while f.last_tier != "direct" and time.monotonic() < deadline:
-        f(*a)
-        time.sleep(0.001)
-    assert f.last_tier == "direct", f.name
-def per_call(f, n):
-    best = 1e30
-    for _ in range(REPEAT):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            f()
-        best = min(best, time.perf_counter() - t0)
-    return best / n * 1e9
-x = np.random.rand(16)
-tx = torch.from_numpy(x)
-ta, tb = torch.tensor(1.0, dtype=torch.float64), torch.tensor(2.0, dtype=torch.float64)
-until_direct(prog.add, 1.0, 2.0)
-until_direct(prog.total, x)
-def py_add(a, b):
-    return a + b
-def py_total(x):
-    s = 0.0
-    for v in x:
-        s += v
-    return s
-xl = list(x)
-f_add, f_interp, f_total = prog.add, prog.add_interpreted, prog.total
-print("add", per_call(lambda: f_add(1.0, 2.0), 20000), per_call(lambda: f_interp(1.0, 2.0), 2000),
-      per_call(lambda: py_add(1.0, 2.0), 200000), per_call(lambda: torch.add(ta, tb), 20000))
-print("total", per_call(lambda: f_total(x), 20000), per_call(lambda: py_total(xl), 200000),
-      per_call(lambda: torch.sum(tx), 20000))
-"""
-
-
-def python_calls(repeat):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "build", "python"))
-    p = subprocess.run(["/usr/bin/python3", "-c", PY_CALLS.replace("REPEAT", str(repeat))], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True, timeout=1200, env=env)
-    if p.returncode != 0:
-        sys.exit("calls from Python failed:\n%s%s" % (p.stdout, p.stderr))
-    return {line.split()[0]: [float(v) for v in line.split()[1:]] for line in p.stdout.splitlines()}
-
-
 def best_ns(f, repeat, per):
     best = float("inf")
     for _ in range(repeat):
@@ -368,14 +300,6 @@ def main():
                 "record of five fields, 100,000 calls timed one by one | p50 %s ns, p99 %s ns (%s) | target %s ns: %s | "
                 "CPython, the same update on a dict: %.1f ns per call (mean) |" % (
                     m.group(1), m.group(2), m.group(5), m.group(3), "met" if m.group(4) == "true" else "missed", py_update))
-    calls = python_calls(args.repeat)
-    add, total = calls["add"], calls["total"]
-    call_rows = [
-        "| `prog.add(1.0, 2.0)`: a float function | %.0f | %.0f | %.0f (a Python function) | %.0f (`torch.add` of 0-d tensors) |" % (
-            add[0], add[1], add[2], add[3]),
-        "| `prog.total(x)`: the sum of a 16-element f64 NumPy array, element by element | %.0f | | %.0f (a loop over a list) "
-        "| %.0f (`torch.sum`) |" % (total[0], total[1], total[2]),
-    ]
     text = "\n".join([
         "## Host code",
         "",
@@ -391,14 +315,6 @@ def main():
         "|---|---|---|---|---|---|---|---|",
     ] + rows + [
         "",
-        "Calls from Python (`python/zyntax`), ns per call, best of %d in one process: a compiled function is called "
-        "straight into its compiled code once it has compiled (`last_tier` is \"direct\"), with no interpreter and no "
-        "change of thread; the interpreted column is the same function kept interpreted." % args.repeat,
-        "",
-        "| call | compiled, direct | interpreted | CPython | torch |",
-        "|---|---|---|---|---|",
-    ] + call_rows + [
-        "",
         "| critical path | latency | target | anchor |",
         "|---|---|---|---|",
         critical,
@@ -406,7 +322,8 @@ def main():
         "Host functions whose values are numbers, bools, records of numbers and tensors compile to native code "
         "through LLVM (`src/host`); the rest (strings, lists, compute blocks, builtins with effects) stay "
         "interpreted, and `zyntax run --explain-host` says why, per function and line. `latency()` times each call "
-        "with the steady clock, less the clock's own cost.",
+        "with the steady clock, less the clock's own cost. Calls of compiled functions from Python: \"Calls from "
+        "Python\" below.",
         ""])
     print(text)
     performance_doc.replace_sections(args.out, ["Host code"], text)
