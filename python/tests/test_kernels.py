@@ -214,3 +214,16 @@ def test_numpy_arrays_go_straight_in_and_results_outlive_the_program():
     for args in [(x, zero), (a, zero), (torch.from_numpy(x), torch.from_numpy(zero)), (list(x), list(zero))]:
         r = prog.axpy(*args)
         np.testing.assert_array_equal(r.numpy() if isinstance(r, torch.Tensor) else r, 2.5 * x)
+
+
+def test_host_values_go_positionally_in_the_signatures_order():
+    prog = zyntax.compile(SOURCE, device="cpu", name="kernels.zynml")
+    x = np.random.default_rng(5).normal(size=(3, 4)).astype(np.float32)
+    np.testing.assert_allclose(prog.softmax(x, 0.5), np_softmax(x, 0.5), rtol=2e-6, atol=2e-7)
+    np.testing.assert_allclose(prog.softmax(x, 0.5), prog.softmax(x, temperature=0.5))
+    assert list(prog.shift(np.array([1, 2]), 10)) == [11, 12]
+    with pytest.raises(zyntax.ShapeError, match=r"kernel softmax takes 1 arrays and 1 host values, got 3 arguments"):
+        prog.softmax(x, 0.5, 2.0)
+    with pytest.raises(TypeError, match="host value 'temperature' given twice"):
+        prog.softmax(x, 0.5, temperature=0.5)
+    assert prog.softmax is prog.softmax and prog.kernel("softmax") is prog.softmax  # looked up once

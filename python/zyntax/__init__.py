@@ -126,10 +126,25 @@ class _ProgramCallable:
 
 class KernelFunction(_ProgramCallable):
     """A kernel of a program, called like a function: arrays positionally
-    (the compute block's inputs, in order), host numbers by name."""
+    (the compute block's inputs, in order), then host numbers, positionally
+    in the signature's order or by name."""
     _what = "kernel"
 
+    def __init__(self, handle, device):
+        super().__init__(handle, device)
+        self._arrays = len(handle.params)  # read once: calls are hot
+        self._host_names = [h[0] for h in handle.host_values]
+
     def __call__(self, *arrays, device=None, **host_values):
+        if len(arrays) > self._arrays:
+            arrays, extra = arrays[:self._arrays], arrays[self._arrays:]
+            if len(extra) > len(self._host_names):
+                raise ShapeError("kernel %s takes %d arrays and %d host values, got %d arguments: %s" % (
+                    self.name, self._arrays, len(self._host_names), self._arrays + len(extra), self.signature))
+            for name, value in zip(self._host_names, extra):
+                if name in host_values:
+                    raise TypeError("kernel %s: host value '%s' given twice (positionally and by name)" % (self.name, name))
+                host_values[name] = value
         if device is None:
             # Arrays and NumPy arrays as they are: no conversion in Python.
             out = self._handle.call(self._device, arrays, host_values)
@@ -227,6 +242,7 @@ class Program:
         self._program = program
         self._device = device
         self._functions = {}  # by name: looked up once
+        self._kernels = {}
 
     @property
     def kernels(self):
@@ -237,7 +253,10 @@ class Program:
         return self._device
 
     def kernel(self, name):
-        return KernelFunction(self._program.kernel(name), self._device)
+        k = self._kernels.get(name)
+        if k is None:
+            k = self._kernels[name] = KernelFunction(self._program.kernel(name), self._device)
+        return k
 
     @property
     def functions(self):
@@ -251,18 +270,21 @@ class Program:
         return f
 
     def __getattr__(self, name):
+        # Called only for names not found otherwise: what it finds is kept
+        # as an attribute, so that `prog.name(...)` in a loop looks it up once.
         if name.startswith("_"):
             raise AttributeError(name)
-        if name in self._functions:
-            return self._functions[name]
         if name not in self._program.kernel_names and name in self._program.function_names:
-            return self.function(name)
-        if name not in self._program.kernel_names:
-            try:
-                self._program.kernel(name)  # raises ProgramError with the kernels there are
-            except ProgramError as e:
-                raise AttributeError(str(e)) from None
-        return self.kernel(name)
+            found = self.function(name)
+        else:
+            if name not in self._program.kernel_names:
+                try:
+                    self._program.kernel(name)  # raises ProgramError with the kernels there are
+                except ProgramError as e:
+                    raise AttributeError(str(e)) from None
+            found = self.kernel(name)
+        self.__dict__[name] = found
+        return found
 
     def __dir__(self):
         return list(super().__dir__()) + self.kernels

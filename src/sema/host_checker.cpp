@@ -347,7 +347,36 @@ class Checker {
     for (const auto& [k, v] : module_->globals) candidates.push_back(k);
     for (const std::string& b : builtin_names()) candidates.push_back(b);
     std::string best = nearest_name(n.name, candidates);
+    // Else a member of a module in scope: `gelu` for `nn.gelu`.
+    if (best.empty()) {
+      std::vector<std::string> members;
+      auto add_members = [&](const std::string& alias, const Symbol& s) {
+        if (s.type.kind != K::Module || !s.type.module) return;
+        for (const auto& [member, v] : modules_[s.type.module->path].globals) members.push_back(alias + "." + member);
+      };
+      for (const Scope& s : scopes_)
+        for (const auto& [k, v] : s) add_members(k, v);
+      for (const auto& [k, v] : module_->globals) add_members(k, v);
+      for (const std::string& m : members)
+        if (m.substr(m.find('.') + 1) == n.name) best = m;
+      if (best.empty()) {
+        std::vector<std::string> bare;
+        for (const std::string& m : members) bare.push_back(m.substr(m.find('.') + 1));
+        std::string near = nearest_name(n.name, bare);
+        for (const std::string& m : members)
+          if (!near.empty() && m.substr(m.find('.') + 1) == near) best = m;
+      }
+    }
     Diagnostic& d = diags().error(n.span, "unknown name '" + n.name + "'");
+    if (!best.empty()) d.with_hint("did you mean '" + best + "'?");
+  }
+
+  // "module 'nn' has no 'gleu'", with the member nearest it.
+  void no_member(Span at, const std::string& module, const std::string& field) {
+    std::vector<std::string> members;
+    for (const auto& [k, v] : modules_[module].globals) members.push_back(k);
+    Diagnostic& d = diags().error(at, "module '" + module + "' has no '" + field + "'");
+    std::string best = nearest_name(field, members);
     if (!best.empty()) d.with_hint("did you mean '" + best + "'?");
   }
 
@@ -488,7 +517,7 @@ class Checker {
         auto& g = modules_[self.module->path].globals;
         auto it = g.find(fe.field);
         if (it == g.end()) {
-          diags().error(fe.field_span, "module '" + self.module->path + "' has no '" + fe.field + "'");
+          no_member(fe.field_span, self.module->path, fe.field);
           return {};
         }
         if (it->second.type.kind == K::Function) return user_call(*it->second.type.function, c);
@@ -663,7 +692,7 @@ class Checker {
         auto& g = modules_[base.module->path].globals;
         auto it = g.find(f.field);
         if (it == g.end()) {
-          diags().error(f.field_span, "module '" + base.module->path + "' has no '" + f.field + "'");
+          no_member(f.field_span, base.module->path, f.field);
           return {};
         }
         return it->second.type;

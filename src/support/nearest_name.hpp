@@ -7,7 +7,8 @@
 
 namespace zyntax {
 
-// Levenshtein distance.
+// Edits from one to the other: insertions, deletions, substitutions and
+// swaps of neighbouring characters, each one.
 size_t edit_distance(const std::string& a, const std::string& b);
 
 // The nearest candidate within a third of the name's length (at least one
