@@ -227,3 +227,12 @@ def test_host_values_go_positionally_in_the_signatures_order():
     with pytest.raises(TypeError, match="host value 'temperature' given twice"):
         prog.softmax(x, 0.5, temperature=0.5)
     assert prog.softmax is prog.softmax and prog.kernel("softmax") is prog.softmax  # looked up once
+
+
+def test_a_tensor_that_requires_grad_is_warned_about():
+    prog = zyntax.compile(SOURCE, device="cpu")
+    x = torch.randn(3, 4, requires_grad=True)
+    with pytest.warns(UserWarning, match="kernel row_sums has no backward: its result is detached from autograd"):
+        y = prog.row_sums(x)
+    assert not y.requires_grad
+    torch.testing.assert_close(y, x.detach().sum(dim=1), rtol=1e-5, atol=1e-5)

@@ -152,6 +152,11 @@ class KernelFunction(_ProgramCallable):
                 return from_array(out, False) if type(out) is Array else out
         dev = self._device if device is None else _open(device)
         torch_inputs = [a for a in arrays if _is_torch(a)]
+        if any(t.requires_grad for t in torch_inputs):
+            import warnings
+            warnings.warn("kernel %s has no backward: its result is detached from autograd, so no gradient flows back "
+                          "to its inputs (zyntax.torch's ops have backward passes; or wrap the kernel in a "
+                          "torch.autograd.Function)" % self.name, stacklevel=2)
         params = self._handle.params
         inputs = [to_array(a, dev, _NUMPY_TYPES.get(params[i][1]) if i < len(params) else None)
                   for i, a in enumerate(arrays)]
