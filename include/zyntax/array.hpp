@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <memory>
 #include <vector>
 
 #include "zyntax/buffer.hpp"
@@ -27,6 +28,11 @@ class ZYNTAX_API Array {
   // result that is a view of it).
   static Array from_host(const ComputeDevice& device, const void* data, ElementType type, std::vector<size_t> shape,
                          bool copy = true);
+  // The caller's memory itself on a CPU device, kept alive by `owner`
+  // (another library's tensor) for as long as anything reads it: the Array,
+  // its views, and ops still waiting to run on it.
+  static Array from_host(const ComputeDevice& device, const void* data, ElementType type, std::vector<size_t> shape,
+                         std::shared_ptr<const void> owner);
   template <class T>
   static Array from_vector(const ComputeDevice& device, const std::vector<T>& data, std::vector<size_t> shape);
 
@@ -50,6 +56,9 @@ class ZYNTAX_API Array {
   void* host_data() const;
 
  private:
+  static Array in_host_memory(const ComputeDevice& device, const void* data, ElementType type, std::vector<size_t> shape,
+                              bool copy, std::shared_ptr<const void> owner);
+
   Buffer buffer_;
   std::vector<size_t> shape_;
 };

@@ -135,7 +135,7 @@ PyArray from_dlpack(py::object producer, const ComputeDevice& device, bool copy)
                           "; pass host memory (e.g. tensor.cpu()) or a CUDA GPU's memory");
   const char* data = static_cast<const char*>(t.data) + t.byte_offset;
   bool in_place = !copy && row_major(t) && device.description().type == "cpu";
-  if (in_place) return {Array::from_host(device, data, type, shape, /*copy=*/false), owner};
+  if (in_place) return {Array::from_host(device, data, type, shape, std::shared_ptr<const void>(owner)), owner};
   if (row_major(t)) return {Array::from_host(device, data, type, shape), nullptr};
   // Strided: gathered element by element into a contiguous copy.
   size_t n = 1, size = bytes_of(type);

@@ -65,7 +65,7 @@ std::optional<PyArray> array_from_numpy(py::handle obj, const ComputeDevice& dev
     py::gil_scoped_acquire gil;
     Py_DECREF(static_cast<PyObject*>(p));
   });
-  return PyArray{Array::from_host(device, a.data(), *type, shape, /*copy=*/false), std::move(owner)};
+  return PyArray{Array::from_host(device, a.data(), *type, shape, std::shared_ptr<const void>(owner)), owner};
 }
 
 py::object numpy_over(const PyArray& a) {

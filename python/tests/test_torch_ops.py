@@ -117,3 +117,38 @@ def test_shape_errors_name_the_op():
         zt.matmul(torch.randn(2, 3), torch.randn(4, 5), device="cpu")
     with pytest.raises(zyntax.ShapeError, match="rms_norm"):
         zt.rms_norm(torch.randn(2, 3), torch.randn(4), device="cpu")
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1, 2])
+def test_softmax_over_any_axis_with_its_gradient(dim):
+    x = torch.randn(3, 4, 5, dtype=torch.float32, requires_grad=True)
+    y = zt.softmax(x, dim=dim, device="cpu")
+    torch.testing.assert_close(y, torch.softmax(x.detach(), dim=dim), rtol=1e-5, atol=1e-6)
+    w = torch.randn(3, 4, 5)
+    (y * w).sum().backward()
+    xr = x.detach().clone().requires_grad_()
+    (torch.softmax(xr, dim=dim) * w).sum().backward()
+    torch.testing.assert_close(x.grad, xr.grad, rtol=1e-4, atol=1e-5)
+    with pytest.raises(IndexError, match="dim 3 is out of range for a tensor of 3 axes"):
+        zt.softmax(x, dim=3, device="cpu")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_is_computed_in_f32_and_given_back_in_its_dtype(dtype):
+    x = torch.randn(4, 8).to(dtype).requires_grad_()
+    w = torch.randn(8).to(dtype)
+    y = zt.rms_norm(x, w, device="cpu")
+    assert y.dtype == dtype
+    want = zt.rms_norm(x.detach().float(), w.float(), device="cpu").to(dtype)
+    torch.testing.assert_close(y, want)
+    y.float().sum().backward()
+    assert x.grad.dtype == dtype
+    assert zt.matmul(x.detach(), x.detach().t(), device="cpu").dtype == dtype
+
+
+def test_f64_is_refused_not_rounded():
+    x = torch.randn(2, 3, dtype=torch.float64)
+    with pytest.raises(TypeError, match=r"zyntax.torch.softmax computes in f32 .* got a float64 tensor: convert it with .float\(\)"):
+        zt.softmax(x, device="cpu")
+    with pytest.raises(TypeError, match="matmul"):
+        zt.matmul(x, x.t(), device="cpu")

@@ -1,5 +1,8 @@
 """The op library as PyTorch autograd functions: forward and backward both
-run on a zyntax device (f32; any leading axes are rows).
+run on a zyntax device (any leading axes are rows). The op library computes
+in f32: f16 and bf16 tensors are computed in f32 and given back in their own
+dtype (as autocast does); f64 tensors are a TypeError, never silently
+rounded to f32.
 
     import torch, zyntax.torch as zt
     x = torch.randn(8, 64, requires_grad=True)
@@ -20,7 +23,22 @@ def _arr(t, dev):
 
 
 def _t(a, like):
-    return from_array(a, True, on_device=like.is_cuda).to(like.device)
+    """A result as a tensor where `like` is, in like's dtype where that is a float type."""
+    t = from_array(a, True, on_device=like.is_cuda)
+    return t.to(like.device, like.dtype) if like.is_floating_point() else t.to(like.device)
+
+
+_COMPUTED_IN_F32 = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _inputs(op, device, *tensors):
+    """The device; TypeError for a tensor the op library cannot compute on without losing precision."""
+    for t in tensors:
+        if t is not None and t.dtype not in _COMPUTED_IN_F32:
+            raise TypeError("zyntax.torch.%s computes in f32 (f16 and bf16 are computed in f32 and given back in their "
+                            "dtype); got a %s tensor%s" % (op, str(t.dtype).replace("torch.", ""),
+                                                          ": convert it with .float()" if t.dtype == torch.float64 else ""))
+    return zyntax.device(device)
 
 
 class _Softmax(torch.autograd.Function):
@@ -124,29 +142,36 @@ def _pair(v):
 
 def conv2d(x, weight, bias=None, stride=1, padding=0, device="auto"):
     """2-D convolution over NCHW x with OIHW weights (zero padding), as torch.nn.functional.conv2d."""
-    return _Conv2d.apply(x, weight, bias, _pair(stride), _pair(padding), zyntax.device(device))
+    return _Conv2d.apply(x, weight, bias, _pair(stride), _pair(padding), _inputs("conv2d", device, x, weight, bias))
 
 
 def embedding(ids, weight, device="auto"):
     """weight[ids] for integer ids of any shape: ids.shape + [dim]; the gradient flows to weight."""
-    return _Embedding.apply(ids, weight, zyntax.device(device))
+    return _Embedding.apply(ids, weight, _inputs("embedding", device, weight))
 
 
-def softmax(x, device="auto"):
-    """Softmax over the last axis."""
-    return _Softmax.apply(x, zyntax.device(device))
+def softmax(x, dim=-1, device="auto"):
+    """Softmax over axis `dim` (the last by default), as torch.softmax."""
+    dev = _inputs("softmax", device, x)
+    last = x.dim() - 1
+    dim = dim + x.dim() if dim < 0 else dim
+    if x.dim() and not 0 <= dim <= last:
+        raise IndexError("zyntax.torch.softmax: dim %d is out of range for a tensor of %d axes" % (dim, x.dim()))
+    if x.dim() == 0 or dim == last:
+        return _Softmax.apply(x, dev)
+    return _Softmax.apply(x.movedim(dim, -1), dev).movedim(-1, dim)
 
 
 def rms_norm(x, weight, eps=1e-6, device="auto"):
     """x / sqrt(mean(x^2) + eps) * weight over the last axis."""
-    return _RmsNorm.apply(x, weight, float(eps), zyntax.device(device))
+    return _RmsNorm.apply(x, weight, float(eps), _inputs("rms_norm", device, x, weight))
 
 
 def layer_norm(x, gamma, beta, eps=1e-5, device="auto"):
     """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis."""
-    return _LayerNorm.apply(x, gamma, beta, float(eps), zyntax.device(device))
+    return _LayerNorm.apply(x, gamma, beta, float(eps), _inputs("layer_norm", device, x, gamma, beta))
 
 
 def matmul(a, b, device="auto"):
     """a @ b for 2-D a [m, k] and b [k, n]."""
-    return _Matmul.apply(a, b, zyntax.device(device))
+    return _Matmul.apply(a, b, _inputs("matmul", device, a, b))

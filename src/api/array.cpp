@@ -21,6 +21,16 @@ Array::Array(Buffer buffer, std::vector<size_t> shape) : buffer_(std::move(buffe
 
 Array Array::from_host(const ComputeDevice& device, const void* data, ElementType type, std::vector<size_t> shape,
                        bool copy) {
+  return in_host_memory(device, data, type, std::move(shape), copy, nullptr);
+}
+
+Array Array::from_host(const ComputeDevice& device, const void* data, ElementType type, std::vector<size_t> shape,
+                       std::shared_ptr<const void> owner) {
+  return in_host_memory(device, data, type, std::move(shape), false, std::move(owner));
+}
+
+Array Array::in_host_memory(const ComputeDevice& device, const void* data, ElementType type, std::vector<size_t> shape,
+                            bool copy, std::shared_ptr<const void> owner) {
   const DeviceImpl& dev = *device.impl();
   if (!device.impl()) throw ComputeError("Array::from_host: the device was moved from");
   size_t n = api::product(shape);  // ShapeError past 63 bits
@@ -35,7 +45,7 @@ Array Array::from_host(const ComputeDevice& device, const void* data, ElementTyp
                          " (copy it)");
     // Kernels read and write the caller's memory; it stays the caller's.
     auto* bytes = static_cast<unsigned char*>(const_cast<void*>(data));
-    t = Tensor::in_storage(dtype, flat, std::shared_ptr<unsigned char>(bytes, [](unsigned char*) {}));
+    t = Tensor::in_storage(dtype, flat, std::shared_ptr<unsigned char>(bytes, [owner = std::move(owner)](unsigned char*) {}));
   } else {
     t = Tensor::for_overwrite(dtype, flat);
     if (n > 0) std::memcpy(t.data_for_overwrite(), data, t.nbytes());

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -104,6 +105,19 @@ TEST(Program, LoadsAFileAndReadsHostMemoryInPlaceOnTheCpu) {
   EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{12.5, 25, 37.5}));
   a[1] = 4;  // the array is the caller's memory
   EXPECT_EQ(prog.kernel("axpy")({va, Array::from_vector(cpu, b, {3})}).to_vector<double>()[1], 30);
+}
+
+TEST(Program, AnOwnerKeepsHostMemoryReadInPlaceAliveWhileAnythingReadsIt) {
+  ComputeDevice cpu = ComputeDevice::open("cpu");
+  Program prog = Program::from_source(kSource, "kernels.zynml", cpu);
+  auto data = std::make_shared<std::vector<double>>(std::vector<double>{1, 2, 3});
+  std::weak_ptr<std::vector<double>> watch = data;
+  Array a = Array::from_host(cpu, data->data(), ElementType::F64, {3}, std::shared_ptr<const void>(data));
+  data.reset();  // the caller lets go: the array holds it
+  ASSERT_FALSE(watch.expired());
+  EXPECT_EQ(prog.kernel("axpy")({a, a}).to_vector<double>(), (std::vector<double>{3.5, 7, 10.5}));
+  a = Array();
+  EXPECT_TRUE(watch.expired());  // and lets go when nothing reads it
 }
 
 std::string error_of(const std::function<void()>& f) {
