@@ -1,5 +1,6 @@
 #include "api/deferred_ops.hpp"
 
+#include <atomic>
 #include <cstdio>
 
 #include "api/api_internal.hpp"
@@ -24,6 +25,10 @@ Queues& queues() {
   return *q;
 }
 
+// Ops waiting in every queue together: flush_all() with none waiting (a
+// read of a result, at every call from Python) costs one load.
+std::atomic<int64_t> waiting_everywhere{0};
+
 TensorSpec spec_of(const PendingInput& in) {
   if (!in.pending) return {in.tensor.dtype(), in.tensor.shape()};
   return {in.pending->dtype, in.view.empty() ? in.pending->shape : in.view};
@@ -40,6 +45,7 @@ DeferredOps& DeferredOps::of(Device& device) {
 }
 
 void DeferredOps::flush_all() {
+  if (waiting_everywhere.load(std::memory_order_acquire) == 0) return;
   std::vector<DeferredOps*> all;
   {
     Queues& q = queues();
@@ -54,6 +60,7 @@ void DeferredOps::add(std::shared_ptr<PendingBlock> b) {
   if (pending_.size() >= kMaxPending) flush_locked();
   b->seq = next_seq_++;
   pending_.push_back(std::move(b));
+  waiting_everywhere.fetch_add(1, std::memory_order_release);
 }
 
 void DeferredOps::flush() {
@@ -65,6 +72,7 @@ void DeferredOps::flush_locked() {
   if (pending_.empty()) return;
   std::vector<std::shared_ptr<PendingBlock>> nodes = std::move(pending_);
   pending_.clear();
+  waiting_everywhere.fetch_sub(static_cast<int64_t>(nodes.size()), std::memory_order_release);
   launches_ += graph_.run(
       std::move(nodes), device_, [](const std::string&) {},
       [](const PendingBlock& b, const std::exception& e) { throw ComputeError(b.label + ": " + e.what()); });
