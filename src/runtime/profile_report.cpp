@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "support/json_string.hpp"
 
@@ -18,7 +19,16 @@ struct KernelRow {
   double bytes = 0, flops = 0;
   bool flops_known = true;
   int64_t first_ns = 0;
+  std::vector<int64_t> each_ns;  // every launch's time: the fastest and the median
 };
+
+// The median of `ns` (reordered).
+int64_t median(std::vector<int64_t>& ns) {
+  auto mid = ns.begin() + static_cast<std::ptrdiff_t>(ns.size() / 2);
+  std::nth_element(ns.begin(), mid, ns.end());
+  if (ns.size() % 2) return *mid;
+  return (*std::max_element(ns.begin(), mid) + *mid) / 2;
+}
 
 std::string fixed(double v, int decimals) {
   char buf[64];
@@ -94,6 +104,7 @@ void print_profile(const std::vector<ProfileEvent>& events, int64_t wall_ns, std
     ++r.launches;
     r.compiles += e.compiled;
     r.run_ns += e.duration_ns;
+    r.each_ns.push_back(e.duration_ns);
     r.bytes += static_cast<double>(e.bytes);
     if (e.flops < 0) r.flops_known = false;
     else r.flops += e.flops;
@@ -103,15 +114,17 @@ void print_profile(const std::vector<ProfileEvent>& events, int64_t wall_ns, std
   std::sort(sorted.begin(), sorted.end(), [](const KernelRow& a, const KernelRow& b) { return a.run_ns > b.run_ns; });
 
   std::vector<std::vector<std::string>> table = {
-      {"kernel", "device", "launches", "compile ms", "cache hits", "total ms", "mean ms", "GB/s", "GFLOP/s"}};
+      {"kernel", "device", "launches", "compile ms", "cache hits", "total ms", "mean ms", "min ms", "median ms", "GB/s", "GFLOP/s"}};
   int64_t kernel_ns = 0, compile_ns = 0;
-  for (const KernelRow& r : sorted) {
+  for (KernelRow& r : sorted) {
     kernel_ns += r.run_ns;
     compile_ns += r.compile_ns;
     double seconds = static_cast<double>(r.run_ns) * 1e-9;
     table.push_back({r.name, r.device, std::to_string(r.launches), fixed(r.compile_ns * 1e-6, 1),
                      std::to_string(r.launches - r.compiles), fixed(r.run_ns * 1e-6, 3),
                      r.launches ? fixed(r.run_ns * 1e-6 / static_cast<double>(r.launches), 3) : "-",
+                     r.launches ? fixed(*std::min_element(r.each_ns.begin(), r.each_ns.end()) * 1e-6, 3) : "-",
+                     r.launches ? fixed(median(r.each_ns) * 1e-6, 3) : "-",
                      seconds > 0 ? fixed(r.bytes / seconds * 1e-9, 2) : "-",
                      seconds > 0 && r.flops_known ? fixed(r.flops / seconds * 1e-9, 2) : "-"});
   }

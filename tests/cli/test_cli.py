@@ -219,6 +219,9 @@ def main():
         rows = [l for l in err.splitlines() if l.split() and l.split()[0] in kernels]
         expect("--profile prints a row per kernel", p.returncode == 0 and "compile ms" in err and "GFLOP/s" in err
                and len(rows) == 6 and all(r.split()[2] == "2" and r.split()[4] == "1" for r in rows), err)
+        # The fastest and the median launch beside the mean: min <= median <= the slower of two.
+        expect("--profile gives min and median times", "min ms" in err and "median ms" in err
+               and all(float(r.split()[7]) <= float(r.split()[8]) <= 2 * float(r.split()[6]) + 1e-3 for r in rows), err)
         events = json.load(open(trace))["traceEvents"] if os.path.exists(trace) else []
         cats = {e.get("cat") for e in events}
         kernel_events = [e for e in events if e.get("cat") == "kernel"]
