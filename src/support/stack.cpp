@@ -20,9 +20,16 @@ namespace {
 // low end of that stack, which stack_remaining() measures against.
 thread_local uintptr_t t_switched_low = 0;
 
-// The sanitizers follow threads, not stacks switched under them; other
-// targets than these two have no switch written for them.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || !(defined(__x86_64__) || defined(__aarch64__))
+// The sanitizers follow threads, not stacks switched under them (GCC says
+// so with __SANITIZE_*__, clang with __has_feature); other targets than
+// these two have no switch written for them.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define ZYNTAX_STACK_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(ZYNTAX_STACK_SANITIZED) || \
+    !(defined(__x86_64__) || defined(__aarch64__))
 constexpr bool kSwitchStacksInPlace = false;
 #else
 constexpr bool kSwitchStacksInPlace = true;
