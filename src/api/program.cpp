@@ -46,6 +46,21 @@ class ProgramImpl {
 
 namespace {
 
+// Runs `fn`; what goes wrong becomes a ComputeError naming `what`, an error
+// located in the program's source shown as `zyntax run` shows it.
+template <class F>
+void located_errors(Session& session, const std::string& what, const F& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    DiagnosticEngine rendered(session.sources());
+    rendered.report(e.diagnostic());
+    throw ComputeError(what + ": " + rendered.render_all());
+  } catch (const DataError& e) {
+    throw ComputeError(what + ": " + e.what());
+  }
+}
+
 std::unique_ptr<KernelEntry> entry_for(Session& session, CheckedKernel& k) {
   auto e = std::make_unique<KernelEntry>();
   e->name = session.kernel_name(k.node);
@@ -264,18 +279,7 @@ std::vector<Argument> Function::run(const std::vector<Argument>& args, const std
       values.push_back(host_value(args[i].number()));
     }
   }
-  // Located errors, shown as `zyntax run` shows them.
-  auto located = [&](const auto& run) {
-    try {
-      run();
-    } catch (const Error& e) {
-      DiagnosticEngine rendered(p.session.sources());
-      rendered.report(e.diagnostic());
-      throw ComputeError(what + ": " + rendered.render_all());
-    } catch (const DataError& e) {
-      throw ComputeError(what + ": " + e.what());
-    }
-  };
+  auto located = [&](const auto& run) { located_errors(p.session, what, run); };
   std::vector<Argument> out;
   if (keywords.empty()) {
     const DirectCall* direct = nullptr;
@@ -414,15 +418,8 @@ Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
     throw ShapeError("kernel " + name + ": " + e.what());
   }
   Tensor out;
-  try {
-    out = api::launch_compiled(dev, *entry_->compiled, tensors, host_dims, scalars);
-  } catch (const Error& e) {  // located in the program's source: shown as `zyntax run` shows it
-    DiagnosticEngine rendered(program_->session.sources());
-    rendered.report(e.diagnostic());
-    throw ComputeError("kernel " + name + ": " + rendered.render_all());
-  } catch (const DataError& e) {
-    throw ComputeError("kernel " + name + ": " + e.what());
-  }
+  located_errors(program_->session, "kernel " + name,
+                 [&] { out = api::launch_compiled(dev, *entry_->compiled, tensors, host_dims, scalars); });
   std::vector<size_t> shape;
   for (int64_t d : out.shape()) shape.push_back(static_cast<size_t>(d));
   return Array(api::wrap(dev, std::move(out)), std::move(shape));
