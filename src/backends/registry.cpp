@@ -1,5 +1,7 @@
 #include "backends/registry.hpp"
 
+#include <string>
+
 namespace zyntax {
 
 // Each enabled backend's registration (enabled_backends.inc is written by
@@ -8,10 +10,22 @@ namespace zyntax {
 #include "enabled_backends.inc"
 #undef ZYNTAX_BACKEND
 
+namespace {
+
+bool is_host_backend(const std::string& name) { return name == "cpu" || name == "reference"; }
+
+}  // namespace
+
 DeviceRegistry& device_registry() {
   static DeviceRegistry* registry = [] {
     auto* r = new DeviceRegistry();  // never destroyed: devices may be in use until exit
-#define ZYNTAX_BACKEND(name) register_##name##_backend(*r);
+    // The host's backends open now; the others (GPU drivers, slow to open)
+    // when something beyond the host is first asked for.
+#define ZYNTAX_BACKEND(name) \
+  if (is_host_backend(#name))  \
+    register_##name##_backend(*r); \
+  else                         \
+    r->defer(register_##name##_backend);
 #include "enabled_backends.inc"
 #undef ZYNTAX_BACKEND
     return r;

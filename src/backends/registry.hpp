@@ -1,5 +1,6 @@
 // The process's devices: every device of every backend this build enabled
-// (CMake's ZYNTAX_BACKENDS), opened once, on first use. A backend lives in
+// (CMake's ZYNTAX_BACKENDS), opened once: the host's backends (cpu,
+// reference) on first use, the others when first needed. A backend lives in
 // src/backends/<name>/ and registers its devices with one function,
 // register_<name>_backend(DeviceRegistry&); this file's registry.cpp calls
 // each enabled one, in the order CMake lists them.

@@ -74,7 +74,24 @@ Tensor Device::run_with_fallbacks(const cir::Kernel& kernel, uint64_t key, const
   return next->run_with_fallbacks(kernel, key, inputs, scalars, ran_on);
 }
 
+const std::vector<std::unique_ptr<Device>>& DeviceRegistry::devices() const {
+  open_deferred();
+  return devices_;
+}
+
+void DeviceRegistry::open_deferred() const {
+  if (deferred_.empty()) return;
+  std::call_once(opened_, [this] {
+    auto* self = const_cast<DeviceRegistry*>(this);  // opening adds devices; the registry is logically unchanged
+    for (const auto& open : deferred_) open(*self);
+  });
+}
+
 Device* DeviceRegistry::find(const std::string& id) const {
+  if (id != "auto" && !id.empty())
+    for (Device* d : first_)
+      if (d->info().id == id) return d;
+  open_deferred();
   if (devices_.empty()) return nullptr;
   if (id == "auto" || id.empty()) {
     for (const auto& d : devices_)
@@ -87,13 +104,28 @@ Device* DeviceRegistry::find(const std::string& id) const {
   return nullptr;
 }
 
-Device::Fallbacks DeviceRegistry::fallbacks() const { return {find("cpu"), find("cpu:reference")}; }
+Device::Fallbacks DeviceRegistry::fallbacks() const {
+  auto host = [this](const std::string& id) -> Device* {
+    for (const auto& d : devices_)
+      if (d->info().id == id) return d.get();
+    return nullptr;
+  };
+  return {host("cpu"), host("cpu:reference")};
+}
 
 void DeviceRegistry::add(std::unique_ptr<Device> d) {
+  Device::Fallbacks before = fallbacks();
   devices_.push_back(std::move(d));
+  if (deferred_.empty()) first_.push_back(devices_.back().get());
   Device::Fallbacks f = fallbacks();
-  for (const auto& device : devices_) device->set_fallbacks(f);
+  devices_.back()->set_fallbacks(f);
+  // Devices running already are told again only if the fallbacks changed,
+  // which the host's devices, added first, settle.
+  if (f.host != before.host || f.reference != before.reference)
+    for (const auto& device : devices_) device->set_fallbacks(f);
 }
+
+void DeviceRegistry::defer(std::function<void(DeviceRegistry&)> open) { deferred_.push_back(std::move(open)); }
 
 void DeviceRegistry::lend_fallbacks(Device& d) const { d.set_fallbacks(fallbacks()); }
 
@@ -103,11 +135,12 @@ void DeviceRegistry::add_unavailable(const std::string& prefix, std::string why,
 
 std::string DeviceRegistry::available() const {
   std::string s;
-  for (const auto& d : devices_) s += (s.empty() ? "" : ", ") + d->info().id;
+  for (const auto& d : devices()) s += (s.empty() ? "" : ", ") + d->info().id;
   return s;
 }
 
 std::string DeviceRegistry::unavailable_reason(const std::string& id) const {
+  open_deferred();
   std::string why;
   for (const Unavailable& u : unavailable_)
     if (id.rfind(u.prefix, 0) == 0 || (u.gpu && id.rfind("gpu", 0) == 0)) why += (why.empty() ? "" : "; ") + u.why;

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -147,9 +149,11 @@ class Device {
 // found (backends/registry builds the process's registry).
 class DeviceRegistry {
  public:
-  const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
+  // Every device, the deferred backends opened first.
+  const std::vector<std::unique_ptr<Device>>& devices() const;
   // "auto" picks the best device (the first GPU, else "cpu", else the first);
-  // null if the id names no available device.
+  // null if the id names no available device. The devices added before any
+  // defer() are found without opening the deferred backends.
   Device* find(const std::string& id) const;
   // Ids of the available devices, for messages: "cpu, cpu:reference".
   std::string available() const;
@@ -162,6 +166,11 @@ class DeviceRegistry {
   // Adds a device; its fallbacks are this registry's "cpu" and
   // "cpu:reference" devices (each device added so far is given them again).
   void add(std::unique_ptr<Device> d);
+  // A backend whose devices are added by `open` the first time anything
+  // beyond the devices added so far is asked for: opening a GPU driver
+  // costs a program that never leaves the host a tenth of a second or more.
+  // Opened once, in the order deferred, safely from any thread.
+  void defer(std::function<void(DeviceRegistry&)> open);
   // A backend with no device here says why, for ids starting with `prefix`
   // ("cuda"); `gpu` marks a GPU backend.
   void add_unavailable(const std::string& prefix, std::string why, bool gpu);
@@ -170,8 +179,14 @@ class DeviceRegistry {
 
  private:
   Device::Fallbacks fallbacks() const;
+  void open_deferred() const;
 
   std::vector<std::unique_ptr<Device>> devices_;
+  // The devices added before the first defer(): never changed afterwards,
+  // so that finding them races with no opening.
+  std::vector<Device*> first_;
+  std::vector<std::function<void(DeviceRegistry&)>> deferred_;
+  mutable std::once_flag opened_;
   struct Unavailable {
     std::string prefix, why;
     bool gpu = false;

@@ -80,7 +80,9 @@ int run_command(const std::string& path, const std::string& device, uint64_t see
       std::cerr << "\n";
     }
   }
-  if (!device_registry().find(device)) {
+  // "auto" always names a device; checking it would open every GPU driver
+  // before the program is even read.
+  if (device != "auto" && !device_registry().find(device)) {
     std::cerr << "zyntax: error: " << device_registry().not_available_message(device) << "; auto picks one\n";
     return kUsageError;
   }
