@@ -13,6 +13,7 @@ PACKAGES=(
   mesa-vulkan-drivers vulkan-validationlayers
   libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri chromium
   pybind11-dev libdlpack-dev python3-dev python3-pytest python3-torch ipython3
+  python3-venv python3-pip python3-setuptools python3-wheel python3-build
 )
 # node and npm for the WebGPU runtime (js/) and its tests, where the machine
 # has none of its own.
@@ -44,11 +45,16 @@ JOBS=$(nproc)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$JOBS"
 
-# `import zyntax` in Debian's Python (/usr/bin/python3, the one with NumPy
-# and PyTorch): a path file pointing at the built package.
+# `import zyntax`: the package installed as any user installs it (pip,
+# pyproject.toml and setup.py; nothing compiled again) into .venv, a virtual
+# environment that also sees Debian's NumPy and PyTorch: .venv/bin/python.
+if [ ! -x .venv/bin/python ]; then
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 .venv/bin/python -m pip install -q --no-build-isolation . \
+  || echo "setup: pip could not install the Python package into .venv (PYTHONPATH=$PWD/build/python works)" >&2
+# An earlier setup's path file in the system's site-packages, if any.
 SITE=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
-if [ -w "$(dirname "$SITE")" ] || [ "$(id -u)" -eq 0 ]; then
-  mkdir -p "$SITE" && echo "$PWD/build/python" > "$SITE/zyntax.pth"
-else
-  echo "setup: cannot write $SITE; use PYTHONPATH=$PWD/build/python" >&2
+if [ -f "$SITE/zyntax.pth" ] && grep -qx "$PWD/build/python" "$SITE/zyntax.pth"; then
+  rm -f "$SITE/zyntax.pth" 2>/dev/null || true
 fi
