@@ -11,6 +11,7 @@
 
 #include "dlpack_exchange.hpp"
 #include "numpy_exchange.hpp"
+#include "torch_exchange.hpp"
 #include "zyntax/zyntax.hpp"
 
 namespace py = pybind11;
@@ -236,25 +237,29 @@ PYBIND11_MODULE(_zyntax, m) {
         py::gil_scoped_release release;  // kernels run without the interpreter lock
         return PyArray{k.run(d, arrays, host_values), nullptr};
       }, py::arg("device"), py::arg("inputs"), py::arg("host_values") = py::dict())
-      // The fast path of a call: arrays (zyntax.Array, or NumPy arrays taken
-      // as they are) in, a NumPy array over the result out (the Array where
-      // its elements are not in host memory). None, having run nothing,
-      // where an argument needs the general path (torch tensors, lists,
-      // NumPy arrays that must be copied or converted first).
+      // The fast path of a call: arrays (zyntax.Array, or NumPy arrays and
+      // CPU torch tensors taken as they are) in, a NumPy array over the
+      // result out (a torch tensor over it where a torch tensor came in; the
+      // Array where its elements are not in host memory). None, having run
+      // nothing, where an argument needs the general path (CUDA tensors,
+      // tensors that need a gradient, lists, arrays that must be copied or
+      // converted first).
       .def("call", [](const Kernel& k, const ComputeDevice& d, const py::tuple& args, const py::dict& given) -> py::object {
         std::vector<Array> arrays;
-        std::vector<PyArray> taken;  // NumPy arrays read in place, kept alive for the call
+        std::vector<PyArray> taken;  // NumPy arrays and tensors read in place, kept alive for the call
         arrays.reserve(args.size());
         taken.reserve(args.size());
+        bool torch_in = false;
         for (py::handle a : args) {
           if (py::isinstance<PyArray>(a)) {
             arrays.push_back(a.cast<PyArray&>().array);
-          } else if (std::optional<PyArray> p = python::array_from_numpy(a, d)) {
-            taken.push_back(std::move(*p));
-            arrays.push_back(taken.back().array);
-          } else {
-            return py::none();
+            continue;
           }
+          std::optional<PyArray> p = python::array_from_numpy(a, d);
+          if (!p && (p = python::array_from_torch(a, d))) torch_in = true;
+          if (!p) return py::none();
+          taken.push_back(std::move(*p));
+          arrays.push_back(taken.back().array);
         }
         std::map<std::string, HostNumber> host_values;
         for (auto [key, value] : given) host_values.emplace(py::cast<std::string>(key), host_number(py::cast<std::string>(key), value));
@@ -264,7 +269,8 @@ PYBIND11_MODULE(_zyntax, m) {
           out.array = k.run(d, arrays, host_values);
         }
         py::object over = python::numpy_over(out);
-        return over.is_none() ? py::cast(std::move(out)) : over;
+        if (over.is_none()) return py::cast(std::move(out));
+        return torch_in ? python::torch_over(over) : over;
       }, py::arg("device"), py::arg("args"), py::arg("host_values"));
 
   py::class_<Function>(m, "Function", "A function of a ZynML program, run with its host code")

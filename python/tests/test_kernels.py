@@ -100,6 +100,37 @@ def test_torch_in_torch_out(prog):
     torch.testing.assert_close(y, torch.softmax(x, dim=1), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_tensors_of_every_kind_give_torch_results(device):
+    # Contiguous CPU tensors take the fast path (read in place), the others
+    # the general one: views, offsets into a storage, integer and f64
+    # tensors, a tensor that needs a gradient (warned about): all agree.
+    p = zyntax.compile(SOURCE, device=device)
+    x = torch.randn(8, 12)
+    cases = [x, x[2:], x[:, 1:], x.t(), x[::2]]
+    for c in cases:
+        y = p.row_sums(c)
+        assert isinstance(y, torch.Tensor)
+        torch.testing.assert_close(y, c.sum(dim=1), rtol=1e-5, atol=1e-5)
+    a = torch.randn(33, dtype=torch.float64)
+    b = torch.randn(33, dtype=torch.float64)
+    torch.testing.assert_close(p.axpy(a, b), 2.5 * a + b)
+    torch.testing.assert_close(p.axpy(a[1:], b[:-1]), 2.5 * a[1:] + b[:-1])
+    ids = torch.tensor([3, -9, 2**40], dtype=torch.int64)
+    assert torch.equal(p.shift(ids, 7), ids + 7)
+    with pytest.warns(UserWarning, match="detached"):
+        y = p.row_sums(x.clone().requires_grad_())
+    torch.testing.assert_close(y, x.sum(dim=1), rtol=1e-5, atol=1e-5)
+
+
+def test_torch_results_share_no_memory_with_inputs(prog):
+    # The result is the kernel's own: writing it leaves the input alone.
+    x = torch.ones(4, 4)
+    y = prog.row_sums(x)
+    y += 1
+    assert torch.equal(x, torch.ones(4, 4))
+
+
 def test_strided_and_read_only_inputs(prog):
     x = np.random.default_rng(3).normal(size=(6, 10)).astype(np.float32)
     view = x[:, ::2]  # not contiguous: gathered into a copy

@@ -149,7 +149,7 @@ class KernelFunction(_ProgramCallable):
             # Arrays and NumPy arrays as they are: no conversion in Python.
             out = self._handle.call(self._device, arrays, host_values)
             if out is not None:
-                return from_array(out, False) if type(out) is Array else out
+                return from_array(out, any(_is_torch(a) for a in arrays)) if type(out) is Array else out
         dev = self._device if device is None else _open(device)
         torch_inputs = [a for a in arrays if _is_torch(a)]
         if any(t.requires_grad for t in torch_inputs):

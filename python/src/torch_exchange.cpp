@@ -1,0 +1,83 @@
+#include "torch_exchange.hpp"
+
+#include <Python.h>
+
+#include <vector>
+#include <utility>
+
+namespace py = pybind11;
+
+namespace zyntax::python {
+
+namespace {
+
+// What is looked up once in the torch module: the Tensor type, the dtypes we
+// take (compared by identity), torch.from_numpy. Never freed: the
+// interpreter may be finalising when a static would be destroyed.
+struct TorchNames {
+  PyTypeObject* tensor = nullptr;
+  std::vector<std::pair<PyObject*, ElementType>> dtypes;
+  PyObject* from_numpy = nullptr;
+};
+
+// The names, once torch has been imported (by anyone); null before: then
+// nothing is a tensor, and nothing imports torch for it. Called under the
+// interpreter lock.
+const TorchNames* torch_names() {
+  static const TorchNames* names = nullptr;
+  if (names) return names;
+  PyObject* modules = PyImport_GetModuleDict();
+  PyObject* torch = modules ? PyDict_GetItemString(modules, "torch") : nullptr;  // borrowed
+  if (!torch) return nullptr;
+  py::handle t(torch);
+  auto* n = new TorchNames();
+  n->tensor = reinterpret_cast<PyTypeObject*>(py::object(t.attr("Tensor")).release().ptr());
+  const std::pair<const char*, ElementType> kinds[] = {
+      {"float32", ElementType::F32}, {"float64", ElementType::F64}, {"float16", ElementType::F16},
+      {"bfloat16", ElementType::BF16}, {"int8", ElementType::I8},   {"int16", ElementType::I16},
+      {"int32", ElementType::I32},     {"int64", ElementType::I64}, {"uint8", ElementType::U8},
+      {"bool", ElementType::Bool}};
+  for (const auto& [name, type] : kinds) n->dtypes.emplace_back(py::object(t.attr(name)).release().ptr(), type);
+  n->from_numpy = py::object(t.attr("from_numpy")).release().ptr();
+  return names = n;
+}
+
+}  // namespace
+
+bool is_torch_tensor(py::handle obj) {
+  const TorchNames* n = torch_names();
+  return n && PyObject_TypeCheck(obj.ptr(), n->tensor);
+}
+
+std::optional<PyArray> array_from_torch(py::handle obj, const ComputeDevice& device) {
+  const TorchNames* n = torch_names();
+  if (!n || !PyObject_TypeCheck(obj.ptr(), n->tensor)) return std::nullopt;
+  if (!obj.attr("is_cpu").cast<bool>() || obj.attr("requires_grad").cast<bool>()) return std::nullopt;
+  if (!obj.attr("is_contiguous")().cast<bool>()) return std::nullopt;
+  py::object dtype = obj.attr("dtype");
+  std::optional<ElementType> type;
+  for (const auto& [d, t] : n->dtypes)
+    if (d == dtype.ptr()) type = t;
+  if (!type) return std::nullopt;
+  py::tuple shape_tuple = py::reinterpret_borrow<py::tuple>(obj.attr("shape"));
+  std::vector<size_t> shape(shape_tuple.size());
+  for (size_t i = 0; i < shape.size(); ++i) shape[i] = shape_tuple[i].cast<size_t>();
+  void* data = reinterpret_cast<void*>(obj.attr("data_ptr")().cast<uintptr_t>());
+  if (device.description().type != "cpu") return PyArray{Array::from_host(device, data, *type, shape), nullptr};
+  // In place: the Array holds a reference to the tensor, given back under
+  // the interpreter lock from whichever thread lets go last.
+  PyObject* ref = obj.inc_ref().ptr();
+  std::shared_ptr<void> owner(ref, [](void* p) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    Py_DECREF(static_cast<PyObject*>(p));
+  });
+  return PyArray{Array::from_host(device, data, *type, shape, std::shared_ptr<const void>(owner)), owner};
+}
+
+py::object torch_over(py::handle ndarray) {
+  const TorchNames* n = torch_names();
+  return py::reinterpret_borrow<py::object>(n->from_numpy)(ndarray);
+}
+
+}  // namespace zyntax::python

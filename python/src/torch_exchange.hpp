@@ -1,0 +1,29 @@
+// torch CPU tensors in and out without DLPack and without importing torch's
+// C++ headers: a contiguous tensor that needs no gradient is read in place
+// through its data pointer (a handful of attribute reads), and a result goes
+// back as torch.from_numpy over the result's host memory. What the calls of
+// kernels take and give on their fast path; anything else (CUDA tensors,
+// tensors that need a gradient, strided views) goes through the general path.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <optional>
+
+#include "dlpack_exchange.hpp"
+
+namespace zyntax::python {
+
+// Whether `obj` is a torch.Tensor (false, without importing torch, where
+// torch was never imported).
+bool is_torch_tensor(pybind11::handle obj);
+
+// `obj` as an Array on `device` where it is a torch tensor this can take as
+// it is (on the CPU, contiguous, no gradient wanted, of an element type we
+// have); nullopt for anything else.
+std::optional<PyArray> array_from_torch(pybind11::handle obj, const ComputeDevice& device);
+
+// A CPU torch tensor sharing `ndarray`'s memory (torch.from_numpy).
+pybind11::object torch_over(pybind11::handle ndarray);
+
+}  // namespace zyntax::python
