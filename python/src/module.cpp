@@ -44,6 +44,22 @@ Conv2dShape conv_shape(const Array& x, const Array& w, size_t stride_h, size_t s
   return s;
 }
 
+std::string shape_text(const std::vector<size_t>& s) {
+  std::string t = "[";
+  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+  return t + "]";
+}
+
+// (seq, heads, kv_heads, head_dim) of q [seq, heads, hd] and k, v [seq, kv_heads, hd].
+std::tuple<size_t, size_t, size_t, size_t> attention_shape(const Array& q, const Array& k, const Array& v) {
+  const auto& sq = q.shape();
+  const auto& sk = k.shape();
+  if (sq.size() != 3 || sk.size() != 3 || v.shape() != sk || sk[0] != sq[0] || sk[2] != sq[2] || !sk[1] || sq[1] % sk[1])
+    throw ShapeError("causal_attention: q must be [seq, heads, head_dim] and k, v [seq, kv_heads, head_dim] with heads a "
+                     "multiple of kv_heads; got q " + shape_text(sq) + ", k " + shape_text(sk) + ", v " + shape_text(v.shape()));
+  return {sq[0], sq[1], sk[1], sq[2]};
+}
+
 PyArray shaped(Buffer b, std::vector<size_t> shape) { return {Array(std::move(b), std::move(shape)), nullptr}; }
 
 std::vector<Array> arrays_of(const std::vector<PyArray*>& in) {
@@ -87,6 +103,18 @@ PYBIND11_MODULE(_zyntax, m) {
       PyErr_SetString(program_error.ptr(), e.what());
     }
   });
+
+  // zyntax.torch's fast path: a CPU tensor read in place (its gradient is the
+  // caller's business) and a result as a CPU tensor over its memory; None
+  // where either needs the general path.
+  m.def("array_from_torch", [](py::handle t, const ComputeDevice& d) -> py::object {
+    std::optional<PyArray> a = python::array_from_torch(t, d, /*grad_handled=*/true);
+    return a ? py::cast(std::move(*a)) : py::none();
+  }, py::arg("tensor"), py::arg("device"));
+  m.def("torch_over", [](const PyArray& a) -> py::object {
+    py::object over = python::numpy_over(a);
+    return over.is_none() ? over : python::torch_over(over);
+  }, py::arg("array"));
 
   m.def("devices", [] {
     py::list out;
@@ -214,6 +242,51 @@ PYBIND11_MODULE(_zyntax, m) {
         auto [rows, len] = rows_of(x.array, "layer_norm_backward");
         auto [gx, gg, gb] = d.layer_norm_backward(x.array.buffer(), gamma.array.buffer(), g.array.buffer(), rows, len, eps);
         return py::make_tuple(shaped(gx, x.array.shape()), shaped(gg, {len}), shaped(gb, {len}));
+      })
+      // x: [seq, heads, head_dim] (head_dim even), positions offset + t.
+      .def("rope", [](const ComputeDevice& d, const PyArray& x, size_t offset, bool backward) {
+        const auto& s = x.array.shape();
+        if (s.size() != 3 || s[2] % 2) throw ShapeError("rope: x must be [seq, heads, head_dim] with head_dim even, got " + shape_text(s));
+        Buffer y = backward ? d.rope_backward(x.array.buffer(), s[0], s[1], s[2], offset)
+                            : d.rope(x.array.buffer(), s[0], s[1], s[2], offset);
+        return shaped(y, s);
+      }, py::arg("x"), py::arg("offset") = 0, py::arg("backward") = false)
+      // q: [seq, heads, head_dim]; k, v: [seq, kv_heads, head_dim], heads a multiple of kv_heads.
+      .def("causal_attention", [](const ComputeDevice& d, const PyArray& q, const PyArray& k, const PyArray& v) {
+        auto [seq, heads, kv_heads, hd] = attention_shape(q.array, k.array, v.array);
+        return shaped(d.causal_attention(q.array.buffer(), k.array.buffer(), v.array.buffer(), seq, heads, kv_heads, hd),
+                      q.array.shape());
+      })
+      .def("causal_attention_backward", [](const ComputeDevice& d, const PyArray& g, const PyArray& q, const PyArray& k,
+                                           const PyArray& v) {
+        auto [seq, heads, kv_heads, hd] = attention_shape(q.array, k.array, v.array);
+        if (g.array.shape() != q.array.shape())
+          throw ShapeError("causal_attention_backward: the gradient is " + shape_text(g.array.shape()) + ", the output " +
+                           shape_text(q.array.shape()));
+        auto [gq, gk, gv] = d.causal_attention_backward(g.array.buffer(), q.array.buffer(), k.array.buffer(),
+                                                        v.array.buffer(), seq, heads, kv_heads, hd);
+        return py::make_tuple(shaped(gq, q.array.shape()), shaped(gk, k.array.shape()), shaped(gv, v.array.shape()));
+      })
+      // logits: [n, vocab] f32; targets: [n] u32. (mean loss, its gradient
+      // [n, vocab]); targets equal to pad_id count for nothing.
+      .def("cross_entropy", [](const ComputeDevice& d, const PyArray& logits, const PyArray& targets, uint32_t pad_id) {
+        const auto& s = logits.array.shape();
+        if (s.size() != 2) throw ShapeError("cross_entropy: logits must be [n, classes], got " + shape_text(s));
+        if (targets.array.shape() != std::vector<size_t>{s[0]})
+          throw ShapeError("cross_entropy: logits are " + shape_text(s) + ", so targets must be [" + std::to_string(s[0]) +
+                           "], got " + shape_text(targets.array.shape()));
+        auto [loss, grad] = d.cross_entropy_forward_backward(logits.array.buffer(), targets.array.buffer(), s[0], s[1], pad_id);
+        return py::make_tuple(loss, shaped(grad, s));
+      })
+      // One AdamW step, in place on param, m and v (arrays over the caller's memory on a CPU device).
+      .def("adamw_step", [](const ComputeDevice& d, const PyArray& param, const PyArray& grad, const PyArray& m,
+                            const PyArray& v, float lr, float beta1, float beta2, float eps, float weight_decay, size_t step) {
+        for (const PyArray* a : {&grad, &m, &v})
+          if (a->array.size() != param.array.size())
+            throw ShapeError("adamw_step: the parameter is " + shape_text(param.array.shape()) + ", an argument " +
+                             shape_text(a->array.shape()));
+        Buffer p = param.array.buffer(), mb = m.array.buffer(), vb = v.array.buffer();
+        d.adamw_step(p, grad.array.buffer(), mb, vb, lr, beta1, beta2, eps, weight_decay, step);
       });
 
   py::class_<Kernel>(m, "Kernel", "A compute block of a ZynML program")

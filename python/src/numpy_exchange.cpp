@@ -75,7 +75,12 @@ py::object numpy_over(const PyArray& a) {
   static char empty;
   std::vector<py::ssize_t> shape(a.array.shape().begin(), a.array.shape().end());
   py::object base = py::cast(a);  // keeps the Array (and what it reads) alive
-  return py::array(py::dtype(typestr), shape, {}, data ? data : &empty, base);
+  // NumPy's dtype for each element type, made once (parsing the type string
+  // per call costs as much as the rest).
+  static PyObject* dtypes[16] = {};
+  PyObject*& dtype = dtypes[static_cast<size_t>(a.array.element_type()) % 16];
+  if (!dtype) dtype = py::dtype(typestr).release().ptr();
+  return py::array(py::reinterpret_borrow<py::dtype>(dtype), shape, {}, data ? data : &empty, base);
 }
 
 }  // namespace zyntax::python

@@ -49,20 +49,39 @@ bool is_torch_tensor(py::handle obj) {
   return n && PyObject_TypeCheck(obj.ptr(), n->tensor);
 }
 
-std::optional<PyArray> array_from_torch(py::handle obj, const ComputeDevice& device) {
+namespace {
+
+// An attribute by an interned name (made once): no string built per read.
+py::object attribute(py::handle obj, const char* name, PyObject*& interned) {
+  if (!interned) interned = PyUnicode_InternFromString(name);
+  PyObject* v = PyObject_GetAttr(obj.ptr(), interned);
+  if (!v) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(v);
+}
+
+bool truth(const py::object& v) { return v.ptr() == Py_True; }
+
+}  // namespace
+
+std::optional<PyArray> array_from_torch(py::handle obj, const ComputeDevice& device, bool grad_handled) {
   const TorchNames* n = torch_names();
   if (!n || !PyObject_TypeCheck(obj.ptr(), n->tensor)) return std::nullopt;
-  if (!obj.attr("is_cpu").cast<bool>() || obj.attr("requires_grad").cast<bool>()) return std::nullopt;
-  if (!obj.attr("is_contiguous")().cast<bool>()) return std::nullopt;
-  py::object dtype = obj.attr("dtype");
+  static PyObject *is_cpu, *requires_grad, *is_contiguous, *dtype_name, *shape_name, *data_ptr;
+  if (!truth(attribute(obj, "is_cpu", is_cpu))) return std::nullopt;
+  if (!grad_handled && truth(attribute(obj, "requires_grad", requires_grad))) return std::nullopt;
+  if (!truth(attribute(obj, "is_contiguous", is_contiguous)())) return std::nullopt;
+  py::object dtype = attribute(obj, "dtype", dtype_name);
   std::optional<ElementType> type;
   for (const auto& [d, t] : n->dtypes)
     if (d == dtype.ptr()) type = t;
   if (!type) return std::nullopt;
-  py::tuple shape_tuple = py::reinterpret_borrow<py::tuple>(obj.attr("shape"));
-  std::vector<size_t> shape(shape_tuple.size());
-  for (size_t i = 0; i < shape.size(); ++i) shape[i] = shape_tuple[i].cast<size_t>();
-  void* data = reinterpret_cast<void*>(obj.attr("data_ptr")().cast<uintptr_t>());
+  py::object shape_object = attribute(obj, "shape", shape_name);  // torch.Size, a tuple
+  PyObject* sizes = shape_object.ptr();
+  std::vector<size_t> shape(static_cast<size_t>(PyTuple_GET_SIZE(sizes)));
+  for (size_t i = 0; i < shape.size(); ++i)
+    shape[i] = static_cast<size_t>(PyLong_AsSsize_t(PyTuple_GET_ITEM(sizes, static_cast<Py_ssize_t>(i))));
+  py::object address = attribute(obj, "data_ptr", data_ptr)();
+  void* data = PyLong_AsVoidPtr(address.ptr());
   if (device.description().type != "cpu") return PyArray{Array::from_host(device, data, *type, shape), nullptr};
   // In place: the Array holds a reference to the tensor, given back under
   // the interpreter lock from whichever thread lets go last.

@@ -19,9 +19,10 @@ namespace zyntax::python {
 bool is_torch_tensor(pybind11::handle obj);
 
 // `obj` as an Array on `device` where it is a torch tensor this can take as
-// it is (on the CPU, contiguous, no gradient wanted, of an element type we
-// have); nullopt for anything else.
-std::optional<PyArray> array_from_torch(pybind11::handle obj, const ComputeDevice& device);
+// it is (on the CPU, contiguous, of an element type we have, and needing no
+// gradient unless `grad_handled`: zyntax.torch's autograd functions handle
+// it); nullopt for anything else.
+std::optional<PyArray> array_from_torch(pybind11::handle obj, const ComputeDevice& device, bool grad_handled = false);
 
 // A CPU torch tensor sharing `ndarray`'s memory (torch.from_numpy).
 pybind11::object torch_over(pybind11::handle ndarray);

@@ -152,3 +152,116 @@ def test_f64_is_refused_not_rounded():
         zt.softmax(x, device="cpu")
     with pytest.raises(TypeError, match="matmul"):
         zt.matmul(x, x.t(), device="cpu")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shapes", [((5, 3), (3, 4)), ((2, 5, 3), (3, 4)), ((2, 5, 3), (2, 3, 4)),
+                                    ((3, 1, 4, 2), (2, 2, 5)), ((7,), (7, 3)), ((4, 7), (7,)), ((2, 3, 6), (6,))])
+def test_matmul_batched_and_broadcasting(device, shapes):
+    a = torch.randn(shapes[0])
+    b = torch.randn(shapes[1])
+    check(lambda a, b: zt.matmul(a, b, device=device), torch.matmul, [a, b])
+
+
+def test_matmul_errors_say_both_shapes():
+    with pytest.raises(zyntax.ShapeError, match=r"matmul: a is \[2, 3\] and b \[4, 5\]"):
+        zt.matmul(torch.randn(2, 3), torch.randn(4, 5), device="cpu")
+
+
+def rope_reference(x, offset):
+    seq, hd = x.shape[-3], x.shape[-1]
+    pos = torch.arange(offset, offset + seq, dtype=torch.float64)[:, None, None]
+    p = torch.arange(hd // 2, dtype=torch.float64)
+    angle = pos * torch.exp(2 * p / hd * -np.log(10000.0))
+    c, s = torch.cos(angle).float(), torch.sin(angle).float()
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x0 * c - x1 * s, x0 * s + x1 * c], dim=-1).flatten(-2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape,offset", [((5, 2, 8), 0), ((1, 1, 2), 3), ((2, 7, 3, 6), 11)])
+def test_rope(device, shape, offset):
+    x = torch.randn(shape)
+    check(lambda x: zt.rope(x, offset, device=device), lambda x: rope_reference(x, offset), [x])
+
+
+def attention_reference(q, k, v):
+    group = q.shape[-2] // k.shape[-2]
+    k = k.repeat_interleave(group, dim=-2)
+    v = v.repeat_interleave(group, dim=-2)
+    q, k, v = (t.transpose(-3, -2) for t in (q, k, v))  # [..., heads, seq, head_dim]
+    scores = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    seq = q.shape[-2]
+    scores = scores.masked_fill(torch.ones(seq, seq, dtype=torch.bool).triu(1), float("-inf"))
+    return (torch.softmax(scores, dim=-1) @ v).transpose(-3, -2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("q_shape,kv_heads", [((7, 2, 8), 2), ((5, 4, 4), 2), ((1, 3, 6), 1), ((2, 9, 4, 8), 1)])
+def test_causal_attention_with_grouped_heads(device, q_shape, kv_heads):
+    q = torch.randn(q_shape)
+    kv_shape = q_shape[:-2] + (kv_heads, q_shape[-1])
+    k, v = torch.randn(kv_shape), torch.randn(kv_shape)
+    check(lambda q, k, v: zt.causal_attention(q, k, v, device=device), attention_reference, [q, k, v],
+          rtol=2e-4, atol=2e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n,classes", [(1, 2), (6, 5), (33, 17)])
+def test_cross_entropy(device, n, classes):
+    logits = torch.randn(n, classes) * 2
+    targets = torch.randint(0, classes, (n,))
+    if n > 2:
+        targets[1] = -100  # ignored, as torch ignores it
+    check(lambda x: zt.cross_entropy(x, targets, device=device),
+          lambda x: torch.nn.functional.cross_entropy(x, targets), [logits])
+    with pytest.raises(IndexError, match="out of bounds"):
+        zt.cross_entropy(logits, torch.full((n,), classes), device=device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_adamw_matches_torchs(device):
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 3))
+    twin = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 3))
+    twin.load_state_dict(model.state_dict())
+    ours = zt.AdamW(model.parameters(), lr=0.01, weight_decay=0.05, device=device)
+    theirs = torch.optim.AdamW(twin.parameters(), lr=0.01, weight_decay=0.05)
+    x, y = torch.randn(16, 5), torch.randn(16, 3)
+    for _ in range(5):
+        for net, opt in ((model, ours), (twin, theirs)):
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(net(x), y).backward()
+            opt.step()
+    for a, b in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_adamw_refuses_bad_settings():
+    with pytest.raises(ValueError, match="lr"):
+        zt.AdamW([torch.zeros(2, requires_grad=True)], lr=-1)
+
+
+@pytest.mark.parametrize("op", ["rope", "causal_attention", "cross_entropy"])
+def test_new_ops_gradients_against_finite_differences(op):
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(3, 2, 4))
+    kv = torch.tensor(rng.normal(size=(3, 1, 4)), dtype=torch.float32)
+    targets = torch.tensor([1, 0, 3])
+    f = {
+        "rope": lambda x: zt.rope(x, 2, device="cpu"),
+        "causal_attention": lambda x: zt.causal_attention(x, kv, kv * 0.5, device="cpu"),
+        "cross_entropy": lambda x: zt.cross_entropy(x.reshape(6, 4), torch.tensor([1, 0, 3, 2, -100, 1]), device="cpu"),
+    }[op]
+    weights = torch.tensor(rng.normal(size=f(torch.tensor(x, dtype=torch.float32)).shape))
+    loss = lambda x: float((f(torch.tensor(x, dtype=torch.float32)).double() * weights).sum())
+    xt = torch.tensor(x, dtype=torch.float32, requires_grad=True)
+    (f(xt).double() * weights).sum().backward()
+    eps = 1e-2
+    numeric = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        numeric[i] = (loss(up) - loss(down)) / (2 * eps)
+    np.testing.assert_allclose(xt.grad.numpy(), numeric, rtol=2e-2, atol=2e-3)

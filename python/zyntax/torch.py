@@ -9,21 +9,31 @@ rounded to f32.
     y = zt.softmax(x)               # zyntax's softmax kernel
     y.sum().backward()              # zyntax's softmax_backward kernel
 
-Each function takes device= (default 'auto'); CUDA tensors on the GPU the
+Ops: matmul (batched, broadcasting), softmax, rms_norm, layer_norm, conv2d,
+embedding, rope, causal_attention (grouped-query), cross_entropy, and the
+AdamW optimizer. Each function takes device= (default 'auto'); CUDA tensors on the GPU the
 device is ('cuda:N') stay in its memory (taken and given back through
 DLPack), tensors on another device are copied through host memory."""
 import torch
 
 import zyntax
-from zyntax import from_array, to_array
+from zyntax import _zyntax, from_array, to_array
 
 
 def _arr(t, dev):
+    if t.dtype is torch.float32:
+        a = _zyntax.array_from_torch(t, dev)  # a contiguous CPU tensor, read in place
+        if a is not None:
+            return a
     return to_array(t.detach().contiguous().float(), dev)
 
 
 def _t(a, like):
     """A result as a tensor where `like` is, in like's dtype where that is a float type."""
+    if like.dtype is torch.float32 and like.is_cpu:
+        t = _zyntax.torch_over(a)  # over the result's host memory
+        if t is not None:
+            return t
     t = from_array(a, True, on_device=like.is_cuda)
     return t.to(like.device, like.dtype) if like.is_floating_point() else t.to(like.device)
 
@@ -136,6 +146,62 @@ class _Embedding(torch.autograd.Function):
         return None, _t(ctx.dev.embedding_backward(_arr(g, ctx.dev), ctx.ids, ctx.vocab), g), None
 
 
+class _Rope(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, offset, dev):
+        ctx.dev, ctx.offset = dev, offset
+        return _t(dev.rope(_arr(x, dev), offset, False), x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _t(ctx.dev.rope(_arr(g, ctx.dev), ctx.offset, True), g), None, None
+
+
+class _CausalAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, dev):
+        ctx.dev = dev
+        ctx.save_for_backward(q, k, v)
+        return _t(dev.causal_attention(_arr(q, dev), _arr(k, dev), _arr(v, dev)), q)
+
+    @staticmethod
+    def backward(ctx, g):
+        q, k, v = ctx.saved_tensors
+        dev = ctx.dev
+        gq, gk, gv = dev.causal_attention_backward(_arr(g, dev), _arr(q, dev), _arr(k, dev), _arr(v, dev))
+        return _t(gq, g), _t(gk, g), _t(gv, g), None
+
+
+class _CrossEntropy(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, logits, targets, ignore_index, dev):
+        # The kernel computes the gradient with the loss: kept for backward.
+        ids = targets.detach().to(torch.int64).cpu()
+        classes = logits.shape[1]
+        bad = (ids != ignore_index) & ((ids < 0) | (ids >= classes))
+        if bool(bad.any()):
+            raise IndexError("zyntax.torch.cross_entropy: target %d is out of bounds for %d classes"
+                             % (int(ids[bad][0]), classes))
+        ids32 = to_array(ids.to(torch.int32).numpy().view("uint32"), dev)
+        loss, grad = dev.cross_entropy(_arr(logits, dev), ids32, ignore_index & 0xFFFFFFFF)
+        ctx.grad, ctx.like = grad, logits
+        return torch.tensor(loss, dtype=logits.dtype, device=logits.device)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _t(ctx.grad, ctx.like) * g, None, None, None
+
+
+def _over_batches(fn, *tensors, rank):
+    """fn on tensors of `rank` axes; leading axes beyond those are batches, one call each."""
+    lead = tensors[0].shape[:-rank]
+    if not lead:
+        return fn(*tensors)
+    flat = [t.reshape((-1,) + tuple(t.shape[-rank:])) for t in tensors]
+    out = torch.stack([fn(*(f[i] for f in flat)) for i in range(flat[0].shape[0])])
+    return out.reshape(tuple(lead) + tuple(out.shape[1:]))
+
+
 def _pair(v):
     return (v, v) if isinstance(v, int) else tuple(v)
 
@@ -173,5 +239,101 @@ def layer_norm(x, gamma, beta, eps=1e-5, device="auto"):
 
 
 def matmul(a, b, device="auto"):
-    """a @ b for 2-D a [m, k] and b [k, n]."""
-    return _Matmul.apply(a, b, _inputs("matmul", device, a, b))
+    """a @ b as torch.matmul: 2-D products, a batch of them, broadcasting over
+    the leading axes, 1-D operands as vectors. a [..., m, k] @ b [k, n] is
+    one product of all of a's rows."""
+    dev = _inputs("matmul", device, a, b)
+    if a.dim() == 0 or b.dim() == 0:
+        raise RuntimeError("zyntax.torch.matmul: both arguments need at least 1 dimension, got %dD and %dD"
+                           % (a.dim(), b.dim()))
+    if a.dim() == 1:
+        return matmul(a.unsqueeze(0), b, device).squeeze(-2)
+    if b.dim() == 1:
+        return matmul(a, b.unsqueeze(-1), device).squeeze(-1)
+    if a.shape[-1] != b.shape[-2]:
+        raise zyntax.ShapeError("matmul: a is %s and b %s: inner sizes %d and %d differ"
+                           % (list(a.shape), list(b.shape), a.shape[-1], b.shape[-2]))
+    if b.dim() == 2:
+        rows = a.reshape(-1, a.shape[-1])
+        return _Matmul.apply(rows, b, dev).reshape(tuple(a.shape[:-1]) + (b.shape[1],))
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = a.expand(tuple(batch) + tuple(a.shape[-2:]))
+    b = b.expand(tuple(batch) + tuple(b.shape[-2:]))
+    return _over_batches(lambda x, y: _Matmul.apply(x, y, dev), a, b, rank=2)
+
+
+def rope(x, offset=0, device="auto"):
+    """Rotary position embedding of x [..., seq, heads, head_dim] (head_dim
+    even): the pair (2p, 2p + 1) at position offset + t turned by the angle
+    (offset + t) * 10000^(-2p / head_dim). Leading axes are batches."""
+    dev = _inputs("rope", device, x)
+    if x.dim() < 3 or x.shape[-1] % 2:
+        raise zyntax.ShapeError("rope: x must be [..., seq, heads, head_dim] with head_dim even, got %s"
+                           % list(x.shape))
+    return _over_batches(lambda t: _Rope.apply(t, int(offset), dev), x, rank=3)
+
+
+def causal_attention(q, k, v, device="auto"):
+    """softmax(q k^T / sqrt(head_dim), causal) v for q [..., seq, heads,
+    head_dim] and k, v [..., seq, kv_heads, head_dim], heads a multiple of
+    kv_heads (grouped-query attention: query head h reads key head
+    h // (heads / kv_heads)). Leading axes are batches."""
+    dev = _inputs("causal_attention", device, q, k, v)
+    return _over_batches(lambda a, b, c: _CausalAttention.apply(a, b, c, dev), q, k, v, rank=3)
+
+
+def cross_entropy(logits, targets, ignore_index=-100, device="auto"):
+    """The mean cross-entropy of softmax(logits) [n, classes] against integer
+    targets [n], as torch.nn.functional.cross_entropy (mean over the targets
+    that are not ignore_index)."""
+    dev = _inputs("cross_entropy", device, logits)
+    if logits.dim() != 2 or targets.shape != logits.shape[:1]:
+        raise zyntax.ShapeError("cross_entropy: logits must be [n, classes] and targets [n], got %s and %s"
+                           % (list(logits.shape), list(targets.shape)))
+    if targets.dtype.is_floating_point:
+        raise RuntimeError("zyntax.torch.cross_entropy: targets must be class indices (integers), not %s"
+                           % str(targets.dtype).replace("torch.", ""))
+    return _CrossEntropy.apply(logits, targets, int(ignore_index), dev)
+
+
+class AdamW(torch.optim.Optimizer):
+    """torch.optim.AdamW with the step computed by the op library's kernel
+    (decoupled weight decay, bias-corrected moments). On a CPU device the
+    parameters and moments are updated in place; elsewhere through a copy."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, device="auto"):
+        if lr < 0 or eps < 0 or weight_decay < 0 or not all(0 <= b < 1 for b in betas):
+            raise ValueError("zyntax.torch.AdamW: lr, eps and weight_decay must be >= 0 and betas in [0, 1), got "
+                             "lr=%r betas=%r eps=%r weight_decay=%r" % (lr, betas, eps, weight_decay))
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+        self._device = device
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                dev = _inputs("AdamW", self._device, p, p.grad)
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p, dtype=torch.float32, memory_format=torch.contiguous_format)
+                    state["exp_avg_sq"] = torch.zeros_like(p, dtype=torch.float32, memory_format=torch.contiguous_format)
+                state["step"] += 1
+                beta1, beta2 = group["betas"]
+                in_place = dev.id.startswith("cpu") and p.dtype is torch.float32 and p.is_cpu and p.is_contiguous()
+                param = _zyntax.array_from_torch(p, dev) if in_place else _arr(p, dev)
+                m = _zyntax.array_from_torch(state["exp_avg"], dev) if in_place else _arr(state["exp_avg"], dev)
+                v = _zyntax.array_from_torch(state["exp_avg_sq"], dev) if in_place else _arr(state["exp_avg_sq"], dev)
+                dev.adamw_step(param, _arr(p.grad, dev), m, v, group["lr"], beta1, beta2, group["eps"],
+                               group["weight_decay"], state["step"])
+                if not in_place:
+                    p.copy_(_t(param, p))
+                    state["exp_avg"].copy_(_t(m, state["exp_avg"]))
+                    state["exp_avg_sq"].copy_(_t(v, state["exp_avg_sq"]))
+        return loss
