@@ -72,6 +72,16 @@ class ZYNTAX_API Kernel {
   // "softmax(x: tensor[n, m, f32]) -> tensor[n, m, f32]"-like, for messages.
   std::string signature() const;
 
+  // What the kernel returns for arrays of these element types and shapes
+  // (in the order run() takes them), found without running it: for shape
+  // functions such as torch's meta kernels. ShapeError as run() gives it.
+  struct ArraySpec {
+    ElementType type = ElementType::F32;
+    std::vector<size_t> shape;
+  };
+  ArraySpec result_spec(const std::vector<ArraySpec>& inputs,
+                        const std::map<std::string, HostNumber>& host_values = {}) const;
+
   // Runs the kernel on the program's device. ShapeError for the wrong
   // number of arrays, a wrong element type or rank, sizes that disagree on
   // a dimension, or a missing host value (naming the kernel, the argument

@@ -44,6 +44,13 @@ Conv2dShape conv_shape(const Array& x, const Array& w, size_t stride_h, size_t s
   return s;
 }
 
+// The element type named as element_type_name() names it ("f32").
+std::optional<ElementType> parse_element_type(const std::string& name) {
+  for (int i = 0; i <= static_cast<int>(ElementType::Bool); ++i)
+    if (name == element_type_name(static_cast<ElementType>(i))) return static_cast<ElementType>(i);
+  return std::nullopt;
+}
+
 std::string shape_text(const std::vector<size_t>& s) {
   std::string t = "[";
   for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
@@ -291,6 +298,21 @@ PYBIND11_MODULE(_zyntax, m) {
 
   py::class_<Kernel>(m, "Kernel", "A compute block of a ZynML program")
       .def_property_readonly("name", &Kernel::name)
+      // (element type, shape) of the result for [(element type, shape)] of
+      // the arrays, found without running the kernel.
+      .def("result_spec", [](const Kernel& k, const std::vector<std::pair<std::string, std::vector<size_t>>>& arrays,
+                             const py::dict& given) {
+        std::vector<Kernel::ArraySpec> specs;
+        for (const auto& [type, shape] : arrays) {
+          std::optional<ElementType> t = parse_element_type(type);
+          if (!t) throw ShapeError("kernel " + k.name() + ": unknown element type '" + type + "'");
+          specs.push_back({*t, shape});
+        }
+        std::map<std::string, HostNumber> host_values;
+        for (auto [key, value] : given) host_values.emplace(py::cast<std::string>(key), host_number(py::cast<std::string>(key), value));
+        Kernel::ArraySpec out = k.result_spec(specs, host_values);
+        return py::make_tuple(std::string(element_type_name(out.type)), py::tuple(py::cast(out.shape)));
+      }, py::arg("arrays"), py::arg("host_values") = py::dict())
       .def_property_readonly("signature", &Kernel::signature)
       .def_property_readonly("params", [](const Kernel& k) {
         py::list out;

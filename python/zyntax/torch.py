@@ -337,3 +337,51 @@ class AdamW(torch.optim.Optimizer):
                     state["exp_avg"].copy_(_t(m, state["exp_avg"]))
                     state["exp_avg_sq"].copy_(_t(v, state["exp_avg_sq"]))
         return loss
+
+
+def _register_op_library():
+    """The ops above as torch.ops.zyntax.<name> (zyntax/torch_library.py)."""
+    from . import torch_library as lib
+
+    def like(x):
+        return torch.empty_like(x, device="meta")
+
+    def conv_meta(x, weight, bias, stride, padding):
+        h = (x.shape[2] + 2 * padding[0] - weight.shape[2]) // stride[0] + 1
+        w = (x.shape[3] + 2 * padding[1] - weight.shape[3]) // stride[1] + 1
+        return x.new_empty((x.shape[0], weight.shape[0], h, w))
+
+    lib.define("matmul", "(Tensor a, Tensor b) -> Tensor", lambda a, b: matmul(a, b), torch.matmul)
+    lib.define("softmax", "(Tensor x, int dim) -> Tensor", lambda x, dim: softmax(x, dim), lambda x, dim: like(x))
+    lib.define("rms_norm", "(Tensor x, Tensor weight, float eps) -> Tensor", lambda x, w, eps: rms_norm(x, w, eps),
+               lambda x, w, eps: like(x))
+    lib.define("layer_norm", "(Tensor x, Tensor gamma, Tensor beta, float eps) -> Tensor",
+               lambda x, g, b, eps: layer_norm(x, g, b, eps), lambda x, g, b, eps: like(x))
+    lib.define("rope", "(Tensor x, int offset) -> Tensor", lambda x, offset: rope(x, offset), lambda x, offset: like(x))
+    lib.define("causal_attention", "(Tensor q, Tensor k, Tensor v) -> Tensor", lambda q, k, v: causal_attention(q, k, v),
+               lambda q, k, v: like(q))
+    lib.define("cross_entropy", "(Tensor logits, Tensor targets, int ignore_index) -> Tensor",
+               lambda x, t, ignore: cross_entropy(x, t, ignore), lambda x, t, ignore: x.new_empty(()))
+    lib.define("embedding", "(Tensor ids, Tensor weight) -> Tensor", lambda ids, w: embedding(ids, w),
+               lambda ids, w: w.new_empty(tuple(ids.shape) + (w.shape[1],)))
+    lib.define("conv2d", "(Tensor x, Tensor weight, Tensor? bias, int[] stride, int[] padding) -> Tensor",
+               lambda x, w, b, stride, padding: conv2d(x, w, b, stride, padding), conv_meta)
+
+
+def register(kernel, name=None):
+    """A program's kernel as the torch operator torch.ops.zyntax.<name>
+    (zyntax/torch_library.py): in torch.jit traces (and torch.compile graphs
+    where torch has it) as one node, its result's shape known to meta tensors."""
+    from . import torch_library
+    if not torch_library.available():
+        raise RuntimeError("this torch (%s) has no torch.library to register operators with" % torch.__version__)
+    return torch_library.register(kernel, name)
+
+
+try:
+    from . import torch_library as _torch_library
+    if _torch_library.available() and not _torch_library._registered:
+        _register_op_library()
+except RuntimeError as e:  # the namespace defined already in this process (a reload): the first definitions stay
+    if "already" not in str(e) and "registered" not in str(e):
+        raise

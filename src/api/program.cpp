@@ -350,45 +350,43 @@ Array Kernel::operator()(const std::vector<Array>& inputs, const std::map<std::s
   return run(program_->device, inputs, host_values);
 }
 
-Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
-                  const std::map<std::string, HostNumber>& host_values) const {
-  if (!device.impl()) throw ComputeError("kernel " + entry_->name + ": the device was moved from");
-  const DeviceImpl& dev = *device.impl();
-  const std::string& name = entry_->name;
-  const std::vector<Param>& params = entry_->params;
-  if (inputs.size() != params.size())
-    throw ShapeError("kernel " + name + " takes " + std::to_string(params.size()) + " array" +
-                     (params.size() == 1 ? "" : "s") + ", got " + std::to_string(inputs.size()) + ": " + signature());
-  std::vector<Tensor> tensors;
-  tensors.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Array& a = inputs[i];
-    const Param& p = params[i];
-    // The messages are made only when needed: this runs at every call.
-    auto arg = [&] { return "kernel " + name + ": argument " + p.name; };
-    if (!a.buffer().impl()) throw ShapeError(arg() + " is an empty array");
-    if (a.element_type() != p.type)
-      throw ShapeError(arg() + " is " + element_type_name(a.element_type()) + " " + api::shape_text(a.shape()) +
-                       ", but the kernel takes " + type_text(p));
-    if (a.shape().size() != p.shape.size())
-      throw ShapeError(arg() + " has shape " + api::shape_text(a.shape()) + " (" + std::to_string(a.shape().size()) +
-                       " axes), but the kernel takes " + type_text(p));
-    const Tensor& t = a.buffer().impl()->device == dev.description.id
-                          ? a.buffer().impl()->value()
-                          : api::tensor_of(dev, a.buffer(), ("kernel " + name).c_str(), p.name.c_str());
-    tensors.push_back(t.reshaped(api::to_shape(a.shape())));
-  }
+namespace {
 
+// What a call binds: the dims and scalars of the kernel for its arguments'
+// element types and shapes, every check made (the messages built only when
+// one fails: this runs at every call).
+struct BoundCall {
   std::map<std::string, int64_t> host_dims;
   std::map<std::string, Scalar> scalars;
-  const cir::Kernel& k = entry_->compiled->generic();
+};
+
+BoundCall bind_call(const Kernel& kernel, const KernelEntry& entry, const std::vector<Kernel::ArraySpec>& args,
+                    const std::map<std::string, HostNumber>& host_values) {
+  const std::string& name = entry.name;
+  const std::vector<Kernel::Param>& params = entry.params;
+  if (args.size() != params.size())
+    throw ShapeError("kernel " + name + " takes " + std::to_string(params.size()) + " array" +
+                     (params.size() == 1 ? "" : "s") + ", got " + std::to_string(args.size()) + ": " + kernel.signature());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Kernel::ArraySpec& a = args[i];
+    const Kernel::Param& p = params[i];
+    auto arg = [&] { return "kernel " + name + ": argument " + p.name; };
+    if (a.type != p.type)
+      throw ShapeError(arg() + " is " + element_type_name(a.type) + " " + api::shape_text(a.shape) +
+                       ", but the kernel takes " + type_text(p));
+    if (a.shape.size() != p.shape.size())
+      throw ShapeError(arg() + " has shape " + api::shape_text(a.shape) + " (" + std::to_string(a.shape.size()) +
+                       " axes), but the kernel takes " + type_text(p));
+  }
+  BoundCall bound;
+  const cir::Kernel& k = entry.compiled->generic();
   for (const auto& [given, value] : host_values) {
-    const HostValue* h = nullptr;
-    for (const HostValue& v : entry_->host_values)
+    const Kernel::HostValue* h = nullptr;
+    for (const Kernel::HostValue& v : entry.host_values)
       if (v.name == given) h = &v;
     if (!h) {
       std::string reads;
-      for (const HostValue& v : entry_->host_values) reads += (reads.empty() ? "" : ", ") + v.name;
+      for (const Kernel::HostValue& v : entry.host_values) reads += (reads.empty() ? "" : ", ") + v.name;
       throw ShapeError("kernel " + name + " reads no host value '" + given + "' (" +
                        (reads.empty() ? std::string("it reads none") : "it reads " + reads) + ")");
     }
@@ -399,27 +397,79 @@ Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
       throw ShapeError("kernel " + name + ": host value '" + given + "' is an integer, not " + Scalar::of_float(v, DType::F64).str() +
                        (std::fabs(v) > 9.007199254740992e15 && v == std::floor(v) ? " (a float past 2^53: give it as an integer)" : ""));
   }
-  for (const HostValue& h : entry_->host_values) {
+  for (const Kernel::HostValue& h : entry.host_values) {
     auto it = host_values.find(h.name);
     if (it == host_values.end())
       throw ShapeError("kernel " + name + " needs the host value '" + h.name + "' (" + (h.integer ? "an integer" : "a number") +
-                       "), given by name: " + signature());
+                       "), given by name: " + kernel.signature());
     bool dim = false;
     for (const cir::DimParam& d : k.dims) dim = dim || (d.source == cir::DimSource::Host && d.name == h.name);
     const HostNumber& n = it->second;
     // Integral and within 2^53 when not given as an integer (checked above).
     auto as_int = [&] { return n.is_integer() ? static_cast<int64_t>(n.integer()) : static_cast<int64_t>(n.value()); };
-    if (dim) host_dims[h.name] = as_int();
-    else scalars[h.name] = h.integer ? Scalar::of_int(as_int()) : Scalar::of_float(n.value(), DType::F64);
+    if (dim) bound.host_dims[h.name] = as_int();
+    else bound.scalars[h.name] = h.integer ? Scalar::of_int(as_int()) : Scalar::of_float(n.value(), DType::F64);
+  }
+  return bound;
+}
+
+}  // namespace
+
+Kernel::ArraySpec Kernel::result_spec(const std::vector<ArraySpec>& inputs,
+                                      const std::map<std::string, HostNumber>& host_values) const {
+  BoundCall bound = bind_call(*this, *entry_, inputs, host_values);
+  const cir::Kernel& k = entry_->compiled->generic();
+  std::vector<TensorSpec> specs;
+  for (const ArraySpec& a : inputs) specs.push_back({api::dtype_of(a.type), api::to_shape(a.shape)});
+  std::map<std::string, int64_t> dims;
+  try {
+    dims = bind_dimensions(k, specs, bound.host_dims);
+  } catch (const DataError& e) {
+    throw ShapeError("kernel " + entry_->name + ": " + e.what());
+  }
+  std::optional<Shape> shape = output_shape(k, dims);
+  if (!shape)
+    throw ShapeError("kernel " + entry_->name + ": the size of its result is known only once it runs (" +
+                     signature() + ")");
+  ArraySpec out;
+  out.type = api::element_type_of(k.output().type.dtype);
+  for (int64_t d : *shape) out.shape.push_back(static_cast<size_t>(d));
+  return out;
+}
+
+Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
+                  const std::map<std::string, HostNumber>& host_values) const {
+  if (!device.impl()) throw ComputeError("kernel " + entry_->name + ": the device was moved from");
+  const DeviceImpl& dev = *device.impl();
+  const std::string& name = entry_->name;
+  const std::vector<Param>& params = entry_->params;
+  std::vector<ArraySpec> specs;
+  specs.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Array& a = inputs[i];
+    if (!a.buffer().impl())
+      throw ShapeError("kernel " + name + ": argument " + (i < params.size() ? params[i].name : std::to_string(i)) +
+                       " is an empty array");
+    specs.push_back({a.element_type(), a.shape()});
+  }
+  BoundCall bound = bind_call(*this, *entry_, specs, host_values);
+  std::vector<Tensor> tensors;
+  tensors.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Array& a = inputs[i];
+    const Tensor& t = a.buffer().impl()->device == dev.description.id
+                          ? a.buffer().impl()->value()
+                          : api::tensor_of(dev, a.buffer(), ("kernel " + name).c_str(), params[i].name.c_str());
+    tensors.push_back(t.reshaped(api::to_shape(a.shape())));
   }
   try {
-    bind_dimensions(k, tensors, host_dims);  // sizes that disagree: before anything runs
+    bind_dimensions(entry_->compiled->generic(), tensors, bound.host_dims);  // sizes that disagree: before anything runs
   } catch (const DataError& e) {
     throw ShapeError("kernel " + name + ": " + e.what());
   }
   Tensor out;
   located_errors(program_->session, "kernel " + name,
-                 [&] { out = api::launch_compiled(dev, *entry_->compiled, tensors, host_dims, scalars); });
+                 [&] { out = api::launch_compiled(dev, *entry_->compiled, tensors, bound.host_dims, bound.scalars); });
   std::vector<size_t> shape;
   for (int64_t d : out.shape()) shape.push_back(static_cast<size_t>(d));
   return Array(api::wrap(dev, std::move(out)), std::move(shape));

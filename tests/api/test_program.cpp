@@ -165,6 +165,30 @@ TEST(Program, ErrorsNameTheKernelTheArgumentAndBothShapes) {
 
 }
 
+TEST(Program, AKernelsResultIsKnownFromItsArgumentsTypesWithoutRunningIt) {
+  ComputeDevice dev = ComputeDevice::open("cpu");
+  Program prog = Program::from_source(kSource, "kernels.zynml", dev);
+  using Spec = Kernel::ArraySpec;
+  for (size_t n : {1, 7, 1000}) {
+    Spec out = prog.kernel("axpy").result_spec({{ElementType::F64, {n}}, {ElementType::F64, {n}}});
+    EXPECT_EQ(out.type, ElementType::F64);
+    EXPECT_EQ(out.shape, std::vector<size_t>{n});
+    // As running it gives.
+    Array a = Array::from_vector<double>(dev, std::vector<double>(n, 1.0), {n});
+    EXPECT_EQ(prog.kernel("axpy")({a, a}).shape(), out.shape);
+  }
+  Spec soft = prog.kernel("softmax").result_spec({{ElementType::F32, {3, 5}}}, {{"temperature", 1.0}});
+  EXPECT_EQ(soft.shape, (std::vector<size_t>{3, 5}));
+  // The same errors as a call's, naming the kernel, the argument and both shapes.
+  std::string sizes = error_of([&] { prog.kernel("axpy").result_spec({{ElementType::F64, {3}}, {ElementType::F64, {4}}}); });
+  EXPECT_NE(sizes.find("kernel axpy"), std::string::npos) << sizes;
+  EXPECT_NE(sizes.find("[4]"), std::string::npos) << sizes;
+  std::string type = error_of([&] { prog.kernel("axpy").result_spec({{ElementType::F32, {3}}, {ElementType::F64, {3}}}); });
+  EXPECT_NE(type.find("argument a is f32 [3], but the kernel takes tensor[n, f64]"), std::string::npos) << type;
+  std::string missing = error_of([&] { prog.kernel("softmax").result_spec({{ElementType::F32, {3, 5}}}); });
+  EXPECT_NE(missing.find("needs the host value 'temperature'"), std::string::npos) << missing;
+}
+
 TEST(Program, ATopLevelBlockIsAKernelNamedByItsVariable) {
   ComputeDevice dev = ComputeDevice::open("cpu");
   Program prog = Program::from_source("let a = load(\"a.npy\")\nlet doubled = compute(a) {\n    @kernel elementwise\n"
