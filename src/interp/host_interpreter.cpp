@@ -178,11 +178,14 @@ void Interpreter::hoist_functions(const ast::Block& b, Frame& f) {
 
 // ---------------------------------------------------------------- statements
 
-Interpreter::Flow Interpreter::exec_block(const ast::Block& b, Frame& f, bool new_scope) {
+Interpreter::Flow Interpreter::exec_block(const ast::Block& b, Frame& f, bool new_scope, bool profiled) {
   if (new_scope) f.scopes.emplace_back();
   hoist_functions(b, f);
   Flow flow = Flow::Normal;
+  profiled = profiled && Profiler::global().enabled();
   for (size_t i = 0; i < b.stmts.size(); ++i) {
+    std::optional<ProfileSpan> span;
+    if (profiled) span.emplace(ProfileEvent::Kind::Host, statement_label(*b.stmts[i]));
     flow = exec_in_order(*b.stmts[i], f);
     if (computes_->has_pending()) release_unread(b, i, f.innermost());
     if (flow != Flow::Normal) break;
@@ -792,7 +795,7 @@ Value Interpreter::call_user(const FunctionData& fn, CallArgs& args) {
     if (span) span->event().device = "compiled";
   } else {
     int64_t loops_before = loop_iterations_;
-    Flow flow = exec_block(def.body, frame, /*new_scope=*/false);
+    Flow flow = exec_block(def.body, frame, /*new_scope=*/false, /*profiled=*/true);
     result = flow == Flow::Return ? frame.return_value : Value::none();
     host_tier_->count_loops(def, loop_iterations_ - loops_before);
   }

@@ -63,7 +63,9 @@ class Interpreter {
   void finish_launches();
   void hoist_functions(const ast::Block& b, Frame& f);
 
-  Flow exec_block(const ast::Block& b, Frame& f, bool new_scope = true);
+  // `profiled`: each statement a host span under --profile (a function's
+  // body; the main module's statements are spans in execute_module).
+  Flow exec_block(const ast::Block& b, Frame& f, bool new_scope = true, bool profiled = false);
   Flow exec(const ast::Stmt& s, Frame& f);
   // A statement; where it fails, the blocks pending before it report
   // first (as they would have run first).

@@ -42,14 +42,17 @@ Tensor Device::run(const cir::Kernel& kernel, uint64_t key, const std::vector<Te
   e.start_ns = profiler.now_ns();
   Profiler::Running running(e.name, e.device);
   int64_t outer_compile = Profiler::take_compile_ns();
+  uint64_t loads = Profiler::disk_loads();
   const Device* ran_on = this;
   Tensor out = run_with_fallbacks(kernel, key, inputs, scalars, &ran_on);
   e.device = ran_on->info().id;  // where it ran after any fallback
   int64_t compile = Profiler::take_compile_ns();
-  e.duration_ns = profiler.now_ns() - e.start_ns - compile;
+  e.span_ns = profiler.now_ns() - e.start_ns;
+  e.duration_ns = e.span_ns - compile;
   double device_ms = ran_on->last_kernel_milliseconds();
   if (ran_on->info().type == "gpu" && device_ms >= 0) e.duration_ns = static_cast<int64_t>(device_ms * 1e6);
-  e.compiled = compile > 0;
+  e.from_disk = Profiler::disk_loads() != loads;
+  e.compiled = compile > 0 && !e.from_disk;
   for (const Tensor& t : inputs) e.bytes += t.nbytes();
   e.bytes += out.nbytes();
   e.flops = flops_of(kernel, key);

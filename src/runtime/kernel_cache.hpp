@@ -30,7 +30,9 @@ class KernelCache {
     // Outside the lock: building may be slow. Compiling walks the kernel's
     // trees recursively, so it gets a deep stack on any thread.
     ProfileSpan span(ProfileEvent::Kind::Compile, Profiler::running_kernel(), Profiler::running_device());
+    uint64_t loads = Profiler::disk_loads();
     std::shared_ptr<T> built = with_deep_stack(build);
+    span.event().from_disk = Profiler::disk_loads() != loads;
     if (Profiler::global().enabled()) Profiler::add_compile_ns(Profiler::global().now_ns() - span.event().start_ns);
     std::lock_guard<std::mutex> lock(mu_);
     ++misses_;

@@ -14,7 +14,7 @@ namespace {
 
 struct KernelRow {
   std::string name, device;
-  int64_t launches = 0, compiles = 0;
+  int64_t launches = 0, compiles = 0, disk_loads = 0;
   int64_t compile_ns = 0, run_ns = 0;
   double bytes = 0, flops = 0;
   bool flops_known = true;
@@ -103,6 +103,7 @@ void print_profile(const std::vector<ProfileEvent>& events, int64_t wall_ns, std
     }
     ++r.launches;
     r.compiles += e.compiled;
+    r.disk_loads += e.from_disk;
     r.run_ns += e.duration_ns;
     r.each_ns.push_back(e.duration_ns);
     r.bytes += static_cast<double>(e.bytes);
@@ -114,14 +115,14 @@ void print_profile(const std::vector<ProfileEvent>& events, int64_t wall_ns, std
   std::sort(sorted.begin(), sorted.end(), [](const KernelRow& a, const KernelRow& b) { return a.run_ns > b.run_ns; });
 
   std::vector<std::vector<std::string>> table = {
-      {"kernel", "device", "launches", "compile ms", "cache hits", "total ms", "mean ms", "min ms", "median ms", "GB/s", "GFLOP/s"}};
+      {"kernel", "device", "launches", "compile ms", "cache hits", "from disk", "total ms", "mean ms", "min ms", "median ms", "GB/s", "GFLOP/s"}};
   int64_t kernel_ns = 0, compile_ns = 0;
   for (KernelRow& r : sorted) {
     kernel_ns += r.run_ns;
     compile_ns += r.compile_ns;
     double seconds = static_cast<double>(r.run_ns) * 1e-9;
     table.push_back({r.name, r.device, std::to_string(r.launches), fixed(r.compile_ns * 1e-6, 1),
-                     std::to_string(r.launches - r.compiles), fixed(r.run_ns * 1e-6, 3),
+                     std::to_string(r.launches - r.compiles), std::to_string(r.disk_loads), fixed(r.run_ns * 1e-6, 3),
                      r.launches ? fixed(r.run_ns * 1e-6 / static_cast<double>(r.launches), 3) : "-",
                      r.launches ? fixed(*std::min_element(r.each_ns.begin(), r.each_ns.end()) * 1e-6, 3) : "-",
                      r.launches ? fixed(median(r.each_ns) * 1e-6, 3) : "-",
@@ -141,13 +142,17 @@ void write_chrome_trace(const std::vector<ProfileEvent>& events, std::ostream& o
   out << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, \"args\": {\"name\": \"zyntax\"}}";
   for (const ProfileEvent& e : events) {
     out << ",\n{\"name\": " << json_string(e.name) << ", \"cat\": \"" << category(e.kind) << "\", \"ph\": \"X\", \"ts\": "
-        << fixed(e.start_ns * 1e-3, 3) << ", \"dur\": " << fixed(e.duration_ns * 1e-3, 3) << ", \"pid\": 1, \"tid\": " << e.thread
+        << fixed(e.start_ns * 1e-3, 3) << ", \"dur\": " << fixed((e.span_ns >= 0 ? e.span_ns : e.duration_ns) * 1e-3, 3)
+        << ", \"pid\": 1, \"tid\": " << e.thread
         << ", \"args\": {";
     std::string args;
     if (!e.device.empty()) args += "\"device\": " + json_string(e.device);
     if (e.bytes) args += std::string(args.empty() ? "" : ", ") + "\"bytes\": " + std::to_string(e.bytes);
+    if (e.kind == ProfileEvent::Kind::Compile && e.from_disk) args += std::string(args.empty() ? "" : ", ") + "\"from_disk\": true";
     if (e.kind == ProfileEvent::Kind::Kernel) {
       args += std::string(args.empty() ? "" : ", ") + "\"compiled\": " + (e.compiled ? "true" : "false");
+      if (e.from_disk) args += ", \"from_disk\": true";
+      if (e.span_ns > e.duration_ns) args += ", \"own_us\": " + fixed(e.duration_ns * 1e-3, 3);
       if (e.flops >= 0) args += ", \"flops\": " + fixed(e.flops, 0);
     }
     out << args << "}}";

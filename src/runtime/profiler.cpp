@@ -49,6 +49,14 @@ std::vector<ProfileEvent> Profiler::events() const {
 
 void Profiler::add_compile_ns(int64_t ns) { compile_ns += ns; }
 
+namespace {
+thread_local uint64_t disk_load_count = 0;
+}  // namespace
+
+void Profiler::note_disk_load() { ++disk_load_count; }
+
+uint64_t Profiler::disk_loads() { return disk_load_count; }
+
 int64_t Profiler::take_compile_ns() {
   int64_t n = compile_ns;
   compile_ns = 0;

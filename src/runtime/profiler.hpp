@@ -20,10 +20,12 @@ struct ProfileEvent {
   std::string name;    // the kernel, the statement, "device -> host", the function
   std::string device;  // where it ran ("" for the host)
   int64_t start_ns = 0;
-  int64_t duration_ns = 0;
+  int64_t duration_ns = 0;  // its own time (a kernel's, less the compile it triggered)
+  int64_t span_ns = -1;     // the whole span on the host where it differs (a kernel's, with its compile): traces nest
   uint64_t bytes = 0;   // kernels: inputs and output; copies: the bytes copied
   double flops = -1;    // kernels: counted from the CIR; -1 unknown
-  bool compiled = false;  // kernels: built for this launch (a cache miss)
+  bool compiled = false;   // kernels: built for this launch (a cache miss)
+  bool from_disk = false;  // kernels and compiles: what was built came from the disk cache (a hit)
   uint32_t thread = 0;  // a small number per host thread
 };
 
@@ -42,6 +44,10 @@ class Profiler {
   // subtracts the compile it triggered from its own time).
   static void add_compile_ns(int64_t ns);
   static int64_t take_compile_ns();
+  // Loads from the disk cache on this thread so far: a build that loaded
+  // something is a disk-cache hit, not a compile.
+  static void note_disk_load();
+  static uint64_t disk_loads();
   // The kernel and device this thread is running, for the compile events
   // recorded below it.
   struct Running {

@@ -218,16 +218,35 @@ def main():
         kernels = ["qkv", "attn_out", "projected", "normed", "ffn_out", "output"]
         rows = [l for l in err.splitlines() if l.split() and l.split()[0] in kernels]
         expect("--profile prints a row per kernel", p.returncode == 0 and "compile ms" in err and "GFLOP/s" in err
-               and len(rows) == 6 and all(r.split()[2] == "2" and r.split()[4] == "1" for r in rows), err)
+               and len(rows) == 6 and all(r.split()[2] == "2" and r.split()[4] == "1" and r.split()[5] == "0" for r in rows),
+               err)
         # The fastest and the median launch beside the mean: min <= median <= the slower of two.
         expect("--profile gives min and median times", "min ms" in err and "median ms" in err
-               and all(float(r.split()[7]) <= float(r.split()[8]) <= 2 * float(r.split()[6]) + 1e-3 for r in rows), err)
+               and all(float(r.split()[8]) <= float(r.split()[9]) <= 2 * float(r.split()[7]) + 1e-3 for r in rows), err)
         events = json.load(open(trace))["traceEvents"] if os.path.exists(trace) else []
         cats = {e.get("cat") for e in events}
         kernel_events = [e for e in events if e.get("cat") == "kernel"]
         expect("--trace writes host, compile and kernel events",
                {"host", "compile", "kernel"} <= cats and len(kernel_events) == 12
                and all(e["dur"] >= 0 and e["args"]["device"] for e in kernel_events), str(cats))
+        # Slices nest: each compile inside the kernel launch that triggered it.
+        compiles = [e for e in events if e.get("cat") == "compile"]
+        expect("--trace: a compile's slice lies inside its kernel's", compiles and all(
+            any(k["tid"] == c["tid"] and k["ts"] <= c["ts"] and c["ts"] + c["dur"] <= k["ts"] + k["dur"] + 1e-3
+                for k in kernel_events) for c in compiles), str(compiles[:2]))
+        # Statements inside functions are host slices too (make_layer's body, line 20).
+        host_names = [e["name"] for e in events if e.get("cat") == "host"]
+        expect("--trace: statements inside functions", any(n.startswith("20: let scale") for n in host_names), str(host_names))
+        # A second process finds every kernel in the disk cache: hits, loaded from disk, not compiled.
+        p = subprocess.run([z, "run", "--profile", "--trace", trace, EXAMPLE], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=300)
+        err = p.stderr.decode()
+        rows = [l for l in err.splitlines() if l.split() and l.split()[0] in kernels]
+        expect("--profile counts disk-cache loads as cache hits", p.returncode == 0 and len(rows) == 6
+               and all(r.split()[4] == "2" and r.split()[5] == "1" for r in rows), err)
+        events = json.load(open(trace))["traceEvents"] if os.path.exists(trace) else []
+        expect("--trace marks compiles loaded from the disk cache",
+               all(e["args"].get("from_disk") for e in events if e.get("cat") == "compile"), str(events[:3]))
         rc, _, err = run(z, "run", "--trace", os.path.join(tmp, "no", "such", "dir.json"), EXAMPLE)
         expect("an unwritable trace file exits 1", rc == 1 and "cannot write the trace" in err, err)
         clock = os.path.join(tmp, "clock.zynml")
