@@ -243,6 +243,8 @@ def matmul(a, b, device="auto"):
     the leading axes, 1-D operands as vectors. a [..., m, k] @ b [k, n] is
     one product of all of a's rows."""
     dev = _inputs("matmul", device, a, b)
+    if a.dim() == 2 and b.dim() == 2 and a.shape[1] == b.shape[0]:
+        return _Matmul.apply(a, b, dev)  # the common case first: no reshaping
     if a.dim() == 0 or b.dim() == 0:
         raise RuntimeError("zyntax.torch.matmul: both arguments need at least 1 dimension, got %dD and %dD"
                            % (a.dim(), b.dim()))

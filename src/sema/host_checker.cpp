@@ -520,7 +520,7 @@ class Checker {
           no_member(fe.field_span, self.module->path, fe.field);
           return {};
         }
-        if (it->second.type.kind == K::Function) return user_call(*it->second.type.function, c);
+        if (it->second.type.kind == K::Function) return user_call(*it->second.type.function, c, args);
         return {};
       }
       if (self.kind == K::Tensor && (fe.field == "to_device" || fe.field == "astype" || fe.field == "reshape")) {
@@ -531,12 +531,12 @@ class Checker {
       if (self.kind == K::Record) {
         for (size_t i = 0; i < self.field_names.size(); ++i)
           if (self.field_names[i] == fe.field && self.field_types[i].kind == K::Function)
-            return user_call(*self.field_types[i].function, c);
+            return user_call(*self.field_types[i].function, c, args);
       }
       return {};
     }
     StaticType callee = expr(*c.callee);
-    if (callee.kind == K::Function && callee.function) return user_call(*callee.function, c);
+    if (callee.kind == K::Function && callee.function) return user_call(*callee.function, c, args);
     if (callee.kind == K::Builtin && c.callee->kind == ast::ExprKind::Name) {
       const std::string& name = ast::as<ast::Name>(*c.callee).name;
       // load() of a .npz archive gives a record of its arrays, named as saved.
@@ -550,7 +550,69 @@ class Checker {
     return {};
   }
 
-  StaticType user_call(const ast::FuncDef& f, const ast::Call& c) {
+  // The shapes of tensors given positionally against the parameters'
+  // declared types, where both are known before the program runs: a rank
+  // that differs, a size written as a number that differs, or one dimension
+  // named by two parameters given two different sizes. (What only the
+  // program's data decides is checked when the call runs.)
+  void check_argument_shapes(const ast::FuncDef& f, const ast::Call& c, const std::vector<StaticType>& args) {
+    struct Bound {
+      int64_t size;
+      size_t param;
+    };
+    std::map<std::string, Bound> bound;
+    auto shape_text = [](const StaticType& t) {
+      std::string s = "[";
+      for (size_t a = 0; a < t.extents.size(); ++a) s += (a ? ", " : "") + (t.extents[a] ? std::to_string(*t.extents[a]) : "?");
+      return s + "]";
+    };
+    size_t arg = 0;
+    for (size_t k = 0; k < c.args.size() && arg < f.params.size(); ++k) {
+      const ast::Arg& a = c.args[k];
+      if (!a.name.empty()) continue;
+      const size_t i = arg++;
+      const ast::Param& p = f.params[i];
+      if (i >= args.size() || !p.type || p.type->name != "tensor" || p.type->dims.empty()) continue;
+      const StaticType& t = args[i];
+      if (t.kind != K::Tensor || !t.rank) continue;
+      // A variable that may change between here and the call's run is not vouched for.
+      if (a.value->kind == ast::ExprKind::Name) {
+        const Symbol* s = lookup(ast::as<ast::Name>(*a.value).name);
+        if (!s || s->is_mutable) continue;
+      }
+      const auto& dims = p.type->dims;
+      if (static_cast<size_t>(*t.rank) != dims.size()) {
+        diags().error(a.value->span, "argument '" + p.name + "' of '" + f.name + "' has " + std::to_string(*t.rank) +
+                                         " axes, but the parameter's type has " + std::to_string(dims.size()))
+            .note(p.type->span, "the type is written here");
+        continue;
+      }
+      for (size_t x = 0; x < dims.size(); ++x) {
+        if (!t.extents[x]) continue;
+        const int64_t size = *t.extents[x];
+        if (auto written = constant_int(*dims[x])) {
+          if (*written != size)
+            diags().error(a.value->span, "argument '" + p.name + "' of '" + f.name + "' has shape " + shape_text(t) +
+                                             ": axis " + std::to_string(x) + " is " + std::to_string(size) + ", but the type says " +
+                                             std::to_string(*written))
+                .note(dims[x]->span, "the size is written here");
+          continue;
+        }
+        if (dims[x]->kind != ast::ExprKind::Name) continue;
+        const std::string& dim = ast::as<ast::Name>(*dims[x]).name;
+        auto [it, first] = bound.try_emplace(dim, Bound{size, i});
+        if (!first && it->second.size != size)
+          diags().error(a.value->span, "argument '" + p.name + "' of '" + f.name + "' has shape " + shape_text(t) +
+                                           ": axis " + std::to_string(x) + " is " + std::to_string(size) + ", but '" + dim +
+                                           "' is " + std::to_string(it->second.size))
+              .note(f.params[it->second.param].span, "'" + dim + "' was bound here")
+              .note(dims[x]->span, "the type is written here");
+      }
+    }
+  }
+
+  StaticType user_call(const ast::FuncDef& f, const ast::Call& c, const std::vector<StaticType>& args) {
+    check_argument_shapes(f, c, args);
     size_t positional = 0;
     std::set<std::string> given;
     for (const ast::Arg& a : c.args) {
