@@ -15,11 +15,13 @@
 #include <thread>
 #include <vector>
 
+#include "api_test_helpers.hpp"
 #include "zyntax/zyntax.hpp"
 
 namespace {
 
 using namespace zyntax;
+using test::error_of;
 
 const char* kSource = R"(def ema(prices: tensor[n, f64], alpha: float) -> float {
     var s = prices[0]
@@ -76,15 +78,6 @@ def down(k: int) -> int {
 }
 )";
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
 struct DirectCalls : ::testing::Test {
   ComputeDevice dev = ComputeDevice::open("cpu");
   Program prog = Program::from_source(kSource, "direct.zynml", dev);
@@ -106,13 +99,7 @@ struct DirectCalls : ::testing::Test {
   Array f64s(const std::vector<double>& v) { return Array::from_vector(dev, v, {v.size()}); }
 };
 
-std::vector<double> random_doubles(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<double> dist(0.0, 3.0);
-  std::vector<double> v(n);
-  for (double& x : v) x = dist(rng);
-  return v;
-}
+std::vector<double> random_doubles(size_t n, uint32_t seed) { return test::random_normal(n, seed, 3.0); }
 
 TEST_F(DirectCalls, ResultsMatchTheInterpretersBitForBitAtEverySize) {
   Function ema = prog.function("ema");

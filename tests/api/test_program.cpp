@@ -10,11 +10,13 @@
 #include <random>
 #include <string>
 
+#include "api_test_helpers.hpp"
 #include "zyntax/zyntax.hpp"
 
 namespace {
 
 using namespace zyntax;
+using test::error_of;
 
 const char* kSource = R"(
 // Row softmax with a temperature.
@@ -56,13 +58,7 @@ std::vector<ComputeDevice> devices() {
   return out;
 }
 
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 2.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+std::vector<float> random_floats(size_t n, uint32_t seed) { return test::random_normal(n, seed, 2.0f); }
 
 TEST(Program, KernelsOfASourceRunOnEveryDeviceAgainstTheHost) {
   for (const ComputeDevice& dev : devices()) {
@@ -118,15 +114,6 @@ TEST(Program, AnOwnerKeepsHostMemoryReadInPlaceAliveWhileAnythingReadsIt) {
   EXPECT_EQ(prog.kernel("axpy")({a, a}).to_vector<double>(), (std::vector<double>{3.5, 7, 10.5}));
   a = Array();
   EXPECT_TRUE(watch.expired());  // and lets go when nothing reads it
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(Program, ErrorsNameTheKernelTheArgumentAndBothShapes) {
