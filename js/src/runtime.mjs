@@ -116,6 +116,37 @@ function filled(bytes, elementBase64) {
   return out;
 }
 
+// What each device requestDevice made needs kept alive: in node, Dawn's
+// objects die with their instance, which nothing else references once the
+// device is handed out; a device whose instance was collected crashes or
+// hangs at a later call. Held for as long as the device is.
+const keptAlive = new WeakMap();
+
+// A GPUDevice to run kernels on: the browser's (navigator.gpu), or in node
+// Dawn's, from npm's `webgpu` (given as `webgpu`, else imported), made with
+// `dawnFlags` (e.g. ['backend=opengles']); `adapterOptions` and
+// `deviceDescriptor` as WebGPU takes them. The instance and adapter live as
+// long as the device. Throws saying why where there is no WebGPU.
+export async function requestDevice({ webgpu, dawnFlags = [], adapterOptions = {}, deviceDescriptor = {} } = {}) {
+  let gpu = webgpu ? null : globalThis.navigator?.gpu;
+  if (!gpu) {
+    if (!webgpu) {
+      try {
+        webgpu = await import('webgpu');
+      } catch (e) {
+        throw new Error(`no WebGPU here: no navigator.gpu, and no node module 'webgpu' (npm install webgpu): ${e.message}`);
+      }
+    }
+    Object.assign(globalThis, webgpu.globals);
+    gpu = webgpu.create(dawnFlags);
+  }
+  const adapter = await gpu.requestAdapter(adapterOptions);
+  if (!adapter) throw new Error(`no WebGPU adapter${dawnFlags.length ? ` (Dawn flags ${dawnFlags.join(' ')})` : ''}`);
+  const device = await adapter.requestDevice(deviceDescriptor);
+  keptAlive.set(device, { gpu, adapter });
+  return device;
+}
+
 // Compiles the kernel's pipeline on `device` (once per device and kernel).
 // Validation errors (with the WGSL's line:col) throw.
 const pipelines = new WeakMap();

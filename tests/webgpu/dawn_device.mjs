@@ -21,11 +21,17 @@ Object.assign(globalThis, webgpu.globals);
 export const instances = [];
 process.env.EGL_PLATFORM ??= 'surfaceless';
 export let adapter = null;
+// The Dawn flags and adapter options that found the adapter, for tests that
+// make devices of their own.
+export let choice = null;
 for (const [flags, options] of [[[], {}], [['backend=opengles'], { featureLevel: 'compatibility' }]]) {
   const gpu = webgpu.create(flags);
   instances.push(gpu);
   adapter = await gpu.requestAdapter(options);
-  if (adapter) break;
+  if (adapter) {
+    choice = { webgpu, dawnFlags: flags, adapterOptions: options };
+    break;
+  }
 }
 if (!adapter) {
   console.log('skipped: no WebGPU adapter');

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
-const { device } = await import('./dawn_device.mjs');
+const { device, choice } = await import('./dawn_device.mjs');
 
 const out = mkdtempSync(join(tmpdir(), 'zyntax-module-'));
 let failures = 0;
@@ -81,6 +81,27 @@ try {
     error = e.message;
   }
   expect('a typed array of another type is refused', /argument m is a Int32Array, the kernel wants f32/.test(error), error);
+  error = '';
+  try {
+    await mod.scaled_sum(device, { m: { data: m, shape: [r, c] }, v: Float64Array.from(v), s: 1 });
+  } catch (e) {
+    error = e.message;
+  }
+  expect('a Float64Array for f32 is a type mismatch, not a byte count', /argument v is a Float64Array, the kernel wants f32 \(a Float32Array\)/.test(error), error);
+
+  // A device made by the runtime holds its Dawn instance: with nothing else
+  // referencing the instance, and the garbage collector run, kernels still run.
+  const runtime = await import(join(out, 'zyntax_webgpu.mjs'));
+  let own = await runtime.requestDevice(choice);
+  const doubled2 = Array.from(m, (x, i) => Math.fround(Math.fround(x * 2) + v[i % c]));
+  for (let i = 0; i < 12; ++i) {
+    globalThis.gc?.();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const got = await mod.scaled_sum(own, { m: { data: m, shape: [r, c] }, v, s: 2 });
+    if (!close(got.data, doubled2)) throw new Error(`call ${i} on the runtime's own device: ${Array.from(got.data)}`);
+  }
+  expect('a device from requestDevice keeps its instance alive (12 calls, collected between)', true);
+  own = null;
   error = '';
   try {
     await mod.shifted_read(device, { x: Int32Array.from([1, 2, 3]) });
