@@ -219,10 +219,11 @@ Tensor run_compiled(const DeviceImpl& dev, CompiledCompute& kernel, const std::s
 }
 
 Tensor launch_compiled(const DeviceImpl& dev, CompiledCompute& kernel, const std::vector<Tensor>& inputs,
-                       const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars) {
+                       const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars,
+                       const std::map<std::string, int64_t>* bound) {
   if (dev.devices.size() > 1) return launch_split(kernel, dev.devices, split_mode(dev), inputs, host_dims, scalars);
   DeferredOps::of(*dev.device).count_launch();
-  return kernel.launch(*dev.device, inputs, host_dims, scalars);
+  return bound ? kernel.launch_bound(*dev.device, inputs, *bound, scalars) : kernel.launch(*dev.device, inputs, host_dims, scalars);
 }
 
 Tensor run_kernel(const DeviceImpl& dev, const cir::Kernel& k, uint64_t hash, const std::vector<Tensor>& inputs) {

@@ -113,8 +113,11 @@ Tensor run_compiled(const DeviceImpl& dev, CompiledCompute& kernel, const std::s
 
 // The same, its errors as they come (Error with the source location,
 // DataError).
+// `bound`, where given: the kernel's dims for these inputs and host_dims,
+// bound by the caller already.
 Tensor launch_compiled(const DeviceImpl& dev, CompiledCompute& kernel, const std::vector<Tensor>& inputs,
-                       const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars);
+                       const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars,
+                       const std::map<std::string, int64_t>* bound = nullptr);
 
 // Runs a built CIR kernel (already specialised) on the device.
 Tensor run_kernel(const DeviceImpl& dev, const cir::Kernel& k, uint64_t hash, const std::vector<Tensor>& inputs);

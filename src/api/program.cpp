@@ -462,14 +462,15 @@ Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
                           : api::tensor_of(dev, a.buffer(), ("kernel " + name).c_str(), params[i].name.c_str());
     tensors.push_back(t.reshaped(api::to_shape(a.shape())));
   }
+  std::map<std::string, int64_t> dims;
   try {
-    bind_dimensions(entry_->compiled->generic(), tensors, bound.host_dims);  // sizes that disagree: before anything runs
+    dims = bind_dimensions(entry_->compiled->generic(), tensors, bound.host_dims);  // sizes that disagree: before anything runs
   } catch (const DataError& e) {
     throw ShapeError("kernel " + name + ": " + e.what());
   }
   Tensor out;
   located_errors(program_->session, "kernel " + name,
-                 [&] { out = api::launch_compiled(dev, *entry_->compiled, tensors, bound.host_dims, bound.scalars); });
+                 [&] { out = api::launch_compiled(dev, *entry_->compiled, tensors, bound.host_dims, bound.scalars, &dims); });
   std::vector<size_t> shape;
   for (int64_t d : out.shape()) shape.push_back(static_cast<size_t>(d));
   return Array(api::wrap(dev, std::move(out)), std::move(shape));

@@ -132,7 +132,12 @@ std::shared_ptr<const CompiledCompute::Specialized> CompiledCompute::specialize(
 Tensor CompiledCompute::launch(Device& device, const std::vector<Tensor>& inputs,
                                const std::map<std::string, int64_t>& host_dims,
                                const std::map<std::string, Scalar>& scalars) {
-  std::map<std::string, int64_t> dims = bind_dimensions(generic_, inputs, host_dims);
+  return launch_bound(device, inputs, bind_dimensions(generic_, inputs, host_dims), scalars);
+}
+
+Tensor CompiledCompute::launch_bound(Device& device, const std::vector<Tensor>& inputs,
+                                     const std::map<std::string, int64_t>& dims,
+                                     const std::map<std::string, Scalar>& scalars) {
   std::shared_ptr<const Specialized> s = specialize(dims);
   if (launch_observer()) launch_observer()(s->kernel, s->hash);
   return device.run(s->kernel, s->hash, inputs, scalars);

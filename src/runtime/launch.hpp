@@ -59,6 +59,10 @@ class CompiledCompute {
 
   Tensor launch(Device& device, const std::vector<Tensor>& inputs, const std::map<std::string, int64_t>& host_dims,
                 const std::map<std::string, Scalar>& scalars);
+  // The same with the dims bound already (bind_dimensions of these inputs):
+  // a caller that bound them to check the call first binds them once.
+  Tensor launch_bound(Device& device, const std::vector<Tensor>& inputs, const std::map<std::string, int64_t>& dims,
+                      const std::map<std::string, Scalar>& scalars);
 
  private:
   cir::Kernel generic_;
