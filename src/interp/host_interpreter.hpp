@@ -66,6 +66,7 @@ class Interpreter {
   // `profiled`: each statement a host span under --profile (a function's
   // body; the main module's statements are spans in execute_module).
   Flow exec_block(const ast::Block& b, Frame& f, bool new_scope = true, bool profiled = false);
+  Flow exec_profiled(const ast::Stmt& s, Frame& f);  // one statement as a host span
   Flow exec(const ast::Stmt& s, Frame& f);
   // A statement; where it fails, the blocks pending before it report
   // first (as they would have run first).

