@@ -86,6 +86,20 @@ def test_embedding(device):
             zt.embedding(ids, weight, device=device)
 
 
+def check_against_finite_differences(f, x, weights, eps=1e-2):
+    """f's gradient of sum(f(x) * weights) at x (NumPy, f64) against central differences."""
+    loss = lambda x: float((f(torch.tensor(x, dtype=torch.float32)).double() * weights).sum())
+    xt = torch.tensor(x, dtype=torch.float32, requires_grad=True)
+    (f(xt).double() * weights).sum().backward()
+    numeric = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        numeric[i] = (loss(up) - loss(down)) / (2 * eps)
+    np.testing.assert_allclose(xt.grad.numpy(), numeric, rtol=2e-2, atol=2e-3)
+
+
 @pytest.mark.parametrize("op", ["softmax", "rms_norm", "layer_norm"])
 def test_gradients_against_finite_differences(op):
     rng = np.random.default_rng(5)
@@ -99,17 +113,7 @@ def test_gradients_against_finite_differences(op):
         "layer_norm": lambda x: zt.layer_norm(x, torch.tensor(w, dtype=torch.float32), torch.tensor(b, dtype=torch.float32),
                                               device="cpu"),
     }[op]
-    loss = lambda x: float((f(torch.tensor(x, dtype=torch.float32)).double() * torch.tensor(weights)).sum())
-    xt = torch.tensor(x, dtype=torch.float32, requires_grad=True)
-    (f(xt).double() * torch.tensor(weights)).sum().backward()
-    eps = 1e-2
-    numeric = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[i] += eps
-        down[i] -= eps
-        numeric[i] = (loss(up) - loss(down)) / (2 * eps)
-    np.testing.assert_allclose(xt.grad.numpy(), numeric, rtol=2e-2, atol=2e-3)
+    check_against_finite_differences(f, x, torch.tensor(weights))
 
 
 def test_shape_errors_name_the_op():
@@ -254,14 +258,4 @@ def test_new_ops_gradients_against_finite_differences(op):
         "cross_entropy": lambda x: zt.cross_entropy(x.reshape(6, 4), torch.tensor([1, 0, 3, 2, -100, 1]), device="cpu"),
     }[op]
     weights = torch.tensor(rng.normal(size=f(torch.tensor(x, dtype=torch.float32)).shape))
-    loss = lambda x: float((f(torch.tensor(x, dtype=torch.float32)).double() * weights).sum())
-    xt = torch.tensor(x, dtype=torch.float32, requires_grad=True)
-    (f(xt).double() * weights).sum().backward()
-    eps = 1e-2
-    numeric = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        up, down = x.copy(), x.copy()
-        up[i] += eps
-        down[i] -= eps
-        numeric[i] = (loss(up) - loss(down)) / (2 * eps)
-    np.testing.assert_allclose(xt.grad.numpy(), numeric, rtol=2e-2, atol=2e-3)
+    check_against_finite_differences(f, x, weights)
