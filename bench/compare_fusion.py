@@ -8,9 +8,7 @@ docs/performance.md.
     /usr/bin/python3 bench/compare_fusion.py [--zyntax build/zyntax] [--devices cpu,vulkan:0] [--repeat 3]
 """
 import argparse
-import datetime
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -229,8 +227,7 @@ def main():
     text = "\n".join([
         "## Fusion across blocks",
         "",
-        "- Machine: %s, %d logical cores, %s" % (performance_doc.cpu_name(), os.cpu_count(), platform.platform()),
-        "- Date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        *performance_doc.machine_lines(),
         "- `bench/compare_fusion.py`: each program run in its own process, the best of %d calls after a first "
         "(which compiles), the best of %d such processes on CPU devices (the forms interleaved); the chain of "
         "blocks with fusion on (the default) and off (`--fusion=off`), against the same arithmetic written as one "

@@ -8,7 +8,6 @@ CPU backend's native code), side by side in one run. Writes the
     /usr/bin/python3 bench/compare_host.py [--zyntax build/zyntax] [--repeat 3]
 """
 import argparse
-import datetime
 import os
 import platform
 import re
@@ -303,8 +302,7 @@ def main():
     text = "\n".join([
         "## Host code",
         "",
-        "- Machine: %s, %d logical cores, %s" % (performance_doc.cpu_name(), os.cpu_count(), platform.platform()),
-        "- Date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        *performance_doc.machine_lines(),
         "- `bench/compare_host.py`: the best of %d calls in one process for each tier (`zyntax run --host interp`, "
         "`tiered`, `compiled`), side by side in one run; CPython %s runs the same code over lists of floats (best of %d); "
         "the compute block column is the moving average written as a compute block (the CPU backend's native code). "

@@ -8,7 +8,6 @@ both sides. Writes the "## Calls from Python" section of docs/performance.md.
     PYTHONPATH=build/python /usr/bin/python3 bench/compare_python_calls.py [--rounds 7]
 """
 import argparse
-import datetime
 import os
 import platform
 import sys
@@ -131,8 +130,7 @@ def main():
     text = "\n".join([
         "## Calls from Python",
         "",
-        "- Machine: %s, %d logical cores, %s" % (performance_doc.cpu_name(), os.cpu_count(), platform.platform()),
-        "- Date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        *performance_doc.machine_lines(),
         "- `bench/compare_python_calls.py`: µs per call from `/usr/bin/python3` %s, torch %s (one thread), the best of %d "
         "rounds of %d calls, ours and torch's taking turns in one process. For scale: NumPy `2.5 * a + b` on the same "
         "arrays %.2f µs, a CPython function call %.3f µs." % (

@@ -9,10 +9,8 @@ from fresh weights; the median step of each side in each round. Writes the
     PYTHONPATH=build/python /usr/bin/python3 bench/compare_torch_training.py [--rounds 3] [--steps 30]
 """
 import argparse
-import datetime
 import importlib.util
 import os
-import platform
 import sys
 
 import torch
@@ -50,8 +48,7 @@ def main():
     lines = [
         "## Training from PyTorch",
         "",
-        "- Machine: %s, %d logical cores, %s" % (performance_doc.cpu_name(), os.cpu_count(), platform.platform()),
-        "- Date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        *performance_doc.machine_lines(),
         "- `bench/compare_torch_training.py`: the tiny transformer of docs/tutorials/05_transformer.py (%d layers, "
         "dim %d, %d heads over %d key/value heads, sequence %d, batch %d, vocabulary %d) trained with `zyntax.torch` "
         "(embedding, RMS norm, rope, grouped-query causal attention, matmul, cross-entropy and AdamW as zyntax "

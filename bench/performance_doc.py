@@ -48,3 +48,11 @@ def cpu_name():
     except OSError:
         pass
     return platform.processor() or "?"
+
+
+def machine_lines(cores=None):
+    """A section's "- Machine: ..." and "- Date: ..." lines: this processor,
+    `cores` logical cores (all of them by default), the platform, now."""
+    import datetime
+    return ["- Machine: %s, %d logical cores, %s" % (cpu_name(), cores or os.cpu_count(), platform.platform()),
+            "- Date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M")]

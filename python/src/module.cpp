@@ -44,13 +44,6 @@ Conv2dShape conv_shape(const Array& x, const Array& w, size_t stride_h, size_t s
   return s;
 }
 
-// The element type named as element_type_name() names it ("f32").
-std::optional<ElementType> parse_element_type(const std::string& name) {
-  for (int i = 0; i <= static_cast<int>(ElementType::Bool); ++i)
-    if (name == element_type_name(static_cast<ElementType>(i))) return static_cast<ElementType>(i);
-  return std::nullopt;
-}
-
 std::string shape_text(const std::vector<size_t>& s) {
   std::string t = "[";
   for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
@@ -162,7 +155,7 @@ PYBIND11_MODULE(_zyntax, m) {
         d["typestr"] = typestr;
         d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(data ? data : &empty), false);
         d["version"] = 3;
-        return std::move(d);
+        return d;
       })
       .def_property_readonly("device_address", [](const PyArray& a) { return device_memory_of(a.array).address; },
                              "The address of the elements in a CUDA GPU's memory where the GPU holds them, else 0")
@@ -303,11 +296,7 @@ PYBIND11_MODULE(_zyntax, m) {
       .def("result_spec", [](const Kernel& k, const std::vector<std::pair<std::string, std::vector<size_t>>>& arrays,
                              const py::dict& given) {
         std::vector<Kernel::ArraySpec> specs;
-        for (const auto& [type, shape] : arrays) {
-          std::optional<ElementType> t = parse_element_type(type);
-          if (!t) throw ShapeError("kernel " + k.name() + ": unknown element type '" + type + "'");
-          specs.push_back({*t, shape});
-        }
+        for (const auto& [type, shape] : arrays) specs.push_back({python::element_type_named(type), shape});
         std::map<std::string, HostNumber> host_values;
         for (auto [key, value] : given) host_values.emplace(py::cast<std::string>(key), host_number(py::cast<std::string>(key), value));
         Kernel::ArraySpec out = k.result_spec(specs, host_values);

@@ -56,16 +56,19 @@ std::optional<PyArray> array_from_numpy(py::handle obj, const ComputeDevice& dev
   if (!type) return std::nullopt;
   std::vector<size_t> shape(static_cast<size_t>(a.ndim()));
   for (size_t i = 0; i < shape.size(); ++i) shape[i] = static_cast<size_t>(a.shape(static_cast<py::ssize_t>(i)));
-  if (device.description().type != "cpu") return PyArray{Array::from_host(device, a.data(), *type, shape), nullptr};
-  // In place: the Array holds a reference to the ndarray, given back under
-  // the interpreter lock from whichever thread lets go last.
-  PyObject* ref = a.inc_ref().ptr();
+  return array_held_by(a, a.mutable_data(), *type, shape, device);
+}
+
+PyArray array_held_by(py::handle holder, void* data, ElementType type, const std::vector<size_t>& shape,
+                      const ComputeDevice& device) {
+  if (device.description().type != "cpu") return PyArray{Array::from_host(device, data, type, shape), nullptr};
+  PyObject* ref = holder.inc_ref().ptr();
   std::shared_ptr<void> owner(ref, [](void* p) {
     if (!Py_IsInitialized()) return;
     py::gil_scoped_acquire gil;
     Py_DECREF(static_cast<PyObject*>(p));
   });
-  return PyArray{Array::from_host(device, a.data(), *type, shape, std::shared_ptr<const void>(owner)), owner};
+  return PyArray{Array::from_host(device, data, type, shape, std::shared_ptr<const void>(owner)), owner};
 }
 
 py::object numpy_over(const PyArray& a) {

@@ -17,6 +17,13 @@ namespace zyntax::python {
 // none (bf16).
 const char* numpy_typestr(ElementType t);
 
+// An Array of `type` and `shape` over `data`, which Python object `holder`
+// owns: read in place on a CPU device (the Array keeps a reference to
+// `holder`, given back under the interpreter lock from whichever thread
+// lets go last), copied onto another device.
+PyArray array_held_by(pybind11::handle holder, void* data, ElementType type, const std::vector<size_t>& shape,
+                      const ComputeDevice& device);
+
 // `obj` as an Array on `device` where it is an ndarray this can take as it
 // is (in place on a CPU device, copied to another); nullopt for anything
 // else (the caller's general path decides).

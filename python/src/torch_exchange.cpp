@@ -1,5 +1,7 @@
 #include "torch_exchange.hpp"
 
+#include "numpy_exchange.hpp"
+
 #include <Python.h>
 
 #include <vector>
@@ -42,15 +44,6 @@ const TorchNames* torch_names() {
   return names = n;
 }
 
-}  // namespace
-
-bool is_torch_tensor(py::handle obj) {
-  const TorchNames* n = torch_names();
-  return n && PyObject_TypeCheck(obj.ptr(), n->tensor);
-}
-
-namespace {
-
 // An attribute by an interned name (made once): no string built per read.
 py::object attribute(py::handle obj, const char* name, PyObject*& interned) {
   if (!interned) interned = PyUnicode_InternFromString(name);
@@ -82,16 +75,7 @@ std::optional<PyArray> array_from_torch(py::handle obj, const ComputeDevice& dev
     shape[i] = static_cast<size_t>(PyLong_AsSsize_t(PyTuple_GET_ITEM(sizes, static_cast<Py_ssize_t>(i))));
   py::object address = attribute(obj, "data_ptr", data_ptr)();
   void* data = PyLong_AsVoidPtr(address.ptr());
-  if (device.description().type != "cpu") return PyArray{Array::from_host(device, data, *type, shape), nullptr};
-  // In place: the Array holds a reference to the tensor, given back under
-  // the interpreter lock from whichever thread lets go last.
-  PyObject* ref = obj.inc_ref().ptr();
-  std::shared_ptr<void> owner(ref, [](void* p) {
-    if (!Py_IsInitialized()) return;
-    py::gil_scoped_acquire gil;
-    Py_DECREF(static_cast<PyObject*>(p));
-  });
-  return PyArray{Array::from_host(device, data, *type, shape, std::shared_ptr<const void>(owner)), owner};
+  return array_held_by(obj, data, *type, shape, device);
 }
 
 py::object torch_over(py::handle ndarray) {

@@ -14,10 +14,6 @@
 
 namespace zyntax::python {
 
-// Whether `obj` is a torch.Tensor (false, without importing torch, where
-// torch was never imported).
-bool is_torch_tensor(pybind11::handle obj);
-
 // `obj` as an Array on `device` where it is a torch tensor this can take as
 // it is (on the CPU, contiguous, of an element type we have, and needing no
 // gradient unless `grad_handled`: zyntax.torch's autograd functions handle

@@ -7,6 +7,18 @@ BUILT = os.environ.get("ZYNTAX_PYTHON_DIR", os.path.join(HERE, "..", "..", "buil
 sys.path.insert(0, os.path.abspath(BUILT))
 
 
+# A kernel several test files call: x * by + y over a matrix.
+SCALE_ADD = """
+def scale_add(x: tensor[n, m, f32], y: tensor[n, m, f32], by: f32) {
+    return compute(x, y) {
+        @kernel elementwise
+        for i in 0..n, j in 0..m:
+            out[i, j] = x[i, j] * by + y[i, j]
+    }
+}
+"""
+
+
 def devices_under_test(default):
     """The device ids a test runs on: ZYNTAX_TEST_DEVICES (comma-separated,
     e.g. "cpu,cuda:0") where set, else `default`."""

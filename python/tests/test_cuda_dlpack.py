@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import zyntax
+from conftest import SCALE_ADD
 
 torch = pytest.importorskip("torch")
 
@@ -16,15 +17,7 @@ pytestmark = pytest.mark.skipif(
     not torch.cuda.is_available() or GPU not in [d["id"] for d in zyntax.devices()],
     reason="needs torch with CUDA and the zyntax device " + GPU)
 
-SOURCE = """
-def scale_add(x: tensor[n, m, f32], y: tensor[n, m, f32], by: f32) {
-    return compute(x, y) {
-        @kernel elementwise
-        for i in 0..n, j in 0..m:
-            out[i, j] = x[i, j] * by + y[i, j]
-    }
-}
-
+SOURCE = SCALE_ADD + """
 def widen(x: tensor[n, bf16]) {
     return compute(x) {
         @kernel elementwise

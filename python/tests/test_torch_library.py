@@ -7,20 +7,13 @@ import torch
 
 import zyntax
 import zyntax.torch as zt
+from conftest import SCALE_ADD
 from zyntax import torch_library
 
 pytestmark = pytest.mark.skipif(not torch_library.available(), reason="this torch has no torch.library")
 ops = torch.ops.zyntax
 
-SOURCE = """
-def scale_add(x: tensor[n, m, f32], y: tensor[n, m, f32], by: f32) {
-    return compute(x, y) {
-        @kernel elementwise
-        for i in 0..n, j in 0..m:
-            out[i, j] = x[i, j] * by + y[i, j]
-    }
-}
-
+SOURCE = SCALE_ADD + """
 def row_sums(x: tensor[n, m, f32]) {
     return compute(x) {
         @kernel elementwise
