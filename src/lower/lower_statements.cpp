@@ -329,6 +329,11 @@ void Lowering::lower_for(const ast::For& f, size_t range_index, cir::Block& out)
   Value hi = int_operand(*r.hi, "loop bound");
   Value step = r.step ? int_operand(*r.step, "loop step") : Value{cir::IntImm::make(1), false};
   header_vars_ = std::move(outer_header);
+  // A bound that did not lower has been reported (or will be, in the final
+  // pass); stand-ins keep the body lowering so its own errors are seen too.
+  if (!lo.ok()) lo = Value{cir::IntImm::make(0), false};
+  if (!hi.ok()) hi = Value{cir::IntImm::make(0), false};
+  if (!step.ok()) step = Value{cir::IntImm::make(1), false};
   // A constant step, however written (`-1`, `2 - 3`), must be positive.
   if (step.ok()) {
     cir::Expr folded = cir::simplify(step.e);
