@@ -188,13 +188,15 @@ inline const char* kAttention = kAttention32Source.c_str();
 // shared memory serves twice the query rows.
 inline const char* kAttention64 = kAttention64Source.c_str();
 
-// Flash attention over bf16 queries, keys and values, computed in f32 (each
-// tile widened where it is read; an f32 output), as flash_attention_source
-// writes it. `causal`: query row i sees keys 0..i only, so the key blocks
-// stop at the query block's diagonal, where the scores past it are masked.
-// `tf32`: marked @precision(tf32), so that P V may round P to TF32 on
-// tensor cores (Q K^T takes them either way: its factors are exact).
-inline std::string flash_attention_bf16_source(int block, bool causal, bool tf32 = false) {
+// Flash attention over f16 or bf16 (`type`) queries, keys and values,
+// computed in f32 (each tile widened where it is read; an f32 output), as
+// flash_attention_source writes it. `causal`: query row i sees keys 0..i
+// only, so the key blocks stop at the query block's diagonal, where the
+// scores past it are masked. `precision`: the block's @precision, if any:
+// tf32 lets P V round P to TF32 on tensor cores (Q K^T takes them either
+// way: its factors are exact); bf16 lets it round P to bf16, and on Hopper
+// the whole block runs as one warpgroup attention kernel.
+inline std::string flash_attention_typed_source(const std::string& type, int block, bool causal, const std::string& precision) {
   std::string b = std::to_string(block);
   std::string keys = causal ? "min(q0 + " + b + ", s)" : "s";
   std::string mask = !causal ? ""
@@ -202,9 +204,9 @@ inline std::string flash_attention_bf16_source(int block, bool causal, bool tf32
         "                        for r in 0..min(" + b + ", s - q0), c in 0..min(" + b + ", s - k0):\n"
         "                            if k0 + c > q0 + r:\n"
         "                                S[r, c] = -inf\n";
-  return "def f(Q: tensor[bh, s, d, bf16], K: tensor[bh, s, d, bf16], V: tensor[bh, s, d, bf16]) {\n"
+  return "def f(Q: tensor[bh, s, d, " + type + "], K: tensor[bh, s, d, " + type + "], V: tensor[bh, s, d, " + type + "]) {\n"
          "    return compute(Q, K, V) {\n"
-         "        @kernel flash_attention\n" + std::string(tf32 ? "        @precision(tf32)\n" : "") +
+         "        @kernel flash_attention\n" + (precision.empty() ? std::string() : "        @precision(" + precision + ")\n") +
          "        for h in 0..bh:\n"
          "            for q0 in 0..s step " + b + ":\n"
          "                var m = -inf\n"
@@ -222,6 +224,9 @@ inline std::string flash_attention_bf16_source(int block, bool causal, bool tf32
          "    }\n"
          "}\n";
 }
+inline std::string flash_attention_bf16_source(int block, bool causal, bool tf32 = false) {
+  return flash_attention_typed_source("bf16", block, causal, tf32 ? "tf32" : "");
+}
 inline const std::string kAttentionBf16Source = flash_attention_bf16_source(64, false);
 inline const std::string kAttentionBf16CausalSource = flash_attention_bf16_source(64, true);
 inline const char* kAttentionBf16 = kAttentionBf16Source.c_str();
@@ -230,6 +235,11 @@ inline const std::string kAttentionBf16Tf32Source = flash_attention_bf16_source(
 inline const std::string kAttentionBf16Tf32CausalSource = flash_attention_bf16_source(64, true, true);
 inline const char* kAttentionBf16Tf32 = kAttentionBf16Tf32Source.c_str();
 inline const char* kAttentionBf16Tf32Causal = kAttentionBf16Tf32CausalSource.c_str();
+// @precision(bf16): on Hopper, one warpgroup attention kernel.
+inline const std::string kAttentionBf16WgSource = flash_attention_typed_source("bf16", 64, false, "bf16");
+inline const std::string kAttentionBf16WgCausalSource = flash_attention_typed_source("bf16", 64, true, "bf16");
+inline const char* kAttentionBf16Wg = kAttentionBf16WgSource.c_str();
+inline const char* kAttentionBf16WgCausal = kAttentionBf16WgCausalSource.c_str();
 
 // Same-size 3x3 convolution (stride 1, padding 1), as in ResNet's blocks.
 inline const char* kConv2d = R"(

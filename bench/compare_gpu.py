@@ -184,6 +184,10 @@ def table(z, t, device):
             rows.append(("attention 12 heads×seq 4096, d %d, bf16%s, @precision(tf32) (flash, blocks of 64; f32 output)" % (
                 d, ", causal" if causal else ""), fmt(zt) + " ms", "SDPA flash %s ms" % fmt(f),
                 "≥ 1.0× SDPA flash: %s" % fmt(ratio(f, zt))))
+            zt = z.get("zyntax_attention_bf16_wg_" + key)
+            rows.append(("attention 12 heads×seq 4096, d %d, bf16%s, @precision(bf16) (warpgroup attention; f32 output)" % (
+                d, ", causal" if causal else ""), fmt(zt) + " ms", "SDPA flash %s ms" % fmt(f),
+                "≥ 1.0× SDPA flash: %s" % fmt(ratio(f, zt))))
     ze = z.get("zyntax_embedding_grad_ms")
     rows.append(("embedding gradient, 4096×768 into 30522 rows", fmt(ze) + " ms",
                  "index_add_ %s ms" % fmt(t.get("torch_index_add_ms")),

@@ -176,6 +176,8 @@ void kernels(Device& dev, bool small) {
              "blocks of 64 rows, f32 output");
       report("zyntax_attention_bf16_tf32_" + key, kernel_ms(dev, causal ? kAttentionBf16Tf32Causal : kAttentionBf16Tf32, in, 3), "ms",
              "@precision(tf32): P V on tensor cores too");
+      report("zyntax_attention_bf16_wg_" + key, kernel_ms(dev, causal ? kAttentionBf16WgCausal : kAttentionBf16Wg, in, 5), "ms",
+             "@precision(bf16): one warpgroup attention kernel on Hopper");
     }
   }
 }

@@ -196,6 +196,7 @@ Stmt make_async_copy(std::string dst, Expr dst_index, std::string src, std::vect
   return Stmt(c);
 }
 Stmt make_warpgroup_product(const WarpgroupProduct& p) { return Stmt(std::make_shared<WarpgroupProduct>(p)); }
+Stmt make_warpgroup_attention(const WarpgroupAttention& a) { return Stmt(std::make_shared<WarpgroupAttention>(a)); }
 
 Stmt make_async_commit(Span s) { return Stmt(std::make_shared<AsyncCopy>(AsyncCopy::Step::Commit, s)); }
 Stmt make_async_wait(int pending, Span s) {

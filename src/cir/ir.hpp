@@ -249,7 +249,7 @@ struct GpuIndex : ExprNode {
 
 // ---------------------------------------------------------------- statements
 
-enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic, Check, MatMulBlock, BlockReduce, TileMma, AsyncCopy, WarpgroupProduct };
+enum class StmtKind : uint8_t { For, If, Let, Decl, Assign, Store, Yield, Allocate, Barrier, Atomic, Check, MatMulBlock, BlockReduce, TileMma, AsyncCopy, WarpgroupProduct, WarpgroupAttention };
 
 struct StmtNode {
   StmtKind kind;
@@ -555,6 +555,74 @@ struct WarpgroupProduct : StmtNode {
   int64_t stage_bytes() const { return 1024 + stages * stage_tile_bytes() + 16 * stages; }
 };
 
+// The tile a persistent GPU block takes at its `n`-th turn of a warpgroup
+// attention: the query-row tiles from the last to the first (under a causal
+// mask the last see the most keys: they go first), each over every batch
+// element before the next.
+struct AttentionTile {
+  int64_t batch = 0, row_tile = 0;
+};
+inline AttentionTile attention_tile(int64_t tile, int64_t batches, int64_t row_tiles) {
+  return {tile % batches, row_tiles - 1 - tile / batches};
+}
+
+// A persistent GPU block's whole share of attention on warpgroup matrix
+// units (Hopper's wgmma), the flash-attention way: queries, keys and values
+// brought into the shared array `stage` by the tensor copy engine, scores
+// and the running softmax kept in registers. The block takes query-row
+// tiles first_tile, first_tile + tile_stride, ... below batches * row_tiles
+// (tiles of tile_rows rows, numbered by attention_tile), and for each row r
+// of a tile of batch element b computes, for c < head_dim,
+//   s_j = scale * sum over d < head_dim of q(b, r, d) * k(b, j, d)
+//       (f32 sums of exact products), for keys j < keys, and j <= r where `causal`;
+//   value(b, r, c) = sum_j round(p_j) * v(b, j, c) / sum_j p_j,
+//       p_j = exp(s_j - max over j of s_j)
+// where round(p) is p in v's dtype (each p_j relative to the largest score
+// seen so far, which only moves the rounding), all sums in f32 in an
+// unspecified order; then runs `epilogue` for every (r, c) of the tile
+// (r < queries is the epilogue's own test), with `batch_var`, `row`, `col`
+// (i64) and `value` (f32) bound. The epilogue may store but not read the
+// output. q and k are K-major factors (ProductOperand: axis 0 the head
+// dimension, axis 1 the query or key rows); v is MN-major (axis 0 the head
+// dimension, axis 1 the key rows). Elements past an operand's extents read
+// as zero.
+//
+// Every thread of the block takes part (it stands in a GPU block loop
+// outside thread loops, alone with the allocation of `stage`): one
+// warpgroup (128 threads) issues the copies, `consumers` warpgroups each
+// take tile_rows / consumers rows of the tile, over a ring of `stages`
+// shared key and value tiles of tile_keys rows.
+struct WarpgroupAttention : StmtNode {
+  static constexpr StmtKind kKind = StmtKind::WarpgroupAttention;
+  ProductOperand q, k, v;
+  int64_t queries = 0, keys = 0, head_dim = 0, batches = 1;
+  double scale = 1.0;
+  bool causal = false;
+  int tile_rows = 128, tile_keys = 128, stages = 2, consumers = 2;
+  Expr first_tile, tile_stride;  // i64
+  std::string stage;             // a shared u8 array of stage_bytes()
+  std::string batch_var, row, col, value;
+  Block epilogue;
+  WarpgroupAttention(Span s) : StmtNode(kKind, s) {}
+
+  int64_t row_tiles() const { return (queries + tile_rows - 1) / tile_rows; }
+  int64_t tiles() const { return batches * row_tiles(); }
+  int threads() const { return 128 * (1 + consumers); }
+  // The key tiles the query rows [row0, row0 + tile_rows) go through.
+  int64_t key_tiles(int64_t row0) const {
+    int64_t seen = causal ? std::min(keys, row0 + tile_rows) : keys;
+    return (seen + tile_keys - 1) / tile_keys;
+  }
+  // Bytes of the query tile, of one key (or value) tile, and of the shared
+  // array: the query tile, then the stages (key tile, value tile), each at
+  // a multiple of 1024 bytes as the 128-byte swizzle needs, then the
+  // barriers (query full and empty, each stage's key and value full and
+  // empty), and room to align the first.
+  int64_t q_tile_bytes() const { return int64_t{tile_rows} * head_dim * static_cast<int64_t>(dtype_size(q.dtype)); }
+  int64_t kv_tile_bytes() const { return int64_t{tile_keys} * head_dim * static_cast<int64_t>(dtype_size(k.dtype)); }
+  int64_t stage_bytes() const { return 1024 + q_tile_bytes() + 2 * stages * kv_tile_bytes() + 8 * (2 + 4 * stages); }
+};
+
 // Stops the kernel with an error unless `cond` holds. Passes insert checks
 // where the source's semantics has an error they cannot otherwise keep
 // (shapes that must agree, a reduction that must not be empty).
@@ -626,6 +694,7 @@ Stmt make_async_copy(std::string dst, Expr dst_index, std::string src, std::vect
 Stmt make_async_commit(Span s = {});
 Stmt make_async_wait(int pending, Span s = {});
 Stmt make_warpgroup_product(const WarpgroupProduct& p);
+Stmt make_warpgroup_attention(const WarpgroupAttention& a);
 Stmt make_matmul_block(int rows, int cols, std::string a, Expr a_offset, Expr a_row_stride, Expr a_k_stride, std::string b, Expr b_offset,
                        Expr ldb, Expr kc, std::string c, std::vector<Expr> c_index, Expr ldc, Expr m_valid, Expr n_valid, Expr accumulate,
                        Span s = {}, RowTable b_rows = {});
@@ -668,6 +737,7 @@ struct KernelHints {
   std::string device;    // @device(...), "" if unset
   std::string parallel;  // @parallel(...), "" if unset
   bool tf32 = false;     // @precision(tf32): f32 products may round their factors to TF32
+  bool bf16 = false;     // @precision(bf16): or to bf16 (tf32 is set too)
 };
 
 struct Kernel {

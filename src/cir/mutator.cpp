@@ -105,6 +105,7 @@ Stmt IRMutator::mutate(const Stmt& s) {
     case StmtKind::TileMma: return visit(s.as<TileMma>());
     case StmtKind::AsyncCopy: return visit(s.as<AsyncCopy>());
     case StmtKind::WarpgroupProduct: return visit(s.as<WarpgroupProduct>());
+    case StmtKind::WarpgroupAttention: return visit(s.as<WarpgroupAttention>());
   }
   return s;
 }
@@ -338,6 +339,19 @@ Stmt IRMutator::visit(const WarpgroupProduct* op) {
     p.tile_stride = stride;
     p.epilogue = std::move(epilogue);
     return make_warpgroup_product(p);
+  });
+}
+
+Stmt IRMutator::visit(const WarpgroupAttention* op) {
+  Expr first = mutate(op->first_tile), stride = mutate(op->tile_stride);
+  Block epilogue = mutate(op->epilogue);
+  bool changed = !first.same_as(op->first_tile) || !stride.same_as(op->tile_stride) || !same_block(epilogue, op->epilogue);
+  return keep_or(handle_of(op), changed, [&] {
+    WarpgroupAttention a = *op;
+    a.first_tile = first;
+    a.tile_stride = stride;
+    a.epilogue = std::move(epilogue);
+    return make_warpgroup_attention(a);
   });
 }
 

@@ -68,6 +68,7 @@ class IRMutator {
   virtual Stmt visit(const TileMma* op);
   virtual Stmt visit(const AsyncCopy* op);
   virtual Stmt visit(const WarpgroupProduct* op);
+  virtual Stmt visit(const WarpgroupAttention* op);
 
  protected:
   std::vector<AxisSel> mutate_axes(const std::vector<AxisSel>& axes);

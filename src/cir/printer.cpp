@@ -257,6 +257,18 @@ std::string warpgroup_product_text(const WarpgroupProduct& p) {
          p.value + ") {";
 }
 
+// warpgroup_attention 2x130x130x64 scale 0.125 causal tiles blk.. step 3
+// tile 128x128 stages 2 consumers 2 stage s q=... k=... v=... -> (b, row, col, value) {
+// (batches x queries x keys x head_dim; the scale exactly, as a double).
+std::string warpgroup_attention_text(const WarpgroupAttention& a) {
+  return "warpgroup_attention " + std::to_string(a.batches) + "x" + std::to_string(a.queries) + "x" + std::to_string(a.keys) + "x" +
+         std::to_string(a.head_dim) + " scale " + Scalar::of_float(a.scale, DType::F64).str() + (a.causal ? " causal" : "") + " tiles " +
+         print(a.first_tile) + ".. step " + print(a.tile_stride) + " tile " + std::to_string(a.tile_rows) + "x" + std::to_string(a.tile_keys) +
+         " stages " + std::to_string(a.stages) + " consumers " + std::to_string(a.consumers) + " stage " + a.stage + " q=" +
+         product_operand_text(a.q) + " k=" + product_operand_text(a.k) + " v=" + product_operand_text(a.v) + " -> (" + a.batch_var + ", " +
+         a.row + ", " + a.col + ", " + a.value + ") {";
+}
+
 class StmtPrinter {
  public:
   std::string out;
@@ -325,6 +337,12 @@ class StmtPrinter {
       case StmtKind::WarpgroupProduct: {
         auto op = s.as<WarpgroupProduct>();
         line(indent, warpgroup_product_text(*op));
+        block(op->epilogue, indent + 1);
+        return line(indent, "}");
+      }
+      case StmtKind::WarpgroupAttention: {
+        auto op = s.as<WarpgroupAttention>();
+        line(indent, warpgroup_attention_text(*op));
         block(op->epilogue, indent + 1);
         return line(indent, "}");
       }
@@ -440,7 +458,8 @@ std::string print(const Kernel& k) {
   list_line(p, "broadcast", broadcasts);
   if (!h.device.empty()) p.line(1, "device \"" + h.device + "\"");
   if (!h.parallel.empty()) p.line(1, "parallel " + h.parallel);
-  if (h.tf32) p.line(1, "precision tf32");
+  if (h.bf16) p.line(1, "precision bf16");
+  else if (h.tf32) p.line(1, "precision tf32");
   p.out += "{\n";
   p.block(k.body, 1);
   p.out += "}\n";

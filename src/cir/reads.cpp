@@ -43,6 +43,16 @@ class Reads : public IRVisitor {
     for (const std::string& n : {op->batch_var, op->row, op->col, op->value}) epilogue.names.erase(n);
     names.insert(epilogue.names.begin(), epilogue.names.end());
   }
+  // Likewise, with queries, keys and values for factors.
+  void visit(const WarpgroupAttention* op) override {
+    names.insert({op->q.buffer, op->k.buffer, op->v.buffer, op->stage});
+    include(op->first_tile);
+    include(op->tile_stride);
+    Reads epilogue;
+    epilogue.include(op->epilogue);
+    for (const std::string& n : {op->batch_var, op->row, op->col, op->value}) epilogue.names.erase(n);
+    names.insert(epilogue.names.begin(), epilogue.names.end());
+  }
   void visit(const MatMulBlock* op) override {  // C too: blocks after the first add to it
     names.insert({op->a, op->b, op->c});
     if (!op->b_rows.empty()) names.insert(op->b_rows);
@@ -101,6 +111,11 @@ class Writes : public IRVisitor {
   }
   // Binds the element names for its epilogue; fills the stages.
   void visit(const WarpgroupProduct* op) override {
+    names.insert({op->batch_var, op->row, op->col, op->value});
+    if (!bindings_only_) names.insert(op->stage);
+    include(op->epilogue);
+  }
+  void visit(const WarpgroupAttention* op) override {
     names.insert({op->batch_var, op->row, op->col, op->value});
     if (!bindings_only_) names.insert(op->stage);
     include(op->epilogue);

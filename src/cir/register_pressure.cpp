@@ -125,6 +125,7 @@ class Pressure {
         return live + operands(need, 0);
       }
       case StmtKind::WarpgroupProduct: return block(s.as<WarpgroupProduct>()->epilogue, live);
+      case StmtKind::WarpgroupAttention: return block(s.as<WarpgroupAttention>()->epilogue, live);
       default: return live;
     }
   }

@@ -1,5 +1,6 @@
 #include "cir/verifier.hpp"
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -317,7 +318,8 @@ class Verifier : public IRVisitor {
     IRVisitor::visit(op);
   }
 
-  // A factor of a warpgroup product: an input of its dtype, viewed inside it.
+  // A factor of a warpgroup product or attention: an input of its dtype,
+  // viewed inside it.
   void check_product_operand(const std::string& what, const ProductOperand& o, int64_t batches) {
     std::string w = what + ": factor '" + o.buffer + "'";
     const Symbol* s = lookup(o.buffer);
@@ -330,7 +332,7 @@ class Verifier : public IRVisitor {
     for (int i = 0; i + 1 < o.rank; ++i)
       if (o.strides[static_cast<size_t>(i)] < 0) return report(w + " has a negative stride");
     if (o.rank == 3 && o.dims[2] < batches)
-      return report(w + "'s batch axis has " + std::to_string(o.dims[2]) + " elements, fewer than the product's " + std::to_string(batches));
+      return report(w + "'s batch axis has " + std::to_string(o.dims[2]) + " elements, fewer than the statement's " + std::to_string(batches));
     // The last element of the view, against the input's constant size.
     int64_t numel = 1;
     for (const Expr& e : s->type.shape) {
@@ -344,8 +346,7 @@ class Verifier : public IRVisitor {
 
   void visit(const WarpgroupProduct* op) override {
     std::string what = "warpgroup_product";
-    if (gpu_block_axes_ == 0) report(what + " is not inside a GPU block loop");
-    if (in_gpu_thread_ > 0) report(what + " inside a GPU thread loop: the block's warpgroups cannot all reach it");
+    check_warpgroup_placement(what);
     DType t = op->a.dtype;
     if (op->b.dtype != t || (t != DType::F16 && t != DType::BF16 && t != DType::F32))
       report(what + ": its factors are " + dtype_name(t) + " and " + dtype_name(op->b.dtype) + "; both f16, bf16 or f32 (TF32)");
@@ -356,26 +357,70 @@ class Verifier : public IRVisitor {
     if (op->rows < 0 || op->cols < 0 || op->depth < 0 || op->batches < 0)
       report(what + ": a negative extent in " + std::to_string(op->batches) + "x" + std::to_string(op->rows) + "x" + std::to_string(op->cols) +
              " over " + std::to_string(op->depth));
-    if (op->tile_rows <= 0 || op->tile_cols <= 0 || op->tile_depth <= 0)
+    bool tiles_ok = op->tile_rows > 0 && op->tile_cols > 0 && op->tile_depth > 0;
+    if (!tiles_ok)
       report(what + ": tiles of " + std::to_string(op->tile_rows) + "x" + std::to_string(op->tile_cols) + "x" + std::to_string(op->tile_depth));
     if (op->consumers < 1) report(what + ": " + std::to_string(op->consumers) + " consumer warpgroups");
     if (op->stages < 2) report(what + ": " + std::to_string(op->stages) + " stages, fewer than 2");
     if (op->group < 1) report(what + ": tiles grouped by " + std::to_string(op->group));
-    // The stages: a shared array of the block, large enough.
-    const Symbol* st = lookup(op->stage);
-    if (!st || st->kind != SymbolKind::Allocate || !block_shared_.count(op->stage)) {
-      report(what + ": its stages '" + op->stage + "' are not a shared array of the GPU block");
-    } else if (op->tile_rows > 0 && op->tile_cols > 0 && op->tile_depth > 0 && op->stages > 0) {
-      int64_t bytes = static_cast<int64_t>(dtype_size(st->type.dtype));
-      for (const Expr& e : st->type.shape) {
-        const IntImm* n = e.as<IntImm>();
-        bytes = n && bytes >= 0 ? bytes * n->value : -1;
-      }
-      if (bytes < 0) report(what + ": its stages '" + op->stage + "' are not of a constant size");
-      else if (bytes < op->stage_bytes())
-        report(what + ": its stages '" + op->stage + "' have " + std::to_string(bytes) + " bytes, fewer than the " + std::to_string(op->stage_bytes()) + " it needs");
+    check_warpgroup_stage(what, op->stage, tiles_ok && op->stages > 0 ? op->stage_bytes() : -1);
+    check_tile_numbers(what, op->first_tile, op->tile_stride);
+    check_warpgroup_epilogue(what, op->batch_var, op->row, op->col, op->value, op->epilogue);
+  }
+
+  void visit(const WarpgroupAttention* op) override {
+    std::string what = "warpgroup_attention";
+    check_warpgroup_placement(what);
+    // P V rounds the weights to v's dtype, and v is the MN-major second
+    // factor, which the units take only for 16-bit types.
+    DType t = op->q.dtype;
+    if (op->k.dtype != t || op->v.dtype != t || (t != DType::F16 && t != DType::BF16))
+      report(what + ": its operands are " + dtype_name(t) + ", " + dtype_name(op->k.dtype) + " and " + dtype_name(op->v.dtype) +
+             "; all f16 or all bf16");
+    if (!op->q.k_major || !op->k.k_major) report(what + ": its queries and keys must have the head dimension as their fast axis (k-major)");
+    if (op->v.k_major) report(what + ": its values must have the key rows as their depth (mn-major)");
+    check_product_operand(what, op->q, op->batches);
+    check_product_operand(what, op->k, op->batches);
+    check_product_operand(what, op->v, op->batches);
+    if (op->queries < 0 || op->keys < 0 || op->head_dim < 0 || op->batches < 0)
+      report(what + ": a negative extent in " + std::to_string(op->batches) + "x" + std::to_string(op->queries) + "x" + std::to_string(op->keys) +
+             "x" + std::to_string(op->head_dim));
+    if (!std::isfinite(op->scale)) report(what + ": a scale of " + std::to_string(op->scale));
+    bool tiles_ok = op->tile_rows > 0 && op->tile_keys > 0;
+    if (!tiles_ok) report(what + ": tiles of " + std::to_string(op->tile_rows) + " rows by " + std::to_string(op->tile_keys) + " keys");
+    if (op->consumers < 1) report(what + ": " + std::to_string(op->consumers) + " consumer warpgroups");
+    else if (op->tile_rows % op->consumers) report(what + ": " + std::to_string(op->tile_rows) + " rows do not split over " + std::to_string(op->consumers) + " consumer warpgroups");
+    if (op->stages < 2) report(what + ": " + std::to_string(op->stages) + " stages, fewer than 2");
+    check_warpgroup_stage(what, op->stage, tiles_ok && op->stages > 0 ? op->stage_bytes() : -1);
+    check_tile_numbers(what, op->first_tile, op->tile_stride);
+    check_warpgroup_epilogue(what, op->batch_var, op->row, op->col, op->value, op->epilogue);
+  }
+
+  // Every thread of a GPU block reaches a warpgroup statement.
+  void check_warpgroup_placement(const std::string& what) {
+    if (gpu_block_axes_ == 0) report(what + " is not inside a GPU block loop");
+    if (in_gpu_thread_ > 0) report(what + " inside a GPU thread loop: the block's warpgroups cannot all reach it");
+  }
+
+  // The stages: a shared array of the block, of at least `need` bytes
+  // (unchecked where `need` is negative: the tiles are already reported).
+  void check_warpgroup_stage(const std::string& what, const std::string& stage, int64_t need) {
+    const Symbol* st = lookup(stage);
+    if (!st || st->kind != SymbolKind::Allocate || !block_shared_.count(stage))
+      return report(what + ": its stages '" + stage + "' are not a shared array of the GPU block");
+    if (need < 0) return;
+    int64_t bytes = static_cast<int64_t>(dtype_size(st->type.dtype));
+    for (const Expr& e : st->type.shape) {
+      const IntImm* n = e.as<IntImm>();
+      bytes = n && bytes >= 0 ? bytes * n->value : -1;
     }
-    for (const auto& [name, e] : {std::pair{"first tile", op->first_tile}, std::pair{"tile stride", op->tile_stride}}) {
+    if (bytes < 0) report(what + ": its stages '" + stage + "' are not of a constant size");
+    else if (bytes < need)
+      report(what + ": its stages '" + stage + "' have " + std::to_string(bytes) + " bytes, fewer than the " + std::to_string(need) + " it needs");
+  }
+
+  void check_tile_numbers(const std::string& what, const Expr& first_tile, const Expr& tile_stride) {
+    for (const auto& [name, e] : {std::pair{"first tile", first_tile}, std::pair{"tile stride", tile_stride}}) {
       std::string w = what + " " + name;
       if (!e.defined()) {
         report(w + " is missing");
@@ -384,9 +429,13 @@ class Verifier : public IRVisitor {
       if (e->type.dtype != DType::I64 || !e->type.is_scalar()) report(w + " " + quoted(e) + " is not an i64 scalar (it is " + print(e->type) + ")");
       include(e);
     }
-    // The epilogue: per element, with the element's names bound; run by
-    // single threads (no block-wide steps), storing but not reading the output.
-    for (const std::string& n : {op->batch_var, op->row, op->col, op->value})
+  }
+
+  // The epilogue: per element, with the element's names bound; run by
+  // single threads (no block-wide steps), storing but not reading the output.
+  void check_warpgroup_epilogue(const std::string& what, const std::string& batch_var, const std::string& row, const std::string& col,
+                                const std::string& value, const Block& epilogue) {
+    for (const std::string& n : {batch_var, row, col, value})
       if (n.empty()) report(what + " leaves an element name empty");
     if (const Param* out = output()) {
       struct Reads : IRVisitor {
@@ -398,16 +447,16 @@ class Verifier : public IRVisitor {
         }
       } reads;
       reads.name = out->name;
-      reads.include(op->epilogue);
+      reads.include(epilogue);
       if (reads.found) report(what + ": its epilogue reads the output '" + out->name + "'");
     }
     scopes_.emplace_back();
-    declare(op->batch_var, {SymbolKind::Let, Type::scalar(DType::I64)});
-    declare(op->row, {SymbolKind::Let, Type::scalar(DType::I64)});
-    declare(op->col, {SymbolKind::Let, Type::scalar(DType::I64)});
-    declare(op->value, {SymbolKind::Let, Type::scalar(DType::F32)});
+    declare(batch_var, {SymbolKind::Let, Type::scalar(DType::I64)});
+    declare(row, {SymbolKind::Let, Type::scalar(DType::I64)});
+    declare(col, {SymbolKind::Let, Type::scalar(DType::I64)});
+    declare(value, {SymbolKind::Let, Type::scalar(DType::F32)});
     ++in_gpu_thread_;
-    check_block(op->epilogue);
+    check_block(epilogue);
     --in_gpu_thread_;
     pop_scope();
   }

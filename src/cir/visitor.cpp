@@ -43,6 +43,7 @@ void IRVisitor::include(const Stmt& s) {
     case StmtKind::TileMma: return visit(s.as<TileMma>());
     case StmtKind::AsyncCopy: return visit(s.as<AsyncCopy>());
     case StmtKind::WarpgroupProduct: return visit(s.as<WarpgroupProduct>());
+    case StmtKind::WarpgroupAttention: return visit(s.as<WarpgroupAttention>());
   }
 }
 
@@ -136,6 +137,12 @@ void IRVisitor::visit(const AsyncCopy* op) {
 }
 
 void IRVisitor::visit(const WarpgroupProduct* op) {
+  include(op->first_tile);
+  include(op->tile_stride);
+  include(op->epilogue);
+}
+
+void IRVisitor::visit(const WarpgroupAttention* op) {
   include(op->first_tile);
   include(op->tile_stride);
   include(op->epilogue);

@@ -54,6 +54,7 @@ class IRVisitor {
   virtual void visit(const TileMma* op);
   virtual void visit(const AsyncCopy* op);
   virtual void visit(const WarpgroupProduct* op);
+  virtual void visit(const WarpgroupAttention* op);
 
  protected:
   // Visits the extents of a type.

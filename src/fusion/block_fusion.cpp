@@ -194,7 +194,7 @@ class RenameLocals : public cir::IRMutator {
 
 bool same_hints(const cir::KernelHints& a, const cir::KernelHints& b) {
   return a.workgroup == b.workgroup && !a.shared_bytes.defined() && !b.shared_bytes.defined() && a.tile == b.tile &&
-         a.device == b.device && a.parallel == b.parallel && a.tf32 == b.tf32;
+         a.device == b.device && a.parallel == b.parallel && a.tf32 == b.tf32 && a.bf16 == b.bf16;
 }
 
 // The consumer's sizes of `input` are the producer's output extents.

@@ -272,6 +272,7 @@ cir::Kernel Lowering::assemble(DiagnosticEngine& diags) {
   }
   k.hints.parallel = annotations_.parallel;
   k.hints.tf32 = annotations_.tf32;
+  k.hints.bf16 = annotations_.bf16;
   return cir::run_passes(std::move(k), "lowering",
                          {{"mark_parallel_loops", [](const cir::Kernel& in) {
                              cir::Kernel out = in;

@@ -16,6 +16,7 @@
 #include "cir/passes/product_form.hpp"
 #include "cir/passes/read_each_element_once.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
+#include "cir/passes/schedule_gpu_attention.hpp"
 #include "cir/passes/schedule_gpu_matmul.hpp"
 #include "cir/passes/schedule_gpu_mma.hpp"
 #include "cir/passes/schedule_gpu_wgmma.hpp"
@@ -153,6 +154,7 @@ Attempt grid_reduction(const Kernel& k, const GpuTarget& target, int threads) {
 
 const char* gpu_schedule_name(GpuSchedule s) {
   switch (s) {
+    case GpuSchedule::WarpgroupAttention: return "warpgroup attention";
     case GpuSchedule::WarpgroupMatmul: return "warpgroup matmul";
     case GpuSchedule::TensorCoreMatmul: return "tensor-core matmul";
     case GpuSchedule::TiledMatmul: return "tiled matmul";
@@ -175,6 +177,22 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target) {
   // product its own dot product (so that a block's threads can share a
   // product's elements out), then the tiles made fewer and shorter-lived.
   bool tile_program = gpu_support(kernel, target).why_not.has_value();
+  // Flash attention on warpgroup matrix units takes the tile program whole.
+  if (tile_program && kernel.dims.empty()) {
+    if (Attempt a = cir::schedule_gpu_attention(kernel, target)) {
+      a = cir::run_passes(kernel, "specialize", {{"schedule_gpu_attention", [&](const Kernel&) { return *a; }}});
+      plan.schedule = GpuSchedule::WarpgroupAttention;
+      plan.block_threads = cir::kWarpgroupAttentionThreads;
+      GpuSupport support = gpu_support(*a, target);
+      if (support.why_not) {
+        plan.why_not = *support.why_not;
+        return plan;
+      }
+      plan.shared_bytes = support.shared_bytes;
+      plan.kernel = std::move(*a);
+      return plan;
+    }
+  }
   if (tile_program) {
     if (!kernel.dims.empty()) {
       plan.why_not = "tile values are rewritten to loops once every size is known";

@@ -30,7 +30,7 @@ namespace zyntax {
 // target's blocks are smaller); an entry point may declare it as its bound.
 constexpr int kGpuBlockThreads = 256;
 
-enum class GpuSchedule { WarpgroupMatmul, TensorCoreMatmul, TiledMatmul, TileBlocks, Rows, GridReduction, Threads, Single };
+enum class GpuSchedule { WarpgroupAttention, WarpgroupMatmul, TensorCoreMatmul, TiledMatmul, TileBlocks, Rows, GridReduction, Threads, Single };
 const char* gpu_schedule_name(GpuSchedule s);
 
 struct GpuPlan {

@@ -145,6 +145,14 @@ class SupportCheck {
           block(p->epilogue);
           break;
         }
+        case cir::StmtKind::WarpgroupAttention: {
+          if (!gpu_ || !gpu_->warpgroup_mma || !gpu_->tensor_copies) return fail("warpgroup attention with tensor copies");
+          auto a = s.as<cir::WarpgroupAttention>();
+          expr(a->first_tile);
+          expr(a->tile_stride);
+          block(a->epilogue);
+          break;
+        }
         case cir::StmtKind::AsyncCopy: {
           if (!gpu_ || !gpu_->async_copy) return fail("asynchronous copies");
           auto c = s.as<cir::AsyncCopy>();

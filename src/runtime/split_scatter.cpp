@@ -54,9 +54,13 @@ class LoopIndexedAxes : public cir::IRVisitor {
     unsliceable.insert({op->a, op->b, op->d});
     IRVisitor::visit(op);
   }
-  // Its factors are read through flat views of the whole inputs.
+  // Their operands are read through flat views of the whole inputs.
   void visit(const cir::WarpgroupProduct* op) override {
     unsliceable.insert({op->a.buffer, op->b.buffer, op->stage});
+    IRVisitor::visit(op);
+  }
+  void visit(const cir::WarpgroupAttention* op) override {
+    unsliceable.insert({op->q.buffer, op->k.buffer, op->v.buffer, op->stage});
     IRVisitor::visit(op);
   }
 

@@ -82,12 +82,14 @@ class Reader {
       if (seen(a)) return;
       const ast::AnnotationArg* arg = a.args.size() == 1 && a.args[0].name.empty() ? &a.args[0] : nullptr;
       std::string word = arg && arg->value && arg->value->kind == ast::ExprKind::Name ? ast::as<ast::Name>(*arg->value).name : "";
-      if (word == "tf32" || word == "f32") {
-        out_.tf32 = word == "tf32";
+      if (word == "tf32" || word == "f32" || word == "bf16") {
+        // bf16 (8 mantissa bits) permits everything TF32 (10) does.
+        out_.tf32 = word != "f32";
+        out_.bf16 = word == "bf16";
         return;
       }
-      diags_.error(arg ? arg->span : a.span, "@precision takes one word: tf32 or f32")
-          .with_hint("@precision(tf32) lets f32 products round their factors to TF32 on tensor cores");
+      diags_.error(arg ? arg->span : a.span, "@precision takes one word: tf32, bf16 or f32")
+          .with_hint("@precision(tf32) lets f32 products round their factors to TF32 on tensor cores; @precision(bf16) to bf16");
       return;
     }
     if (a.name == "async") {

@@ -32,7 +32,8 @@ struct KernelAnnotations {
   std::vector<std::string> devices;  // @device("cuda:0") or a list
   Span device_span;
   std::string parallel;
-  bool tf32 = false;  // @precision(tf32)
+  bool tf32 = false;  // @precision(tf32), or bf16
+  bool bf16 = false;  // @precision(bf16)
   bool is_async = false;
 };
 

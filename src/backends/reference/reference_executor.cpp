@@ -1,5 +1,6 @@
 #include "backends/reference/reference_executor.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -608,6 +609,7 @@ struct ReferenceKernel::Compiled {
       case cir::StmtKind::TileMma: return tile_mma(*s.as<cir::TileMma>());
       case cir::StmtKind::AsyncCopy: return async_copy(*s.as<cir::AsyncCopy>());
       case cir::StmtKind::WarpgroupProduct: return warpgroup_product(*s.as<cir::WarpgroupProduct>());
+      case cir::StmtKind::WarpgroupAttention: return warpgroup_attention(*s.as<cir::WarpgroupAttention>());
       case cir::StmtKind::BlockReduce: {
         // In element order; a GPU's order differs only by rounding.
         const auto* r = s.as<cir::BlockReduce>();
@@ -745,6 +747,95 @@ struct ReferenceKernel::Compiled {
             f.scalars[static_cast<size_t>(value)] = Scalar::of_float(sum, DType::F32);
             run_block(*epilogue, f);
           }
+        if (tiles - tile <= st) break;  // no overflow past the end
+      }
+    };
+  }
+
+  // A block's share of a warpgroup attention (ir.hpp's WarpgroupAttention),
+  // as its comment defines it: query-row tile after tile in attention_tile's
+  // order; for each row the scores are f32 sums in head-dimension order of
+  // exact products, the softmax is taken against the row's largest score,
+  // and the weights, rounded to the values' dtype as the matrix units read
+  // them, multiply the values in key order with f32 sums; then the epilogue
+  // runs for each element of the tile. Like warpgroup_product, the block's
+  // threads run it together (the epilogue's writes are checked for races as
+  // code outside thread loops) and nothing here touches the stages.
+  StmtFn warpgroup_attention(const cir::WarpgroupAttention& a) {
+    ScalarFn first = scalar(a.first_tile), stride = scalar(a.tile_stride);
+    int sq = buffer_slot(a.q.buffer), sk = buffer_slot(a.k.buffer), sv = buffer_slot(a.v.buffer);
+    int batch_var = slot_for(a.batch_var, cir::Type::scalar(DType::I64)), row = slot_for(a.row, cir::Type::scalar(DType::I64));
+    int col = slot_for(a.col, cir::Type::scalar(DType::I64)), value = slot_for(a.value, cir::Type::scalar(DType::F32));
+    auto epilogue = std::make_shared<std::vector<StmtFn>>(block(a.epilogue));
+    cir::ProductOperand q = a.q, k = a.k, v = a.v;
+    int64_t tiles = a.tiles(), row_tiles = a.row_tiles(), batches = a.batches, keys = a.keys, head_dim = a.head_dim, tile_rows = a.tile_rows;
+    auto scale = static_cast<float>(a.scale);
+    bool causal = a.causal;
+    DType weight = a.v.dtype;
+    Span span = a.span;
+    return [=](Frame& f) {
+      int64_t t0 = first(f).as_int64(), st = stride(f).as_int64();
+      if (st <= 0) fail(span, "warpgroup_attention takes every " + std::to_string(st) + "th tile");
+      if (t0 < 0) fail(span, "warpgroup_attention starts at tile " + std::to_string(t0));
+      const Tensor& tq = f.tiles[static_cast<size_t>(sq)];
+      const Tensor& tk = f.tiles[static_cast<size_t>(sk)];
+      const Tensor& tv = f.tiles[static_cast<size_t>(sv)];
+      // An operand's element (side, depth) of a batch element, zero outside the view.
+      auto read = [&](const Tensor& t, const cir::ProductOperand& o, int64_t side, int64_t depth, int64_t batch) {
+        if (!o.inside(side, depth)) return 0.0f;
+        int64_t flat = o.flat_index(side, depth, batch);
+        if (flat < 0 || flat >= t.numel())
+          fail(span, "warpgroup_attention reads element " + std::to_string(flat) + " of " + o.buffer + ", which has " + std::to_string(t.numel()));
+        return static_cast<float>(t.get_f64(flat));
+      };
+      // P V reads the weights in the values' dtype.
+      auto rounded = [weight](float p) {
+        if (weight == DType::BF16) return bf16_to_f32(f32_to_bf16(p));
+        if (weight == DType::F16) return f16_to_f32(f32_to_f16(p));
+        return p;
+      };
+      std::vector<float> kv, vv, qv, scores, out;
+      for (int64_t tile = t0; tile < tiles; tile += st) {
+        cir::AttentionTile at = cir::attention_tile(tile, batches, row_tiles);
+        int64_t b = at.batch, r0 = at.row_tile * tile_rows;
+        // The batch element's keys and values, key by head dimension.
+        kv.assign(static_cast<size_t>(keys * head_dim), 0.0f);
+        vv.assign(static_cast<size_t>(keys * head_dim), 0.0f);
+        for (int64_t j = 0; j < keys; ++j)
+          for (int64_t d = 0; d < head_dim; ++d) {
+            kv[static_cast<size_t>(j * head_dim + d)] = read(tk, k, j, d, b);
+            vv[static_cast<size_t>(j * head_dim + d)] = read(tv, v, d, j, b);  // MN-major: the head dimension is the side
+          }
+        qv.resize(static_cast<size_t>(head_dim));
+        out.resize(static_cast<size_t>(head_dim));
+        for (int64_t r = r0; r < r0 + tile_rows; ++r) {
+          for (int64_t d = 0; d < head_dim; ++d) qv[static_cast<size_t>(d)] = read(tq, q, r, d, b);
+          int64_t seen = causal ? std::min(keys, r + 1) : keys;
+          scores.resize(static_cast<size_t>(seen));
+          float m = -std::numeric_limits<float>::infinity();
+          for (int64_t j = 0; j < seen; ++j) {
+            float sum = 0.0f;
+            for (int64_t d = 0; d < head_dim; ++d) sum += qv[static_cast<size_t>(d)] * kv[static_cast<size_t>(j * head_dim + d)];  // exact products
+            scores[static_cast<size_t>(j)] = scale * sum;
+            m = std::max(m, scores[static_cast<size_t>(j)]);
+          }
+          std::fill(out.begin(), out.end(), 0.0f);
+          float l = 0.0f;
+          for (int64_t j = 0; j < seen; ++j) {
+            float p = std::exp(scores[static_cast<size_t>(j)] - m);
+            l += p;
+            float w = rounded(p);
+            for (int64_t c = 0; c < head_dim; ++c) out[static_cast<size_t>(c)] += w * vv[static_cast<size_t>(j * head_dim + c)];
+          }
+          for (int64_t c = 0; c < head_dim; ++c) {
+            f.scalars[static_cast<size_t>(batch_var)] = Scalar::of_int(b);
+            f.scalars[static_cast<size_t>(row)] = Scalar::of_int(r);
+            f.scalars[static_cast<size_t>(col)] = Scalar::of_int(c);
+            // With no keys there is nothing to weigh.
+            f.scalars[static_cast<size_t>(value)] = Scalar::of_float(seen > 0 ? out[static_cast<size_t>(c)] / l : 0.0f, DType::F32);
+            run_block(*epilogue, f);
+          }
+        }
         if (tiles - tile <= st) break;  // no overflow past the end
       }
     };

@@ -79,6 +79,7 @@ class SharedLives : public IRVisitor {
   void visit(const BlockReduce*) override { placeable = false; }
   void visit(const AsyncCopy*) override { placeable = false; }  // writes land at a later wait
   void visit(const WarpgroupProduct*) override { placeable = false; }
+  void visit(const WarpgroupAttention*) override { placeable = false; }
   void visit(const MatMulBlock*) override { placeable = false; }
   void visit(const Atomic*) override { placeable = false; }
 

@@ -252,7 +252,7 @@ class Scalarizer {
         out.push_back(make_check(scalar(s.as<Check>()->cond, out), s.as<Check>()->message, s->span));
         return;
       case StmtKind::Barrier: case StmtKind::MatMulBlock: case StmtKind::BlockReduce: case StmtKind::TileMma:
-      case StmtKind::AsyncCopy: case StmtKind::WarpgroupProduct: out.push_back(s); return;
+      case StmtKind::AsyncCopy: case StmtKind::WarpgroupProduct: case StmtKind::WarpgroupAttention: out.push_back(s); return;
       case StmtKind::Atomic: give_up("atomics");
     }
   }

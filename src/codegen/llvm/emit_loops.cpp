@@ -32,6 +32,7 @@ bool has_warpgroup_product(const cir::For& f) {
     bool found = false;
     using IRVisitor::visit;
     void visit(const cir::WarpgroupProduct*) override { found = true; }
+    void visit(const cir::WarpgroupAttention*) override { found = true; }
   } find;
   find.include(f.body);
   return find.found;

@@ -296,6 +296,7 @@ void Emitter::stmt(const cir::Stmt& s) {
     case cir::StmtKind::TileMma: return target_.emit_tile_mma(*this, *s.as<cir::TileMma>());
     case cir::StmtKind::AsyncCopy: return target_.emit_async_copy(*this, *s.as<cir::AsyncCopy>());
     case cir::StmtKind::WarpgroupProduct: return target_.emit_warpgroup_product(*this, *s.as<cir::WarpgroupProduct>());
+    case cir::StmtKind::WarpgroupAttention: return target_.emit_warpgroup_attention(*this, *s.as<cir::WarpgroupAttention>());
     case cir::StmtKind::Check: {
       auto c = s.as<cir::Check>();
       check(expr(c->cond), c->span, c->message);

@@ -21,13 +21,24 @@ std::optional<DType> yielded_dtype(const cir::Block& b) {
   return std::nullopt;
 }
 
-// Every warpgroup product of a kernel, in the order of the walk.
-class ProductFinder : public cir::IRVisitor {
+// The tensor maps of every warpgroup product and attention of a kernel, in
+// the order of the walk, each with the statement that reads it.
+class TensorMapFinder : public cir::IRVisitor {
  public:
-  std::vector<const cir::WarpgroupProduct*> found;
+  std::vector<std::pair<const cir::StmtNode*, TensorMapParam>> found;
   using cir::IRVisitor::visit;
   void visit(const cir::WarpgroupProduct* op) override {
-    found.push_back(op);
+    found.push_back({op, {op->a, product_operand_box(op->a, op->tile_rows, op->tile_depth)}});
+    found.push_back({op, {op->b, product_operand_box(op->b, op->tile_cols, op->tile_depth)}});
+    cir::IRVisitor::visit(op);
+  }
+  // Queries and keys in 64-wide steps of the head dimension (one swizzled
+  // row), values in 64-wide chunks of it by the key tile.
+  void visit(const cir::WarpgroupAttention* op) override {
+    constexpr int step = 64;
+    found.push_back({op, {op->q, product_operand_box(op->q, op->tile_rows, step)}});
+    found.push_back({op, {op->k, product_operand_box(op->k, op->tile_keys, step)}});
+    found.push_back({op, {op->v, product_operand_box(op->v, step, op->tile_keys)}});
     cir::IRVisitor::visit(op);
   }
 };
@@ -42,14 +53,19 @@ std::array<uint32_t, 3> product_operand_box(const cir::ProductOperand& operand, 
 }
 
 std::vector<TensorMapParam> tensor_map_params(const cir::Kernel& k) {
-  ProductFinder finder;
+  TensorMapFinder finder;
   finder.include(k.body);
   std::vector<TensorMapParam> params;
-  for (const cir::WarpgroupProduct* p : finder.found) {
-    params.push_back({p->a, product_operand_box(p->a, p->tile_rows, p->tile_depth)});
-    params.push_back({p->b, product_operand_box(p->b, p->tile_cols, p->tile_depth)});
-  }
+  for (const auto& [node, param] : finder.found) params.push_back(param);
   return params;
+}
+
+size_t tensor_maps_before(const cir::Kernel& k, const cir::StmtNode* node) {
+  TensorMapFinder finder;
+  finder.include(k.body);
+  size_t before = 0;
+  while (before < finder.found.size() && finder.found[before].first != node) ++before;
+  return before;
 }
 
 ReduceBuffers reduce_buffers(const cir::Kernel& k) {

@@ -41,13 +41,17 @@ using KernelFn = void (*)(void* const* args, int64_t begin, int64_t end, int32_t
 // launcher makes (cuTensorMapEncodeTiled) from the factor's view
 // (cir::ProductOperand) and its device address: a 128-byte value, 64-byte
 // aligned, 128-byte swizzle, zeros past the edges. A GPU entry point takes
-// one per factor of each warpgroup product, in this order, after the status
-// pointer, each a by-value parameter the kernel reads in place (grid_constant).
+// one per factor of each warpgroup product (and per query, key and value
+// input of each warpgroup attention), in the order of the kernel's walk,
+// after the status pointer, each a by-value parameter the kernel reads in
+// place (grid_constant).
 struct TensorMapParam {
   cir::ProductOperand operand;   // which input, viewed how
   std::array<uint32_t, 3> box;   // elements one copy moves along each axis (the first 128 bytes)
 };
 std::vector<TensorMapParam> tensor_map_params(const cir::Kernel& k);
+// How many of those come before the first of `node`'s.
+size_t tensor_maps_before(const cir::Kernel& k, const cir::StmtNode* node);
 // The box of a factor's copies: the depth step by the tile's side where
 // the depth is the fast axis, else 128 bytes of side indices by the depth step.
 std::array<uint32_t, 3> product_operand_box(const cir::ProductOperand& operand, int side_tile, int depth_tile);

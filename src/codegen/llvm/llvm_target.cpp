@@ -19,5 +19,6 @@ llvm::Value* LlvmTarget::shuffle_xor(llvm::IRBuilder<>&, llvm::Value*, int, llvm
 void LlvmTarget::emit_tile_mma(Emitter&, const cir::TileMma&) const { not_here("tensor-core tile products"); }
 void LlvmTarget::emit_async_copy(Emitter&, const cir::AsyncCopy&) const { not_here("asynchronous copies"); }
 void LlvmTarget::emit_warpgroup_product(Emitter&, const cir::WarpgroupProduct&) const { not_here("warpgroup matrix products"); }
+void LlvmTarget::emit_warpgroup_attention(Emitter&, const cir::WarpgroupAttention&) const { not_here("warpgroup attention"); }
 
 }  // namespace zyntax::codegen

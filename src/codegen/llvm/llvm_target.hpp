@@ -78,6 +78,7 @@ class LlvmTarget {
   virtual void emit_async_copy(Emitter& e, const cir::AsyncCopy& c) const;
   // A block's share of a warpgroup product (where gpu()->warpgroup_mma and tensor_copies).
   virtual void emit_warpgroup_product(Emitter& e, const cir::WarpgroupProduct& p) const;
+  virtual void emit_warpgroup_attention(Emitter& e, const cir::WarpgroupAttention& a) const;
 };
 
 }  // namespace zyntax::codegen

@@ -104,6 +104,7 @@ class Support : public cir::IRVisitor {
   void visit(const cir::Fill*) override { fail("tile operations"); }
   void visit(const cir::TileMma*) override { fail("tensor-core tile products"); }
   void visit(const cir::WarpgroupProduct*) override { fail("warpgroup matrix products"); }
+  void visit(const cir::WarpgroupAttention*) override { fail("warpgroup attention"); }
   void visit(const cir::AsyncCopy*) override { fail("asynchronous copies"); }
   void visit(const cir::MatMulBlock*) override { fail("CPU register blocks"); }
   void visit(const cir::IntImm* op) override {

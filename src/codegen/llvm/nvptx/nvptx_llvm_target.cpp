@@ -36,6 +36,10 @@ class ProductThreads : public cir::IRVisitor {
     threads = std::max(threads, op->threads());
     cir::IRVisitor::visit(op);
   }
+  void visit(const cir::WarpgroupAttention* op) override {
+    threads = std::max(threads, op->threads());
+    cir::IRVisitor::visit(op);
+  }
 };
 
 }  // namespace

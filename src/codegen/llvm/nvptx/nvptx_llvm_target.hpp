@@ -34,6 +34,7 @@ class NvptxLlvmTarget : public LlvmTarget {
   void emit_tile_mma(Emitter& e, const cir::TileMma& m) const override;
   void emit_async_copy(Emitter& e, const cir::AsyncCopy& c) const override;
   void emit_warpgroup_product(Emitter& e, const cir::WarpgroupProduct& p) const override;
+  void emit_warpgroup_attention(Emitter& e, const cir::WarpgroupAttention& a) const override;
 
  private:
   GpuTarget target_;

@@ -22,18 +22,16 @@
 // tied operands, so nothing reads them before the tensor cores are done.
 // Every barrier wait gives up after 2^26 tries with a trap: a pipeline
 // fault becomes a launch error, never a hung GPU.
-#include <llvm/IR/InlineAsm.h>
-
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "cir/visitor.hpp"
 #include "codegen/llvm/emitter.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/nvptx/nvptx_llvm_target.hpp"
 #include "codegen/llvm/nvptx/tensor_map_args.hpp"
+#include "codegen/llvm/nvptx/warpgroup_ir.hpp"
 #include "codegen/llvm/nvptx/wgmma_layout.hpp"
 
 namespace zyntax::codegen {
@@ -41,11 +39,10 @@ namespace zyntax::codegen {
 namespace {
 
 constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
-constexpr int64_t kWaitTries = int64_t{1} << 26;
 
-class WarpgroupProductEmitter {
+class WarpgroupProductEmitter : WarpgroupIr {
  public:
-  WarpgroupProductEmitter(Emitter& e, const cir::WarpgroupProduct& p) : e_(e), b_(e.builder()), p_(p) {}
+  WarpgroupProductEmitter(Emitter& e, const cir::WarpgroupProduct& p) : WarpgroupIr(e), p_(p) {}
 
   void run() {
     llvm::Value* tid = b_.CreateTrunc(e_.gpu_coordinate(cir::GpuIndexKind::ThreadIdx, 0), b_.getInt32Ty());
@@ -57,7 +54,7 @@ class WarpgroupProductEmitter {
     barriers_ = b_.CreateAdd(base_, i32(static_cast<int32_t>(p_.stages * p_.stage_tile_bytes())));
     // This product's two maps: the entry takes them per product, in order (kernel_abi.hpp).
     const std::vector<llvm::Value*>& maps = tensor_map_args(e_);
-    size_t first = 2 * products_before();
+    size_t first = tensor_maps_before(e_.kernel(), &p_);
     if (maps.size() < first + 2) throw std::logic_error("warpgroup product: the entry has no tensor maps for it");
     map_a_ = maps[first];
     map_b_ = maps[first + 1];
@@ -65,8 +62,8 @@ class WarpgroupProductEmitter {
     // Thread 0 makes the barriers; everyone meets before using them.
     if_then(b_.CreateICmpEQ(tid, i32(0)), "wgp.init", [&] {
       for (int s = 0; s < p_.stages; ++s) {
-        asm_void("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {full(i32(s)), i32(1)});
-        asm_void("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r", {empty(i32(s)), i32(4 * p_.consumers)});
+        init_barrier(full(i32(s)), 1);
+        init_barrier(empty(i32(s)), 4 * p_.consumers);
       }
       asm_void("fence.mbarrier_init.release.cluster;", "", {});
       asm_void("fence.proxy.async.shared::cta;", "", {});
@@ -90,23 +87,6 @@ class WarpgroupProductEmitter {
   }
 
  private:
-  // How many warpgroup products of the kernel come before this one.
-  size_t products_before() const {
-    struct Count : cir::IRVisitor {
-      const cir::WarpgroupProduct* me;
-      size_t before = 0;
-      bool found = false;
-      explicit Count(const cir::WarpgroupProduct* p) : me(p) {}
-      using IRVisitor::visit;
-      void visit(const cir::WarpgroupProduct* op) override {
-        if (op == me) found = true;
-        if (!found) ++before;
-      }
-    } count(&p_);
-    count.include(e_.kernel().body);
-    return count.before;
-  }
-
   // ---- the ring of stages
 
   llvm::Value* full(llvm::Value* s) { return b_.CreateAdd(barriers_, b_.CreateMul(s, i32(8))); }
@@ -115,32 +95,6 @@ class WarpgroupProductEmitter {
   llvm::Value* b_tile(llvm::Value* s) { return b_.CreateAdd(a_tile(s), i32(static_cast<int32_t>(a_tile_bytes()))); }
   int64_t a_tile_bytes() const { return int64_t{p_.tile_rows} * p_.tile_depth * static_cast<int64_t>(dtype_size(p_.a.dtype)); }
   int64_t depth_tiles() const { return (p_.depth + p_.tile_depth - 1) / p_.tile_depth; }
-
-  // Waits until the barrier's phase of `parity` has completed, trapping
-  // after kWaitTries tries.
-  void wait(llvm::Value* bar, llvm::Value* parity) {
-    llvm::BasicBlock* before = b_.GetInsertBlock();
-    llvm::BasicBlock* loop = block("wgp.wait");
-    llvm::BasicBlock* again = block("wgp.wait.again");
-    llvm::BasicBlock* stuck = block("wgp.wait.stuck");
-    llvm::BasicBlock* done = block("wgp.wait.done");
-    b_.CreateBr(loop);
-    b_.SetInsertPoint(loop);
-    llvm::PHINode* tries = b_.CreatePHI(b_.getInt64Ty(), 2);
-    tries->addIncoming(b_.getInt64(0), before);
-    llvm::Value* ok = asm_value(b_.getInt32Ty(),
-                                "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; selp.u32 $0, 1, 0, p; }", "=r,r,r",
-                                {bar, parity});
-    b_.CreateCondBr(b_.CreateICmpNE(ok, i32(0)), done, again);
-    b_.SetInsertPoint(again);
-    llvm::Value* next = b_.CreateAdd(tries, b_.getInt64(1));
-    tries->addIncoming(next, again);
-    b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(kWaitTries)), loop, stuck);
-    b_.SetInsertPoint(stuck);
-    asm_void("trap;", "", {});
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
-  }
 
   // The tile of the block's turn `t` (cir::product_tile), as i32 values.
   struct Tile {
@@ -224,18 +178,7 @@ class WarpgroupProductEmitter {
       llvm::Value* side = b_.CreateAdd(side0, i32(c * per_copy));
       std::vector<llvm::Value*> coords = o.k_major ? std::vector<llvm::Value*>{depth0, side} : std::vector<llvm::Value*>{side, depth0};
       if (o.rank == 3) coords.push_back(batch);
-      std::string text = "cp.async.bulk.tensor." + std::to_string(o.rank) + "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {";
-      std::string constraints = "r,l";
-      for (size_t i = 0; i < coords.size(); ++i) {
-        text += (i ? ", $" : "$") + std::to_string(2 + i);
-        constraints += ",r";
-      }
-      text += "}], [$" + std::to_string(2 + coords.size()) + "];";
-      constraints += ",r";
-      std::vector<llvm::Value*> args = {b_.CreateAdd(dst, i32(static_cast<int32_t>(c * copy_bytes))), map};
-      args.insert(args.end(), coords.begin(), coords.end());
-      args.push_back(bar);
-      asm_void(text, constraints, args);
+      tensor_copy(map, b_.CreateAdd(dst, i32(static_cast<int32_t>(c * copy_bytes))), coords, bar);
     }
   }
 
@@ -250,7 +193,7 @@ class WarpgroupProductEmitter {
         llvm::Value* s = stage_of(it);
         wait(empty(s), b_.CreateXor(parity_of(it), i32(1)));
         llvm::Value* bar = full(s);
-        asm_void("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, i32(static_cast<int32_t>(p_.stage_tile_bytes()))});
+        arrive_expect_tx(bar, p_.stage_tile_bytes());
         llvm::Value* depth0 = b_.CreateMul(kt, i32(p_.tile_depth));
         copy_operand(p_.a, map_a, a_tile(s), tile.row0, depth0, tile.batch, p_.tile_rows, bar);
         copy_operand(p_.b, map_b, b_tile(s), tile.col0, depth0, tile.batch, p_.tile_cols, bar);
@@ -268,33 +211,8 @@ class WarpgroupProductEmitter {
 
   // The wgmma of one step: acc = A . B (+ acc where `accumulate`), A from
   // its descriptor (one value) or from registers (kRegisterFragments).
-  void mma(llvm::Value* acc, const std::vector<llvm::Value*>& a, llvm::Value* b_desc, llvm::Value* accumulate) {
-    bool tf32 = p_.a.dtype == DType::F32;
-    const char* type = tf32 ? "tf32" : p_.a.dtype == DType::F16 ? "f16" : "bf16";
-    int n = accumulators(), args = static_cast<int>(a.size()) + 2;
-    std::string text = "{ .reg .pred p; setp.ne.b32 p, $" + std::to_string(n + args - 1) + ", 0; wgmma.mma_async.sync.aligned.m64n" +
-                       std::to_string(p_.tile_cols) + "k" + (tf32 ? "8" : "16") + ".f32." + type + "." + type + " {";
-    for (int i = 0; i < n; ++i) text += (i ? ", $" : "$") + std::to_string(i);
-    text += "}, ";
-    std::string constraints;
-    if (a.size() == 1) {
-      text += "$" + std::to_string(n);
-      constraints = "l";
-    } else {
-      text += "{";
-      for (size_t j = 0; j < a.size(); ++j) {
-        text += (j ? ", $" : "$") + std::to_string(n + static_cast<int>(j));
-        constraints += j ? ",r" : "r";
-      }
-      text += "}";
-    }
-    text += ", $" + std::to_string(n + args - 2) + ", p, 1, 1";
-    if (!tf32) text += std::string(", ") + (p_.a.k_major ? "0" : "1") + ", " + (p_.b.k_major ? "0" : "1");
-    text += "; }";
-    std::vector<llvm::Value*> operands = a;
-    operands.push_back(b_desc);
-    operands.push_back(accumulate);
-    accumulator_asm(acc, text, constraints + ",l,r", operands);
+  void mma(const Registers& acc, const std::vector<llvm::Value*>& a, llvm::Value* b_desc, llvm::Value* accumulate) {
+    WarpgroupIr::mma(acc, p_.a.dtype, p_.tile_cols, a, b_desc, accumulate, p_.a.k_major, p_.b.k_major);
   }
 
   // Where register j of this thread's first-factor fragment for wgmma step
@@ -321,36 +239,13 @@ class WarpgroupProductEmitter {
     return asm_value(b_.getInt32Ty(), "{ .reg .f32 f; ld.shared.f32 f, [$1]; cvt.rna.tf32.f32 $0, f; }", "=r,r", {address});
   }
 
-  // Runs `text` with the accumulators as tied in-out operands ($0..$n-1),
-  // then `extra` (constraints) as $n...
-  void accumulator_asm(llvm::Value* acc, const std::string& text, const std::string& extra, const std::vector<llvm::Value*>& args) {
-    int n = accumulators();
-    llvm::Type* f32 = b_.getFloatTy();
-    std::string constraints;
-    for (int i = 0; i < n; ++i) constraints += (i ? ",=f" : "=f");
-    if (!extra.empty()) constraints += "," + extra;
-    std::vector<llvm::Value*> in = args;
-    for (int i = 0; i < n; ++i) {
-      constraints += "," + std::to_string(i);
-      in.push_back(b_.CreateLoad(f32, element(acc, i)));
-    }
-    llvm::Type* result = llvm::StructType::get(e_.context(), std::vector<llvm::Type*>(static_cast<size_t>(n), f32));
-    llvm::Value* out = asm_value(result, text, constraints, in);
-    for (int i = 0; i < n; ++i) b_.CreateStore(b_.CreateExtractValue(out, {static_cast<unsigned>(i)}), element(acc, i));
-  }
-
-  llvm::Value* element(llvm::Value* acc, int i) {
-    return b_.CreateConstInBoundsGEP2_32(llvm::ArrayType::get(b_.getFloatTy(), static_cast<uint64_t>(accumulators())), acc, 0,
-                                         static_cast<unsigned>(i));
-  }
-
   // Lane 0 of each warp says its warp is done with stage s.
   void release(llvm::Value* s, llvm::Value* lane) {
-    if_then(b_.CreateICmpEQ(lane, i32(0)), "wgp.release", [&] { asm_void("mbarrier.arrive.shared::cta.b64 _, [$0];", "r", {empty(s)}); });
+    if_then(b_.CreateICmpEQ(lane, i32(0)), "wgp.release", [&] { arrive(empty(s)); });
   }
 
   void consume(llvm::Value* consumer, llvm::Value* thread) {
-    llvm::Value* acc = e_.entry_alloca(llvm::ArrayType::get(b_.getFloatTy(), static_cast<uint64_t>(accumulators())), "wgp.acc");
+    Registers acc = registers(accumulators(), "wgp.acc");
     llvm::Value* lane = b_.CreateAnd(thread, i32(31));
     int size = static_cast<int>(dtype_size(p_.a.dtype));
     wgmma::TileDescriptor da = wgmma::tile_descriptor(p_.a.k_major, p_.tile_depth);
@@ -359,10 +254,7 @@ class WarpgroupProductEmitter {
     // This consumer's 64 rows of A's tile: 64 K-major rows, or one 64-index chunk.
     int64_t rows_bytes = p_.a.k_major ? 64 * wgmma::kRowBytes : int64_t{p_.tile_depth} * wgmma::kRowBytes;
     llvm::Value* a_part = b_.CreateMul(consumer, i32(static_cast<int32_t>(rows_bytes)));
-    auto desc = [&](llvm::Value* address, const wgmma::TileDescriptor& d) {
-      llvm::Value* field = b_.CreateLShr(b_.CreateAnd(b_.CreateZExt(address, b_.getInt64Ty()), b_.getInt64(0x3FFFF)), 4);
-      return b_.CreateOr(field, b_.getInt64(wgmma::descriptor(0, d.leading, d.stride)));
-    };
+    auto desc = [&](llvm::Value* address, const wgmma::TileDescriptor& d) { return descriptor(address, d); };
     // The first factor's fragments: each register's offset in the tile at
     // step 0, the same for every stage.
     std::vector<llvm::Value*> fragments;
@@ -387,28 +279,28 @@ class WarpgroupProductEmitter {
               llvm::Value* at = b_.CreateAdd(a_tile(s), offset);
               for (int k = k0; k < k1; ++k) a[static_cast<size_t>(k - k0)].push_back(load_tf32(b_.CreateAdd(at, i32(k * kStepRows * wgmma::kRowBytes))));
             }
-            asm_void("wgmma.fence.sync.aligned;", "", {});
+            fence();
             for (int k = k0; k < k1; ++k)
               mma(acc, a[static_cast<size_t>(k - k0)], desc(b_.CreateAdd(b0, i32(static_cast<int32_t>(k * db.step_bytes))), db), accumulate(k));
-            asm_void("wgmma.commit_group.sync.aligned;", "", {});
-            accumulator_asm(acc, "wgmma.wait_group.sync.aligned 0;", "", {});
+            commit();
+            wait_group(acc, 0);
           }
           // The stage is read whole.
           release(s, lane);
           return;
         }
         llvm::Value* a0 = b_.CreateAdd(a_tile(s), a_part);
-        asm_void("wgmma.fence.sync.aligned;", "", {});
+        fence();
         for (int k = 0; k < steps; ++k)
           mma(acc, {desc(b_.CreateAdd(a0, i32(static_cast<int32_t>(k * da.step_bytes))), da)},
               desc(b_.CreateAdd(b0, i32(static_cast<int32_t>(k * db.step_bytes))), db), accumulate(k));
-        asm_void("wgmma.commit_group.sync.aligned;", "", {});
+        commit();
         // The previous step's products are done: its stage goes back.
-        accumulator_asm(acc, "wgmma.wait_group.sync.aligned 1;", "", {});
+        wait_group(acc, 1);
         if_then(b_.CreateICmpNE(kt, i32(0)), "wgp.previous", [&] { release(stage_of(b_.CreateSub(it, i32(1))), lane); });
       });
       if (!a_in_registers()) {
-        accumulator_asm(acc, "wgmma.wait_group.sync.aligned 0;", "", {});
+        wait_group(acc, 0);
         release(stage_of(b_.CreateSub(it_end, i32(1))), lane);
       }
       // The tile's place, found only now: no register holds it through the steps.
@@ -419,7 +311,7 @@ class WarpgroupProductEmitter {
 
   // The epilogue once per accumulator element, its row and column from
   // the m64nNk16 layout (wgmma_layout.hpp).
-  void epilogue(llvm::Value* acc, const Tile& tile, llvm::Value* consumer, llvm::Value* thread) {
+  void epilogue(const Registers& acc, const Tile& tile, llvm::Value* consumer, llvm::Value* thread) {
     llvm::Type* i64 = b_.getInt64Ty();
     llvm::Value* warp = b_.CreateZExt(b_.CreateLShr(thread, 5), i64);
     llvm::Value* lane = b_.CreateZExt(b_.CreateAnd(thread, i32(31)), i64);
@@ -431,42 +323,11 @@ class WarpgroupProductEmitter {
       // accumulator_row/col with the thread's part taken out: what register i adds.
       llvm::Value* row = b_.CreateAdd(row_base, b_.getInt64(8 * ((i / 2) % 2)));
       llvm::Value* col = b_.CreateAdd(col_base, b_.getInt64(8 * (i / 4) + i % 2));
-      llvm::Value* value = b_.CreateLoad(b_.getFloatTy(), element(acc, i));
+      llvm::Value* value = load(acc, i);
       e_.emit_with({{p_.batch_var, batch}, {p_.row, row}, {p_.col, col}, {p_.value, value}}, p_.epilogue);
     }
   }
 
-  // ---- IR helpers
-
-  llvm::Value* i32(int32_t v) { return b_.getInt32(static_cast<uint32_t>(v)); }
-  llvm::BasicBlock* block(const char* name) { return llvm::BasicBlock::Create(e_.context(), name, b_.GetInsertBlock()->getParent()); }
-
-  template <class Body>
-  void if_then(llvm::Value* cond, const char* name, Body body) {
-    llvm::BasicBlock* then = block(name);
-    llvm::BasicBlock* done = block("wgp.endif");
-    b_.CreateCondBr(cond, then, done);
-    b_.SetInsertPoint(then);
-    body();
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
-  }
-
-  llvm::Value* asm_value(llvm::Type* result, const std::string& text, const std::string& constraints, const std::vector<llvm::Value*>& args) {
-    std::vector<llvm::Type*> types;
-    for (llvm::Value* a : args) types.push_back(a->getType());
-    auto* fty = llvm::FunctionType::get(result, types, false);
-    llvm::CallInst* call = b_.CreateCall(fty, llvm::InlineAsm::get(fty, text, constraints, /*hasSideEffects=*/true), args);
-    call->addFnAttr(llvm::Attribute::Convergent);
-    call->addFnAttr(llvm::Attribute::NoUnwind);
-    return call;
-  }
-  void asm_void(const std::string& text, const std::string& constraints, const std::vector<llvm::Value*>& args) {
-    asm_value(b_.getVoidTy(), text, constraints, args);
-  }
-
-  Emitter& e_;
-  llvm::IRBuilder<>& b_;
   const cir::WarpgroupProduct& p_;
   llvm::Value* base_ = nullptr;      // i32 shared address of stage 0
   llvm::Value* barriers_ = nullptr;  // of full[0]; empty[s] follow the full ones
