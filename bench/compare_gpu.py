@@ -208,10 +208,12 @@ def table(z, t, device):
             "can read run as warpgroup products (TMA, mbarriers, wgmma, a persistent grid); TF32 with B as [K, N] "
             "is computed transposed (out^T = B^T A^T), B's tiles read into registers; f32 products run on the "
             "CUDA-core schedule. The bf16 matmul rows without \"bf16 output\" write f32 (torch writes bf16). "
-            "The bf16 attention rows run the tile schedule on widened tiles, Q K^T on tensor cores (wmma, "
-            "TF32 factors that hold the bf16 values exactly), P V too under @precision(tf32) (P rounded to TF32), "
-            "the softmax between them through shared memory (not on wgmma yet); torch's anchors write bf16, "
-            "zyntax's f32."]
+            "The bf16 attention rows marked @precision(bf16) run as one warpgroup attention kernel (query tiles "
+            "of 128 rows and a two-stage ring of 128-key tiles brought by the tensor copy engine, Q K^T and P V on "
+            "wgmma, the online softmax in registers, P rounded to bf16). The other bf16 attention rows run the tile "
+            "schedule on widened tiles, Q K^T on tensor cores (wmma, TF32 factors that hold the bf16 values "
+            "exactly), P V too under @precision(tf32) (P rounded to TF32), the softmax between them through shared "
+            "memory; torch's anchors write bf16, zyntax's f32."]
     if "error" in z:
         out += ["", "The zyntax benchmark stopped early: `%s`" % z["error"].strip().splitlines()[-1][:300]]
     return "\n".join(out) + "\n"
