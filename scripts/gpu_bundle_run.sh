@@ -98,13 +98,17 @@ if [ "$what" = python ] || [ "$what" = all ]; then
     incs=$(python3 -m pybind11 --includes 2>/dev/null ||
            python3 -c 'import sysconfig; print("-I" + sysconfig.get_paths()["include"])')
     ext=$(python3 -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
-    pids=()
-    for src in module dlpack_exchange; do  # both at once
-      g++ -std=c++20 -O2 -fPIC -fvisibility=hidden $incs -Iinclude -c python/src/$src.cpp -o "$pydir/$src.o" &
-      pids+=($!)
+    # Every source of the extension, at once.
+    pids=() objs=()
+    for cpp in python/src/*.cpp; do
+      obj="$pydir/$(basename "$cpp" .cpp).o"
+      g++ -std=c++20 -O2 -fPIC -fvisibility=hidden $incs -Iinclude -c "$cpp" -o "$obj" &
+      pids+=($!) objs+=("$obj")
     done
-    wait "${pids[0]}" && wait "${pids[1]}" &&
-      g++ -shared "$pydir/module.o" "$pydir/dlpack_exchange.o" -o "$pydir/zyntax/_zyntax$ext" \
+    built=1
+    for pid in "${pids[@]}"; do wait "$pid" || built=0; done
+    [ $built = 1 ] &&
+      g++ -shared "${objs[@]}" -o "$pydir/zyntax/_zyntax$ext" \
         "$here/lib/libzyntax.so.0.1" -Wl,-rpath,"$here/lib" &&
       echo "== built $pydir/zyntax/_zyntax$ext" &&
       ZYNTAX_PYTHON_DIR="$pydir" ZYNTAX_TEST_DEVICES="${ZYNTAX_TEST_DEVICES:-cpu,cpu:reference,cuda:0}" \

@@ -62,4 +62,30 @@ void expect_ptx_assembles(const std::vector<cir::Kernel>& kernels, const std::ve
   }
 }
 
+// A module of `kernels` kernels through `ptxas -v` for `arch`: it assembles
+// with no warning (C7515: wgmma serialised, C7508: setmaxnreg ignored, any
+// "Potential Performance Loss"), and no kernel has a stack frame or spills.
+// Skips the test where there is no ptxas.
+inline void expect_ptxas_clean(const std::string& ptx, const std::string& arch, const std::string& tag, size_t kernels) {
+  std::string ptxas = find_ptxas();
+  if (ptxas.empty()) GTEST_SKIP() << "no ptxas";
+  std::string file = ::testing::TempDir() + "/" + tag + "_" + arch + ".ptx";
+  std::ofstream(file) << ptx;
+  std::string log;
+  ASSERT_EQ(run_ptxas(ptxas + " -v", file, arch, &log), 0) << log;
+  EXPECT_EQ(log.find("Potential Performance Loss"), std::string::npos) << log;
+  EXPECT_EQ(log.find("C7515"), std::string::npos) << log;
+  EXPECT_EQ(log.find("C7508"), std::string::npos) << log;
+  EXPECT_EQ(log.find("warning"), std::string::npos) << log;
+  size_t at = 0, seen = 0;
+  while ((at = log.find("bytes spill stores", at)) != std::string::npos) {
+    size_t line = log.rfind('\n', at), end = log.find('\n', at);
+    std::string text = log.substr(line + 1, end == std::string::npos ? std::string::npos : end - line - 1);
+    EXPECT_NE(text.find(" 0 bytes stack frame, 0 bytes spill stores"), std::string::npos) << text;
+    ++at;
+    ++seen;
+  }
+  EXPECT_EQ(seen, kernels) << log;
+}
+
 }  // namespace zyntax::testing

@@ -138,6 +138,20 @@ std::vector<HopperCase> cases() {
   return c;
 }
 
+// |got - want| / |want| over all elements (L2 norms), and how many
+// elements of `got` are not finite.
+double relative_error(const Tensor& got, const Tensor& want, int64_t* not_finite) {
+  double diff = 0, norm = 0;
+  *not_finite = 0;
+  for (int64_t e = 0; e < want.numel(); ++e) {
+    double g = got.get(e).f, w = want.get(e).f;
+    if (!std::isfinite(g)) ++*not_finite;
+    diff += (g - w) * (g - w);
+    norm += w * w;
+  }
+  return std::sqrt(diff / std::max(norm, 1e-300));
+}
+
 TEST(CudaHopper, ProductsMatchTheCpuAndTakeTheWarpgroupSchedule) {
   Device* gpu = device_registry().find("cuda:0");
   if (!gpu) GTEST_SKIP() << device_registry().unavailable_reason("cuda:0");
@@ -168,15 +182,8 @@ TEST(CudaHopper, ProductsMatchTheCpuAndTakeTheWarpgroupSchedule) {
     for (int run = 0; run < 2; ++run) {
       Tensor got = compiled.launch(*gpu, in, {}, {}).astype(DType::F64);
       ASSERT_EQ(got.shape(), want.shape());
-      double diff = 0, norm = 0;
       int64_t bad = 0;
-      for (int64_t e = 0; e < want.numel(); ++e) {
-        double g = got.get(e).f, w = want.get(e).f;
-        if (!std::isfinite(g)) ++bad;
-        diff += (g - w) * (g - w);
-        norm += w * w;
-      }
-      double rel = std::sqrt(diff / std::max(norm, 1e-300));
+      double rel = relative_error(got, want, &bad);
       EXPECT_EQ(bad, 0) << c.name << " " << dtype_name(c.factors) << ": elements not finite";
       EXPECT_LT(rel, c.tolerance) << c.name << " " << dtype_name(c.factors) << " run " << run;
       std::printf("[ hopper   ] %-28s %-5s %s  relative error %.3g\n", c.name, dtype_name(c.factors), gpu_schedule_name(plan.schedule), rel);
@@ -216,15 +223,8 @@ TEST(CudaHopper, FlashAttentionMatchesTheCpuOnTheWarpgroupSchedule) {
     for (int run = 0; run < 2; ++run) {
       Tensor got = compiled.launch(*gpu, in, {}, {}).astype(DType::F64);
       ASSERT_EQ(got.shape(), want.shape());
-      double diff = 0, norm = 0;
       int64_t bad = 0;
-      for (int64_t e = 0; e < want.numel(); ++e) {
-        double g = got.get(e).f, w = want.get(e).f;
-        if (!std::isfinite(g)) ++bad;
-        diff += (g - w) * (g - w);
-        norm += w * w;
-      }
-      double rel = std::sqrt(diff / std::max(norm, 1e-300));
+      double rel = relative_error(got, want, &bad);
       EXPECT_EQ(bad, 0) << what << ": elements not finite";
       EXPECT_LT(rel, t == DType::BF16 ? 1e-2 : 3e-3) << what << " run " << run;
       std::printf("[ hopper   ] attention %-26s %s  relative error %.3g\n", what.c_str(), gpu_schedule_name(plan.schedule), rel);

@@ -217,26 +217,7 @@ TEST(ScheduleGpuWgmma, ThePlanAndItsPtxForSm90a) {
                          "setmaxnreg.dec.sync.aligned.u32 40", "setmaxnreg.inc.sync.aligned.u32 232", "trap;", ".maxntid 384", ".minnctapersm 1",
                          "cvta.param"})
     EXPECT_NE(module.ptx.find(op), std::string::npos) << op;
-  std::string ptxas = testing::find_ptxas();
-  if (ptxas.empty()) GTEST_SKIP() << "no ptxas";
-  std::string file = ::testing::TempDir() + "/wgmma_sm_90a.ptx";
-  std::ofstream(file) << module.ptx;
-  std::string log;
-  ASSERT_EQ(testing::run_ptxas(ptxas + " -v", file, "sm_90a", &log), 0) << log;
-  EXPECT_EQ(log.find("Potential Performance Loss"), std::string::npos) << log;
-  EXPECT_EQ(log.find("C7515"), std::string::npos) << log;
-  EXPECT_EQ(log.find("C7508"), std::string::npos) << log;
-  EXPECT_EQ(log.find("warning"), std::string::npos) << log;
-  // Every kernel: no bytes spilled.
-  size_t at = 0, kernels = 0;
-  while ((at = log.find("bytes spill stores", at)) != std::string::npos) {
-    size_t line = log.rfind('\n', at), end = log.find('\n', at);
-    std::string text = log.substr(line + 1, end == std::string::npos ? std::string::npos : end - line - 1);
-    EXPECT_NE(text.find(" 0 bytes stack frame, 0 bytes spill stores"), std::string::npos) << text;
-    ++at;
-    ++kernels;
-  }
-  EXPECT_EQ(kernels, planned.size()) << log;
+  testing::expect_ptxas_clean(module.ptx, "sm_90a", "wgmma", planned.size());
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ class WarpgroupAttentionEmitter : WarpgroupIr {
     map_v_ = maps[first + 2];
 
     int arrivals = 4 * a_.consumers;  // lane 0 of each consumer warp
-    if_then(b_.CreateICmpEQ(tid, i32(0)), "wga.init", [&] {
+    init_barriers(tid, [&] {
       init_barrier(q_full(), 1);
       init_barrier(q_empty(), arrivals);
       for (int s = 0; s < a_.stages; ++s) {
@@ -76,25 +76,9 @@ class WarpgroupAttentionEmitter : WarpgroupIr {
         init_barrier(v_full(i32(s)), 1);
         init_barrier(v_empty(i32(s)), arrivals);
       }
-      asm_void("fence.mbarrier_init.release.cluster;", "", {});
-      asm_void("fence.proxy.async.shared::cta;", "", {});
     });
-    asm_void("bar.sync 0;", "", {});
-
-    llvm::Value* warpgroup = b_.CreateLShr(tid, 7);
-    llvm::BasicBlock* producer = block("wga.producer");
-    llvm::BasicBlock* consumer = block("wga.consumer");
-    llvm::BasicBlock* done = block("wga.done");
-    b_.CreateCondBr(b_.CreateICmpEQ(warpgroup, i32(0)), producer, consumer);
-    b_.SetInsertPoint(producer);
-    asm_void("setmaxnreg.dec.sync.aligned.u32 " + std::to_string(kProducerRegisters) + ";", "", {});
-    if_then(b_.CreateICmpEQ(tid, i32(0)), "wga.copies", [&] { produce(); });
-    b_.CreateBr(done);
-    b_.SetInsertPoint(consumer);
-    asm_void("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(kConsumerRegisters) + ";", "", {});
-    consume(b_.CreateSub(warpgroup, i32(1)), b_.CreateAnd(tid, i32(127)));
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
+    split_roles(tid, kProducerRegisters, kConsumerRegisters, [&] { produce(); },
+                [&](llvm::Value* consumer, llvm::Value* thread) { consume(consumer, thread); });
   }
 
  private:

@@ -34,6 +34,40 @@ class WarpgroupIr {
     b_.SetInsertPoint(done);
   }
 
+  // Thread `tid` 0 makes the barriers (`init`: init_barrier calls) and
+  // fences them for the copy engine; the block meets before anyone uses them.
+  template <class Init>
+  void init_barriers(llvm::Value* tid, Init init) {
+    if_then(b_.CreateICmpEQ(tid, i32(0)), "wg.init", [&] {
+      init();
+      asm_void("fence.mbarrier_init.release.cluster;", "", {});
+      asm_void("fence.proxy.async.shared::cta;", "", {});
+    });
+    asm_void("bar.sync 0;", "", {});
+  }
+
+  // Warpgroup 0 produces (its registers given back, its thread 0 runs
+  // `produce()`); the others consume (`consume(consumer, thread)`: which
+  // consumer, from 0, and the thread within its warpgroup), with the
+  // registers the producer gave back.
+  template <class Produce, class Consume>
+  void split_roles(llvm::Value* tid, int producer_registers, int consumer_registers, Produce produce, Consume consume) {
+    llvm::Value* warpgroup = b_.CreateLShr(tid, 7);
+    llvm::BasicBlock* producer = block("wg.producer");
+    llvm::BasicBlock* consumer = block("wg.consumer");
+    llvm::BasicBlock* done = block("wg.done");
+    b_.CreateCondBr(b_.CreateICmpEQ(warpgroup, i32(0)), producer, consumer);
+    b_.SetInsertPoint(producer);
+    asm_void("setmaxnreg.dec.sync.aligned.u32 " + std::to_string(producer_registers) + ";", "", {});
+    if_then(b_.CreateICmpEQ(tid, i32(0)), "wg.copies", produce);
+    b_.CreateBr(done);
+    b_.SetInsertPoint(consumer);
+    asm_void("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(consumer_registers) + ";", "", {});
+    consume(b_.CreateSub(warpgroup, i32(1)), b_.CreateAnd(tid, i32(127)));
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+  }
+
   // Inline PTX, side-effecting and convergent (every thread of a warp or
   // warpgroup runs it together).
   llvm::Value* asm_value(llvm::Type* result, const std::string& text, const std::string& constraints, const std::vector<llvm::Value*>& args);

@@ -59,31 +59,14 @@ class WarpgroupProductEmitter : WarpgroupIr {
     map_a_ = maps[first];
     map_b_ = maps[first + 1];
 
-    // Thread 0 makes the barriers; everyone meets before using them.
-    if_then(b_.CreateICmpEQ(tid, i32(0)), "wgp.init", [&] {
+    init_barriers(tid, [&] {
       for (int s = 0; s < p_.stages; ++s) {
         init_barrier(full(i32(s)), 1);
         init_barrier(empty(i32(s)), 4 * p_.consumers);
       }
-      asm_void("fence.mbarrier_init.release.cluster;", "", {});
-      asm_void("fence.proxy.async.shared::cta;", "", {});
     });
-    asm_void("bar.sync 0;", "", {});
-
-    llvm::Value* warpgroup = b_.CreateLShr(tid, 7);
-    llvm::BasicBlock* producer = block("wgp.producer");
-    llvm::BasicBlock* consumer = block("wgp.consumer");
-    llvm::BasicBlock* done = block("wgp.done");
-    b_.CreateCondBr(b_.CreateICmpEQ(warpgroup, i32(0)), producer, consumer);
-    b_.SetInsertPoint(producer);
-    asm_void("setmaxnreg.dec.sync.aligned.u32 " + std::to_string(kProducerRegisters) + ";", "", {});
-    if_then(b_.CreateICmpEQ(tid, i32(0)), "wgp.copies", [&] { produce(); });
-    b_.CreateBr(done);
-    b_.SetInsertPoint(consumer);
-    asm_void("setmaxnreg.inc.sync.aligned.u32 " + std::to_string(kConsumerRegisters) + ";", "", {});
-    consume(b_.CreateSub(warpgroup, i32(1)), b_.CreateAnd(tid, i32(127)));
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
+    split_roles(tid, kProducerRegisters, kConsumerRegisters, [&] { produce(); },
+                [&](llvm::Value* consumer, llvm::Value* thread) { consume(consumer, thread); });
   }
 
  private:
