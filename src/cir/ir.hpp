@@ -594,6 +594,9 @@ inline AttentionTile attention_tile(int64_t tile, int64_t batches, int64_t row_t
 // shared key and value tiles of tile_keys rows.
 struct WarpgroupAttention : StmtNode {
   static constexpr StmtKind kKind = StmtKind::WarpgroupAttention;
+  // Head-dimension elements per copy and per swizzled shared row (128
+  // bytes of 16-bit values): tiles are chunks of this many columns.
+  static constexpr int kHeadStep = 64;
   ProductOperand q, k, v;
   int64_t queries = 0, keys = 0, head_dim = 0, batches = 1;
   double scale = 1.0;

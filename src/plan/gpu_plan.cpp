@@ -177,20 +177,22 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target) {
   // product its own dot product (so that a block's threads can share a
   // product's elements out), then the tiles made fewer and shorter-lived.
   bool tile_program = gpu_support(kernel, target).why_not.has_value();
+  // The scheduled kernel, if the GPU can run it, into the plan.
+  auto finish = [&](Kernel k) -> GpuPlan {
+    GpuSupport support = gpu_support(k, target);
+    if (support.why_not) plan.why_not = *support.why_not;
+    else {
+      plan.shared_bytes = support.shared_bytes;
+      plan.kernel = std::move(k);
+    }
+    return std::move(plan);
+  };
   // Flash attention on warpgroup matrix units takes the tile program whole.
   if (tile_program && kernel.dims.empty()) {
-    if (Attempt a = cir::schedule_gpu_attention(kernel, target)) {
-      a = cir::run_passes(kernel, "specialize", {{"schedule_gpu_attention", [&](const Kernel&) { return *a; }}});
+    if (Attempt found = cir::schedule_gpu_attention(kernel, target)) {
       plan.schedule = GpuSchedule::WarpgroupAttention;
       plan.block_threads = cir::kWarpgroupAttentionThreads;
-      GpuSupport support = gpu_support(*a, target);
-      if (support.why_not) {
-        plan.why_not = *support.why_not;
-        return plan;
-      }
-      plan.shared_bytes = support.shared_bytes;
-      plan.kernel = std::move(*a);
-      return plan;
+      return finish(cir::run_passes(kernel, "specialize", {{"schedule_gpu_attention", [&found](const Kernel&) { return *found; }}}));
     }
   }
   if (tile_program) {
@@ -257,14 +259,7 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target) {
   if (chosen == GpuSchedule::TiledMatmul) plan.block_threads = cir::kGpuMatmulThreads;
   if (chosen == GpuSchedule::TensorCoreMatmul) plan.block_threads = cir::kGpuMmaThreads;
   if (chosen == GpuSchedule::WarpgroupMatmul) plan.block_threads = cir::kWarpgroupProductThreads;
-  GpuSupport support = gpu_support(k, target);
-  if (support.why_not) {
-    plan.why_not = *support.why_not;
-    return plan;
-  }
-  plan.shared_bytes = support.shared_bytes;
-  plan.kernel = std::move(k);
-  return plan;
+  return finish(std::move(k));
 }
 
 unsigned gpu_launch_blocks(const GpuPlan& plan, int64_t most) {

@@ -21,7 +21,6 @@ struct AttentionForm {
   const For* queries = nullptr;
   const For* keys = nullptr;
   std::string q, k, v;  // the inputs
-  DType dtype = DType::BF16;
   int64_t block = 0, key_block = 0;
   double scale = 1.0;
   bool causal = false;
@@ -66,7 +65,7 @@ class Matcher {
   }
   static bool is_float(const Expr& e, double value) {
     const FloatImm* f = e.as<FloatImm>();
-    return f && (f->value == value || (std::isinf(value) && f->value == value));
+    return f && f->value == value;
   }
   // The value of a let by name, else the expression itself.
   const Expr& resolved(const Expr& e) const {

@@ -32,10 +32,10 @@ class TensorMapFinder : public cir::IRVisitor {
     found.push_back({op, {op->b, product_operand_box(op->b, op->tile_cols, op->tile_depth)}});
     cir::IRVisitor::visit(op);
   }
-  // Queries and keys in 64-wide steps of the head dimension (one swizzled
-  // row), values in 64-wide chunks of it by the key tile.
+  // Queries and keys in steps of the head dimension (one swizzled row),
+  // values in chunks of it by the key tile.
   void visit(const cir::WarpgroupAttention* op) override {
-    constexpr int step = 64;
+    constexpr int step = cir::WarpgroupAttention::kHeadStep;
     found.push_back({op, {op->q, product_operand_box(op->q, op->tile_rows, step)}});
     found.push_back({op, {op->k, product_operand_box(op->k, op->tile_keys, step)}});
     found.push_back({op, {op->v, product_operand_box(op->v, step, op->tile_keys)}});

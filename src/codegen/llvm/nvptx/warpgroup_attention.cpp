@@ -44,7 +44,7 @@ namespace zyntax::codegen {
 namespace {
 
 constexpr int kProducerRegisters = 24, kConsumerRegisters = 240;
-constexpr int kHeadStep = 64;  // head-dimension elements in one swizzled row
+constexpr int kHeadStep = cir::WarpgroupAttention::kHeadStep;
 
 class WarpgroupAttentionEmitter : WarpgroupIr {
  public:
