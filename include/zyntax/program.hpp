@@ -30,6 +30,7 @@ namespace zyntax {
 
 class ProgramImpl;
 struct KernelEntry;
+class BoundKernel;
 
 // A host number given to a kernel by name: an integer, exact over all 64
 // bits (an offset past 2^53 stays what it is), or a float.
@@ -91,11 +92,50 @@ class ZYNTAX_API Kernel {
   Array run(const ComputeDevice& device, const std::vector<Array>& inputs,
             const std::map<std::string, HostNumber>& host_values = {}) const;
 
+  // The kernel bound to `device` for arrays of these element types and
+  // shapes and these host values: every check made, the dimensions bound,
+  // the kernel specialised and compiled, once. The last few bindings of
+  // each kernel are kept, so binding a signature again is a lookup (run()
+  // binds, then runs the binding). ShapeError as run() gives it.
+  std::shared_ptr<const BoundKernel> bind(const ComputeDevice& device, const std::vector<ArraySpec>& inputs,
+                                          const std::map<std::string, HostNumber>& host_values = {}) const;
+
   Kernel(std::shared_ptr<ProgramImpl> program, KernelEntry* entry);
 
  private:
   std::shared_ptr<ProgramImpl> program_;
   KernelEntry* entry_;
+};
+
+// A kernel call bound once (Kernel::bind): what is left at each run is the
+// kernel itself and the result's memory, as with a framework's dispatcher
+// for a call it has seen before.
+class ZYNTAX_API BoundKernel {
+ public:
+  struct State;  // api/bound_kernel_state.hpp
+  explicit BoundKernel(std::unique_ptr<State> state);
+  ~BoundKernel();
+
+  const std::string& name() const;
+  const std::vector<Kernel::ArraySpec>& inputs() const;
+  const Kernel::ArraySpec& result() const;
+  // The bytes of the result (its elements times their size).
+  size_t result_bytes() const;
+  // The bytes of the inputs and the result together.
+  size_t bytes() const;
+
+  // Runs on host memory: inputs[i] holds the i-th array (the bound element
+  // type and shape, row-major), and the result is written to `out`
+  // (result()'s size). On a CPU device the kernel reads and writes that
+  // memory in place; elsewhere the arrays are copied to the device and the
+  // result back. ComputeError for what goes wrong while it runs.
+  void run_host(const void* const* inputs, void* out) const;
+  // Runs on arrays of the bound element types and shapes (a ShapeError
+  // naming the argument and both shapes for any other).
+  Array run(const std::vector<Array>& inputs) const;
+
+ private:
+  std::unique_ptr<State> state_;
 };
 
 // One argument of a program's function, or one part of what it returns:

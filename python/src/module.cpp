@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dlpack_exchange.hpp"
+#include "kernel_call.hpp"
 #include "numpy_exchange.hpp"
 #include "torch_exchange.hpp"
 #include "zyntax/zyntax.hpp"
@@ -356,6 +357,8 @@ PYBIND11_MODULE(_zyntax, m) {
         if (over.is_none()) return py::cast(std::move(out));
         return torch_in ? python::torch_over(over) : over;
       }, py::arg("device"), py::arg("args"), py::arg("host_values"));
+
+  python::add_kernel_call(m);
 
   py::class_<Function>(m, "Function", "A function of a ZynML program, run with its host code")
       .def_property_readonly("name", &Function::name)

@@ -28,11 +28,10 @@ const char* numpy_typestr(ElementType t) {
 
 namespace {
 
-std::optional<ElementType> element_type_of(const py::dtype& d) {
-  char byteorder = d.byteorder();
-  if (byteorder == '>') return std::nullopt;  // not this machine's order
-  const size_t size = static_cast<size_t>(d.itemsize());
-  switch (d.kind()) {
+std::optional<ElementType> element_type_of(const py::detail::PyArrayDescr_Proxy& d) {
+  if (d.byteorder == '>') return std::nullopt;  // not this machine's order
+  const size_t size = static_cast<size_t>(d.elsize);
+  switch (d.kind) {
     case 'f': return size == 2 ? std::optional(ElementType::F16) : size == 4 ? std::optional(ElementType::F32)
                    : size == 8 ? std::optional(ElementType::F64) : std::nullopt;
     case 'i': return size == 1 ? std::optional(ElementType::I8) : size == 2 ? std::optional(ElementType::I16)
@@ -44,6 +43,19 @@ std::optional<ElementType> element_type_of(const py::dtype& d) {
   }
 }
 
+const py::detail::PyArray_Proxy& proxy(py::handle a) { return *py::detail::array_proxy(a.ptr()); }
+
+// NumPy's dtype for each element type, made once (parsing the type string
+// per call costs as much as the rest); borrowed. Null where NumPy has none.
+PyObject* numpy_descr(ElementType t) {
+  const char* typestr = numpy_typestr(t);
+  if (!typestr) return nullptr;
+  static PyObject* dtypes[16] = {};
+  PyObject*& dtype = dtypes[static_cast<size_t>(t) % 16];
+  if (!dtype) dtype = py::dtype(typestr).release().ptr();
+  return dtype;
+}
+
 }  // namespace
 
 std::optional<PyArray> array_from_numpy(py::handle obj, const ComputeDevice& device) {
@@ -52,7 +64,7 @@ std::optional<PyArray> array_from_numpy(py::handle obj, const ComputeDevice& dev
   constexpr int kTakes = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_ALIGNED_ |
                          py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   if ((a.flags() & kTakes) != kTakes) return std::nullopt;
-  std::optional<ElementType> type = element_type_of(a.dtype());
+  std::optional<ElementType> type = element_type_of(*py::detail::array_descriptor_proxy(proxy(a).descr));
   if (!type) return std::nullopt;
   std::vector<size_t> shape(static_cast<size_t>(a.ndim()));
   for (size_t i = 0; i < shape.size(); ++i) shape[i] = static_cast<size_t>(a.shape(static_cast<py::ssize_t>(i)));
@@ -78,12 +90,34 @@ py::object numpy_over(const PyArray& a) {
   static char empty;
   std::vector<py::ssize_t> shape(a.array.shape().begin(), a.array.shape().end());
   py::object base = py::cast(a);  // keeps the Array (and what it reads) alive
-  // NumPy's dtype for each element type, made once (parsing the type string
-  // per call costs as much as the rest).
-  static PyObject* dtypes[16] = {};
-  PyObject*& dtype = dtypes[static_cast<size_t>(a.array.element_type()) % 16];
-  if (!dtype) dtype = py::dtype(typestr).release().ptr();
-  return py::array(py::reinterpret_borrow<py::dtype>(dtype), shape, {}, data ? data : &empty, base);
+  return py::array(py::reinterpret_borrow<py::dtype>(numpy_descr(a.array.element_type())), shape, {}, data ? data : &empty, base);
+}
+
+std::optional<HostView> numpy_view(py::handle obj) {
+  if (!py::isinstance<py::array>(obj)) return std::nullopt;
+  const py::detail::PyArray_Proxy& a = proxy(obj);
+  constexpr int kTakes = py::detail::npy_api::NPY_ARRAY_C_CONTIGUOUS_ | py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+  if ((a.flags & kTakes) != kTakes || a.nd > HostView::kMostAxes) return std::nullopt;
+  std::optional<ElementType> type = element_type_of(*py::detail::array_descriptor_proxy(a.descr));
+  if (!type) return std::nullopt;
+  HostView v;
+  v.data = a.data;
+  v.type = *type;
+  v.rank = a.nd;
+  for (int i = 0; i < a.nd; ++i) v.shape[static_cast<size_t>(i)] = a.dimensions[i];
+  return v;
+}
+
+py::object numpy_empty(ElementType type, const std::vector<size_t>& shape) {
+  PyObject* descr = numpy_descr(type);
+  if (!descr) return py::none();
+  Py_intptr_t dims[64];
+  for (size_t i = 0; i < shape.size(); ++i) dims[i] = static_cast<Py_intptr_t>(shape[i]);
+  auto& api = py::detail::npy_api::get();
+  Py_INCREF(descr);  // NewFromDescr takes a reference
+  PyObject* a = api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, static_cast<int>(shape.size()), dims, nullptr, nullptr, 0, nullptr);
+  if (!a) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(a);
 }
 
 }  // namespace zyntax::python

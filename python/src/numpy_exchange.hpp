@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "dlpack_exchange.hpp"
+#include "host_view.hpp"
 
 namespace zyntax::python {
 
@@ -28,6 +29,15 @@ PyArray array_held_by(pybind11::handle holder, void* data, ElementType type, con
 // is (in place on a CPU device, copied to another); nullopt for anything
 // else (the caller's general path decides).
 std::optional<PyArray> array_from_numpy(pybind11::handle obj, const ComputeDevice& device);
+
+// `obj`'s elements where it is an ndarray read in place as it is (C-
+// contiguous, aligned, of an element type we have, at most
+// HostView::kMostAxes axes); nullopt for anything else.
+std::optional<HostView> numpy_view(pybind11::handle obj);
+
+// A new ndarray of `type` and `shape` (NumPy's own memory); None where
+// NumPy has no such type (bf16).
+pybind11::object numpy_empty(ElementType type, const std::vector<size_t>& shape);
 
 // An ndarray over the array's host memory, writable, owning `a`; None where
 // its elements are not in host memory or NumPy has no such type.

@@ -56,7 +56,7 @@ bool truth(const py::object& v) { return v.ptr() == Py_True; }
 
 }  // namespace
 
-std::optional<PyArray> array_from_torch(py::handle obj, const ComputeDevice& device, bool grad_handled) {
+std::optional<HostView> torch_view(py::handle obj, bool grad_handled) {
   const TorchNames* n = torch_names();
   if (!n || !PyObject_TypeCheck(obj.ptr(), n->tensor)) return std::nullopt;
   static PyObject *is_cpu, *requires_grad, *is_contiguous, *dtype_name, *shape_name, *data_ptr;
@@ -70,12 +70,21 @@ std::optional<PyArray> array_from_torch(py::handle obj, const ComputeDevice& dev
   if (!type) return std::nullopt;
   py::object shape_object = attribute(obj, "shape", shape_name);  // torch.Size, a tuple
   PyObject* sizes = shape_object.ptr();
-  std::vector<size_t> shape(static_cast<size_t>(PyTuple_GET_SIZE(sizes)));
-  for (size_t i = 0; i < shape.size(); ++i)
-    shape[i] = static_cast<size_t>(PyLong_AsSsize_t(PyTuple_GET_ITEM(sizes, static_cast<Py_ssize_t>(i))));
+  HostView v;
+  v.type = *type;
+  v.rank = static_cast<int>(PyTuple_GET_SIZE(sizes));
+  if (v.rank > HostView::kMostAxes) return std::nullopt;
+  for (int i = 0; i < v.rank; ++i) v.shape[static_cast<size_t>(i)] = PyLong_AsSsize_t(PyTuple_GET_ITEM(sizes, i));
   py::object address = attribute(obj, "data_ptr", data_ptr)();
-  void* data = PyLong_AsVoidPtr(address.ptr());
-  return array_held_by(obj, data, *type, shape, device);
+  v.data = PyLong_AsVoidPtr(address.ptr());
+  return v;
+}
+
+std::optional<PyArray> array_from_torch(py::handle obj, const ComputeDevice& device, bool grad_handled) {
+  std::optional<HostView> v = torch_view(obj, grad_handled);
+  if (!v) return std::nullopt;
+  std::vector<size_t> shape(v->shape.begin(), v->shape.begin() + v->rank);
+  return array_held_by(obj, v->data, v->type, shape, device);
 }
 
 py::object torch_over(py::handle ndarray) {

@@ -11,8 +11,15 @@
 #include <optional>
 
 #include "dlpack_exchange.hpp"
+#include "host_view.hpp"
 
 namespace zyntax::python {
+
+// `obj`'s elements where it is a torch tensor read in place as it is (on
+// the CPU, contiguous, of an element type we have, at most
+// HostView::kMostAxes axes, needing no gradient unless `grad_handled`);
+// nullopt for anything else.
+std::optional<HostView> torch_view(pybind11::handle obj, bool grad_handled);
 
 // `obj` as an Array on `device` where it is a torch tensor this can take as
 // it is (on the CPU, contiguous, of an element type we have, and needing no

@@ -70,6 +70,8 @@ def to_array(x, dev, dtype=None):
     import numpy as np
     if not hasattr(x, "__dlpack__"):
         x = np.asarray(x, dtype=dtype)
+    if isinstance(x, np.ndarray) and not x.dtype.isnative:
+        x = x.astype(x.dtype.newbyteorder("="))  # DLPack takes this machine's byte order only
     if isinstance(x, np.ndarray) and not x.flags.writeable:
         x = x.copy()  # NumPy refuses to export read-only arrays
     return Array.from_dlpack(x, dev)
@@ -124,18 +126,24 @@ class _ProgramCallable:
         return "<zyntax %s %s>" % (self._what, self._handle.signature)
 
 
-class KernelFunction(_ProgramCallable):
+class KernelFunction(_zyntax.KernelCall, _ProgramCallable):
     """A kernel of a program, called like a function: arrays positionally
     (the compute block's inputs, in order), then host numbers, positionally
-    in the signature's order or by name."""
+    in the signature's order or by name.
+
+    A call whose arguments are NumPy arrays, CPU torch tensors or zyntax
+    arrays, with host numbers by name, runs in C++ (_zyntax.KernelCall):
+    bound once per signature, then the kernel and its result's memory; the
+    rest takes _general."""
     _what = "kernel"
 
     def __init__(self, handle, device):
-        super().__init__(handle, device)
-        self._arrays = len(handle.params)  # read once: calls are hot
+        _zyntax.KernelCall.__init__(self, handle, device)
+        _ProgramCallable.__init__(self, handle, device)
+        self._arrays = len(handle.params)
         self._host_names = [h[0] for h in handle.host_values]
 
-    def __call__(self, *arrays, device=None, **host_values):
+    def _general(self, *arrays, device=None, **host_values):
         if len(arrays) > self._arrays:
             arrays, extra = arrays[:self._arrays], arrays[self._arrays:]
             if len(extra) > len(self._host_names):
@@ -156,7 +164,7 @@ class KernelFunction(_ProgramCallable):
             import warnings
             warnings.warn("kernel %s has no backward: its result is detached from autograd, so no gradient flows back "
                           "to its inputs (zyntax.torch's ops have backward passes; or wrap the kernel in a "
-                          "torch.autograd.Function)" % self.name, stacklevel=2)
+                          "torch.autograd.Function)" % self.name, stacklevel=3)
         params = self._handle.params
         inputs = [to_array(a, dev, _NUMPY_TYPES.get(params[i][1]) if i < len(params) else None)
                   for i, a in enumerate(arrays)]

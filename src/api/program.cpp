@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "api/api_internal.hpp"
+#include "api/bound_kernel_state.hpp"
+#include "api/deferred_ops.hpp"
 #include "cir/printer.hpp"
 #include "driver/session.hpp"
 #include "interp/direct_call.hpp"
@@ -24,6 +26,16 @@ struct KernelEntry {
   std::string deferred;                       // then: why
   std::vector<Kernel::Param> params;
   std::vector<Kernel::HostValue> host_values;
+  // Kernel::bind's bindings, the newest last.
+  struct Binding {
+    const DeviceImpl* device;
+    std::vector<Kernel::ArraySpec> inputs;
+    std::map<std::string, HostNumber> host_values;
+    std::shared_ptr<const BoundKernel> bound;
+  };
+  static constexpr size_t kMostBindings = 16;
+  std::mutex bound_mu;
+  std::vector<Binding> bound;
 };
 
 class ProgramImpl {
@@ -440,40 +452,106 @@ Kernel::ArraySpec Kernel::result_spec(const std::vector<ArraySpec>& inputs,
 Array Kernel::run(const ComputeDevice& device, const std::vector<Array>& inputs,
                   const std::map<std::string, HostNumber>& host_values) const {
   if (!device.impl()) throw ComputeError("kernel " + entry_->name + ": the device was moved from");
-  const DeviceImpl& dev = *device.impl();
-  const std::string& name = entry_->name;
   const std::vector<Param>& params = entry_->params;
   std::vector<ArraySpec> specs;
   specs.reserve(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Array& a = inputs[i];
     if (!a.buffer().impl())
-      throw ShapeError("kernel " + name + ": argument " + (i < params.size() ? params[i].name : std::to_string(i)) +
+      throw ShapeError("kernel " + entry_->name + ": argument " + (i < params.size() ? params[i].name : std::to_string(i)) +
                        " is an empty array");
     specs.push_back({a.element_type(), a.shape()});
   }
-  BoundCall bound = bind_call(*this, *entry_, specs, host_values);
-  std::vector<Tensor> tensors;
-  tensors.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Array& a = inputs[i];
-    const Tensor& t = a.buffer().impl()->device == dev.description.id
-                          ? a.buffer().impl()->value()
-                          : api::tensor_of(dev, a.buffer(), ("kernel " + name).c_str(), params[i].name.c_str());
-    tensors.push_back(t.reshaped(api::to_shape(a.shape())));
+  return bind(device, specs, host_values)->run(inputs);
+}
+
+namespace {
+
+bool same_numbers(const std::map<std::string, HostNumber>& a, const std::map<std::string, HostNumber>& b) {
+  if (a.size() != b.size()) return false;
+  for (auto i = a.begin(), j = b.begin(); i != a.end(); ++i, ++j)
+    if (i->first != j->first || i->second.is_integer() != j->second.is_integer() ||
+        (i->second.is_integer() ? i->second.integer() != j->second.integer() : i->second.value() != j->second.value()))
+      return false;
+  return true;
+}
+
+bool same_specs(const std::vector<Kernel::ArraySpec>& a, const std::vector<Kernel::ArraySpec>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].type != b[i].type || a[i].shape != b[i].shape) return false;
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<const BoundKernel> Kernel::bind(const ComputeDevice& device, const std::vector<ArraySpec>& inputs,
+                                                const std::map<std::string, HostNumber>& host_values) const {
+  if (!device.impl()) throw ComputeError("kernel " + entry_->name + ": the device was moved from");
+  const DeviceImpl* dev = device.impl().get();
+  {
+    std::lock_guard<std::mutex> lock(entry_->bound_mu);
+    for (const KernelEntry::Binding& b : entry_->bound)
+      if (b.device == dev && same_specs(b.inputs, inputs) && same_numbers(b.host_values, host_values)) return b.bound;
   }
+  auto state = std::make_unique<BoundKernel::State>(device);
+  state->name = entry_->name;
+  state->inputs = inputs;
+  state->host_values = host_values;
+  BoundCall bound = bind_call(*this, *entry_, inputs, host_values);
+  std::vector<TensorSpec> specs;
+  specs.reserve(inputs.size());
+  for (const ArraySpec& a : inputs) specs.push_back({api::dtype_of(a.type), api::to_shape(a.shape)});
   std::map<std::string, int64_t> dims;
   try {
-    dims = bind_dimensions(entry_->compiled->generic(), tensors, bound.host_dims);  // sizes that disagree: before anything runs
+    dims = bind_dimensions(entry_->compiled->generic(), specs, bound.host_dims);  // sizes that disagree: before anything runs
   } catch (const DataError& e) {
-    throw ShapeError("kernel " + name + ": " + e.what());
+    throw ShapeError("kernel " + entry_->name + ": " + e.what());
   }
-  Tensor out;
-  located_errors(program_->session, "kernel " + name,
-                 [&] { out = api::launch_compiled(dev, *entry_->compiled, tensors, bound.host_dims, bound.scalars, &dims); });
-  std::vector<size_t> shape;
-  for (int64_t d : out.shape()) shape.push_back(static_cast<size_t>(d));
-  return Array(api::wrap(dev, std::move(out)), std::move(shape));
+  std::shared_ptr<const CompiledCompute::Specialized> special;
+  located_errors(program_->session, "kernel " + entry_->name, [&] { special = entry_->compiled->specialize(dims); });
+  const cir::Param& out = special->kernel.output();
+  state->result.type = api::element_type_of(out.type.dtype);
+  bool sized = true;
+  for (const cir::Expr& d : out.type.shape)
+    if (const auto* n = d.as<cir::IntImm>()) state->result.shape.push_back(static_cast<size_t>(n->value));
+    else sized = false;
+  state->sized = sized;
+  state->result_bytes = sized ? api::product(state->result.shape) * dtype_size(out.type.dtype) : 0;
+  const DeviceImpl& impl = *device.impl();
+  if (sized && impl.devices.size() == 1) {
+    state->queue = &api::DeferredOps::of(*impl.device);
+    located_errors(program_->session, "kernel " + entry_->name,
+                   [&] { state->launch = impl.device->prepare_host_launch(special->kernel, special->hash, bound.scalars); });
+  }
+  // The general path: the device's run() with its fallbacks, the profiler
+  // and errors located in the source.
+  state->general = [program = program_, entry = entry_, device, bound = std::move(bound),
+                    dims = std::move(dims)](const std::vector<Array>& inputs) {
+    const DeviceImpl& dev = *device.impl();
+    const std::string& name = entry->name;
+    std::vector<Tensor> tensors;
+    tensors.reserve(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Array& a = inputs[i];
+      const Tensor& t = a.buffer().impl()->device == dev.description.id
+                            ? a.buffer().impl()->value()
+                            : api::tensor_of(dev, a.buffer(), ("kernel " + name).c_str(), entry->params[i].name.c_str());
+      tensors.push_back(t.reshaped(api::to_shape(a.shape())));
+    }
+    Tensor out;
+    located_errors(program->session, "kernel " + name,
+                   [&] { out = api::launch_compiled(dev, *entry->compiled, tensors, bound.host_dims, bound.scalars, &dims); });
+    std::vector<size_t> shape;
+    for (int64_t d : out.shape()) shape.push_back(static_cast<size_t>(d));
+    return Array(api::wrap(dev, std::move(out)), std::move(shape));
+  };
+  auto made = std::make_shared<const BoundKernel>(std::move(state));
+  std::lock_guard<std::mutex> lock(entry_->bound_mu);
+  std::vector<KernelEntry::Binding>& kept = entry_->bound;
+  if (kept.size() >= KernelEntry::kMostBindings) kept.erase(kept.begin());  // the oldest goes
+  kept.push_back({dev, inputs, host_values, made});
+  return made;
 }
 
 }  // namespace zyntax

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cir/ir.hpp"
+#include "runtime/host_launch.hpp"
 #include "runtime/tensor.hpp"
 #include "target/gpu_target.hpp"
 
@@ -51,6 +52,16 @@ class Device {
   // conservative check, computes the result).
   Tensor run(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
              const std::map<std::string, Scalar>& scalars);
+
+  // The kernel made ready to run many times on host memory, for inputs of
+  // the dtypes and shapes it was specialised for and these scalars; null
+  // where this device does not compute in host memory or cannot run the
+  // kernel itself (then every run goes through run()). The fast path runs
+  // without the profiler: callers take run() while it records.
+  virtual std::unique_ptr<HostLaunch> prepare_host_launch(const cir::Kernel& kernel, uint64_t key,
+                                                          const std::map<std::string, Scalar>& scalars) {
+    return nullptr;
+  }
 
   // What execute() did with a kernel.
   enum class Outcome { Done, Unsupported, CheckFailed };

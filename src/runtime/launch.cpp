@@ -145,4 +145,6 @@ Tensor CompiledCompute::launch_bound(Device& device, const std::vector<Tensor>& 
 
 void set_launch_observer(LaunchObserver observer) { launch_observer() = std::move(observer); }
 
+bool launches_observed() { return static_cast<bool>(launch_observer()); }
+
 }  // namespace zyntax

@@ -42,6 +42,8 @@ std::optional<Shape> output_shape(const cir::Kernel& k, const std::map<std::stri
 // called from whichever thread launches, so it must lock what it keeps.
 using LaunchObserver = std::function<void(const cir::Kernel& specialised, uint64_t hash)>;
 void set_launch_observer(LaunchObserver observer);
+// Whether one is set: fast paths that skip launch_bound take it while one is.
+bool launches_observed();
 
 // A kernel lowered for one set of input ranks and dtypes; specialisations
 // for each set of sizes are made once and kept.

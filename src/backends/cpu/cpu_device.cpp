@@ -1,5 +1,6 @@
 #include "backends/cpu/cpu_device.hpp"
 
+#include <array>
 #include <atomic>
 #include <mutex>
 #include <cstring>
@@ -60,6 +61,14 @@ class LlvmCpuDevice : public Device {
     return Attempt::done(codegen::finish_operands(kernel, ops));
   }
 
+  std::unique_ptr<HostLaunch> prepare_host_launch(const cir::Kernel& kernel, uint64_t key,
+                                                  const std::map<std::string, Scalar>& scalars) override {
+    std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
+    // Reduce kernels finish on the host after the call (codegen::finish_operands): the general path.
+    if (!plan->kernel || kernel.kind == cir::KernelKind::Reduce) return nullptr;
+    return std::make_unique<Launch>(kernel, std::move(plan), scalars, pool());
+  }
+
   Share run_share(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                   const std::map<std::string, Scalar>& scalars, int part, int parts, Tensor& out) override {
     std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
@@ -90,6 +99,72 @@ class LlvmCpuDevice : public Device {
     uint64_t hash = 0;
     bool writes_whole_output = false;
     bool one_thread = false;  // too little work to share
+  };
+
+  // prepare_host_launch's launch: the parameters' order and the scalars'
+  // bytes laid out once; a run fills in the data pointers and calls the code.
+  class Launch : public HostLaunch {
+   public:
+    Launch(const cir::Kernel& kernel, std::shared_ptr<Plan> plan, const std::map<std::string, Scalar>& scalars, ThreadPool& pool)
+        : plan_(std::move(plan)), pool_(pool) {
+      const cir::Param& out = kernel.output();
+      out_bytes_ = dtype_size(out.type.dtype);
+      for (const cir::Expr& d : out.type.shape) out_bytes_ *= static_cast<size_t>(d.as<cir::IntImm>()->value);
+      scalar_storage_.reserve(kernel.params.size());
+      int next_input = 0;
+      for (const cir::Param& p : kernel.params) {
+        Slot slot;
+        if (p.role == cir::ParamRole::Input) {
+          slot.input = next_input++;
+        } else if (p.role == cir::ParamRole::Output) {
+          slot.output = true;
+        } else {
+          Tensor v = Tensor::scalar(cast(scalars.at(p.name), p.type.dtype));
+          scalar_storage_.emplace_back();
+          std::memcpy(scalar_storage_.back().data(), v.data(), v.nbytes());
+          slot.scalar = scalar_storage_.back().data();
+        }
+        slots_.push_back(slot);
+      }
+      outer_ = codegen::outer_parallel_loop(*plan_->kernel);
+    }
+
+    bool run(const void* const* inputs, void* out) const override {
+      if (!plan_->writes_whole_output && out_bytes_) std::memset(out, 0, out_bytes_);
+      constexpr size_t kOnStack = 16;
+      void* on_stack[kOnStack];
+      std::vector<void*> on_heap(slots_.size() > kOnStack ? slots_.size() : 0);
+      void** args = on_heap.empty() ? on_stack : on_heap.data();
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        const Slot& s = slots_[i];
+        args[i] = s.output ? out : s.input >= 0 ? const_cast<void*>(inputs[s.input]) : const_cast<unsigned char*>(s.scalar);
+      }
+      codegen::KernelFn fn = plan_->compiled->fn;
+      std::atomic<int32_t> failed{0};
+      auto call = [&](int64_t begin, int64_t end) {
+        int32_t status = 0;
+        fn(args, begin, end, &status);
+        int32_t none = 0;
+        if (status) failed.compare_exchange_strong(none, status);
+      };
+      if (outer_ && plan_->one_thread) call(0, outer_->trips);
+      else if (outer_) pool_.parallel_for(outer_->trips, call);
+      else call(0, 1);
+      return failed.load() == 0;
+    }
+
+   private:
+    struct Slot {
+      int input = -1;  // an input's index
+      bool output = false;
+      const unsigned char* scalar = nullptr;
+    };
+    std::shared_ptr<Plan> plan_;
+    ThreadPool& pool_;
+    std::vector<Slot> slots_;
+    std::vector<std::array<unsigned char, 8>> scalar_storage_;  // reserved up front: slots point into it
+    std::optional<codegen::OuterLoop> outer_;
+    size_t out_bytes_ = 0;
   };
 
   ThreadPool& pool() {
