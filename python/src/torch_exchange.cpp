@@ -52,6 +52,14 @@ py::object attribute(py::handle obj, const char* name, PyObject*& interned) {
   return py::reinterpret_steal<py::object>(v);
 }
 
+// A method called without arguments, by an interned name: no bound method made.
+py::object call_method(py::handle obj, const char* name, PyObject*& interned) {
+  if (!interned) interned = PyUnicode_InternFromString(name);
+  PyObject* v = PyObject_CallMethodNoArgs(obj.ptr(), interned);
+  if (!v) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(v);
+}
+
 bool truth(const py::object& v) { return v.ptr() == Py_True; }
 
 }  // namespace
@@ -62,7 +70,7 @@ std::optional<HostView> torch_view(py::handle obj, bool grad_handled) {
   static PyObject *is_cpu, *requires_grad, *is_contiguous, *dtype_name, *shape_name, *data_ptr;
   if (!truth(attribute(obj, "is_cpu", is_cpu))) return std::nullopt;
   if (!grad_handled && truth(attribute(obj, "requires_grad", requires_grad))) return std::nullopt;
-  if (!truth(attribute(obj, "is_contiguous", is_contiguous)())) return std::nullopt;
+  if (!truth(call_method(obj, "is_contiguous", is_contiguous))) return std::nullopt;
   py::object dtype = attribute(obj, "dtype", dtype_name);
   std::optional<ElementType> type;
   for (const auto& [d, t] : n->dtypes)
@@ -75,7 +83,7 @@ std::optional<HostView> torch_view(py::handle obj, bool grad_handled) {
   v.rank = static_cast<int>(PyTuple_GET_SIZE(sizes));
   if (v.rank > HostView::kMostAxes) return std::nullopt;
   for (int i = 0; i < v.rank; ++i) v.shape[static_cast<size_t>(i)] = PyLong_AsSsize_t(PyTuple_GET_ITEM(sizes, i));
-  py::object address = attribute(obj, "data_ptr", data_ptr)();
+  py::object address = call_method(obj, "data_ptr", data_ptr);
   v.data = PyLong_AsVoidPtr(address.ptr());
   return v;
 }

@@ -526,10 +526,13 @@ std::shared_ptr<const BoundKernel> Kernel::bind(const ComputeDevice& device, con
   }
   // The general path: the device's run() with its fallbacks, the profiler
   // and errors located in the source.
-  state->general = [program = program_, entry = entry_, device, bound = std::move(bound),
-                    dims = std::move(dims)](const std::vector<Array>& inputs) {
+  // The program is held weakly: the binding is kept in the program's own
+  // kernel entry, which must not keep the program alive.
+  state->general = [weak = std::weak_ptr<ProgramImpl>(program_), entry = entry_, device, bound = std::move(bound),
+                    dims = std::move(dims), name = entry_->name](const std::vector<Array>& inputs) {
+    std::shared_ptr<ProgramImpl> program = weak.lock();
+    if (!program) throw ComputeError("kernel " + name + ": its program is gone");
     const DeviceImpl& dev = *device.impl();
-    const std::string& name = entry->name;
     std::vector<Tensor> tensors;
     tensors.reserve(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {

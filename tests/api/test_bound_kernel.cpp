@@ -169,4 +169,20 @@ TEST(BoundKernel, ErrorsNameTheKernelTheArgumentAndBothShapes) {
   EXPECT_NE(error_of([&] { bound->run({}); }).find("kernel scale is bound for 1 arrays, got 0"), std::string::npos);
 }
 
+TEST(BoundKernel, ABindingOutlivingItsProgram) {
+  ComputeDevice cpu = ComputeDevice::open("cpu");
+  ComputeDevice reference = ComputeDevice::open("cpu:reference");
+  std::shared_ptr<const BoundKernel> fast, general;
+  {
+    Program prog = Program::from_source(kSource, "bound.zynml", cpu);
+    fast = prog.kernel("scale").bind(cpu, {spec(ElementType::F32, {1, 3})}, {{"by", 2.0}});
+    general = prog.kernel("scale").bind(reference, {spec(ElementType::F32, {1, 3})}, {{"by", 2.0}});
+  }
+  std::vector<float> x = {1, 2, 3}, out(3);
+  const void* in[] = {x.data()};
+  fast->run_host(in, out.data());  // the compiled kernel needs nothing of the program
+  EXPECT_EQ(out, (std::vector<float>{3, 5, 7}));
+  EXPECT_NE(error_of([&] { general->run_host(in, out.data()); }).find("kernel scale: its program is gone"), std::string::npos);
+}
+
 }  // namespace
