@@ -33,6 +33,14 @@ def axpy(a: tensor[n, f32], b: tensor[n, f32]) {
     }
 }
 
+def scale(x: tensor[n, f32], by: f32) {
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..n:
+            out[i] = x[i] * by
+    }
+}
+
 def add(a: float, b: float) -> float {
     return a + b
 }
@@ -88,7 +96,7 @@ def main():
     a, b = rng.random(16, dtype=np.float32), rng.random(16, dtype=np.float32)
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     za, zb = zyntax.Array.from_dlpack(a, dev), zyntax.Array.from_dlpack(b, dev)
-    axpy = prog.axpy
+    axpy, scale = prog.axpy, prog.scale
     x = rng.random(16)
     tx = torch.from_numpy(x)
     until_direct(prog.add, 1.0, 2.0)
@@ -108,6 +116,8 @@ def main():
          "`torch.add(b, a, alpha=2.5)`", lambda: torch.add(tb, ta, alpha=2.5)),
         ("the same kernel on torch tensors (a torch tensor out)", lambda: axpy(ta, tb),
          "`torch.add(b, a, alpha=2.5)`", lambda: torch.add(tb, ta, alpha=2.5)),
+        ("kernel `x * by` over 16 f32, the host value `by=2.5` by name: a NumPy array in and out", lambda: scale(a, by=2.5),
+         "`torch.mul(a, 2.5)`", lambda: torch.mul(ta, 2.5)),
         ("host function `add(a, b)` (compiled, called directly)", lambda: add(1.0, 2.0),
          "`torch.add` of two 0-d tensors", lambda: torch.add(m1[0, 0], m2[0, 0])),
         ("host function `total(x)`, a loop over 16 f64 of a NumPy array (compiled, called directly)", lambda: total(x),
