@@ -110,8 +110,9 @@ std::optional<HostView> numpy_view(py::handle obj) {
 
 py::object numpy_empty(ElementType type, const std::vector<size_t>& shape) {
   PyObject* descr = numpy_descr(type);
-  if (!descr) return py::none();
-  Py_intptr_t dims[64];
+  constexpr size_t kMostAxes = 64;  // as many as an Array has
+  if (!descr || shape.size() > kMostAxes) return py::none();
+  Py_intptr_t dims[kMostAxes];
   for (size_t i = 0; i < shape.size(); ++i) dims[i] = static_cast<Py_intptr_t>(shape[i]);
   auto& api = py::detail::npy_api::get();
   Py_INCREF(descr);  // NewFromDescr takes a reference
