@@ -173,6 +173,9 @@ PYBIND11_MODULE(_zyntax, m) {
       .def_property_readonly("type", [](const ComputeDevice& d) { return d.description().type; })
       .def_property_readonly("name", [](const ComputeDevice& d) { return d.description().name; })
       .def("sync", &ComputeDevice::sync)
+      .def_property("fusion", &ComputeDevice::fusion, &ComputeDevice::set_fusion,
+                    "Whether the op library's ops on this handle wait, their results pending, and run fused when a "
+                    "value is needed (the default); False: each op runs when it is called")
       .def("last_run_bytes_copied_in", [](const ComputeDevice& d) { return last_run_bytes_copied_in(d); },
            "Bytes of inputs the last kernel run on this CUDA GPU copied from host memory (0 for other devices)")
       .def("__repr__", [](const ComputeDevice& d) { return "zyntax.Device('" + d.id() + "')"; })

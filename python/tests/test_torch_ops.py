@@ -259,3 +259,17 @@ def test_new_ops_gradients_against_finite_differences(op):
     }[op]
     weights = torch.tensor(rng.normal(size=f(torch.tensor(x, dtype=torch.float32)).shape))
     check_against_finite_differences(f, x, weights)
+
+
+def test_ops_given_a_device_id_run_when_called_on_a_handle_of_their_own():
+    x = torch.randn(5, 7)
+    shared = zyntax.device("cpu")
+    assert shared.fusion  # the caller's own handle still lets ops wait and fuse
+    assert zt._op_device("cpu").fusion is False
+    assert zt._op_device(shared) is shared
+    assert torch.equal(zt.softmax(x, device="cpu"), zt.softmax(x, device=shared))
+    a, b = torch.randn(9, 4), torch.randn(4, 3)
+    assert torch.equal(zt.matmul(a, b, device="cpu"), zt.matmul(a, b, device=shared))
+    d = zyntax.Device("cpu")
+    d.fusion = False
+    assert d.fusion is False and shared.fusion

@@ -48,7 +48,25 @@ def _inputs(op, device, *tensors):
             raise TypeError("zyntax.torch.%s computes in f32 (f16 and bf16 are computed in f32 and given back in their "
                             "dtype); got a %s tensor%s" % (op, str(t.dtype).replace("torch.", ""),
                                                           ": convert it with .float()" if t.dtype == torch.float64 else ""))
-    return zyntax.device(device)
+    return _op_device(device)
+
+
+_OP_DEVICES = {}
+
+
+def _op_device(device):
+    """The handle the ops run on: one of its own per device id, its ops run
+    when called. torch reads each result at once, so letting ops wait to
+    fuse (the C++ API's default) would only add to every call. A Device
+    given by the caller is used as it is."""
+    if isinstance(device, zyntax.Device):
+        return device
+    d = _OP_DEVICES.get(device)
+    if d is None:
+        d = zyntax.Device(device)
+        d.fusion = False
+        _OP_DEVICES[device] = d
+    return d
 
 
 class _Softmax(torch.autograd.Function):
