@@ -22,7 +22,6 @@ struct BoundKernel::State {
   std::string name;
   ComputeDevice device;
   std::vector<Kernel::ArraySpec> inputs;
-  std::map<std::string, HostNumber> host_values;
   Kernel::ArraySpec result;
   size_t result_bytes = 0;
   size_t bytes = 0;     // of the inputs and the result

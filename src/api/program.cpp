@@ -497,7 +497,6 @@ std::shared_ptr<const BoundKernel> Kernel::bind(const ComputeDevice& device, con
   auto state = std::make_unique<BoundKernel::State>(device);
   state->name = entry_->name;
   state->inputs = inputs;
-  state->host_values = host_values;
   BoundCall bound = bind_call(*this, *entry_, inputs, host_values);
   std::vector<TensorSpec> specs;
   specs.reserve(inputs.size());

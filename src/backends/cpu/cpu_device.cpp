@@ -36,8 +36,6 @@ class LlvmCpuDevice : public Device {
                   const std::map<std::string, Scalar>& scalars) override {
     std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
     if (!plan->kernel) return Attempt::unsupported();
-    const cir::Kernel* native = &*plan->kernel;
-    const CpuJit::Compiled& c = *plan->compiled;
 
     // One pointer per parameter: tensor data, or the scalar's value in its dtype.
     codegen::KernelOperands ops = codegen::prepare_operands(kernel, inputs, scalars, !plan->writes_whole_output);
@@ -46,18 +44,7 @@ class LlvmCpuDevice : public Device {
       args.push_back(const_cast<void*>(ops.tensor(o) ? ops.tensor(o)->data() : o.scalar));
     for (Tensor* t : ops.reduce_tensors()) args.push_back(t->data());
 
-    std::atomic<int32_t> failed{0};
-    auto call = [&](int64_t begin, int64_t end) {
-      int32_t status = 0;
-      c.fn(args.data(), begin, end, &status);
-      int32_t none = 0;
-      if (status) failed.compare_exchange_strong(none, status);
-    };
-    std::optional<codegen::OuterLoop> outer = codegen::outer_parallel_loop(*native);
-    if (outer && plan->one_thread) call(0, outer->trips);
-    else if (outer) pool().parallel_for(outer->trips, call);
-    else call(0, 1);
-    if (failed.load()) return Attempt::check_failed();
+    if (!run_plan(*plan, args.data(), pool())) return Attempt::check_failed();
     return Attempt::done(codegen::finish_operands(kernel, ops));
   }
 
@@ -73,7 +60,7 @@ class LlvmCpuDevice : public Device {
                   const std::map<std::string, Scalar>& scalars, int part, int parts, Tensor& out) override {
     std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
     if (!plan->kernel || kernel.kind == cir::KernelKind::Reduce) return Share::Unsupported;
-    std::optional<codegen::OuterLoop> outer = codegen::outer_parallel_loop(*plan->kernel);
+    const std::optional<codegen::OuterLoop>& outer = plan->outer;
     if (!outer) return Share::Unsupported;
     const CpuJit::Compiled& c = *plan->compiled;
     codegen::KernelOperands ops = codegen::prepare_operands_into(kernel, inputs, scalars, out);
@@ -99,7 +86,26 @@ class LlvmCpuDevice : public Device {
     uint64_t hash = 0;
     bool writes_whole_output = false;
     bool one_thread = false;  // too little work to share
+    std::optional<codegen::OuterLoop> outer;  // the loop shared over the pool
   };
+
+  // Runs the plan's code with `args` over its outer loop (on the calling
+  // thread where there is too little work to share); false where a runtime
+  // check failed.
+  static bool run_plan(const Plan& plan, void* const* args, ThreadPool& pool) {
+    codegen::KernelFn fn = plan.compiled->fn;
+    std::atomic<int32_t> failed{0};
+    auto call = [&](int64_t begin, int64_t end) {
+      int32_t status = 0;
+      fn(args, begin, end, &status);
+      int32_t none = 0;
+      if (status) failed.compare_exchange_strong(none, status);
+    };
+    if (plan.outer && plan.one_thread) call(0, plan.outer->trips);
+    else if (plan.outer) pool.parallel_for(plan.outer->trips, call);
+    else call(0, 1);
+    return failed.load() == 0;
+  }
 
   // prepare_host_launch's launch: the parameters' order and the scalars'
   // bytes laid out once; a run fills in the data pointers and calls the code.
@@ -119,14 +125,11 @@ class LlvmCpuDevice : public Device {
         } else if (p.role == cir::ParamRole::Output) {
           slot.output = true;
         } else {
-          Tensor v = Tensor::scalar(cast(scalars.at(p.name), p.type.dtype));
-          scalar_storage_.emplace_back();
-          std::memcpy(scalar_storage_.back().data(), v.data(), v.nbytes());
+          scalar_storage_.push_back(codegen::scalar_operand(scalars.at(p.name), p.type.dtype).bytes);
           slot.scalar = scalar_storage_.back().data();
         }
         slots_.push_back(slot);
       }
-      outer_ = codegen::outer_parallel_loop(*plan_->kernel);
     }
 
     bool run(const void* const* inputs, void* out) const override {
@@ -139,18 +142,7 @@ class LlvmCpuDevice : public Device {
         const Slot& s = slots_[i];
         args[i] = s.output ? out : s.input >= 0 ? const_cast<void*>(inputs[s.input]) : const_cast<unsigned char*>(s.scalar);
       }
-      codegen::KernelFn fn = plan_->compiled->fn;
-      std::atomic<int32_t> failed{0};
-      auto call = [&](int64_t begin, int64_t end) {
-        int32_t status = 0;
-        fn(args, begin, end, &status);
-        int32_t none = 0;
-        if (status) failed.compare_exchange_strong(none, status);
-      };
-      if (outer_ && plan_->one_thread) call(0, outer_->trips);
-      else if (outer_) pool_.parallel_for(outer_->trips, call);
-      else call(0, 1);
-      return failed.load() == 0;
+      return run_plan(*plan_, args, pool_);
     }
 
    private:
@@ -163,7 +155,6 @@ class LlvmCpuDevice : public Device {
     ThreadPool& pool_;
     std::vector<Slot> slots_;
     std::vector<std::array<unsigned char, 8>> scalar_storage_;  // reserved up front: slots point into it
-    std::optional<codegen::OuterLoop> outer_;
     size_t out_bytes_ = 0;
   };
 
@@ -182,6 +173,7 @@ class LlvmCpuDevice : public Device {
     if (plan->kernel) {
       plan->hash = cir::hash_kernel(*plan->kernel);
       plan->compiled = &CpuJit::instance().compile(*plan->kernel, plan->hash);
+      plan->outer = codegen::outer_parallel_loop(*plan->kernel);
     }
     return plan;
   }

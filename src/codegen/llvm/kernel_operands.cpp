@@ -13,6 +13,14 @@ std::vector<Tensor*> KernelOperands::reduce_tensors() {
   return {&acc};
 }
 
+ScalarOperand scalar_operand(const Scalar& value, DType dtype) {
+  Tensor v = Tensor::scalar(cast(value, dtype));
+  ScalarOperand o;
+  o.size = v.nbytes();
+  std::memcpy(o.bytes.data(), v.data(), o.size);
+  return o;
+}
+
 KernelOperands prepare_operands(const cir::Kernel& kernel, const std::vector<Tensor>& inputs,
                                 const std::map<std::string, Scalar>& scalars, bool zeroed_output) {
   KernelOperands ops;
@@ -28,11 +36,10 @@ KernelOperands prepare_operands(const cir::Kernel& kernel, const std::vector<Ten
     if (p.role == cir::ParamRole::Input) {
       o.input = &inputs.at(next_input++);
     } else if (p.role == cir::ParamRole::Scalar) {
-      Tensor v = Tensor::scalar(cast(scalars.at(p.name), p.type.dtype));
-      ops.scalar_storage.emplace_back();
-      std::memcpy(ops.scalar_storage.back().data(), v.data(), v.nbytes());
+      ScalarOperand v = scalar_operand(scalars.at(p.name), p.type.dtype);
+      ops.scalar_storage.push_back(v.bytes);
       o.scalar = ops.scalar_storage.back().data();
-      o.scalar_bytes = v.nbytes();
+      o.scalar_bytes = v.size;
     }
     ops.params.push_back(o);
   }

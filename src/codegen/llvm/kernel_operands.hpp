@@ -38,6 +38,14 @@ struct KernelOperands {
   std::vector<Tensor*> reduce_tensors();
 };
 
+// A scalar parameter's value in its dtype, as the kernel reads it: the
+// bytes and how many of them there are.
+struct ScalarOperand {
+  std::array<unsigned char, 8> bytes{};
+  size_t size = 0;
+};
+ScalarOperand scalar_operand(const Scalar& value, DType dtype);
+
 // `zeroed_output`: whether the output must start as zeros (a kernel that
 // may not write every element); else it may hold anything.
 KernelOperands prepare_operands(const cir::Kernel& k, const std::vector<Tensor>& inputs,
