@@ -14,6 +14,7 @@
 #include "interp/host_interpreter.hpp"
 #include "lower/check_program.hpp"
 #include "runtime/launch.hpp"
+#include "runtime/tuning_database.hpp"
 #include "support/nearest_name.hpp"
 #include "support/stack.hpp"
 
@@ -518,7 +519,9 @@ std::shared_ptr<const BoundKernel> Kernel::bind(const ComputeDevice& device, con
   state->sized = sized;
   state->result_bytes = sized ? api::product(state->result.shape) * dtype_size(out.type.dtype) : 0;
   const DeviceImpl& impl = *device.impl();
-  if (sized && impl.devices.size() == 1) {
+  // With tuning on, calls take the general path: its first run of each
+  // kernel is the one the tuner times (runtime/tuner).
+  if (sized && impl.devices.size() == 1 && tune_mode() != TuneMode::On) {
     state->queue = &api::DeferredOps::of(*impl.device);
     located_errors(program_->session, "kernel " + entry_->name,
                    [&] { state->launch = impl.device->prepare_host_launch(special->kernel, special->hash, bound.scalars); });

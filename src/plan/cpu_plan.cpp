@@ -1,5 +1,7 @@
 #include "plan/cpu_plan.hpp"
 
+#include <stdexcept>
+
 #include "cir/flop_count.hpp"
 #include "cir/output_coverage.hpp"
 #include "cir/pass_manager.hpp"
@@ -17,7 +19,7 @@
 
 namespace zyntax {
 
-CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits) {
+CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits, const TuningChoice& choice) {
   CpuPlan plan;
   plan.writes_whole_output = cir::writes_whole_output(kernel);
   std::vector<cir::Pass> passes;
@@ -32,23 +34,41 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits)
   if (threads < kCpuAtomicThreads)
     passes.push_back({"serialize_atomic_loops", [](const cir::Kernel& k) { return cir::serialize_atomic_loops(k); }});
   // A whole-tensor reduction: a chunk per task, folded in a register.
-  passes.push_back({"schedule_cpu_reduce", [threads](const cir::Kernel& k) {
-                      std::optional<cir::Kernel> s = cir::schedule_cpu_reduce(k, 4 * int64_t(threads));
+  int64_t chunks = std::max<int64_t>(choice.get("chunks", 4 * int64_t(threads)), 1);
+  passes.push_back({"schedule_cpu_reduce", [chunks](const cir::Kernel& k) {
+                      std::optional<cir::Kernel> s = cir::schedule_cpu_reduce(k, chunks);
                       return s ? *s : k;
                     }});
   cir::MatMulSchedule mm = cir::cpu_matmul_schedule(vector_bits, threads);
+  mm.mr = static_cast<int>(choice.get("mr", mm.mr));
+  mm.nr = static_cast<int>(choice.get("nr", mm.nr));
+  mm.kc = std::max<int64_t>(choice.get("kc", mm.kc), 1);
+  mm.mc = std::max<int64_t>(choice.get("mc", mm.mc), 1);
+  mm.nc = std::max<int64_t>(choice.get("nc", mm.nc), 1);
+  mm.a_in_place = static_cast<int>(choice.get("ain", -1));
+  mm.b_in_place = static_cast<int>(choice.get("bin", -1));
+  mm.row_groups = choice.get("rows", 0);
+  int lanes = std::max(vector_bits / 32, 1);
+  if (mm.mr < 1 || mm.mr > 32 || mm.nr < lanes || mm.nr % lanes != 0 || mm.nr > 8 * lanes)
+    throw std::invalid_argument("tuning choice '" + choice.text() + "': no register block " + std::to_string(mm.mr) + "x" +
+                                std::to_string(mm.nr) + " for " + std::to_string(vector_bits) + "-bit vectors");
   passes.push_back({"schedule_matmul", [mm](const cir::Kernel& k) {
                       std::optional<cir::Kernel> s = cir::schedule_matmul(k, mm);
                       return s ? *s : k;
                     }});
   passes.push_back({"reuse_row_values", [](const cir::Kernel& k) { return cir::reuse_row_values(k); }});
+  int64_t tasks = std::max<int64_t>(choice.get("tasks", 4 * int64_t(threads)), 1), block = std::max<int64_t>(choice.get("block", 64), 1);
+  // Too few rows for the threads (a matrix-vector product): the columns
+  // split into blocks first, each a task whose reductions still turn inside out.
+  if (threads > 1)
+    passes.push_back({"widen_task_loop", [tasks, block](const cir::Kernel& k) { return cir::widen_task_loop(k, tasks, block, true); }});
   passes.push_back({"interchange_reductions", [](const cir::Kernel& k) { return cir::interchange_reductions(k); }});
   passes.push_back({"partition_guarded_loops", [](const cir::Kernel& k) { return cir::partition_guarded_loops(k); }});
   passes.push_back({"vectorize_wide_sums", [vector_bits](const cir::Kernel& k) { return cir::vectorize_wide_sums(k, vector_bits); }});
   // The pool splits the outer loop into a few chunks per thread
   // (ThreadPool::parallel_for); a batch of one must still give each a share.
   if (threads > 1)
-    passes.push_back({"widen_task_loop", [threads](const cir::Kernel& k) { return cir::widen_task_loop(k, 4 * int64_t(threads)); }});
+    passes.push_back({"widen_task_loop", [tasks, block](const cir::Kernel& k) { return cir::widen_task_loop(k, tasks, block); }});
   // Last: the schedules above match the expressions as written.
   passes.push_back({"read_each_element_once", [](const cir::Kernel& k) { return cir::read_each_element_once(k); }});
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);
@@ -57,7 +77,7 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits)
     return plan;
   }
   std::optional<double> work = cir::count_operations(k);
-  plan.one_thread = work && *work < kCpuOperationsToShare;
+  plan.one_thread = choice.has("one") ? choice.get("one", 0) != 0 : work && *work < kCpuOperationsToShare;
   plan.kernel = std::move(k);
   return plan;
 }

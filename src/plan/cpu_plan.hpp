@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cir/ir.hpp"
+#include "support/tuning_choice.hpp"
 
 namespace zyntax {
 
@@ -34,7 +35,10 @@ constexpr double kCpuOperationsToShare = 32768;
 constexpr int kCpuAtomicThreads = 16;
 
 // `threads`: how many threads will share the kernel's outer parallel loop;
-// `vector_bits`: the widest vector register (256 for AVX2, 512 for AVX-512).
-CpuPlan plan_cpu_kernel(const cir::Kernel& k, int threads, int vector_bits);
+// `vector_bits`: the widest vector register (256 for AVX2, 512 for AVX-512);
+// `choice`: the tuner's knobs (plan/cpu_tuning), empty for the rules alone.
+CpuPlan plan_cpu_kernel(const cir::Kernel& k, int threads, int vector_bits, const TuningChoice& choice = {});
+
+
 
 }  // namespace zyntax

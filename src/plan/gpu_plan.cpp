@@ -1,5 +1,7 @@
 #include "plan/gpu_plan.hpp"
 
+#include <stdexcept>
+
 #include <algorithm>
 #include <functional>
 
@@ -140,9 +142,9 @@ Attempt rows(const Kernel& k, const GpuTarget& target, int most, int* threads_ta
 
 // A whole-tensor reduction over the grid: enough blocks for 8 iterations
 // per thread, at most kGridReduceBlocks (argmax and argmin: one block).
-Attempt grid_reduction(const Kernel& k, const GpuTarget& target, int threads) {
+Attempt grid_reduction(const Kernel& k, const GpuTarget& target, int threads, int64_t per_thread) {
   std::optional<int64_t> trips = loop_trips(k);
-  int64_t per_block = int64_t{threads} * 8;
+  int64_t per_block = int64_t{threads} * per_thread;
   int64_t blocks = trips ? std::clamp<int64_t>((*trips + per_block - 1) / per_block, 1, kGridReduceBlocks) : kGridReduceBlocks;
   if (is_arg_reduce(k.reduce_op)) blocks = 1;
   Attempt r = cir::schedule_gpu_reduce(k, blocks, threads);
@@ -167,10 +169,19 @@ const char* gpu_schedule_name(GpuSchedule s) {
   return "?";
 }
 
-GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target) {
+GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target, const TuningChoice& choice) {
   GpuPlan plan;
   plan.writes_whole_output = cir::writes_whole_output(kernel);
-  const int threads = std::min(kGpuBlockThreads, target.max_threads_per_block);
+  // The tuner's knobs (plan/gpu_tuning.hpp): threads per block of the
+  // thread, row and reduction schedules; elements per thread; a grid
+  // reduction's iterations per thread.
+  const int most_threads = std::min(kGpuBlockThreads, target.max_threads_per_block);
+  const int threads = static_cast<int>(choice.get("threads", most_threads));
+  if (threads < target.subgroup_size || threads > most_threads || threads % target.subgroup_size != 0)
+    throw std::invalid_argument("tuning choice '" + choice.text() + "': " + std::to_string(threads) +
+                                " threads per block do not fit this target (whole subgroups, at most " + std::to_string(most_threads) + ")");
+  const int64_t per_thread = std::max<int64_t>(choice.get("per_thread", 8), 1);
+  const int width = static_cast<int>(choice.get("width", 0));
   std::vector<cir::Pass> passes;
 
   // Tile programs: tile values rewritten to loops, each element of a tile
@@ -236,10 +247,11 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target) {
   // row that several loops read loaded once.
   passes.push_back({"gpu_row_registers", [&](const Kernel& k) { return chosen == GpuSchedule::Rows ? cir::gpu_row_registers(k) : k; }});
   passes.push_back(
-      schedule("schedule_gpu_reduce", GpuSchedule::GridReduction, [&](const Kernel& k) { return grid_reduction(k, target, threads); }));
+      schedule("schedule_gpu_reduce", GpuSchedule::GridReduction, [&](const Kernel& k) { return grid_reduction(k, target, threads, per_thread); }));
   // Element-wise code: each thread takes a vector's width of consecutive elements.
   passes.push_back({"group_thread_elements", [&](const Kernel& k) {
-                      return cir::group_thread_elements(k, cir::thread_element_width(k, target.vector_bytes));
+                      return cir::group_thread_elements(k, width > 0 ? std::min(width, cir::thread_element_width(k, target.vector_bytes))
+                                                                     : cir::thread_element_width(k, target.vector_bytes));
                     }});
   // Last, as on the CPU: a statement that reads an element several times (a
   // fused chain of blocks reads its input once per block) loads and checks

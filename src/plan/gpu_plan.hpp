@@ -22,6 +22,7 @@
 #include <string>
 
 #include "cir/ir.hpp"
+#include "support/tuning_choice.hpp"
 #include "target/gpu_target.hpp"
 
 namespace zyntax {
@@ -42,7 +43,9 @@ struct GpuPlan {
   int64_t shared_bytes = 0;           // the block's shared arrays (beyond the target's static shared memory: dynamic)
 };
 
-GpuPlan gpu_plan(const cir::Kernel& k, const GpuTarget& target);
+// `choice`: the tuner's knobs (plan/gpu_tuning), empty for the rules alone;
+// a knob the target cannot take throws std::invalid_argument.
+GpuPlan gpu_plan(const cir::Kernel& k, const GpuTarget& target, const TuningChoice& choice = {});
 
 // Blocks to launch a planned kernel with: one per iteration of its block
 // loop or enough for one iteration of its parallel loop per thread, at most

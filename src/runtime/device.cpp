@@ -9,6 +9,8 @@
 
 #include "cir/flop_count.hpp"
 #include "runtime/profiler.hpp"
+#include "runtime/tuner.hpp"
+#include "runtime/tuning_database.hpp"
 
 namespace zyntax {
 
@@ -46,6 +48,12 @@ Tensor Device::run(const cir::Kernel& kernel, uint64_t key, const std::vector<Te
   const Device* ran_on = this;
   Tensor out = run_with_fallbacks(kernel, key, inputs, scalars, &ran_on);
   e.device = ran_on->info().id;  // where it ran after any fallback
+  if (ran_on == this && tune_mode() != TuneMode::Off) {
+    // The plan it ran: one the tuner chose, the default the tuner kept, or untuned.
+    bool recorded = false;
+    TuningChoice c = tuned_choice(kernel, key, &recorded);
+    e.plan = !recorded ? "-" : c.empty() ? "default" : "tuned";
+  }
   int64_t compile = Profiler::take_compile_ns();
   e.span_ns = profiler.now_ns() - e.start_ns;
   e.duration_ns = e.span_ns - compile;
@@ -63,6 +71,7 @@ Tensor Device::run(const cir::Kernel& kernel, uint64_t key, const std::vector<Te
 
 Tensor Device::run_with_fallbacks(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                                   const std::map<std::string, Scalar>& scalars, const Device** ran_on) {
+  if (tune_mode() == TuneMode::On) tune_if_needed(*this, kernel, key, inputs, scalars);
   Attempt a = execute(kernel, key, inputs, scalars);
   if (a.outcome == Outcome::Done) {
     if (ran_on) *ran_on = this;
@@ -75,6 +84,39 @@ Tensor Device::run_with_fallbacks(const cir::Kernel& kernel, uint64_t key, const
   if (next == this || !next)
     throw std::logic_error("device " + info().id + " cannot run kernel " + kernel.name + " and has no device to fall back on");
   return next->run_with_fallbacks(kernel, key, inputs, scalars, ran_on);
+}
+
+std::string Device::tuning_signature() const {
+  const DeviceInfo& i = info();
+  std::string s = i.name + " | " + i.backend + " | " + std::to_string(i.cores) + " cores";
+  if (!i.compute_capability.empty()) s += " | " + i.compute_capability;
+  return s;
+}
+
+TuningChoice Device::tuned_choice(const cir::Kernel& kernel, uint64_t key, bool* tuned) {
+  if (tuned) *tuned = false;
+  if (tune_mode() == TuneMode::Off) return {};
+  TuningDatabase& db = TuningDatabase::global();
+  uint64_t generation = db.generation();
+  {
+    std::lock_guard<std::mutex> lock(tuned_mu_);
+    auto it = tuned_.find(key);
+    if (it != tuned_.end() && it->second.generation == generation) {
+      if (tuned) *tuned = it->second.recorded;
+      return it->second.choice;
+    }
+  }
+  // Outside the lock: the key prints the kernel once.
+  Tuned t;
+  t.generation = generation;
+  if (std::optional<TuningRecord> r = db.find(tuning_key(kernel, tuning_signature()).hash())) {
+    t.recorded = true;
+    t.choice = r->choice;
+  }
+  if (tuned) *tuned = t.recorded;
+  std::lock_guard<std::mutex> lock(tuned_mu_);
+  tuned_[key] = t;
+  return t.choice;
 }
 
 const std::vector<std::unique_ptr<Device>>& DeviceRegistry::devices() const {

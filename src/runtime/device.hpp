@@ -10,9 +10,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cir/ir.hpp"
+#include "support/tuning_choice.hpp"
 #include "runtime/host_launch.hpp"
 #include "runtime/tensor.hpp"
 #include "target/gpu_target.hpp"
@@ -132,6 +134,25 @@ class Device {
     return Share::Unsupported;
   }
 
+  // Tuning (runtime/tuner). The schedule choices this device can plan the
+  // kernel (specialised) with: the default (its rules, an empty choice)
+  // first, the rest ranked by its cost model; empty where nothing is tuned.
+  virtual std::vector<TuningCandidate> tuning_candidates(const cir::Kernel& kernel) { return {}; }
+  // execute() planned with `choice` rather than the tuning database's, for
+  // the tuner's timed runs: Unsupported where the choice does not compile
+  // or exceeds a limit of the device.
+  virtual Attempt execute_choice(const cir::Kernel& kernel, uint64_t key, const TuningChoice& choice,
+                                 const std::vector<Tensor>& inputs, const std::map<std::string, Scalar>& scalars) {
+    return Attempt::unsupported();
+  }
+  // What tuning records are kept for: the device's model, architecture,
+  // driver and cores (what info() says of them), not its id.
+  virtual std::string tuning_signature() const;
+  // The tuning database's choice for the kernel here (empty: no record, the
+  // default won, or tuning is off), looked up once per kernel until the
+  // database changes; `tuned` says whether a record exists.
+  TuningChoice tuned_choice(const cir::Kernel& kernel, uint64_t key, bool* tuned = nullptr);
+
   // Where run() sends what this device cannot do (DeviceRegistry::add sets
   // them; a device made outside a registry borrows a registry's with
   // DeviceRegistry::lend_fallbacks).
@@ -154,6 +175,13 @@ class Device {
   Tensor run_with_fallbacks(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                             const std::map<std::string, Scalar>& scalars, const Device** ran_on);
   Fallbacks fallbacks_;
+  struct Tuned {
+    uint64_t generation = 0;
+    bool recorded = false;
+    TuningChoice choice;
+  };
+  std::mutex tuned_mu_;
+  std::unordered_map<uint64_t, Tuned> tuned_;
 };
 
 // The devices of this process, by id: every device each enabled backend

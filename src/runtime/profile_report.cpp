@@ -13,7 +13,7 @@ namespace zyntax {
 namespace {
 
 struct KernelRow {
-  std::string name, device;
+  std::string name, device, plan;
   int64_t launches = 0, compiles = 0, disk_loads = 0;
   int64_t compile_ns = 0, run_ns = 0;
   double bytes = 0, flops = 0;
@@ -104,6 +104,7 @@ void print_profile(const std::vector<ProfileEvent>& events, int64_t wall_ns, std
     ++r.launches;
     r.compiles += e.compiled;
     r.disk_loads += e.from_disk;
+    if (!e.plan.empty()) r.plan = e.plan;
     r.run_ns += e.duration_ns;
     r.each_ns.push_back(e.duration_ns);
     r.bytes += static_cast<double>(e.bytes);
@@ -115,14 +116,15 @@ void print_profile(const std::vector<ProfileEvent>& events, int64_t wall_ns, std
   std::sort(sorted.begin(), sorted.end(), [](const KernelRow& a, const KernelRow& b) { return a.run_ns > b.run_ns; });
 
   std::vector<std::vector<std::string>> table = {
-      {"kernel", "device", "launches", "compile ms", "cache hits", "from disk", "total ms", "mean ms", "min ms", "median ms", "GB/s", "GFLOP/s"}};
+      {"kernel", "device", "launches", "compile ms", "cache hits", "from disk", "plan", "total ms", "mean ms", "min ms", "median ms", "GB/s", "GFLOP/s"}};
   int64_t kernel_ns = 0, compile_ns = 0;
   for (KernelRow& r : sorted) {
     kernel_ns += r.run_ns;
     compile_ns += r.compile_ns;
     double seconds = static_cast<double>(r.run_ns) * 1e-9;
     table.push_back({r.name, r.device, std::to_string(r.launches), fixed(r.compile_ns * 1e-6, 1),
-                     std::to_string(r.launches - r.compiles), std::to_string(r.disk_loads), fixed(r.run_ns * 1e-6, 3),
+                     std::to_string(r.launches - r.compiles), std::to_string(r.disk_loads), r.plan.empty() ? "-" : r.plan,
+                     fixed(r.run_ns * 1e-6, 3),
                      r.launches ? fixed(r.run_ns * 1e-6 / static_cast<double>(r.launches), 3) : "-",
                      r.launches ? fixed(*std::min_element(r.each_ns.begin(), r.each_ns.end()) * 1e-6, 3) : "-",
                      r.launches ? fixed(median(r.each_ns) * 1e-6, 3) : "-",

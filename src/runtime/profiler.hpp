@@ -26,6 +26,7 @@ struct ProfileEvent {
   double flops = -1;    // kernels: counted from the CIR; -1 unknown
   bool compiled = false;   // kernels: built for this launch (a cache miss)
   bool from_disk = false;  // kernels and compiles: what was built came from the disk cache (a hit)
+  std::string plan;        // kernels: "tuned" (the tuner's choice), "default" (the tuner kept the rules), "-" (no record)
   uint32_t thread = 0;  // a small number per host thread
 };
 

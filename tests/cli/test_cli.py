@@ -37,7 +37,7 @@ def main():
     expect("version", rc == 0 and out.startswith("zyntax "), out)
     rc, out, _ = run(z, "--help")
     expect("help", rc == 0 and all(s in out for s in ["run", "check", "compile", "devices"]), out)
-    for sub in ["run", "check", "compile", "devices"]:
+    for sub in ["run", "check", "compile", "devices", "tune"]:
         rc, out, _ = run(z, sub, "--help")
         expect("%s --help" % sub, rc == 0 and "Usage" in out, out)
     rc, out, _ = run(z, "run", "--help")
@@ -222,7 +222,7 @@ def main():
                err)
         # The fastest and the median launch beside the mean: min <= median <= the slower of two.
         expect("--profile gives min and median times", "min ms" in err and "median ms" in err
-               and all(float(r.split()[8]) <= float(r.split()[9]) <= 2 * float(r.split()[7]) + 1e-3 for r in rows), err)
+               and all(float(r.split()[9]) <= float(r.split()[10]) <= 2 * float(r.split()[8]) + 1e-3 for r in rows), err)
         events = json.load(open(trace))["traceEvents"] if os.path.exists(trace) else []
         cats = {e.get("cat") for e in events}
         kernel_events = [e for e in events if e.get("cat") == "kernel"]
@@ -272,6 +272,64 @@ def main():
         third = subprocess.run([z, "run", EXAMPLE], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         expect("corrupt cache entries are rebuilt", third.returncode == 0 and third.stdout == first.stdout,
                third.stderr.decode())
+
+    # Tuning: `zyntax tune` searches each kernel a run launches and records
+    # the winners; a second tune finds them all; `run --tune` and the
+    # profile's plan column; export and import; bad input.
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, ZYNTAX_CACHE_DIR=cache)
+        prog = os.path.join(cache, "mm.zynml")
+        with open(prog, "w") as f:
+            f.write("def mm(a: tensor[m, k, f32], b: tensor[k, n, f32]) {\n"
+                    "    return compute(a, b) {\n        @kernel matmul\n        for i in 0..m, j in 0..n:\n"
+                    "            var s = 0.0\n            for p in 0..k:\n                s += a[i, p] * b[p, j]\n"
+                    "            out[i, j] = s\n    }\n}\n"
+                    "let c = mm(rand([96, 80]), rand([80, 72]))\nprint(sum(c) > 0.0)\n")
+
+        def tune(*args):
+            p = subprocess.run([z, "tune", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+            return p.returncode, p.stdout.decode(), p.stderr.decode()
+
+        rc, out, err = tune(prog, "--device", "cpu", "--max-timed", "3")
+        rows = [l for l in out.splitlines() if l.startswith("mm ")]
+        expect("tune prints a row per kernel with its shapes and the search",
+               rc == 0 and len(rows) == 1 and "f32[96,80] f32[80,72] -> f32[96,72]" in rows[0] and "timed" in rows[0], out + err)
+        records = os.path.join(cache, "tuning", "records.jsonl")
+        expect("tune writes the tuning database", os.path.exists(records) and len(open(records).read().splitlines()) == 1, out)
+        rc, out, err = tune(prog, "--device", "cpu")
+        expect("a second tune finds the record and times nothing", rc == 0 and "from the database" in out, out + err)
+        p = subprocess.run([z, "run", prog, "--device", "cpu", "--profile"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        err = p.stderr.decode()
+        mm_rows = [l.split() for l in err.splitlines() if l.split()[:1] == ["mm"]]
+        expect("--profile says the kernel ran a tuned record's plan",
+               p.returncode == 0 and p.stdout.decode().strip() == "true" and "plan" in err and mm_rows and mm_rows[0][6] in ("tuned", "default"), err)
+        p = subprocess.run([z, "run", prog, "--device", "cpu", "--profile", "--tune", "off"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        err = p.stderr.decode()
+        mm_rows = [l.split() for l in err.splitlines() if l.split()[:1] == ["mm"]]
+        expect("--tune off runs the rules' plan", p.returncode == 0 and mm_rows and mm_rows[0][6] == "-", err)
+        exported = os.path.join(cache, "exported.jsonl")
+        rc, out, err = tune("--export", exported)
+        expect("tune --export writes the records", rc == 0 and "exported 1 tuning record" in out and os.path.exists(exported), out + err)
+        with tempfile.TemporaryDirectory() as other:
+            env2 = dict(os.environ, ZYNTAX_CACHE_DIR=other)
+            p = subprocess.run([z, "tune", "--import", exported], env=env2, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            expect("tune --import adds them to another database", p.returncode == 0 and b"imported 1 tuning record" in p.stdout,
+                   p.stdout.decode() + p.stderr.decode())
+            p = subprocess.run([z, "tune", prog, "--device", "cpu"], env=env2, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            expect("imported records are used", p.returncode == 0 and b"from the database" in p.stdout, p.stdout.decode())
+        with open(records, "a") as f:
+            f.write("{broken\n")
+        rc, out, err = tune(prog, "--device", "cpu")
+        expect("a corrupt line is a warning, the rest still used",
+               rc == 0 and "records.jsonl:2: tuning record ignored" in err and "from the database" in out, out + err)
+        rc, _, err = tune(prog, "--budget", "soon")
+        expect("a bad --budget is a usage error", rc == 2 and "--budget" in err, err)
+        rc, _, err = tune()
+        expect("tune with nothing to do is a usage error", rc == 2 and "needs a program" in err, err)
+        rc, _, err = run(z, "run", prog, "--tune", "always")
+        expect("a bad --tune is a usage error", rc == 2, err)
+        p = subprocess.run([z, "run", prog, "--device", "cpu"], env=dict(env, ZYNTAX_TUNE="sometimes"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        expect("a bad ZYNTAX_TUNE is a warning", p.returncode == 0 and b"ZYNTAX_TUNE='sometimes'" in p.stderr, p.stderr.decode())
 
     if failures:
         print("%d CLI checks failed" % len(failures))

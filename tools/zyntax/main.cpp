@@ -42,6 +42,9 @@
 #include "support/nearest_name.hpp"
 #include "support/stack.hpp"
 #include "syntax/ast_printer.hpp"
+#include "tools/zyntax/load_program.hpp"
+#include "runtime/tuning_database.hpp"
+#include "tools/zyntax/tune_command.hpp"
 
 namespace {
 
@@ -51,17 +54,7 @@ constexpr int kOk = 0;
 constexpr int kProgramError = 1;
 constexpr int kUsageError = 2;
 
-// Parses and checks; prints the diagnostics. Null on errors.
-LoadedModule* load_and_check(Session& session, const std::string& path, std::vector<CheckedKernel>* kernels) {
-  LoadedModule* m = session.load(path, {});
-  if (m && !session.diags().has_errors()) check_program(session, *m, kernels);
-  if (session.diags().has_errors() || !m) {
-    session.diags().print(std::cerr);
-    return nullptr;
-  }
-  session.diags().print(std::cerr);  // warnings
-  return m;
-}
+using cli::load_and_check;
 
 struct ProfileOptions {
   bool table = false;  // --profile
@@ -631,6 +624,27 @@ int main(int argc, char** argv) {
   run->add_option("--threads", threads, "Threads of the cpu device (default: one per core)")->check(CLI::Range(1, 1024));
   run->add_option("--simd", simd, "Compile for a lower SIMD level: avx512, avx2, sse4.1, neon, scalar")
       ->check(CLI::IsMember({"avx512", "avx2", "sse4.1", "neon", "scalar"}));
+  std::string tune_mode_text;
+  run->add_option("--tune", tune_mode_text,
+                  "Schedule tuning: off (the rules alone), cached (the tuning database's choices where it has them; the default, "
+                  "or ZYNTAX_TUNE), on (kernels with no record are tuned when first launched, and recorded)")
+      ->check(CLI::IsMember({"off", "cached", "on"}));
+
+  cli::TuneCommandOptions tune_options;
+  CLI::App* tune = app.add_subcommand(
+      "tune", "Tune every kernel a run of the program launches (schedule choices timed, the winners kept in the tuning database); print a table");
+  tune->add_option("file", tune_options.path, "The .zynml program (optional with --import / --export)");
+  tune->add_option("--device", tune_options.device, "Where compute blocks run by default, as for run")->capture_default_str();
+  tune->add_option("--budget", tune_options.budget, "The whole search's time: 60s, 2m, 90 (seconds); kernels past it stay untuned");
+  tune->add_option("--max-timed", tune_options.max_timed, "Candidates timed per kernel besides the default")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  tune->add_flag("--compare-exhaustive", tune_options.compare_exhaustive,
+                 "Also time every candidate of each kernel's space, and report how close the search came and in what share of the time");
+  tune->add_option("--import", tune_options.import_file, "Add the tuning records in this file (JSON lines, as --export writes them)");
+  tune->add_option("--export", tune_options.export_file, "Write the database's records for this compiler to this file");
+  tune->add_option("--seed", tune_options.seed, "Seed of rand()/randn() calls that give none")->capture_default_str();
+  tune->add_option("--threads", threads, "Threads of the cpu device (default: one per core)")->check(CLI::Range(1, 1024));
 
   CLI::App* check = app.add_subcommand("check", "Parse and type-check a program without running it");
   check->add_option("file", path, "The .zynml program")->required();
@@ -679,7 +693,9 @@ int main(int argc, char** argv) {
     }
     setenv("ZYNTAX_CPU_SIMD", simd.c_str(), 1);
   }
+  if (!tune_mode_text.empty()) set_tune_mode(*parse_tune_mode(tune_mode_text));
   try {
+    if (tune->parsed()) return with_deep_stack([&] { return cli::tune_command(tune_options); });
     if (run->parsed()) return with_deep_stack([&] { return run_command(path, device, seed, verbose, profile, fusion, explain_fusion, host_tier, explain_host); });
     if (check->parsed()) return with_deep_stack([&] { return check_command(path); });
     if (compile->parsed()) {

@@ -10,7 +10,9 @@
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/kernel_operands.hpp"
 #include "plan/cpu_plan.hpp"
+#include "plan/cpu_tuning.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "runtime/tuned_plans.hpp"
 #include "runtime/thread_pool.hpp"
 #include "support/diagnostics.hpp"
 
@@ -21,6 +23,17 @@ namespace {
 using codegen::CpuJit;
 
 class LlvmCpuDevice : public Device {
+  // The kernel as it is compiled (see cpu_plan.hpp) and its machine code;
+  // none when it runs on the reference executor.
+  struct Plan {
+    std::optional<cir::Kernel> kernel;
+    const CpuJit::Compiled* compiled = nullptr;  // the JIT keeps it for the process
+    uint64_t hash = 0;
+    bool writes_whole_output = false;
+    bool one_thread = false;  // too little work to share
+    std::optional<codegen::OuterLoop> outer;  // the loop shared over the pool
+  };
+
  public:
   // threads == 0: the process's pool; else a pool of its own, made when first used.
   LlvmCpuDevice(const std::string& id, int threads) : threads_(threads) {
@@ -34,7 +47,29 @@ class LlvmCpuDevice : public Device {
 
   Attempt execute(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                   const std::map<std::string, Scalar>& scalars) override {
-    std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
+    return execute_plan(kernel, plan_for(kernel, key), inputs, scalars);
+  }
+
+  std::vector<TuningCandidate> tuning_candidates(const cir::Kernel& kernel) override {
+    // The cost model's best few dozen, of which the tuner times fewer.
+    return cpu_tuning_space(kernel, pool().size(), CpuJit::instance().target().vector_bits, 64);
+  }
+
+  Attempt execute_choice(const cir::Kernel& kernel, uint64_t key, const TuningChoice& choice, const std::vector<Tensor>& inputs,
+                         const std::map<std::string, Scalar>& scalars) override {
+    std::shared_ptr<Plan> plan = chosen_plan(plans_, key, choice, [&](const TuningChoice& c) { return make_plan(kernel, c); });
+    if (!plan) return Attempt::unsupported();  // a choice these plans do not take
+    return execute_plan(kernel, plan, inputs, scalars);
+  }
+
+ private:
+  // The kernel's plan: the tuning database's choice for it, else the rules.
+  std::shared_ptr<Plan> plan_for(const cir::Kernel& kernel, uint64_t key) {
+    return tuned_plan(*this, plans_, kernel, key, [&](const TuningChoice& c) { return make_plan(kernel, c); });
+  }
+
+  Attempt execute_plan(const cir::Kernel& kernel, const std::shared_ptr<Plan>& plan, const std::vector<Tensor>& inputs,
+                       const std::map<std::string, Scalar>& scalars) {
     if (!plan->kernel) return Attempt::unsupported();
 
     // One pointer per parameter: tensor data, or the scalar's value in its dtype.
@@ -48,9 +83,11 @@ class LlvmCpuDevice : public Device {
     return Attempt::done(codegen::finish_operands(kernel, ops));
   }
 
+ public:
+
   std::unique_ptr<HostLaunch> prepare_host_launch(const cir::Kernel& kernel, uint64_t key,
                                                   const std::map<std::string, Scalar>& scalars) override {
-    std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
+    std::shared_ptr<Plan> plan = plan_for(kernel, key);
     // Reduce kernels finish on the host after the call (codegen::finish_operands): the general path.
     if (!plan->kernel || kernel.kind == cir::KernelKind::Reduce) return nullptr;
     return std::make_unique<Launch>(kernel, std::move(plan), scalars, pool());
@@ -58,7 +95,7 @@ class LlvmCpuDevice : public Device {
 
   Share run_share(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                   const std::map<std::string, Scalar>& scalars, int part, int parts, Tensor& out) override {
-    std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
+    std::shared_ptr<Plan> plan = plan_for(kernel, key);
     if (!plan->kernel || kernel.kind == cir::KernelKind::Reduce) return Share::Unsupported;
     const std::optional<codegen::OuterLoop>& outer = plan->outer;
     if (!outer) return Share::Unsupported;
@@ -78,17 +115,6 @@ class LlvmCpuDevice : public Device {
   }
 
  private:
-  // The kernel as it is compiled (see cpu_plan.hpp) and its machine code;
-  // none when it runs on the reference executor.
-  struct Plan {
-    std::optional<cir::Kernel> kernel;
-    const CpuJit::Compiled* compiled = nullptr;  // the JIT keeps it for the process
-    uint64_t hash = 0;
-    bool writes_whole_output = false;
-    bool one_thread = false;  // too little work to share
-    std::optional<codegen::OuterLoop> outer;  // the loop shared over the pool
-  };
-
   // Runs the plan's code with `args` over its outer loop (on the calling
   // thread where there is too little work to share); false where a runtime
   // check failed.
@@ -164,9 +190,9 @@ class LlvmCpuDevice : public Device {
     return *pool_;
   }
 
-  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
+  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel, const TuningChoice& choice) {
     auto plan = std::make_shared<Plan>();
-    CpuPlan p = plan_cpu_kernel(kernel, pool().size(), CpuJit::instance().target().vector_bits);
+    CpuPlan p = plan_cpu_kernel(kernel, pool().size(), CpuJit::instance().target().vector_bits, choice);
     plan->kernel = std::move(p.kernel);
     plan->writes_whole_output = p.writes_whole_output;
     plan->one_thread = p.one_thread;

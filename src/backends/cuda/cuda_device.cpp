@@ -14,6 +14,8 @@
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/llvm/nvptx/nvptx_target.hpp"
 #include "plan/gpu_plan.hpp"
+#include "plan/gpu_tuning.hpp"
+#include "runtime/tuned_plans.hpp"
 #include "backends/cuda/gpu_mirror.hpp"
 #include "backends/cuda/tensor_maps.hpp"
 #include "runtime/disk_cache.hpp"
@@ -114,7 +116,22 @@ class CudaDevice : public Device {
 
   Attempt execute(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                   const std::map<std::string, Scalar>& scalars) override {
-    std::shared_ptr<Plan> plan = plans_.get(key, [&] { return make_plan(kernel); });
+    return execute_plan(kernel, tuned_plan(*this, plans_, kernel, key, [&](const TuningChoice& c) { return make_plan(kernel, c); }),
+                        inputs, scalars);
+  }
+
+  std::vector<TuningCandidate> tuning_candidates(const cir::Kernel& kernel) override { return gpu_tuning_space(kernel, target_); }
+
+  Attempt execute_choice(const cir::Kernel& kernel, uint64_t key, const TuningChoice& choice, const std::vector<Tensor>& inputs,
+                         const std::map<std::string, Scalar>& scalars) override {
+    auto plan = chosen_plan(plans_, key, choice, [&](const TuningChoice& c) { return make_plan(kernel, c); });
+    if (!plan) return Attempt::unsupported();
+    return execute_plan(kernel, plan, inputs, scalars);
+  }
+
+  template <class PlanPtr>
+  Attempt execute_plan(const cir::Kernel& kernel, const PlanPtr& plan, const std::vector<Tensor>& inputs,
+                       const std::map<std::string, Scalar>& scalars) {
     if (!plan->function) return Attempt::unsupported();
     // Each run on a stream of its own: runs from several host threads (async
     // compute blocks) copy and compute at the same time.
@@ -291,9 +308,9 @@ class CudaDevice : public Device {
     std::vector<codegen::TensorMapParam> tensor_maps;
   };
 
-  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
+  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel, const TuningChoice& choice) {
     auto plan = std::make_shared<Plan>();
-    GpuPlan p = gpu_plan(kernel, target_);
+    GpuPlan p = gpu_plan(kernel, target_, choice);
     if (!p.kernel) {
       plan->why_not = p.why_not;
       return plan;

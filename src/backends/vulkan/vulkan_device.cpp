@@ -9,6 +9,8 @@
 #include "codegen/glsl/spirv_compiler.hpp"
 #include "codegen/llvm/kernel_operands.hpp"
 #include "plan/gpu_plan.hpp"
+#include "plan/gpu_tuning.hpp"
+#include "runtime/tuned_plans.hpp"
 #include "runtime/disk_cache.hpp"
 #include "runtime/kernel_cache.hpp"
 #include "runtime/size_class_pool.hpp"
@@ -53,12 +55,31 @@ class VulkanDevice : public Device {
     bool writes_whole_output = false;
   };
 
-  std::shared_ptr<Plan> plan_of(const cir::Kernel& kernel, uint64_t key) { return plans_.get(key, [&] { return make_plan(kernel); }); }
+  std::shared_ptr<Plan> plan_of(const cir::Kernel& kernel, uint64_t key) {
+    return tuned_plan(*this, plans_, kernel, key, [&](const TuningChoice& c) { return make_plan(kernel, c); });
+  }
+
+  std::vector<TuningCandidate> tuning_candidates(const cir::Kernel& kernel) override {
+    return gpu_tuning_space(kernel, gpu_->target());
+  }
+
+  Attempt execute_choice(const cir::Kernel& kernel, uint64_t key, const TuningChoice& choice, const std::vector<Tensor>& inputs,
+                         const std::map<std::string, Scalar>& scalars) override {
+    std::shared_ptr<Plan> plan = chosen_plan(plans_, key, choice, [&](const TuningChoice& c) { return make_plan(kernel, c); });
+    if (!plan) return Attempt::unsupported();
+    return execute_plan(kernel, *plan, inputs, scalars);
+  }
 
  protected:
   Attempt execute(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                   const std::map<std::string, Scalar>& scalars) override {
-    std::shared_ptr<Plan> plan = plan_of(kernel, key);
+    return execute_plan(kernel, *plan_of(kernel, key), inputs, scalars);
+  }
+
+ private:
+  Attempt execute_plan(const cir::Kernel& kernel, const Plan& p, const std::vector<Tensor>& inputs,
+                       const std::map<std::string, Scalar>& scalars) {
+    const Plan* plan = &p;
     if (!plan->pipeline) return Attempt::unsupported();
     codegen::KernelOperands ops = codegen::prepare_operands(kernel, inputs, scalars, !plan->writes_whole_output);
     for (const codegen::KernelOperands::Operand& o : ops.params)
@@ -137,10 +158,10 @@ class VulkanDevice : public Device {
   }
 
  private:
-  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel) {
+  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel, const TuningChoice& choice) {
     auto plan = std::make_shared<Plan>();
     const GpuTarget& target = gpu_->target();
-    GpuPlan p = gpu_plan(kernel, target);
+    GpuPlan p = gpu_plan(kernel, target, choice);
     if (!p.kernel) {
       plan->why_not = p.why_not;
       return plan;

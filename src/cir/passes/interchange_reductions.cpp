@@ -1,5 +1,7 @@
 #include "cir/passes/interchange_reductions.hpp"
 
+#include "cir/affine.hpp"
+
 #include <set>
 
 #include "cir/passes/simplify.hpp"
@@ -105,14 +107,27 @@ class Interchange {
  private:
   std::string fresh(const std::string& base) { return base + "%" + std::to_string(counter_++); }
 
+  // The most iterations j's range can have: its extent, or for a block of
+  // it (lo..min(lo + W, N), as widen_task_loop makes), W.
+  static std::optional<int64_t> most_trips(const For& f) {
+    if (auto e = constant_value(simplify(f.hi - f.lo))) return *e;
+    if (auto m = f.hi.as<Binary>(); m && m->op == BinaryOp::Min) {
+      std::optional<int64_t> a = constant_value(simplify(m->a - f.lo)), b = constant_value(simplify(m->b - f.lo));
+      if (a && b) return std::min(*a, *b);
+      return a ? a : b;
+    }
+    return std::nullopt;
+  }
+
   // for j: { var s = init; <reduction nest updating s>; store ... s ... }
   bool rewrite(const For& f, Block& out) {
-    auto lo = f.lo.as<IntImm>(), hi = f.hi.as<IntImm>(), step = f.step.as<IntImm>();
-    if (!lo || !hi || !step || lo->value != 0 || step->value != 1 || hi->value <= 0 || f.body.size() != 3) return false;
+    auto step = f.step.as<IntImm>();
+    std::optional<int64_t> trips = most_trips(f);
+    if (!step || step->value != 1 || !trips || *trips <= 0 || f.body.size() != 3) return false;
     auto decl = f.body[0].as<Decl>();
     auto store = f.body[2].as<Store>();
     if (!decl || !store || !decl->type.is_scalar() || !decl->init.defined()) return false;
-    if (hi->value * static_cast<int64_t>(dtype_size(decl->type.dtype)) > kMaxAccumulatorBytes) return false;
+    if (*trips * static_cast<int64_t>(dtype_size(decl->type.dtype)) > kMaxAccumulatorBytes) return false;
     std::optional<ReductionNest> nest = match_nest(f.body[1], decl->name);
     if (!nest) return false;
     const std::string& j = f.var;
@@ -123,12 +138,17 @@ class Interchange {
     for (const NestLoop& l : nest->loops)
       for (const Expr& e : {l.lo, l.hi, l.step})
         if (reads_any(e, {j, s})) return false;
+    // acc[j - lo]: a block's accumulators start at its first column.
+    bool at_zero = constant_value(f.lo) == std::optional<int64_t>(0);
     if (reads_any(nest->term, written) || reads_any(decl->init, written)) return false;
     if (nest->guard.defined() && reads_any(nest->guard, written)) return false;
 
     std::string acc = fresh(s + "acc");
-    Type acc_type = Type::tensor(decl->type.dtype, {f.hi});
-    auto at = [](const std::string& jv) { return AxisSel::at(Var::make(jv, Type::scalar(DType::I64))); };
+    Type acc_type = Type::tensor(decl->type.dtype, {at_zero ? f.hi : i64(*trips)});
+    auto at = [&](const std::string& jv) {
+      Expr v = Var::make(jv, Type::scalar(DType::I64));
+      return AxisSel::at(at_zero ? v : v - f.lo);
+    };
     auto acc_of = [&](const std::string& jv) { return make_access(acc, acc_type, {at(jv)}); };
     auto over_j = [&](const std::string& jv, Block body) {
       return make_for(jv, f.lo, f.hi, f.step, std::move(body), LoopKind::Serial, 0, f.span);

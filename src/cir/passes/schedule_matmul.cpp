@@ -77,72 +77,98 @@ std::optional<InPlace> find_in_place(const Kernel& kernel, const Expr& factor, b
   return InPlace{access->buffer, simplify(substitute(flat, origin)), os};
 }
 
+// The blocking: block sizes, how tasks split each product, and which
+// factors are read in place (`a`, `b` reset where they are not).
+MatMulBlocking decide(const ProductForm& m, std::optional<InPlace>& a, std::optional<InPlace>& b,
+                      const std::optional<SlidingWindow>& window, const MatMulSchedule& s, bool narrow) {
+  MatMulBlocking z;
+  // With a sliding window, the columns are its virtual pixels.
+  const int64_t M = m.rows.size(), N = window ? window->columns(m) : m.cols.size(), K = m.depth.size();
+  // Depth blocks of equal size: 576 = 2 x 288 rather than 512 + 64, whose
+  // short second block would cost a whole pass over C for little work.
+  const int64_t MR = s.mr, NR = s.nr, KC = ceil_div(K, ceil_div(K, s.kc));
+  const int64_t PM = ceil_div(M, MR), PN = ceil_div(N, NR);
+  const int64_t MC = std::min(std::max<int64_t>(s.mc / MR, 1), PM) * MR;
+  int64_t NC = std::min(std::max<int64_t>(s.nc / NR, 1), PN) * NR;
+
+  // Tasks: every batch element, its rows split into groups and, when that
+  // is not enough work for the threads, its columns too.
+  int64_t batch = m.batch();
+  int64_t T = std::max(s.threads, 1);
+  int64_t gm = 1, gn = 1;
+  // Too few products for the threads: the tasks split each product. With A
+  // read in place (whole row blocks only) they split the columns, so each
+  // packs only its own part of B and nothing of A; otherwise into a grid of
+  // row and column groups, the one that packs least per task (a task packs
+  // its columns of B once and its rows of A once per NC block of them: a
+  // short, wide product splits its columns, a square one both ways on many
+  // threads). With a product per task, A is read in place when the task's
+  // columns are one block of B (each packed A would be used once). Rows of
+  // a factor two or more whole 4 KiB pages apart fall into the same few L1
+  // sets, so such a factor is packed. A sliding window packs no B, and its A (the
+  // weights) is read in place wherever it fits: its tasks split into the
+  // grid whose tasks' blocks are smallest (balanced), on a tie the one that
+  // reads least: a task reads its rows of A and the part of the padded
+  // image under its columns. The schedule's knobs may force a factor to be
+  // packed, or read in place wherever that is legal, and the row groups.
+  auto page_aliased = [](int64_t stride) { return stride * 4 > 4096 && (stride * 4) % 4096 == 0; };
+  bool split = batch % T != 0 && batch < 4 * T;
+  bool a_fits = a && M % MR == 0 && !page_aliased(a->outer_stride);
+  bool one_column_block = N <= NC;
+  bool a_rule = a_fits && (window || (split && PN >= ceil_div(T, batch)) || (!split && one_column_block));
+  if (s.a_in_place == 0 || (s.a_in_place < 0 && !a_rule) || (s.a_in_place > 0 && !(a && M % MR == 0))) a.reset();
+  if (s.row_groups > 0 && split) {
+    int64_t need = ceil_div(T, batch);
+    gm = std::min(s.row_groups, PM);
+    gn = std::min(PN, ceil_div(need, gm));
+  } else if (a && split && !window) {
+    gn = ceil_div(T, batch);
+  } else if (split) {
+    // The grid of the least cost: a window's (its task's block, then what
+    // it reads), else what a task packs.
+    int64_t need = ceil_div(T, batch);
+    auto cost = [&](int64_t rows, int64_t cols) -> std::pair<int64_t, int64_t> {
+      int64_t mm = ceil_div(PM, rows) * MR, n = ceil_div(PN, cols) * NR;
+      if (window) return {mm * n, mm * K + window->channel_group(m).size() * window->plane() / cols};
+      return {K * n + mm * K * ceil_div(n, NC), 0};
+    };
+    std::pair<int64_t, int64_t> best = {-1, -1};
+    for (int64_t r = 1; r <= std::min(PM, need); ++r) {
+      int64_t c = std::min(PN, ceil_div(need, r));
+      if (r * c < need && r < std::min(PM, need)) continue;  // too few tasks while more row groups remain
+      if (best.first < 0 || cost(r, c) < best) best = cost(r, c), gm = r, gn = c;
+    }
+  }
+  // B read in place where its panels are whole and each task's rows are
+  // one block of A: then each element of B is fetched once and used by
+  // every row panel while in cache, and packing it would only copy it.
+  bool b_legal = b && N % NR == 0 && ceil_div(PM, gm) * MR <= MC;
+  bool b_rule = b_legal && !page_aliased(b->outer_stride);
+  if (s.b_in_place == 0 || (s.b_in_place < 0 && !b_rule) || (s.b_in_place > 0 && !b_legal)) b.reset();
+  // A window's sums go to a block of the task's rows by NC virtual pixels,
+  // kept to 512 KiB, from which the epilogue takes the real ones; a narrow
+  // output's sums likewise go to a task's block.
+  const int64_t task_rows = ceil_div(PM, gm) * MR;
+  if (window || narrow) NC = std::clamp<int64_t>((int64_t{128} << 10) / task_rows / NR * NR, NR, NC);
+  z.M = M, z.N = N, z.K = K, z.batch = batch;
+  z.MR = MR, z.NR = NR, z.KC = KC, z.MC = MC, z.NC = NC, z.gm = gm, z.gn = gn;
+  z.a_in_place = a.has_value(), z.b_in_place = b.has_value(), z.window = window.has_value(), z.narrow = narrow;
+  return z;
+}
+
 class Builder {
  public:
   Builder(const ProductForm& m, std::optional<InPlace> a, std::optional<InPlace> b, std::optional<SlidingWindow> window,
           const MatMulSchedule& s, bool narrow)
-      : m_(m), a_(std::move(a)), b_(std::move(b)), window_(std::move(window)), s_(s), narrow_(narrow) {}
+      : m_(m), a_(std::move(a)), b_(std::move(b)), window_(std::move(window)), s_(s), narrow_(narrow),
+        z_(decide(m_, a_, b_, window_, s_, narrow_)) {}
+
+  const MatMulBlocking& blocking() const { return z_; }
 
   Block build(const std::string& out) {
-    // With a sliding window, the columns are its virtual pixels.
-    const int64_t M = m_.rows.size(), N = window_ ? window_->columns(m_) : m_.cols.size(), K = m_.depth.size();
-    // Depth blocks of equal size: 576 = 2 x 288 rather than 512 + 64, whose
-    // short second block would cost a whole pass over C for little work.
-    const int64_t MR = s_.mr, NR = s_.nr, KC = ceil_div(K, ceil_div(K, s_.kc));
-    const int64_t PM = ceil_div(M, MR), PN = ceil_div(N, NR);
-    const int64_t MC = std::min(std::max<int64_t>(s_.mc / MR, 1), PM) * MR;
-    int64_t NC = std::min(std::max<int64_t>(s_.nc / NR, 1), PN) * NR;
-
-    // Tasks: every batch element, its rows split into groups and, when that
-    // is not enough work for the threads, its columns too.
-    int64_t batch = m_.batch();
-    int64_t T = std::max(s_.threads, 1);
-    int64_t gm = 1, gn = 1;
-    // Too few products for the threads: the tasks split each product. With A
-    // read in place (whole row blocks only) they split the columns, so each
-    // packs only its own part of B and nothing of A; otherwise into a grid of
-    // row and column groups, the one that packs least per task (a task packs
-    // its columns of B once and its rows of A once per NC block of them: a
-    // short, wide product splits its columns, a square one both ways on many
-    // threads). With a product per task, A is read in place when the task's
-    // columns are one block of B (each packed A would be used once). Rows of
-    // A two or more whole 4 KiB pages apart fall into the same few L1 sets,
-    // so such an A is packed. A sliding window packs no B, and its A (the
-    // weights) is read in place wherever it fits: its tasks split into the
-    // grid whose tasks' blocks are smallest (balanced), on a tie the one that
-    // reads least: a task reads its rows of A and the part of the padded
-    // image under its columns.
-    bool split = batch % T != 0 && batch < 4 * T;
-    bool a_fits = a_ && M % MR == 0 && (a_->outer_stride * 4 <= 4096 || (a_->outer_stride * 4) % 4096 != 0);
-    bool one_column_block = N <= NC;
-    if (a_ && !(a_fits && (window_ || (split && PN >= ceil_div(T, batch)) || (!split && one_column_block)))) a_.reset();
-    if (a_ && split && !window_) {
-      gn = ceil_div(T, batch);
-    } else if (split) {
-      // The grid of the least cost: a window's (its task's block, then what
-      // it reads), else what a task packs.
-      int64_t need = ceil_div(T, batch);
-      auto cost = [&](int64_t rows, int64_t cols) -> std::pair<int64_t, int64_t> {
-        int64_t m = ceil_div(PM, rows) * MR, n = ceil_div(PN, cols) * NR;
-        if (window_) return {m * n, m * K + window_->channel_group(m_).size() * window_->plane() / cols};
-        return {K * n + m * K * ceil_div(n, NC), 0};
-      };
-      std::pair<int64_t, int64_t> best = {-1, -1};
-      for (int64_t r = 1; r <= std::min(PM, need); ++r) {
-        int64_t c = std::min(PN, ceil_div(need, r));
-        if (r * c < need && r < std::min(PM, need)) continue;  // too few tasks while more row groups remain
-        if (best.first < 0 || cost(r, c) < best) best = cost(r, c), gm = r, gn = c;
-      }
-    }
-    // B read in place where its panels are whole and each task's rows are
-    // one block of A: then each element of B is fetched once and used by
-    // every row panel while in cache, and packing it would only copy it.
-    if (b_ && !(N % NR == 0 && ceil_div(PM, gm) * MR <= MC)) b_.reset();
-    // A window's sums go to a block of the task's rows by NC virtual pixels,
-    // kept to 512 KiB, from which the epilogue takes the real ones.
-    const int64_t task_rows = ceil_div(PM, gm) * MR;
-    // A narrow output's sums likewise go to a task's block, kept to 512 KiB.
-    if (window_ || narrow_) NC = std::clamp<int64_t>((int64_t{128} << 10) / task_rows / NR * NR, NR, NC);
+    const int64_t M = z_.M, N = z_.N, K = z_.K, MR = z_.MR, NR = z_.NR, KC = z_.KC, MC = z_.MC, NC = z_.NC;
+    const int64_t PM = ceil_div(M, MR), PN = ceil_div(N, NR), batch = z_.batch, gm = z_.gm, gn = z_.gn;
+    const int64_t task_rows = z_.task_rows();
     Expr t = var("t%mm");
     Block task;
     task.push_back(make_let("bt%mm", t / i64(gm * gn)));
@@ -590,6 +616,7 @@ class Builder {
   std::optional<SlidingWindow> window_;
   const MatMulSchedule& s_;
   bool narrow_;  // an output narrower than f32: its sums in a task's block of f32 (cs%mm)
+  MatMulBlocking z_;
   int counter_ = 0;
 };
 
@@ -612,25 +639,57 @@ MatMulSchedule cpu_matmul_schedule(int vector_bits, int threads) {
   return s;
 }
 
-std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s) {
+namespace {
+
+// The parts of a product this schedule takes: its form, the factors it may
+// read in place, its sliding window; none when it takes no product here.
+struct Matched {
+  ProductForm m;
+  std::optional<InPlace> a, b;
+  std::optional<SlidingWindow> window;
+  bool narrow = false;
+};
+
+std::optional<Matched> match(const Kernel& k, const MatMulSchedule& s) {
   std::optional<ProductForm> m = match_product(k);
   if (!m) return std::nullopt;
-  // The blocks sum into an f32 output itself; for a narrower one, into a
-  // task's block of f32 sums that the epilogue rounds into the output (B
-  // packed: not read as a sliding window).
-  bool narrow = k.output().type.dtype != DType::F32;
   int64_t M = m->rows.size(), N = m->cols.size();
   if (M < 4 || N < 4 || static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(m->depth.size()) < s.min_flops)
     return std::nullopt;
-  Kernel out = k;
-  std::optional<InPlace> a = find_in_place(k, m->x, m->guard.defined() && m->guard_on_x, m->depth, m->rows);
-  std::optional<InPlace> b = find_in_place(k, m->y, m->guard.defined() && !m->guard_on_x, m->cols, m->depth);
+  Matched r{*m, std::nullopt, std::nullopt, std::nullopt, false};
+  // The blocks sum into an f32 output itself; for a narrower one, into a
+  // task's block of f32 sums that the epilogue rounds into the output (B
+  // packed: not read as a sliding window).
+  r.narrow = k.output().type.dtype != DType::F32;
+  r.a = find_in_place(k, m->x, m->guard.defined() && m->guard_on_x, m->depth, m->rows);
+  r.b = find_in_place(k, m->y, m->guard.defined() && !m->guard_on_x, m->cols, m->depth);
   // A sliding window is read in place unless too many of its virtual pixels
   // are not real (7 of every 9 for a 7x7 image and a 3x3 window still gains:
   // 1x512x7^2 from 1.5 to 1.0-1.15 ms, packing nothing).
-  std::optional<SlidingWindow> window = find_sliding_window(*m);
-  if (window && (narrow || window->useful(*m) < s.min_window_use)) window.reset();
-  out.body = Builder(*m, std::move(a), std::move(b), std::move(window), s, narrow).build(k.output().name);
+  r.window = find_sliding_window(*m);
+  if (r.window && (r.narrow || r.window->useful(*m) < s.min_window_use)) r.window.reset();
+  return r;
+}
+
+}  // namespace
+
+std::vector<MatMulBlocking> matmul_blockings(const Kernel& k, const std::vector<MatMulSchedule>& schedules) {
+  if (schedules.empty()) return {};
+  std::optional<Matched> r = match(k, schedules.front());
+  if (!r) return {};
+  std::vector<MatMulBlocking> out;
+  for (const MatMulSchedule& s : schedules) {
+    std::optional<InPlace> a = r->a, b = r->b;
+    out.push_back(decide(r->m, a, b, r->window, s, r->narrow));
+  }
+  return out;
+}
+
+std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s) {
+  std::optional<Matched> r = match(k, s);
+  if (!r) return std::nullopt;
+  Kernel out = k;
+  out.body = Builder(r->m, std::move(r->a), std::move(r->b), std::move(r->window), s, r->narrow).build(k.output().name);
   out = simplify(out);
   verify_or_throw(out, "schedule_matmul");
   return out;

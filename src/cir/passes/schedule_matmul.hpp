@@ -46,10 +46,35 @@ struct MatMulSchedule {
   int threads = 1;                  // tasks are made for at least this many threads
   int64_t min_flops = 8192;         // smaller products keep their loops
   double min_window_use = 0.75;     // a convolution's input is read in place where this share of its virtual pixels is real
+  // Choices the rules below make unless these say otherwise (the tuner's
+  // knobs, plan/cpu_tuning): a factor read in place where it can be (1) or
+  // always packed (0); the row groups a product's tasks split into (its
+  // column groups then make up the threads' count); -1 / 0: the rules.
+  int a_in_place = -1, b_in_place = -1;
+  int64_t row_groups = 0;
 };
 
 // The blocking for a CPU with vectors of `vector_bits` (512, 256 or 128).
 MatMulSchedule cpu_matmul_schedule(int vector_bits, int threads);
+
+// What the schedule decides for one product: the sizes Builder builds with,
+// and what the tuner's cost model prices.
+struct MatMulBlocking {
+  int64_t M = 0, N = 0, K = 0;  // rows, columns (a window's virtual pixels), depth
+  int64_t batch = 1;            // products
+  int64_t MR = 0, NR = 0, KC = 0, MC = 0, NC = 0;
+  int64_t gm = 1, gn = 1;       // row and column groups per product: batch * gm * gn tasks
+  bool a_in_place = false, b_in_place = false;  // read where they are rather than packed
+  bool window = false;          // B as a sliding window of the input image
+  bool narrow = false;          // sums in a task's block of f32, rounded at the store
+  bool operator==(const MatMulBlocking&) const = default;
+  int64_t task_rows() const { return ((M + MR - 1) / MR + gm - 1) / gm * MR; }  // rows of a task's group, whole panels
+};
+
+// The blocking each schedule gives `k` (the product matched once), or
+// nothing when `k` is not a product these schedules take (they differ in
+// their blocking knobs only).
+std::vector<MatMulBlocking> matmul_blockings(const Kernel& k, const std::vector<MatMulSchedule>& schedules);
 
 // The scheduled kernel, or nothing when `k` is not a matrix product of this shape.
 std::optional<Kernel> schedule_matmul(const Kernel& k, const MatMulSchedule& s);

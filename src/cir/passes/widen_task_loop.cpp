@@ -49,7 +49,12 @@ Stmt outer_let(const For& outer, const ConstantRange& r, const Expr& t, int64_t 
 // One step of widening: `s` (a parallel loop of too few iterations) merged
 // with the parallel loop that is its whole body; none where it cannot be.
 // Lets may come first (`let base = n * C`): they move into the merged body.
-std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block, FreshNames& fresh) {
+// `var s = init; <loops>; store`: one reduction per iteration.
+bool one_reduction(const Block& body) {
+  return body.size() == 3 && body[0].as<Decl>() && body[1].as<For>() && body[2].as<Store>();
+}
+
+std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block, bool block_reductions, FreshNames& fresh) {
   auto outer = s.as<For>();
   if (!outer || outer->loop_kind != LoopKind::Parallel || outer->body.empty()) return std::nullopt;
   Block lets(outer->body.begin(), outer->body.end() - 1);
@@ -62,7 +67,7 @@ std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block, 
   std::string t = fresh(outer->var + "%" + inner->var);
   Expr tv = Var::make(t, Type::scalar(DType::I64));
 
-  if (holds_loop(inner->body)) {
+  if (holds_loop(inner->body) && !(block_reductions && one_reduction(inner->body))) {
     int64_t n = ri->trips();
     Block body;
     body.push_back(outer_let(*outer, *ro, tv, n));
@@ -89,7 +94,7 @@ std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block, 
 
 }  // namespace
 
-Kernel widen_task_loop(const Kernel& k, int64_t min_trips, int64_t block) {
+Kernel widen_task_loop(const Kernel& k, int64_t min_trips, int64_t block, bool block_reductions) {
   if (k.kind == KernelKind::Reduce || k.body.size() != 1) return k;
   Kernel out = k;
   FreshNames fresh(k);
@@ -98,7 +103,7 @@ Kernel widen_task_loop(const Kernel& k, int64_t min_trips, int64_t block) {
     auto f = s.as<For>();
     std::optional<ConstantRange> r = f ? constant_range(*f) : std::nullopt;
     if (!r || r->trips() >= min_trips) break;
-    std::optional<Stmt> wider = widen_once(s, min_trips, block, fresh);
+    std::optional<Stmt> wider = widen_once(s, min_trips, block, block_reductions, fresh);
     if (!wider) break;
     s = *wider;
   }

@@ -28,6 +28,10 @@
 
 namespace zyntax::cir {
 
-Kernel widen_task_loop(const Kernel& k, int64_t min_trips, int64_t block = 64);
+// `block_reductions`: an inner loop whose every iteration is one reduction
+// (`var s = init; <loops updating s>; store`) merges in blocks too, each
+// still a loop, so that interchange_reductions can still turn it inside out
+// (a matrix-vector product's columns, split over the threads).
+Kernel widen_task_loop(const Kernel& k, int64_t min_trips, int64_t block = 64, bool block_reductions = false);
 
 }  // namespace zyntax::cir

@@ -1,0 +1,30 @@
+// A GPU's tuning space: the choices gpu_plan takes as knobs of a
+// TuningChoice (support/tuning_choice), and a cost model that ranks them.
+//
+//   threads     threads per block of the thread, row, tile-block and grid
+//               reduction schedules (whole subgroups, at most kGpuBlockThreads)
+//   width       elements per thread of element-wise code (at most a vector's)
+//   per_thread  a grid reduction's iterations per thread
+//
+// The product schedules (tiled, tensor-core, warpgroup) keep their tiles:
+// their tile shapes are fixed by what their code is written for, so their
+// kernels have no candidates beyond the default here.
+// The cost model counts waves: the blocks a kernel launches over the blocks
+// the GPU holds at once (multiprocessors x threads per multiprocessor /
+// threads per block), each wave as long as a thread's share of work, plus
+// a block's start. It only orders candidates; timing decides.
+#pragma once
+
+#include <vector>
+
+#include "cir/ir.hpp"
+#include "support/tuning_choice.hpp"
+#include "target/gpu_target.hpp"
+
+namespace zyntax {
+
+// The candidates for `kernel` (specialised) on `target`: the default first,
+// the rest by cost. Just the default where the schedule has nothing to choose.
+std::vector<TuningCandidate> gpu_tuning_space(const cir::Kernel& kernel, const GpuTarget& target);
+
+}  // namespace zyntax

@@ -1,0 +1,240 @@
+#include "runtime/tuner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <set>
+
+#include "support/dtype.hpp"
+
+namespace zyntax {
+
+namespace {
+
+std::mutex g_mu;  // one search at a time: timings taken side by side would disturb each other
+std::vector<TunedLaunch> g_launches;
+std::set<std::pair<const Device*, uint64_t>> g_considered;
+TuneOptions g_options;
+std::optional<std::chrono::steady_clock::time_point> g_deadline;
+std::atomic<uint64_t> g_runs{0};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? -1 : v[v.size() / 2];
+}
+
+
+}  // namespace
+
+std::string compare_outputs(const Tensor& reference, const Tensor& candidate) {
+  if (reference.dtype() != candidate.dtype() || reference.shape() != candidate.shape()) return "another dtype or shape";
+  const int64_t n = reference.numel();
+  if (!is_float(reference.dtype())) {
+    return std::memcmp(reference.data(), candidate.data(), reference.nbytes()) == 0 ? "" : "integers differ";
+  }
+  // Reassociated sums round differently: a tolerance relative to the
+  // output's magnitude, wider for narrow floats.
+  double rtol = reference.dtype() == DType::F32 || reference.dtype() == DType::F64 ? 1e-3 : 3e-2;
+  auto value = [](const Tensor& t, int64_t i) {
+    return t.dtype() == DType::F32 ? static_cast<double>(t.data_as<float>()[i]) : t.get_f64(i);
+  };
+  double scale = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double r = value(reference, i);
+    if (std::isfinite(r)) scale = std::max(scale, std::fabs(r));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    double r = value(reference, i), c = value(candidate, i);
+    if (std::isnan(r) != std::isnan(c)) return "element " + std::to_string(i) + ": " + std::to_string(c) + ", not " + std::to_string(r);
+    if (std::isnan(r)) continue;
+    if (std::isinf(r) || std::isinf(c)) {
+      if (r != c) return "element " + std::to_string(i) + ": " + std::to_string(c) + ", not " + std::to_string(r);
+      continue;
+    }
+    if (std::fabs(r - c) > rtol * (scale + std::fabs(r)))
+      return "element " + std::to_string(i) + ": " + std::to_string(c) + ", not " + std::to_string(r);
+  }
+  return "";
+}
+
+TuneResult tune_kernel(Device& device, const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                       const std::map<std::string, Scalar>& scalars, const TuneOptions& options, TuningDatabase& db,
+                       std::vector<TuningCandidate> candidates, const RunTimer& timer) {
+  auto start = std::chrono::steady_clock::now();
+  if (candidates.empty()) candidates = device.tuning_candidates(kernel);
+  TuneResult result;
+  TuningKey tk = tuning_key(kernel, device.tuning_signature());
+  TuningRecord& rec = result.record;
+  rec.key = tk.hash(), rec.cir = tk.cir, rec.shapes = tk.shapes, rec.device = tk.device, rec.compiler = tk.compiler;
+  rec.kernel = kernel.name;
+  if (candidates.empty()) return result;
+
+  Tensor reference;
+  // One run of a candidate into a fresh output, timed; false where it did not run here.
+  auto run_once = [&](const TuningChoice& choice, Tensor* out, std::string* outcome) -> double {
+    std::function<bool()> run = [&]() {
+      Device::Attempt a = device.execute_choice(kernel, key, choice, inputs, scalars);
+      g_runs.fetch_add(1, std::memory_order_relaxed);
+      if (a.outcome == Device::Outcome::Unsupported) {
+        *outcome = "failed to compile or exceeds a limit";
+        return false;
+      }
+      if (a.outcome == Device::Outcome::CheckFailed) {
+        *outcome = "a runtime check failed";
+        return false;
+      }
+      if (out) *out = std::move(a.result);
+      return true;
+    };
+    if (timer) return timer(choice, run);
+    auto t0 = std::chrono::steady_clock::now();
+    if (!run()) return -1;
+    double wall = seconds_since(t0) * 1e3;
+    double own = device.last_kernel_milliseconds();
+    return own >= 0 ? own : wall;
+  };
+
+  double best = -1, default_ms = -1;
+  const TuningChoice* winner = nullptr;
+  size_t timed = 0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const TuningCandidate& cand = candidates[i];
+    bool is_default = i == 0;
+    CandidateTiming t{cand.choice, cand.cost, -1, "ok"};
+    if (!is_default && !options.exhaustive && (timed >= options.max_timed || seconds_since(start) > options.budget_seconds)) break;
+    if (!is_default) ++timed;
+    // The warm-up: compiles, and gives the output to compare.
+    Tensor out;
+    std::string outcome;
+    try {
+      if (run_once(cand.choice, &out, &outcome) < 0) {
+        t.outcome = outcome.empty() ? "did not run" : outcome;
+        result.candidates.push_back(t);
+        if (is_default) return result;  // the rules cannot run here: nothing to tune against
+        continue;
+      }
+    } catch (const std::exception& e) {
+      t.outcome = std::string("failed: ") + e.what();
+      result.candidates.push_back(t);
+      if (is_default) return result;
+      continue;
+    }
+    if (is_default) {
+      reference = out;
+    } else if (std::string diff = compare_outputs(reference, out); !diff.empty()) {
+      t.outcome = "wrong result: " + diff;
+      result.candidates.push_back(t);
+      continue;
+    }
+    std::vector<double> runs;
+    for (int r = 0; r < std::max(options.repetitions, 1); ++r) {
+      double ms = run_once(cand.choice, nullptr, &outcome);
+      if (ms < 0) break;
+      runs.push_back(ms);
+      if (best > 0 && r == 0 && ms > options.cut_factor * best) {
+        t.outcome = "cut";
+        break;
+      }
+    }
+    if (t.outcome == "ok") {
+      t.ms = median(runs);
+      if (is_default) default_ms = t.ms;
+      if (best < 0 || t.ms < best) {
+        best = t.ms;
+        winner = &cand.choice;
+      }
+    }
+    result.candidates.push_back(t);
+  }
+  rec.default_ms = default_ms;
+  rec.timed = static_cast<int>(result.candidates.size());
+  // The default stays unless beaten by the margin.
+  if (winner && !winner->empty() && best < default_ms * (1 - options.margin)) {
+    rec.choice = *winner;
+    rec.tuned_ms = best;
+  } else {
+    rec.tuned_ms = default_ms;
+  }
+  result.seconds = seconds_since(start);
+  if (default_ms >= 0) db.record(rec);
+  return result;
+}
+
+std::vector<TunedLaunch> tuned_launches() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_launches;
+}
+
+void clear_tuned_launches() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_launches.clear();
+  g_considered.clear();
+}
+
+uint64_t tuning_runs_timed() { return g_runs.load(); }
+
+void set_tune_options(const TuneOptions& options) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_options = options;
+  g_deadline.reset();
+  if (options.total_budget_seconds > 0)
+    g_deadline = std::chrono::steady_clock::now() +
+                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(options.total_budget_seconds));
+}
+
+void tune_if_needed(Device& device, const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
+                    const std::map<std::string, Scalar>& scalars) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_considered.count({&device, key})) return;
+  }
+  bool recorded = false;
+  device.tuned_choice(kernel, key, &recorded);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_considered.insert({&device, key}).second) return;
+  TuningKey tk = tuning_key(kernel, device.tuning_signature());
+  TunedLaunch launch{kernel.name, device.info().id, tk.shapes, {}, false};
+  if (recorded) {
+    if (std::optional<TuningRecord> r = TuningDatabase::global().find(tk.hash())) launch.record = *r;
+    g_launches.push_back(launch);
+    return;
+  }
+  std::vector<TuningCandidate> candidates = device.tuning_candidates(kernel);
+  if (candidates.size() <= 1) return;  // nothing to choose
+  launch.candidates = candidates.size();
+  TuneOptions options = g_options;
+  if (g_deadline) {
+    double left = std::chrono::duration<double>(*g_deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      launch.skipped = "over the budget";
+      g_launches.push_back(launch);
+      return;
+    }
+    options.budget_seconds = std::min(options.budget_seconds, left);
+  }
+  TuneResult r = tune_kernel(device, kernel, key, inputs, scalars, options, TuningDatabase::global(), candidates);
+  launch.record = r.record;
+  launch.searched = true;
+  launch.seconds = r.seconds;
+  if (options.compare_exhaustive) {
+    TuningDatabase scratch("", tuning_compiler_version());
+    TuneOptions all = options;
+    all.exhaustive = true;
+    all.cut_factor = 1e30;  // every candidate to the end: the true best
+    TuneResult e = tune_kernel(device, kernel, key, inputs, scalars, all, scratch, candidates);
+    for (const CandidateTiming& t : e.candidates) {
+      if (t.ms >= 0 && (launch.exhaustive_ms < 0 || t.ms < launch.exhaustive_ms)) launch.exhaustive_ms = t.ms;
+      if (t.choice == r.record.choice) launch.exhaustive_chosen_ms = t.ms;
+    }
+    launch.exhaustive_seconds = e.seconds;
+  }
+  g_launches.push_back(launch);
+}
+
+}  // namespace zyntax
