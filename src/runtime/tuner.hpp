@@ -11,9 +11,10 @@
 //      such and skipped; one whose output differs from the default's beyond
 //      rounding is rejected; one whose first run is 3x slower than the best
 //      so far is cut short;
-//   4. the fastest wins if it beats the default by the margin (3%), else the
-//      default stays; either way the result is recorded, so that the kernel
-//      is not timed again.
+//   4. the final: the default and the two fastest timed again, taking turns
+//      over several rounds; the fastest there wins if it beats the default
+//      by the margin (3%), else the default stays; either way the result is
+//      recorded, so that the kernel is not timed again.
 // Every run gets a fresh output (in-place kernels, whose output starts
 // zeroed, are timed on their own copy each time).
 #pragma once
@@ -30,7 +31,7 @@ namespace zyntax {
 
 struct TuneOptions {
   double budget_seconds = 20;  // per kernel, timing and compiling included
-  size_t max_timed = 12;       // candidates timed besides the default
+  size_t max_timed = 8;        // candidates timed besides the default
   int repetitions = 5;         // timed runs per candidate (the median counts)
   double margin = 0.03;        // a winner beats the default by this share
   double cut_factor = 3;       // a candidate this much slower than the best is cut short

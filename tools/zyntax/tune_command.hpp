@@ -12,7 +12,7 @@ struct TuneCommandOptions {
   std::string device = "auto";
   std::string budget;        // "60s", "2m", "90": the whole search's time
   std::string import_file, export_file;
-  int max_timed = 12;
+  int max_timed = 8;
   bool compare_exhaustive = false;
   uint64_t seed = 0;
 };
