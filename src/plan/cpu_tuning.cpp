@@ -62,6 +62,7 @@ double product_cycles(const cir::MatMulBlocking& z, int threads, int lanes, int 
   if (!z.a_in_place && z.MC * z.KC * 4.0 > 0.5 * c.l2) slow *= 1.15;  // A's block leaves L2
   if (!z.b_in_place && z.KC * z.NC * 4.0 > c.l3_per_core) slow *= 1.1;
   if (z.b_in_place) slow *= 1.05;  // strided rows of B: more TLB and prefetch misses than a packed panel
+  if (z.a_aliased || z.b_aliased) slow *= 2;  // rows in the same few L1 sets: conflict misses
   double pack = 0;
   if (!z.b_in_place && !z.window) pack += task_n * z.K * 0.5;                  // B once per task
   if (!z.a_in_place) pack += task_m * z.K * ceil_div(task_n, z.NC) * 0.5;     // A once per column block
@@ -112,7 +113,7 @@ std::vector<TuningCandidate> cpu_tuning_space(const cir::Kernel& kernel, int thr
   std::vector<int64_t> row_groups = {0};
   for (int64_t r = 1; r <= std::min<int64_t>(threads, 8); r *= 2) row_groups.push_back(r);
   for (auto [mr, nr] : blocks)
-    for (int64_t kc : {128, 256, 384, 512, 768})
+    for (int64_t kc : {128, 192, 256, 384, 512, 640, 768})
       for (int64_t mc : {48, 96, 144, 192, 256, 384})
         for (int64_t nc : {256, 512, 1024, 2048, 4096})
           for (int ain : {-1, 0, 1})
@@ -156,7 +157,20 @@ std::vector<TuningCandidate> cpu_tuning_space(const cir::Kernel& kernel, int thr
     }
   }
   rank_candidates(out);
-  if (limit && out.size() > limit) out.resize(limit);
+  // Many choices cost alike in the model (it cannot tell them apart): the
+  // cheapest of each cost first, so that a short list still spans the space.
+  if (limit && out.size() > limit) {
+    std::vector<TuningCandidate> spread = {out[0]}, rest;
+    double last = -1;
+    for (size_t i = 1; i < out.size(); ++i) {
+      bool new_cost = last < 0 || out[i].cost > last * 1.005;
+      (new_cost ? spread : rest).push_back(out[i]);
+      if (new_cost) last = out[i].cost;
+    }
+    spread.insert(spread.end(), rest.begin(), rest.end());
+    spread.resize(limit);
+    out = std::move(spread);
+  }
   return out;
 }
 

@@ -183,6 +183,8 @@ TuneResult tune_kernel(Device& device, const cir::Kernel& kernel, uint64_t key, 
   rec.tuned_ms = default_ms;
   if (!turns.empty() && !turns[0].empty()) {
     rec.default_ms = rec.tuned_ms = median(turns[0]);
+    for (size_t f = 0; f < finalists.size(); ++f)
+      result.final.push_back({finalists[f]->choice, finalists[f]->cost, turns[f].empty() ? -1 : median(turns[f]), "final"});
     for (size_t f = 1; f < finalists.size(); ++f) {
       if (turns[f].empty()) continue;
       double ms = median(turns[f]);
@@ -253,6 +255,8 @@ void tune_if_needed(Device& device, const cir::Kernel& kernel, uint64_t key, con
   launch.record = r.record;
   launch.searched = true;
   launch.seconds = r.seconds;
+  launch.timings = r.candidates;
+  launch.final = r.final;
   if (options.compare_exhaustive) {
     TuningDatabase scratch("", tuning_compiler_version());
     TuneOptions all = options;

@@ -52,6 +52,7 @@ struct CandidateTiming {
 struct TuneResult {
   TuningRecord record;
   std::vector<CandidateTiming> candidates;  // in the order timed
+  std::vector<CandidateTiming> final;       // the final's medians: the default first
   double seconds = 0;                       // the search's wall time
 };
 
@@ -78,6 +79,8 @@ struct TunedLaunch {
   std::string skipped;    // why it was not searched, where it was not and had no record
   double seconds = 0;     // the search's time
   size_t candidates = 0;  // in the space the search chose from
+  std::vector<CandidateTiming> timings;  // the search's, in the order timed
+  std::vector<CandidateTiming> final;    // the final's
   // With compare_exhaustive: the best of every candidate, and its time.
   // exhaustive_chosen_ms: the tuner's choice as the exhaustive search timed it (side by side with the rest).
   double exhaustive_ms = -1, exhaustive_chosen_ms = -1, exhaustive_seconds = 0;

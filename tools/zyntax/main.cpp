@@ -641,6 +641,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   tune->add_flag("--compare-exhaustive", tune_options.compare_exhaustive,
                  "Also time every candidate of each kernel's space, and report how close the search came and in what share of the time");
+  tune->add_flag("-v,--verbose", tune_options.verbose, "Also list each kernel's candidates timed: choice, the cost model's estimate, time, outcome");
   tune->add_option("--import", tune_options.import_file, "Add the tuning records in this file (JSON lines, as --export writes them)");
   tune->add_option("--export", tune_options.export_file, "Write the database's records for this compiler to this file");
   tune->add_option("--seed", tune_options.seed, "Seed of rand()/randn() calls that give none")->capture_default_str();

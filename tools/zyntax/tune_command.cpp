@@ -116,6 +116,15 @@ int run_and_tune(const TuneCommandOptions& o) {
   }
   if (launches.empty()) std::cout << "no kernel had a schedule choice to tune\n";
   else print_table(rows, std::cout);
+  if (o.verbose)
+    for (const TunedLaunch& l : launches) {
+      if (l.timings.empty()) continue;
+      std::cout << "\n" << l.kernel << " on " << l.device << ", " << l.shapes << ": the candidates timed, in the cost model's order\n";
+      std::vector<std::vector<std::string>> t = {{"choice", "model cost", "ms", "outcome"}};
+      for (const CandidateTiming& c : l.timings) t.push_back({c.choice.text(), fixed(c.cost, 0), fixed(c.ms, 3), c.outcome});
+      for (const CandidateTiming& c : l.final) t.push_back({c.choice.text(), fixed(c.cost, 0), fixed(c.ms, 3), "final, in turns"});
+      print_table(t, std::cout);
+    }
   if (!TuningDatabase::global().directory().empty())
     std::cout << "records: " << TuningDatabase::global().file() << "\n";
   else

@@ -14,6 +14,7 @@ struct TuneCommandOptions {
   std::string import_file, export_file;
   int max_timed = 8;
   bool compare_exhaustive = false;
+  bool verbose = false;      // every candidate timed: its choice, the model's cost, its time or why not
   uint64_t seed = 0;
 };
 

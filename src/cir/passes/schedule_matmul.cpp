@@ -153,6 +153,8 @@ MatMulBlocking decide(const ProductForm& m, std::optional<InPlace>& a, std::opti
   z.M = M, z.N = N, z.K = K, z.batch = batch;
   z.MR = MR, z.NR = NR, z.KC = KC, z.MC = MC, z.NC = NC, z.gm = gm, z.gn = gn;
   z.a_in_place = a.has_value(), z.b_in_place = b.has_value(), z.window = window.has_value(), z.narrow = narrow;
+  z.a_aliased = a && page_aliased(a->outer_stride);
+  z.b_aliased = b && page_aliased(b->outer_stride);
   return z;
 }
 

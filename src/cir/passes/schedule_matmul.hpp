@@ -67,6 +67,9 @@ struct MatMulBlocking {
   bool a_in_place = false, b_in_place = false;  // read where they are rather than packed
   bool window = false;          // B as a sliding window of the input image
   bool narrow = false;          // sums in a task's block of f32, rounded at the store
+  // A factor read in place whose rows lie whole 4 KiB pages apart: they
+  // fall into the same few L1 sets (the rules pack such a factor).
+  bool a_aliased = false, b_aliased = false;
   bool operator==(const MatMulBlocking&) const = default;
   int64_t task_rows() const { return ((M + MR - 1) / MR + gm - 1) / gm * MR; }  // rows of a task's group, whole panels
 };
