@@ -43,21 +43,6 @@ def kernel_source(name):
     return m.group(1)
 
 
-def median_time(fn, repetitions=7, min_time=0.25):
-    """Seconds per call: the median over repetitions of the mean time of
-    back-to-back calls, each repetition lasting min_time / repetitions."""
-    fn()
-    means = []
-    for _ in range(repetitions):
-        calls, start = 0, time.perf_counter()
-        while calls == 0 or time.perf_counter() - start < min_time / repetitions:
-            fn()
-            calls += 1
-        means.append((time.perf_counter() - start) / calls)
-    means.sort()
-    return means[len(means) // 2]
-
-
 def blas():
     """cblas_sgemm and dnnl_sgemm on row-major NumPy arrays, or None each where missing."""
     P = ctypes.c_void_p
@@ -93,6 +78,7 @@ def measure(mode):
     import numpy as np
     import torch
     import torch.nn.functional as F
+    from compare_cpu import typical_time as median_time
     sys.path.insert(0, os.path.join(ROOT, "build", "python"))
     import zyntax
     torch.set_num_threads(os.cpu_count())
