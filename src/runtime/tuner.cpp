@@ -37,6 +37,16 @@ double median(std::vector<double> v) {
 }
 
 
+// Knobs with different values, or set in one choice only.
+int knob_distance(const TuningChoice& a, const TuningChoice& b) {
+  int d = 0;
+  for (const auto& [name, value] : a.knobs)
+    if (!b.has(name) || b.get(name, 0) != value) ++d;
+  for (const auto& [name, value] : b.knobs)
+    if (!a.has(name)) ++d;
+  return d;
+}
+
 }  // namespace
 
 std::string compare_outputs(const Tensor& reference, const Tensor& candidate) {
@@ -108,8 +118,29 @@ TuneResult tune_kernel(Device& device, const cir::Kernel& kernel, uint64_t key, 
   };
 
   double best = -1, default_ms = -1;
-  size_t timed = 0;
-  for (size_t i = 0; i < candidates.size(); ++i) {
+  size_t timed = 0, best_index = 0;
+  std::vector<bool> tried(candidates.size(), false);
+  // Which candidate next: in the cost model's order for the first half of
+  // the runs; then the neighbours of the fastest so far (the fewest knobs
+  // changed, cheaper first), where the model's errors hide the best.
+  const size_t ranked_first = (options.max_timed + 1) / 2;
+  auto next = [&]() -> size_t {
+    if (options.exhaustive || timed < ranked_first) {
+      for (size_t i = 0; i < candidates.size(); ++i)
+        if (!tried[i]) return i;
+      return candidates.size();
+    }
+    size_t pick = candidates.size();
+    int closest = 0;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (tried[i]) continue;
+      int d = knob_distance(candidates[i].choice, candidates[best_index].choice);
+      if (pick == candidates.size() || d < closest) pick = i, closest = d;
+    }
+    return pick;
+  };
+  for (size_t i = next(); i < candidates.size(); i = next()) {
+    tried[i] = true;
     const TuningCandidate& cand = candidates[i];
     bool is_default = i == 0;
     CandidateTiming t{cand.choice, cand.cost, -1, "ok"};
@@ -154,7 +185,7 @@ TuneResult tune_kernel(Device& device, const cir::Kernel& kernel, uint64_t key, 
     if (t.outcome == "ok") {
       t.ms = median(runs);
       if (is_default) default_ms = t.ms;
-      if (best < 0 || t.ms < best) best = t.ms;
+      if (best < 0 || t.ms < best) best = t.ms, best_index = i;
     }
     result.candidates.push_back(t);
   }

@@ -6,11 +6,13 @@
 //      rules) first, the rest ranked by its cost model;
 //   2. the default timed (a warm-up run that compiles, then the median of
 //      several), its output kept as the reference;
-//   3. the best-ranked others timed the same way, in order, within the
-//      budget: one that fails to compile or exceeds a limit is recorded as
-//      such and skipped; one whose output differs from the default's beyond
-//      rounding is rejected; one whose first run is 3x slower than the best
-//      so far is cut short;
+//   3. others timed the same way, within the budget: the first half of them
+//      in the cost model's order, the rest the fastest one's neighbours
+//      (the fewest knobs changed), where the model's errors hide the best.
+//      One that fails to compile or exceeds a limit is recorded as such and
+//      skipped; one whose output differs from the default's beyond rounding
+//      is rejected; one whose first run is 3x slower than the best so far is
+//      cut short;
 //   4. the final: the default and the two fastest timed again, taking turns
 //      over several rounds; the fastest there wins if it beats the default
 //      by the margin (3%), else the default stays; either way the result is
