@@ -103,13 +103,13 @@ Attempt tensor_core_matmul(const Kernel& k, const GpuTarget& target) {
 }
 
 // Other f32 matrix products of at least a quarter tile through shared memory.
-Attempt tiled_matmul(const Kernel& k, const GpuTarget& target) {
+Attempt tiled_matmul(const Kernel& k, const GpuTarget& target, int tiles) {
   std::optional<cir::ProductForm> m = cir::match_product(k);
   if (!m || m->rows.size() * m->cols.size() < 1024 || m->depth.size() < 8) return std::nullopt;
   if (target.max_threads_per_block < cir::kGpuMatmulThreads) return std::nullopt;  // its blocks have that many threads
-  Attempt tiles = cir::schedule_gpu_matmul(k, target);
-  if (!tiles || !gpu_support(*tiles, target).ok()) return std::nullopt;
-  return tiles;
+  Attempt scheduled = cir::schedule_gpu_matmul(k, target, nullptr, tiles);
+  if (!scheduled || !gpu_support(*scheduled, target).ok()) return std::nullopt;
+  return scheduled;
 }
 
 // A block per iteration of a tile program, its tiles in shared memory (up
@@ -182,6 +182,7 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target, const TuningChoi
                                 " threads per block do not fit this target (whole subgroups, at most " + std::to_string(most_threads) + ")");
   const int64_t per_thread = std::max<int64_t>(choice.get("per_thread", 8), 1);
   const int width = static_cast<int>(choice.get("width", 0));
+  const int product_tiles = static_cast<int>(choice.get("tiles", 0));
   std::vector<cir::Pass> passes;
 
   // Tile programs: tile values rewritten to loops, each element of a tile
@@ -238,7 +239,7 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target, const TuningChoi
   passes.push_back(
       schedule("schedule_gpu_wgmma", GpuSchedule::WarpgroupMatmul, [&](const Kernel& k) { return warpgroup_matmul(k, target); }));
   passes.push_back(schedule("schedule_gpu_mma", GpuSchedule::TensorCoreMatmul, [&](const Kernel& k) { return tensor_core_matmul(k, target); }));
-  passes.push_back(schedule("schedule_gpu_matmul", GpuSchedule::TiledMatmul, [&](const Kernel& k) { return tiled_matmul(k, target); }));
+  passes.push_back(schedule("schedule_gpu_matmul", GpuSchedule::TiledMatmul, [&](const Kernel& k) { return tiled_matmul(k, target, product_tiles); }));
   passes.push_back({"collapse_parallel_loops", [](const Kernel& k) { return cir::collapse_parallel_loops(k); }});
   if (tile_program)
     passes.push_back(schedule("schedule_gpu_tiles", GpuSchedule::TileBlocks, [&](const Kernel& k) { return tile_blocks(k, target, threads); }));

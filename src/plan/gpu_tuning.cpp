@@ -65,8 +65,11 @@ std::vector<TuningCandidate> gpu_tuning_space(const cir::Kernel& kernel, const G
       for (int t : block_threads)
         for (int64_t per : {2, 4, 8, 16, 32}) add({{{"threads", t}, {"per_thread", per}}});
       break;
+    case GpuSchedule::TiledMatmul:
+      for (int tiles : {1, 2}) add({{{"tiles", tiles}}});
+      break;
     default:
-      break;  // product schedules: their tiles are their code's
+      break;  // the matrix-unit product schedules: their tiles are their code's
   }
   rank_candidates(out);
   return out;

@@ -5,10 +5,11 @@
 //               reduction schedules (whole subgroups, at most kGpuBlockThreads)
 //   width       elements per thread of element-wise code (at most a vector's)
 //   per_thread  a grid reduction's iterations per thread
+//   tiles       the tiled f32 product's tiles: 1 small (64x64), 2 large (128x128)
 //
-// The product schedules (tiled, tensor-core, warpgroup) keep their tiles:
-// their tile shapes are fixed by what their code is written for, so their
-// kernels have no candidates beyond the default here.
+// The matrix-unit product schedules (tensor-core, warpgroup) keep their
+// tiles: their shapes are fixed by what their code is written for, so
+// their kernels have no candidates beyond the default here.
 // The cost model counts waves: the blocks a kernel launches over the blocks
 // the GPU holds at once (multiprocessors x threads per multiprocessor /
 // threads per block), each wave as long as a thread's share of work, plus

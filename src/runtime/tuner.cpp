@@ -280,7 +280,7 @@ void tune_if_needed(Device& device, const cir::Kernel& kernel, uint64_t key, con
       g_launches.push_back(launch);
       return;
     }
-    options.budget_seconds = std::min(options.budget_seconds, left);
+    options.budget_seconds = left;  // a whole budget given: a kernel may take what is left of it
   }
   TuneResult r = tune_kernel(device, kernel, key, inputs, scalars, options, TuningDatabase::global(), candidates);
   launch.record = r.record;

@@ -32,7 +32,7 @@
 namespace zyntax {
 
 struct TuneOptions {
-  double budget_seconds = 20;  // per kernel, timing and compiling included
+  double budget_seconds = 20;  // per kernel, timing and compiling included (with a total budget: what is left of it)
   size_t max_timed = 8;        // candidates timed besides the default
   int repetitions = 5;         // timed runs per candidate (the median counts)
   double margin = 0.03;        // a winner beats the default by this share

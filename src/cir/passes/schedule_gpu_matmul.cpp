@@ -181,7 +181,7 @@ bool takes_large_gpu_tiles(const ProductForm& m, int64_t large_tiles) {
   return M >= kLarge.bm && N >= kLarge.bn && tiles >= large_tiles;
 }
 
-std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, const GpuTarget& target, std::string* why_not) {
+std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, const GpuTarget& target, std::string* why_not, int tiles) {
   auto fail = [&](std::string why) -> std::optional<Kernel> {
     if (why_not) *why_not = std::move(why);
     return std::nullopt;
@@ -190,7 +190,10 @@ std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, const GpuTarget& targ
   if (!m) return fail("not a matrix product");
   if (m->sum->type.dtype != DType::F32 || m->x->type.dtype != DType::F32 || m->y->type.dtype != DType::F32)
     return fail("a product not in f32");
-  return Scheduler(k, *m, takes_large_gpu_tiles(*m, target.multiprocessors) ? kLarge : kSmall, target).run();
+  bool large = takes_large_gpu_tiles(*m, target.multiprocessors);
+  if (tiles == 1) large = false;
+  if (tiles == 2) large = takes_large_gpu_tiles(*m, 0);  // large each way, however few tiles
+  return Scheduler(k, *m, large ? kLarge : kSmall, target).run();
 }
 
 }  // namespace zyntax::cir

@@ -59,6 +59,8 @@ bool takes_large_gpu_tiles(const ProductForm& m, int64_t large_tiles);
 
 // Asynchronous copies only where the target has them (runs up to its
 // vector width); large tiles where there are enough for its multiprocessors.
-std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, const GpuTarget& target, std::string* why_not = nullptr);
+// `tiles` overrides that rule (the tuner's knob): 1 the small tiles, 2 the
+// large ones (where the product is that large each way), 0 the rule.
+std::optional<Kernel> schedule_gpu_matmul(const Kernel& k, const GpuTarget& target, std::string* why_not = nullptr, int tiles = 0);
 
 }  // namespace zyntax::cir
