@@ -115,6 +115,20 @@ TEST(CpuTuningSpace, EveryCandidateComputesWhatTheReferenceDoes) {
   }
 }
 
+// A choice the plans do not take (a hand-edited or foreign record) is
+// refused, never run: the tuner sees Unsupported, a launch the rules' plan.
+TEST(CpuTuningSpace, ChoicesThePlansDoNotTakeAreRefused) {
+  Device* cpu = device_registry().find("cpu");
+  cir::Kernel k = matmul(40, 40, 96);
+  Random rng(4);
+  std::vector<Tensor> in = {rand_uniform(rng, DType::F32, {40, 40}), rand_uniform(rng, DType::F32, {40, 96})};
+  int lanes = codegen::CpuJit::instance().target().vector_bits / 32;
+  for (const std::string& bad : {"nr=" + std::to_string(3 * lanes), "nr=" + std::to_string(lanes + 1), std::string("mr=0"), std::string("mr=33")}) {
+    Device::Attempt a = cpu->execute_choice(k, cir::hash_kernel(k), *TuningChoice::parse(bad), in, {});
+    EXPECT_EQ(a.outcome, Device::Outcome::Unsupported) << bad;
+  }
+}
+
 TEST(TuningDatabase, RecordsAreFoundAgainFromDiskAndAnyChangeMisses) {
   std::string dir = temp_dir("keys");
   cir::Kernel k = matmul(64, 64, 64);
