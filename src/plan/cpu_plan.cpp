@@ -51,7 +51,8 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits,
   int lanes = std::max(vector_bits / 32, 1);
   // B's panels are copied half a panel at a time: 1, 2 or 4 whole vectors.
   int vectors = mm.nr / lanes;
-  if (mm.mr < 1 || mm.mr > 32 || mm.nr % lanes != 0 || (vectors != 1 && vectors != 2 && vectors != 4))
+  bool chosen = choice.has("mr") || choice.has("nr");  // the rules' own blocks fit every target, scalar code too
+  if (chosen && (mm.mr < 1 || mm.mr > 32 || mm.nr % lanes != 0 || (vectors != 1 && vectors != 2 && vectors != 4)))
     throw std::invalid_argument("tuning choice '" + choice.text() + "': no register block " + std::to_string(mm.mr) + "x" +
                                 std::to_string(mm.nr) + " for " + std::to_string(vector_bits) + "-bit vectors");
   passes.push_back({"schedule_matmul", [mm](const cir::Kernel& k) {
