@@ -15,6 +15,7 @@
 #include "cir/passes/schedule_matmul.hpp"
 #include "cir/passes/vectorize_wide_sums.hpp"
 #include "cir/passes/widen_task_loop.hpp"
+#include "plan/cpu_tuning.hpp"
 #include "plan/kernel_support.hpp"
 
 namespace zyntax {
@@ -34,7 +35,9 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits,
   if (threads < kCpuAtomicThreads)
     passes.push_back({"serialize_atomic_loops", [](const cir::Kernel& k) { return cir::serialize_atomic_loops(k); }});
   // A whole-tensor reduction: a chunk per task, folded in a register.
-  int64_t chunks = std::max<int64_t>(choice.get("chunks", 4 * int64_t(threads)), 1);
+  for (const auto& [name, value] : choice.knobs)
+    if (!is_cpu_knob(name)) throw std::invalid_argument("tuning choice '" + choice.text() + "': no CPU knob '" + name + "'");
+  int64_t chunks = std::max<int64_t>(choice.get("chunks", kCpuTasksPerThread * threads), 1);
   passes.push_back({"schedule_cpu_reduce", [chunks](const cir::Kernel& k) {
                       std::optional<cir::Kernel> s = cir::schedule_cpu_reduce(k, chunks);
                       return s ? *s : k;
@@ -60,7 +63,7 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits,
                       return s ? *s : k;
                     }});
   passes.push_back({"reuse_row_values", [](const cir::Kernel& k) { return cir::reuse_row_values(k); }});
-  int64_t tasks = std::max<int64_t>(choice.get("tasks", 4 * int64_t(threads)), 1), block = std::max<int64_t>(choice.get("block", 64), 1);
+  int64_t tasks = std::max<int64_t>(choice.get("tasks", kCpuTasksPerThread * threads), 1), block = std::max<int64_t>(choice.get("block", 64), 1);
   // Too few rows for the threads (a matrix-vector product): the columns
   // split into blocks first, each a task whose reductions still turn inside out.
   if (threads > 1)

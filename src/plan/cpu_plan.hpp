@@ -29,6 +29,10 @@ struct CpuPlan {
 // calling thread alone.
 constexpr double kCpuOperationsToShare = 32768;
 
+// The rules' tasks per thread: the outer loop widened to this many per
+// thread, a whole-tensor reduction folded in this many chunks per thread.
+constexpr int64_t kCpuTasksPerThread = 4;
+
 // From this many threads a loop of atomic updates runs on all of them; with
 // fewer, in order on one (one core's vector adds beat compare-and-swap
 // loops on a few).

@@ -138,14 +138,12 @@ std::vector<TuningCandidate> cpu_tuning_space(const cir::Kernel& kernel, int thr
       add(out, choices[i], product_cycles(blocked[i], threads, lanes, registers));
     }
   } else if (k->kind == cir::KernelKind::Reduce) {
-    int64_t d = 4 * int64_t(threads);
-    add(out, {}, loop_cycles(ops, d, threads, false));
+    add(out, {}, loop_cycles(ops, kCpuTasksPerThread * threads, threads, false));
     for (int64_t chunks : {int64_t(threads), 2 * int64_t(threads), 8 * int64_t(threads), 32 * int64_t(threads)})
       add(out, {{{"chunks", chunks}}}, loop_cycles(ops, chunks, threads, false));
   } else {
     bool one = ops < kCpuOperationsToShare;
-    int64_t d = 4 * int64_t(threads);
-    add(out, {}, loop_cycles(ops, d, threads, one));
+    add(out, {}, loop_cycles(ops, kCpuTasksPerThread * threads, threads, one));
     if (threads > 1) {
       for (int64_t tasks : {int64_t(threads), 2 * int64_t(threads), 4 * int64_t(threads), 16 * int64_t(threads), 64 * int64_t(threads)})
         for (int64_t block : {64, 256, 1024, 4096}) {

@@ -34,7 +34,8 @@ namespace zyntax {
 // `limit` of them (0: all).
 std::vector<TuningCandidate> cpu_tuning_space(const cir::Kernel& kernel, int threads, int vector_bits, size_t limit = 0);
 
-// The knob names the CPU's plans read: a record naming any other is not one of ours.
+// The knob names the CPU's plans read: plan_cpu_kernel refuses a choice
+// naming any other (a record of another build's knobs).
 bool is_cpu_knob(const std::string& name);
 
 }  // namespace zyntax

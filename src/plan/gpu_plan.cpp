@@ -176,8 +176,12 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target, const TuningChoi
   // thread, row and reduction schedules; elements per thread; a grid
   // reduction's iterations per thread.
   const int most_threads = std::min(kGpuBlockThreads, target.max_threads_per_block);
+  for (const auto& [name, value] : choice.knobs)
+    if (name != "threads" && name != "width" && name != "per_thread" && name != "tiles")
+      throw std::invalid_argument("tuning choice '" + choice.text() + "': no GPU knob '" + name + "'");
   const int threads = static_cast<int>(choice.get("threads", most_threads));
-  if (threads < target.subgroup_size || threads > most_threads || threads % target.subgroup_size != 0)
+  // The rules' own count fits every target.
+  if (choice.has("threads") && (threads < target.subgroup_size || threads > most_threads || threads % target.subgroup_size != 0))
     throw std::invalid_argument("tuning choice '" + choice.text() + "': " + std::to_string(threads) +
                                 " threads per block do not fit this target (whole subgroups, at most " + std::to_string(most_threads) + ")");
   const int64_t per_thread = std::max<int64_t>(choice.get("per_thread", 8), 1);

@@ -36,7 +36,6 @@ double median(std::vector<double> v) {
   return v.empty() ? -1 : v[v.size() / 2];
 }
 
-
 // Knobs with different values, or set in one choice only.
 int knob_distance(const TuningChoice& a, const TuningChoice& b) {
   int d = 0;
@@ -193,7 +192,6 @@ TuneResult tune_kernel(Device& device, const cir::Kernel& kernel, uint64_t key, 
   // The final: the default and the fastest few timed again, taking turns
   // (a slow spell of a shared machine then falls on all of them alike); the
   // default stays unless beaten there by the margin.
-  // The first candidate (the default) is the one to beat.
   std::vector<const CandidateTiming*> finalists;
   for (const CandidateTiming& t : result.candidates)
     if (t.ms >= 0) finalists.push_back(&t);
@@ -299,8 +297,7 @@ void tune_if_needed(Device& device, const cir::Kernel& kernel, uint64_t key, con
     // The two choices head to head, in turns: the search's first.
     launch.exhaustive_ms = launch.exhaustive_chosen_ms = e.record.tuned_ms;
     if (e.record.choice != r.record.choice) {
-      TuneOptions pair = all;
-      TuneResult h = tune_kernel(device, kernel, key, inputs, scalars, pair, scratch,
+      TuneResult h = tune_kernel(device, kernel, key, inputs, scalars, all, scratch,
                                  {{r.record.choice, 0}, {e.record.choice, 1}});
       launch.exhaustive_chosen_ms = h.record.default_ms;
       launch.exhaustive_ms = std::min(h.record.default_ms, h.record.tuned_ms);

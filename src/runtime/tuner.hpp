@@ -94,9 +94,9 @@ void clear_tuned_launches();
 // database times none).
 uint64_t tuning_runs_timed();
 
-// Where Device::run asks: in `on` mode, a kernel with no record and
-// something to tune is tuned now, with these inputs. Returns the choice the
-// launch should use. Defined in tuner.cpp.
+// Where Device::run asks in `on` mode: a kernel with no record and
+// something to tune is tuned now, with these inputs, and recorded (once per
+// device and kernel in a process).
 void tune_if_needed(Device& device, const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
                     const std::map<std::string, Scalar>& scalars);
 

@@ -213,13 +213,6 @@ std::vector<TuningRecord> TuningDatabase::records() {
   return out;
 }
 
-void TuningDatabase::reload() {
-  std::lock_guard<std::mutex> lock(mu_);
-  loaded_ = false;
-  records_.clear();
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-}
-
 size_t TuningDatabase::parse_into_locked(const std::string& text, const std::string& origin, bool last_line_may_be_partial) {
   size_t added = 0, stale = 0, line_no = 0, pos = 0;
   while (pos < text.size()) {

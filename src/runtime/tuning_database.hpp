@@ -94,8 +94,6 @@ class TuningDatabase {
   // warns of the rest as loading does.
   size_t import_lines(const std::string& text, const std::string& origin);
   std::string export_lines();
-  // Forgets what was read, so the next find() reads the file again.
-  void reload();
 
  private:
   void load_locked();

@@ -123,7 +123,7 @@ TEST(CpuTuningSpace, ChoicesThePlansDoNotTakeAreRefused) {
   Random rng(4);
   std::vector<Tensor> in = {rand_uniform(rng, DType::F32, {40, 40}), rand_uniform(rng, DType::F32, {40, 96})};
   int lanes = codegen::CpuJit::instance().target().vector_bits / 32;
-  for (const std::string& bad : {"nr=" + std::to_string(3 * lanes), "nr=" + std::to_string(lanes + 1), std::string("mr=0"), std::string("mr=33")}) {
+  for (const std::string& bad : {"nr=" + std::to_string(3 * lanes), "nr=" + std::to_string(lanes + 1), std::string("mr=0"), std::string("mr=33"), std::string("zz=1")}) {
     Device::Attempt a = cpu->execute_choice(k, cir::hash_kernel(k), *TuningChoice::parse(bad), in, {});
     EXPECT_EQ(a.outcome, Device::Outcome::Unsupported) << bad;
   }

@@ -62,29 +62,6 @@ class LlvmCpuDevice : public Device {
     return execute_plan(kernel, plan, inputs, scalars);
   }
 
- private:
-  // The kernel's plan: the tuning database's choice for it, else the rules.
-  std::shared_ptr<Plan> plan_for(const cir::Kernel& kernel, uint64_t key) {
-    return tuned_plan(*this, plans_, kernel, key, [&](const TuningChoice& c) { return make_plan(kernel, c); });
-  }
-
-  Attempt execute_plan(const cir::Kernel& kernel, const std::shared_ptr<Plan>& plan, const std::vector<Tensor>& inputs,
-                       const std::map<std::string, Scalar>& scalars) {
-    if (!plan->kernel) return Attempt::unsupported();
-
-    // One pointer per parameter: tensor data, or the scalar's value in its dtype.
-    codegen::KernelOperands ops = codegen::prepare_operands(kernel, inputs, scalars, !plan->writes_whole_output);
-    std::vector<void*> args;
-    for (const codegen::KernelOperands::Operand& o : ops.params)
-      args.push_back(const_cast<void*>(ops.tensor(o) ? ops.tensor(o)->data() : o.scalar));
-    for (Tensor* t : ops.reduce_tensors()) args.push_back(t->data());
-
-    if (!run_plan(*plan, args.data(), pool())) return Attempt::check_failed();
-    return Attempt::done(codegen::finish_operands(kernel, ops));
-  }
-
- public:
-
   std::unique_ptr<HostLaunch> prepare_host_launch(const cir::Kernel& kernel, uint64_t key,
                                                   const std::map<std::string, Scalar>& scalars) override {
     std::shared_ptr<Plan> plan = plan_for(kernel, key);
@@ -115,6 +92,26 @@ class LlvmCpuDevice : public Device {
   }
 
  private:
+  // The kernel's plan: the tuning database's choice for it, else the rules.
+  std::shared_ptr<Plan> plan_for(const cir::Kernel& kernel, uint64_t key) {
+    return tuned_plan(*this, plans_, kernel, key, [&](const TuningChoice& c) { return make_plan(kernel, c); });
+  }
+
+  Attempt execute_plan(const cir::Kernel& kernel, const std::shared_ptr<Plan>& plan, const std::vector<Tensor>& inputs,
+                       const std::map<std::string, Scalar>& scalars) {
+    if (!plan->kernel) return Attempt::unsupported();
+
+    // One pointer per parameter: tensor data, or the scalar's value in its dtype.
+    codegen::KernelOperands ops = codegen::prepare_operands(kernel, inputs, scalars, !plan->writes_whole_output);
+    std::vector<void*> args;
+    for (const codegen::KernelOperands::Operand& o : ops.params)
+      args.push_back(const_cast<void*>(ops.tensor(o) ? ops.tensor(o)->data() : o.scalar));
+    for (Tensor* t : ops.reduce_tensors()) args.push_back(t->data());
+
+    if (!run_plan(*plan, args.data(), pool())) return Attempt::check_failed();
+    return Attempt::done(codegen::finish_operands(kernel, ops));
+  }
+
   // Runs the plan's code with `args` over its outer loop (on the calling
   // thread where there is too little work to share); false where a runtime
   // check failed.
