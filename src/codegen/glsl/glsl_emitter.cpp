@@ -13,6 +13,7 @@
 #include "cir/visitor.hpp"
 #include "codegen/glsl/glsl_f64_math.hpp"
 #include "codegen/shader/f32_math.hpp"
+#include "codegen/shader/shader_printer.hpp"
 #include "codegen/glsl/spirv_float_controls.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "support/trip_count.hpp"
@@ -56,13 +57,6 @@ std::string mem_type(DType t) {
 
 // The unsigned integer type of a value's bits (atomics work on these).
 std::string bits_type(DType t) { return dtype_size(t) == 8 ? "uint64_t" : "uint"; }
-
-// A CIR name as a GLSL identifier (CIR names hold '%' and '.').
-std::string ident(const std::string& name) {
-  std::string s = "v_";
-  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return s;
-}
 
 std::string hex(uint64_t v) {
   std::ostringstream o;
@@ -218,7 +212,7 @@ class LoopIterations {
 
 // ------------------------------------------------------------ what can be written
 
-class Support : public cir::IRVisitor {
+class Support : public ShaderSupport {
  public:
   Support(const cir::Kernel& k, const GpuTarget& t, int threads) : k_(k), t_(t), threads_(threads) {}
 
@@ -233,51 +227,27 @@ class Support : public cir::IRVisitor {
       if (!rb.arg && dtype_size(rb.acc_dtype) < 4) fail("reductions into elements of fewer than 4 bytes");
     }
     include(k_.body);
-    if (!why_ && t_.loop_budget > 0) {
+    if (!why() && t_.loop_budget > 0) {
       std::optional<int64_t> n = LoopIterations(t_, threads_).block(k_.body, true);
       if (!n) fail("loops whose trip counts are known only at run time (the device stops loops after " + std::to_string(t_.loop_budget) +
                    " iterations in all)");
       else if (*n > t_.loop_budget)
         fail("up to " + std::to_string(*n) + " loop iterations per invocation, more than the device's " + std::to_string(t_.loop_budget));
     }
-    return why_;
+    return why();
   }
 
  private:
-  void fail(std::string why) {
-    if (!why_) why_ = std::move(why);
-  }
   void need(DType t) {
     if (t == DType::F64 && !t_.f64) fail("f64 (the device has no shaderFloat64)");
     if ((t == DType::I64 || t == DType::U64) && !t_.i64) fail("i64 (the device has no shaderInt64)");
     if ((t == DType::F16 || t == DType::BF16) && !t_.f16) fail("16-bit storage");
   }
 
-  using IRVisitor::visit;
-  void visit(const cir::GpuIndex*) override { fail("GPU thread coordinates"); }
-  void visit(const cir::Dot*) override { fail("tile operations"); }
-  void visit(const cir::Reduce*) override { fail("tile operations"); }
-  void visit(const cir::MatMul*) override { fail("tile operations"); }
-  void visit(const cir::Transpose*) override { fail("tile operations"); }
-  void visit(const cir::Fill*) override { fail("tile operations"); }
-  void visit(const cir::TileMma*) override { fail("tensor-core tile products"); }
-  void visit(const cir::WarpgroupProduct*) override { fail("warpgroup matrix products"); }
-  void visit(const cir::WarpgroupAttention*) override { fail("warpgroup attention"); }
-  void visit(const cir::AsyncCopy*) override { fail("asynchronous copies"); }
-  void visit(const cir::MatMulBlock*) override { fail("CPU register blocks"); }
+  using ShaderSupport::visit;
   void visit(const cir::Math* op) override {
     DType t = op->type.dtype;
     need(t);
-    IRVisitor::visit(op);
-  }
-  void visit(const cir::Access* op) override {
-    for (const cir::AxisSel& a : op->axes)
-      if (a.is_slice) fail("slices");
-    if (!op->type.is_scalar()) fail("tile values");
-    IRVisitor::visit(op);
-  }
-  void visit(const cir::Store* op) override {
-    if (op->axes.empty()) fail("whole-tile stores");
     IRVisitor::visit(op);
   }
   void visit(const cir::Decl* op) override {
@@ -325,7 +295,6 @@ class Support : public cir::IRVisitor {
   std::map<std::string, DType> dtypes_;
   int block_depth_ = 0;
   int64_t shared_bytes_ = 0;
-  std::optional<std::string> why_;
 };
 
 // ------------------------------------------------------------ the emitter
@@ -355,36 +324,18 @@ bool computes_products(const cir::Kernel& k) {
   return finder.found;
 }
 
-class Glsl {
+class Glsl : public ShaderPrinter {
  public:
   // Other kernels' float values are `precise`: drivers then keep IEEE
   // semantics (Mesa otherwise folds x * 0 to 0 and a / (b * -0.0) to garbage
   // once it knows an operand, and fuses a * b + c), as the reference does.
-  Glsl(const cir::Kernel& k, const GpuTarget& t, int threads)
-      : k_(k), t_(t), threads_(threads), precise_(!computes_products(k)) {}
+  Glsl(const cir::Kernel& k, const GpuTarget& t, int threads) : ShaderPrinter(k, threads), t_(t), precise_(!computes_products(k)) {}
 
   GlslKernel run() {
     GlslKernel out;
     out.local_size = threads_;
     bind_parameters(out);
-    // The body: the parallel loop shared over the grid's threads, the
-    // scheduled block and thread loops as they stand, or one thread.
-    const cir::For* outer = k_.body.size() == 1 ? k_.body[0].as<cir::For>() : nullptr;
-    if (outer && outer->loop_kind == cir::LoopKind::Parallel) {
-      if (k_.kind == cir::KernelKind::Reduce) task_var_ = outer->var;
-      emit_for(*outer, Stride::Grid);
-    } else if (std::any_of(k_.body.begin(), k_.body.end(), [](const cir::Stmt& s) {
-                 auto f = s.as<cir::For>();
-                 return f && f->loop_kind == cir::LoopKind::GpuBlock;
-               })) {
-      block(k_.body);
-    } else {
-      line("if (gl_GlobalInvocationID.x == 0u && gl_GlobalInvocationID.y == 0u) {");
-      ++indent_;
-      block(k_.body);
-      --indent_;
-      line("}");
-    }
+    body();
     out.source = header(out) + helpers() + shared_.str() + "\nvoid main() {\n" + body_.str() + "}\n";
     out.helper_calls = helper_calls_;
     out.sites = std::move(sites_);
@@ -392,49 +343,34 @@ class Glsl {
   }
 
  private:
-  enum class Stride { Serial, Grid, Block, Thread };
-  struct Buf {
-    std::string name;   // GLSL array to index
-    std::string bits;   // its view as unsigned words, where atomics need one
-    cir::Type type;
-    bool thread_private = false;  // a GPU block's local array: each thread its own row
-    bool storage = false;         // in a storage buffer (elements in their memory type)
-  };
-
   // ---------------------------------------------------------- declarations
 
   void bind_parameters(GlslKernel& out) {
     int binding = 0;
     std::ostringstream d;
-    for (size_t i = 0; i < k_.params.size(); ++i) {
-      const cir::Param& p = k_.params[i];
-      if (p.role == cir::ParamRole::Scalar) continue;
+    // A storage buffer at the next binding; for atomics, where `words`, the
+    // same memory again as the elements' bits (or the 32-bit words of
+    // narrower ones).
+    auto storage = [&](const std::string& key, DType t, const cir::Type& type, bool readonly, bool words) {
       std::string block = "B" + std::to_string(binding), name = "b" + std::to_string(binding);
-      d << "layout(std430, set = 0, binding = " << binding << ") " << (p.role == cir::ParamRole::Input ? "readonly " : "")
-        << "buffer " << block << " { " << mem_type(p.type.dtype) << " d[]; } " << name << ";\n";
-      Buf b{name + ".d", "", p.type, false, true};
-      if (p.role == cir::ParamRole::Output) {  // for atomics: elements' bits, or the 32-bit words of narrower ones
-        d << "layout(std430, set = 0, binding = " << binding << ") buffer " << block << "w { " << bits_type(p.type.dtype) << " d[]; } "
-          << name << "w;\n";
+      d << "layout(std430, set = 0, binding = " << binding << ") " << (readonly ? "readonly " : "") << "buffer " << block << " { "
+        << mem_type(t) << " d[]; } " << name << ";\n";
+      Buffer b{name + ".d", type, true, false, false, ""};
+      if (words) {
+        d << "layout(std430, set = 0, binding = " << binding << ") buffer " << block << "w { " << bits_type(t) << " d[]; } " << name << "w;\n";
         b.bits = name + "w.d";
       }
-      bufs_[p.name] = b;
+      bufs_[key] = b;
       ++binding;
-    }
+    };
+    for (const cir::Param& p : k_.params)
+      if (p.role != cir::ParamRole::Scalar)
+        storage(p.name, p.type.dtype, p.type, p.role == cir::ParamRole::Input, p.role == cir::ParamRole::Output);
     out.tensor_bindings = binding;
     if (k_.kind == cir::KernelKind::Reduce) {
       ReduceBuffers rb = reduce_buffers(k_);
       auto reduce_buffer = [&](const char* n, DType t) {
-        std::string block = "B" + std::to_string(binding), name = "b" + std::to_string(binding);
-        d << "layout(std430, set = 0, binding = " << binding << ") buffer " << block << " { " << mem_type(t) << " d[]; } " << name << ";\n";
-        Buf b{name + ".d", "", cir::Type::tensor(t, k_.output().type.shape), false, true};
-        if (dtype_size(t) >= 4) {
-          d << "layout(std430, set = 0, binding = " << binding << ") buffer " << block << "w { " << bits_type(t) << " d[]; } " << name
-            << "w;\n";
-          b.bits = name + "w.d";
-        }
-        bufs_[n] = b;
-        ++binding;
+        storage(n, t, cir::Type::tensor(t, k_.output().type.shape), false, dtype_size(t) >= 4);
       };
       reduce_buffer("%acc", rb.arg ? k_.output().type.dtype : rb.acc_dtype);
       if (rb.arg) {
@@ -459,9 +395,9 @@ class Glsl {
       uint32_t size = static_cast<uint32_t>(dtype_size(as));
       offset = (offset + size - 1) / size * size;
       out.push_constants.push_back({src, index, as, offset});
-      pc << "  layout(offset = " << offset << ") " << reg_type(as) << " " << ident(name) << ";\n";
+      pc << "  layout(offset = " << offset << ") " << type_name(as) << " " << shader_identifier(name) << ";\n";
       offset += size;
-      std::string value = "args." + ident(name);
+      std::string value = "args." + shader_identifier(name);
       if (t == DType::Bool) value = "(" + value + " != 0u)";
       values_[name] = {value, t};
     };
@@ -497,7 +433,6 @@ class Glsl {
     std::string widths = std::string(t_.preserves_ieee_specials_f32 ? " 32" : "") + (t_.preserves_ieee_specials_f64 && t_.f64 ? " 64" : "");
     return widths.empty() ? "" : std::string(kPreservePragma) + widths + "\n";
   }
-
   // Functions the body calls (written out only where it does).
   std::string helpers() const {
     std::ostringstream h;
@@ -559,30 +494,25 @@ class Glsl {
     return h.str();
   }
 
-  // ---------------------------------------------------------- output
 
-  void line(const std::string& s) {
-    for (int i = 0; i < indent_; ++i) body_ << "  ";
-    body_ << s << "\n";
-  }
+  // ---------------------------------------------------------- the dialect
 
-  // A new temporary holding `value` (of dtype t); its name.
-  std::string temp(DType t, const std::string& value) {
-    std::string n = "t" + std::to_string(temp_++);
-    line(value_type(t) + " " + n + " = " + value + ";");
-    return n;
-  }
+  const char* language() const override { return "GLSL"; }
+  std::string type_name(DType t) const override { return reg_type(t); }
 
   // The declared type of a value: `precise` floats where the kernel keeps IEEE semantics.
   std::string value_type(DType t) { return (precise_ && is_float(t) ? "precise " : "") + reg_type(t); }
 
-  std::string fresh(const std::string& base) { return base + std::to_string(temp_++); }
-
-  // Records a runtime check's failure site; the expression that fails it.
-  void check(const std::string& ok, Span span, const std::string& what) {
-    sites_.push_back({span, what});
-    line("if (!(" + ok + ")) zy_fail(" + std::to_string(sites_.size()) + "u);");
+  std::string declaration(DType t, const std::string& name, const std::string& value, Declare how) override {
+    bool plain = how == Declare::PlainValue || how == Declare::PlainVariable;
+    return (plain ? reg_type(t) : value_type(t)) + " " + name + " = " + value + ";";
   }
+  std::string guarded(const std::string& cond, const std::string& statement) override { return "if (" + cond + ") " + statement; }
+  std::string first_invocation() override { return "gl_GlobalInvocationID.x == 0u && gl_GlobalInvocationID.y == 0u"; }
+  std::string barrier() override { return "memoryBarrierShared(); memoryBarrierBuffer(); barrier();"; }
+  std::string shared_barrier() override { return "memoryBarrierShared(); barrier();"; }
+  std::string local_id() override { return "gl_LocalInvocationID.x"; }
+  std::string workgroup_size() override { return "gl_WorkGroupSize.x"; }
 
   // ---------------------------------------------------------- types and constants
 
@@ -633,7 +563,7 @@ class Glsl {
     }
   }
 
-  std::string float_constant(double v, DType t) {
+  std::string float_constant(double v, DType t) override {
     if (t == DType::F64) {
       uint64_t bits;
       std::memcpy(&bits, &v, 8);
@@ -645,7 +575,7 @@ class Glsl {
     return "uintBitsToFloat(" + hex(bits) + "u)";
   }
 
-  std::string int_constant(int64_t v, DType t) {
+  std::string int_constant(int64_t v, DType t) override {
     switch (t) {
       case DType::I64: return v == INT64_MIN ? "int64_t(0x8000000000000000ul)" : std::to_string(v) + "l";
       case DType::U64: return std::to_string(static_cast<uint64_t>(v)) + "ul";
@@ -656,24 +586,11 @@ class Glsl {
     }
   }
 
-  std::string zero(DType t) {
+  std::string zero(DType t) override {
     if (is_float(t)) return t == DType::F64 ? "0.0lf" : "0.0";
     return int_constant(0, t);
   }
-
-  std::string scalar_constant(const Scalar& s, DType t) {
-    if (is_float(t)) return float_constant(s.f, t);
-    if (t == DType::Bool) return s.i ? "true" : "false";
-    return int_constant(is_signed_int(t) ? s.i : static_cast<int64_t>(s.u), t);
-  }
-
-  std::string truthy(const std::string& v, DType t) {
-    if (t == DType::Bool) return v;
-    if (is_float(t)) return "!(" + v + " == " + zero(t) + ")";
-    return "(" + v + " != " + zero(t) + ")";
-  }
-
-  std::string convert(const std::string& v, DType from, DType to) {
+  std::string convert(const std::string& v, DType from, DType to, Span = {}) override {
     if (from == to) return v;
     std::string rt = reg_type(to);
     if (to == DType::Bool) return truthy(v, from);
@@ -717,100 +634,22 @@ class Glsl {
     }
   }
 
-  // ---------------------------------------------------------- expressions
+  std::string select(const std::string& c, const std::string& x, const std::string& y) override { return c + " ? " + x + " : " + y; }
 
-  struct Value {
-    std::string text;
-    DType dtype;
-  };
-
-  std::string expr(const Expr& e) {
-    DType t = e->type.dtype;
-    switch (e->kind) {
-      case cir::ExprKind::IntImm: return int_constant(e.as<cir::IntImm>()->value, t);
-      case cir::ExprKind::FloatImm: return float_constant(e.as<cir::FloatImm>()->value, t);
-      case cir::ExprKind::BoolImm: return e.as<cir::BoolImm>()->value ? "true" : "false";
-      case cir::ExprKind::Var: {
-        const std::string& name = e.as<cir::Var>()->name;
-        auto it = values_.find(name);
-        if (it == values_.end()) throw std::logic_error("GLSL lowering: unknown name " + name);
-        return it->second.text;
-      }
-      case cir::ExprKind::Cast: {
-        auto c = e.as<cir::Cast>();
-        return temp(t, convert(expr(c->value), c->value->type.dtype, t));
-      }
-      case cir::ExprKind::Unary: {
-        auto u = e.as<cir::Unary>();
-        std::string a = expr(u->a);
-        DType at = u->a->type.dtype;
-        if (u->op == UnaryOp::Not) return temp(DType::Bool, "!" + truthy(a, at));
-        // Parenthesised: `a` may be a negative literal, and `--7l` is a decrement.
-        if (is_float(at)) return temp(at, round_to(at, "-(" + a + ")"));
-        if (at == DType::Bool) return a;
-        return temp(at, wrap(at, "-(" + a + ")"));
-      }
-      case cir::ExprKind::Binary: return binary(*e.as<cir::Binary>());
-      case cir::ExprKind::Select: {
-        auto s = e.as<cir::Select>();
-        std::string c = expr(s->cond), x = expr(s->t), y = expr(s->f);
-        return temp(t, c + " ? " + x + " : " + y);
-      }
-      case cir::ExprKind::Math: return math(*e.as<cir::Math>());
-      case cir::ExprKind::Access: {
-        auto a = e.as<cir::Access>();
-        const Buf& b = buffer(a->buffer);
-        std::string off = element_offset(b, a->axes, a->span, a->buffer, false);
-        return temp(b.type.dtype, b.storage ? from_memory(b.type.dtype, b.name + "[" + off + "]") : b.name + "[" + off + "]");
-      }
-      default: throw std::logic_error("GLSL lowering: unsupported expression " + cir::print(e));
-    }
+  // Parenthesised: `a` may be a negative literal, and `--7l` is a decrement.
+  std::string negate(DType t, const std::string& a, Span) override {
+    if (is_float(t)) return temp(t, round_to(t, "-(" + a + ")"));
+    return temp(t, wrap(t, "-(" + a + ")"));
   }
 
-  std::string binary(const cir::Binary& bin) {
-    DType t = bin.a->type.dtype;
-    if (bin.op == BinaryOp::And || bin.op == BinaryOp::Or) {
-      // Short-circuit: the right side (and its checks) only where it decides.
-      std::string r = fresh("t");
-      std::string a = expr(bin.a);
-      line("bool " + r + " = " + truthy(a, t) + ";");
-      line(std::string("if (") + (bin.op == BinaryOp::And ? "" : "!") + r + ") {");
-      ++indent_;
-      std::string c = expr(bin.b);
-      line(r + " = " + truthy(c, bin.b->type.dtype) + ";");
-      --indent_;
-      line("}");
-      return r;
-    }
-    std::string a = expr(bin.a), c = expr(bin.b);
-    if (is_comparison(bin.op)) return temp(DType::Bool, compare(bin.op, t, a, c));
-    return temp(t, arith(bin.op, t, a, c, bin.span));
+  std::string bool_to_int(const std::string& v) override { return "int(" + v + ")"; }
+
+  std::string float_min_max(bool is_min, DType t, const std::string& a, const std::string& c) override {
+    helpers_.insert(t == DType::F64 ? "minmax_double" : "minmax_float");
+    return round_to(t, std::string(is_min ? "zy_min(" : "zy_max(") + a + ", " + c + ")");
   }
 
-  std::string compare(BinaryOp op, DType t, const std::string& a, const std::string& c) {
-    if (t == DType::Bool) {
-      std::string x = "int(" + a + ")", y = "int(" + c + ")";
-      return compare(op, DType::I32, x, y);
-    }
-    switch (op) {
-      case BinaryOp::Eq: return "(" + a + " == " + c + ")";
-      case BinaryOp::Ne: return "!(" + a + " == " + c + ")";  // unordered: NaN != anything
-      case BinaryOp::Lt: return "(" + a + " < " + c + ")";
-      case BinaryOp::Le: return "(" + a + " <= " + c + ")";
-      case BinaryOp::Gt: return "(" + a + " > " + c + ")";
-      default: return "(" + a + " >= " + c + ")";
-    }
-  }
-
-  std::string min_max(bool is_min, DType t, const std::string& a, const std::string& c) {
-    if (is_float(t)) {
-      helpers_.insert(t == DType::F64 ? "minmax_double" : "minmax_float");
-      return round_to(t, std::string(is_min ? "zy_min(" : "zy_max(") + a + ", " + c + ")");
-    }
-    return std::string(is_min ? "min(" : "max(") + a + ", " + c + ")";
-  }
-
-  std::string arith(BinaryOp op, DType t, const std::string& a, const std::string& c, Span span) {
+  std::string arith(BinaryOp op, DType t, const std::string& a, const std::string& c, Span span) override {
     if (t == DType::Bool) {  // as the reference: 0/1 arithmetic, then "not zero"
       switch (op) {
         case BinaryOp::Add: case BinaryOp::Max: return "(" + a + " || " + c + ")";
@@ -873,7 +712,7 @@ class Glsl {
     }
   }
 
-  std::string math(const cir::Math& m) {
+  std::string math(const cir::Math& m) override {
     DType t = m.type.dtype;
     std::vector<std::string> args;
     for (const Expr& a : m.args) args.push_back(expr(a));
@@ -1009,212 +848,83 @@ class Glsl {
     }
   }
 
-  // ---------------------------------------------------------- buffers
+  // ---------------------------------------------------------- memory and indices
 
-  const Buf& buffer(const std::string& name) {
-    auto it = bufs_.find(name);
-    if (it == bufs_.end()) throw std::logic_error("GLSL lowering: unknown buffer " + name);
-    return it->second;
+  std::string load(const Buffer& b, const std::string& off, Span) override { return from_memory(b.type.dtype, b.name + "[" + off + "]"); }
+  void store(const Buffer& b, const std::string& off, const std::string& ok, const std::string& v) override {
+    line("if (" + ok + ") " + b.name + "[" + off + "] = " + (b.tensor ? to_memory(b.type.dtype, v) : v) + ";");
   }
 
-  // Row-major offset of an element, each index checked against its axis;
-  // where one is out of bounds, the offset of element 0 (harmless) and
-  // `*ok` false.
-  std::string element_offset(const Buf& b, const std::vector<cir::AxisSel>& axes, Span span, const std::string& name, bool write,
-                             std::string* ok_out = nullptr) {
-    std::string offset = "0l", ok = "true";
-    for (size_t a = b.thread_private ? 1 : 0; a < axes.size(); ++a) {
-      std::string extent = "int64_t(" + expr(b.type.shape[a]) + ")";
-      std::string idx = temp(DType::I64, "int64_t(" + expr(axes[a].index) + ")");
-      ok = ok + " && uint64_t(" + idx + ") < uint64_t(" + extent + ")";
-      offset = "(" + offset + ") * " + extent + " + " + idx;
-    }
-    std::string okv = temp(DType::Bool, ok);
-    check(okv, span, std::string(write ? "index out of bounds writing " : "index out of bounds reading ") + name);
-    if (ok_out) *ok_out = okv;
-    return temp(DType::U32, okv + " ? uint(" + offset + ") : 0u");  // buffers hold fewer than 2^32 elements
-  }
+  std::string index_value(const std::string& v) override { return "int64_t(" + v + ")"; }
+  std::string index_literal(int64_t v) override { return std::to_string(v) + "l"; }
+  std::string axis_extent(const std::string& v) override { return "int64_t(" + v + ")"; }
+  std::string axis_index(const std::string& v) override { return temp(DType::I64, "int64_t(" + v + ")"); }
+  std::string in_bounds(const std::string& i, const std::string& extent) override { return "uint64_t(" + i + ") < uint64_t(" + extent + ")"; }
+  std::string offset_origin() override { return "0l"; }
+  // Buffers hold fewer than 2^32 elements.
+  std::string guarded_offset(const std::string& ok, const std::string& offset) override { return temp(DType::U32, ok + " ? uint(" + offset + ") : 0u"); }
 
-  // ---------------------------------------------------------- statements
-
-  void block(const cir::Block& blk) {
-    for (const cir::Stmt& s : blk) stmt(s);
-  }
-
-  void stmt(const cir::Stmt& s) {
-    switch (s->kind) {
-      case cir::StmtKind::For: return emit_for(*s.as<cir::For>(), stride_of(*s.as<cir::For>()));
-      case cir::StmtKind::If: {
-        auto i = s.as<cir::If>();
-        std::string c = expr(i->cond);
-        line("if (" + c + ") {");
-        ++indent_;
-        block(i->then_body);
-        --indent_;
-        if (!i->else_body.empty()) {
-          line("} else {");
-          ++indent_;
-          block(i->else_body);
-          --indent_;
-        }
-        line("}");
-        return;
-      }
-      case cir::StmtKind::Let: {
-        auto l = s.as<cir::Let>();
-        DType t = l->value->type.dtype;
-        std::string v = expr(l->value), n = ident(l->name);
-        line(value_type(t) + " " + n + " = " + v + ";");
-        values_[l->name] = {n, t};
-        return;
-      }
-      case cir::StmtKind::Decl: {
-        auto d = s.as<cir::Decl>();
-        DType t = d->type.dtype;
-        std::string v = d->init.defined() ? expr(d->init) : zero(t), n = ident(d->name);
-        line(value_type(t) + " " + n + " = " + v + ";");
-        values_[d->name] = {n, t};
-        return;
-      }
-      case cir::StmtKind::Assign: {
-        auto a = s.as<cir::Assign>();
-        std::string v = expr(a->value);
-        line(values_.at(a->name).text + " = " + v + ";");
-        return;
-      }
-      case cir::StmtKind::Store: {
-        auto st = s.as<cir::Store>();
-        const Buf& b = buffer(st->buffer);
-        std::string v = expr(st->value), ok;
-        std::string off = element_offset(b, st->axes, st->span, st->buffer, true, &ok);
-        line("if (" + ok + ") " + b.name + "[" + off + "] = " + (b.storage ? to_memory(b.type.dtype, v) : v) + ";");
-        return;
-      }
-      case cir::StmtKind::Yield: return emit_yield(*s.as<cir::Yield>());
-      case cir::StmtKind::Allocate: return allocate(*s.as<cir::Allocate>());
-      case cir::StmtKind::Barrier:
-        // A GPU block's threads meet; elsewhere one thread runs each
-        // iteration in order and there is nothing to wait for.
-        if (block_depth_ > 0) line("memoryBarrierShared(); memoryBarrierBuffer(); barrier();");
-        return;
-      case cir::StmtKind::Check: {
-        auto c = s.as<cir::Check>();
-        check(expr(c->cond), c->span, c->message);
-        return;
-      }
-      case cir::StmtKind::Atomic: return emit_atomic(*s.as<cir::Atomic>());
-      case cir::StmtKind::BlockReduce: return emit_block_reduce(*s.as<cir::BlockReduce>());
-      default: throw std::logic_error("GLSL lowering: unsupported statement");
-    }
-  }
-
-  void allocate(const cir::Allocate& a) {
-    DType t = a.type.dtype;
-    int64_t bytes = cir::allocation_bytes(a);
-    uint64_t n = static_cast<uint64_t>(bytes) / dtype_size(t);
-    std::string name = ident(a.name);
-    if (a.space == cir::MemorySpace::Shared && block_depth_ > 0) {
-      // The block's own shared memory, undefined until written; one array each.
-      if (!declared_shared_.insert(a.name).second) throw std::logic_error("GLSL lowering: shared array declared twice");
-      shared_ << "shared " << reg_type(t) << " " << name << "[" << std::max<uint64_t>(n, 1) << "];\n";
-      bufs_[a.name] = {name, "", a.type, false, false};
-      return;
-    }
-    if (a.space == cir::MemorySpace::Local && block_depth_ > 0 && thread_depth_ == 0) {
-      // Thread-private: each thread keeps only its own row (the first axis is the thread).
-      int64_t threads = a.type.shape[0].as<cir::IntImm>()->value;
-      check("gl_WorkGroupSize.x >= " + std::to_string(threads) + "u", a.span,
-            "the GPU block has fewer threads than the schedule's " + std::to_string(threads));
-      line(reg_type(t) + " " + name + "[" + std::to_string(std::max<uint64_t>(n / static_cast<uint64_t>(threads), 1)) + "];");
-      bufs_[a.name] = {name, "", a.type, true, false};
-      return;
-    }
-    // A local array; zero-filled each time it is reached where it is a shared
-    // array (one thread running a whole iteration), as the reference does.
-    line(reg_type(t) + " " + name + "[" + std::to_string(std::max<uint64_t>(n, 1)) + "];");
-    if (a.space == cir::MemorySpace::Shared) {
-      std::string i = fresh("z");
-      line("for (int " + i + " = 0; " + i + " < " + std::to_string(n) + "; ++" + i + ") " + name + "[" + i + "] = " + zero(t) + ";");
-    }
-    bufs_[a.name] = {name, "", a.type, false, false};
-  }
-
-  static Stride stride_of(const cir::For& f) {
-    switch (f.loop_kind) {
-      case cir::LoopKind::GpuBlock: return Stride::Block;
-      case cir::LoopKind::GpuThread: return Stride::Thread;
-      default: return Stride::Serial;
-    }
-  }
+  // ---------------------------------------------------------- loops
 
   static std::optional<int64_t> constant(const Expr& e) {
     auto i = e.as<cir::IntImm>();
     return i ? std::optional<int64_t>(i->value) : std::nullopt;
   }
 
-  // for var in lo..hi step s, as iterations k = first, first + stride, ...
-  // below trips with var = lo + k * s. A loop that may run more than
-  // kLoopLimit times runs as an outer loop over chunks of kLoopLimit strides.
-  void emit_for(const cir::For& f, Stride how) {
-    std::string lo = temp(DType::I64, "int64_t(" + expr(f.lo) + ")");
-    std::string hi = temp(DType::I64, "int64_t(" + expr(f.hi) + ")");
-    std::string step = temp(DType::I64, "int64_t(" + expr(f.step) + ")");
-    std::string runs = "true";
-    if (!constant(f.step)) {
-      check(step + " > 0l", f.span, "loop step must be positive");
-      runs = step + " > 0l";
-    }
-    // (hi - lo - 1) / step + 1 unsigned: exact where hi - lo + step - 1 would overflow.
-    std::string trips = temp(DType::I64, "(" + runs + " && " + hi + " > " + lo + ") ? int64_t((uint64_t(" + hi + " - " + lo + ") - 1ul) / uint64_t(" + step +
-                                             ") + 1ul) : 0l");
-    std::string first = "0l", stride = "1l";
+  // (hi - lo - 1) / step + 1 unsigned: exact where hi - lo + step - 1 would overflow.
+  std::string trip_count(const std::string& lo, const std::string& hi, const std::string& step, const std::string& runs) override {
+    return temp(DType::I64, "(" + runs + " && " + hi + " > " + lo + ") ? int64_t((uint64_t(" + hi + " - " + lo + ") - 1ul) / uint64_t(" + step +
+                                ") + 1ul) : 0l");
+  }
+
+  std::pair<std::string, std::string> loop_start(Stride how) override {
     switch (how) {
       case Stride::Grid:
-        first = "(int64_t(gl_GlobalInvocationID.y) * int64_t(gl_NumWorkGroups.x) * int64_t(gl_WorkGroupSize.x) + int64_t(gl_GlobalInvocationID.x))";
-        stride = "(int64_t(gl_NumWorkGroups.x) * int64_t(gl_NumWorkGroups.y) * int64_t(gl_WorkGroupSize.x))";
-        break;
+        return {"(int64_t(gl_GlobalInvocationID.y) * int64_t(gl_NumWorkGroups.x) * int64_t(gl_WorkGroupSize.x) + int64_t(gl_GlobalInvocationID.x))",
+                "(int64_t(gl_NumWorkGroups.x) * int64_t(gl_NumWorkGroups.y) * int64_t(gl_WorkGroupSize.x))"};
       case Stride::Block:
-        first = "(int64_t(gl_WorkGroupID.y) * int64_t(gl_NumWorkGroups.x) + int64_t(gl_WorkGroupID.x))";
-        stride = "(int64_t(gl_NumWorkGroups.x) * int64_t(gl_NumWorkGroups.y))";
-        break;
-      case Stride::Thread:
-        first = "int64_t(gl_LocalInvocationID.x)";
-        stride = "int64_t(gl_WorkGroupSize.x)";
-        break;
+        return {"(int64_t(gl_WorkGroupID.y) * int64_t(gl_NumWorkGroups.x) + int64_t(gl_WorkGroupID.x))",
+                "(int64_t(gl_NumWorkGroups.x) * int64_t(gl_NumWorkGroups.y))"};
+      case Stride::Thread: return {"int64_t(gl_LocalInvocationID.x)", "int64_t(gl_WorkGroupSize.x)"};
       case Stride::Serial: break;
     }
+    return {"0l", "1l"};
+  }
+
+  // A loop that may run more than kLoopLimit times runs as an outer loop
+  // over chunks of kLoopLimit strides; loops a schedule marks unrolled are
+  // unrolled whole.
+  LoopHeader loop_header(const cir::For& f, Stride how, const std::string& trips, const std::string& first, const std::string& stride) override {
     std::optional<int64_t> lo_c = constant(f.lo), hi_c = constant(f.hi), step_c = constant(f.step);
     bool short_loop = how == Stride::Serial && lo_c && hi_c && step_c && *step_c > 0 && (*hi_c - *lo_c) / *step_c < kLoopLimit;
     std::string k = fresh("k");
     if (how == Stride::Serial && unrolled_whole(f)) {
       unrolled_ = true;
       line("[[unroll]] for (int64_t " + k + " = 0l; " + k + " < " + std::to_string(*constant_trips(f)) + "l; ++" + k + ") {");
-      short_loop = true;
-    } else if (short_loop) {
+      return {k, 1};
+    }
+    if (short_loop) {
       line("for (int64_t " + k + " = " + first + "; " + k + " < " + trips + "; " + k + " += " + stride + ") {");
-    } else {
-      std::string k0 = fresh("k"), end = fresh("e"), st = fresh("s");
-      line("int64_t " + st + " = " + stride + ";");
-      line("for (int64_t " + k0 + " = " + first + "; " + k0 + " < " + trips + "; " + k0 + " += " + st + " * " + std::to_string(kLoopLimit) + "l) {");
-      ++indent_;
-      line("int64_t " + end + " = min(" + trips + ", " + k0 + " + " + st + " * " + std::to_string(kLoopLimit) + "l);");
-      line("for (int64_t " + k + " = " + k0 + "; " + k + " < " + end + "; " + k + " += " + st + ") {");
+      return {k, 1};
     }
+    std::string k0 = fresh("k"), end = fresh("e"), st = fresh("s");
+    line("int64_t " + st + " = " + stride + ";");
+    line("for (int64_t " + k0 + " = " + first + "; " + k0 + " < " + trips + "; " + k0 + " += " + st + " * " + std::to_string(kLoopLimit) + "l) {");
     ++indent_;
-    std::string var = ident(f.var);
-    line("int64_t " + var + " = " + lo + " + " + k + " * " + step + ";");
-    values_[f.var] = {var, DType::I64};
-    block_depth_ += f.loop_kind == cir::LoopKind::GpuBlock;
-    thread_depth_ += f.loop_kind == cir::LoopKind::GpuThread;
-    block(f.body);
-    block_depth_ -= f.loop_kind == cir::LoopKind::GpuBlock;
-    thread_depth_ -= f.loop_kind == cir::LoopKind::GpuThread;
-    --indent_;
-    line("}");
-    if (!short_loop) {
-      --indent_;
-      line("}");
-    }
+    line("int64_t " + end + " = min(" + trips + ", " + k0 + " + " + st + " * " + std::to_string(kLoopLimit) + "l);");
+    line("for (int64_t " + k + " = " + k0 + "; " + k + " < " + end + "; " + k + " += " + st + ") {");
+    return {k, 2};
+  }
+
+  std::string loop_variable(const std::string& lo, const std::string& k, const std::string& step) override { return lo + " + " + k + " * " + step; }
+
+  // ---------------------------------------------------------- arrays
+
+  void shared_array(DType t, const std::string& name, uint64_t n) override { shared_ << "shared " << reg_type(t) << " " << name << "[" << n << "];\n"; }
+  std::string local_array(DType t, const std::string& name, uint64_t n) override { return reg_type(t) + " " + name + "[" + std::to_string(n) + "];"; }
+  void zero_fill(DType t, const std::string& name, uint64_t n) override {
+    std::string i = fresh("z");
+    line("for (int " + i + " = 0; " + i + " < " + std::to_string(n) + "; ++" + i + ") " + name + "[" + i + "] = " + zero(t) + ";");
   }
 
   // ---------------------------------------------------------- reductions and atomics
@@ -1223,8 +933,8 @@ class Glsl {
   // retried until no other invocation changed them in between, so every op
   // keeps the semantics of its plain form.
   template <class Update>
-  void atomic_update(DType t, const Buf& b, const std::string& off, Update update) {
-    if (b.bits.empty()) throw std::logic_error("GLSL lowering: atomics need a 4- or 8-byte element");
+  void cas_update(DType t, const Buffer& b, const std::string& off, Update update) {
+    if (b.bits.empty()) unsupported("atomics need a 4- or 8-byte element");
     std::string bt = bits_type(t), seen = fresh("seen"), prev = fresh("prev");
     auto value_of = [&](const std::string& bits) -> std::string {
       switch (t) {
@@ -1259,7 +969,7 @@ class Glsl {
   // The same for a 1- or 2-byte element: a compare-and-swap of the 32-bit
   // word that holds it, the word's other bytes kept as they are.
   template <class Update>
-  void narrow_atomic_update(DType t, const Buf& b, const std::string& off, Update update) {
+  void narrow_cas_update(DType t, const Buffer& b, const std::string& off, Update update) {
     int bits = static_cast<int>(dtype_size(t)) * 8;
     std::string per_word = std::to_string(32 / bits), mask = bits == 8 ? "0xFFu" : "0xFFFFu";
     std::string word = fresh("word"), shift = fresh("shift"), seen = fresh("seen"), prev = fresh("prev");
@@ -1280,77 +990,57 @@ class Glsl {
     line("}");
   }
 
-  void emit_yield(const cir::Yield& y) {
-    const Buf& acc = buffer("%acc");
-    std::string offset = "0l", ok = "true";
-    for (size_t a = 0; a < y.out_index.size(); ++a) {
-      std::string extent = "int64_t(" + expr(acc.type.shape[a]) + ")";
-      std::string idx = temp(DType::I64, "int64_t(" + expr(y.out_index[a]) + ")");
-      ok += " && uint64_t(" + idx + ") < uint64_t(" + extent + ")";
-      offset = "(" + offset + ") * " + extent + " + " + idx;
-    }
-    std::string okv = temp(DType::Bool, ok);
-    check(okv, y.span, "yield to an output element out of range");
-    std::string off = temp(DType::U32, okv + " ? uint(" + offset + ") : 0u");
-    std::string v = expr(y.value);
+  void yield_arg(const cir::Yield& y, const std::string& off, const std::string& v) override {
+    // One invocation yields at a time here (a block's fold yields once).
+    const Buffer& acc = buffer("%acc");
+    const Buffer& best = buffer("%best");
+    const Buffer& has = buffer("%has");
     DType vt = y.value->type.dtype;
     ReduceOp op = k_.reduce_op;
-    line("if (" + okv + ") {");
-    ++indent_;
-    if (is_arg_reduce(op)) {
-      // One invocation yields at a time here (a block's fold yields once).
-      const Buf& best = buffer("%best");
-      const Buf& has = buffer("%has");
-      std::string index = temp(DType::I64, "int64_t(" + expr(y.index) + ")");
-      std::string seen = temp(DType::Bool, from_memory(DType::Bool, has.name + "[" + off + "]"));
-      std::string cur = temp(vt, from_memory(vt, best.name + "[" + off + "]"));
-      std::string better;
-      if (is_float(vt)) {
-        std::string cmp = op == ReduceOp::ArgMax ? v + " > " + cur : v + " < " + cur;
-        better = "(!isnan(" + cur + ") && (isnan(" + v + ") || " + cmp + "))";
-      } else {
-        better = op == ReduceOp::ArgMax ? "(" + v + " > " + cur + ")" : "(" + v + " < " + cur + ")";
-      }
-      line("if (!" + seen + " || " + better + ") {");
-      ++indent_;
-      line(has.name + "[" + off + "] = uint8_t(1u);");
-      line(best.name + "[" + off + "] = " + to_memory(vt, v) + ";");
-      line(acc.name + "[" + off + "] = " + to_memory(acc.type.dtype, convert(index, DType::I64, acc.type.dtype)) + ";");
-      --indent_;
-      line("}");
+    std::string index = temp(DType::I64, "int64_t(" + expr(y.index) + ")");
+    std::string seen = temp(DType::Bool, from_memory(DType::Bool, has.name + "[" + off + "]"));
+    std::string cur = temp(vt, from_memory(vt, best.name + "[" + off + "]"));
+    std::string better;
+    if (is_float(vt)) {
+      std::string cmp = op == ReduceOp::ArgMax ? v + " > " + cur : v + " < " + cur;
+      better = "(!isnan(" + cur + ") && (isnan(" + v + ") || " + cmp + "))";
     } else {
-      DType at = acc.type.dtype;
-      std::string x = temp(at, convert(v, vt, at));
-      auto combine = [&](const std::string& cur) {
-        if (std::optional<BinaryOp> b = reduce_binary_op(op)) return arith(*b, at, cur, x, y.span);
-        std::string r = "(" + truthy(cur, at) + (op == ReduceOp::And ? " && " : " || ") + truthy(x, at) + ")";
-        return convert(r, DType::Bool, at);
-      };
-      // Blocks of a GPU schedule, and grid-stride iterations yielding to an
-      // element chosen without their variable, meet there at once.
-      bool shared_target = block_depth_ > 0 || (!task_var_.empty() && !std::any_of(y.out_index.begin(), y.out_index.end(), [&](const Expr& e) {
-        return cir::reads_any(e, {task_var_});
-      }));
-      if (shared_target) {
-        atomic_update(at, acc, off, combine);
-      } else {
-        std::string cur = temp(at, from_memory(at, acc.name + "[" + off + "]"));
-        line(acc.name + "[" + off + "] = " + to_memory(at, combine(cur)) + ";");
-      }
+      better = op == ReduceOp::ArgMax ? "(" + v + " > " + cur + ")" : "(" + v + " < " + cur + ")";
     }
+    line("if (!" + seen + " || " + better + ") {");
+    ++indent_;
+    line(has.name + "[" + off + "] = uint8_t(1u);");
+    line(best.name + "[" + off + "] = " + to_memory(vt, v) + ";");
+    line(acc.name + "[" + off + "] = " + to_memory(acc.type.dtype, convert(index, DType::I64, acc.type.dtype)) + ";");
     --indent_;
     line("}");
   }
 
-  void emit_atomic(const cir::Atomic& a) {
-    const Buf& b = buffer(a.buffer);
+  void yield_fold(const cir::Yield& y, const std::string& off, const std::string& v) override {
+    const Buffer& acc = buffer("%acc");
+    DType at = acc.type.dtype;
+    ReduceOp op = k_.reduce_op;
+    std::string x = temp(at, convert(v, y.value->type.dtype, at));
+    auto combine = [&](const std::string& cur) {
+      if (std::optional<BinaryOp> b = reduce_binary_op(op)) return arith(*b, at, cur, x, y.span);
+      std::string r = "(" + truthy(cur, at) + (op == ReduceOp::And ? " && " : " || ") + truthy(x, at) + ")";
+      return convert(r, DType::Bool, at);
+    };
+    // Blocks of a GPU schedule, and grid-stride iterations yielding to an
+    // element chosen without their variable, meet there at once.
+    bool shared_target = block_depth_ > 0 || (!task_var_.empty() && !std::any_of(y.out_index.begin(), y.out_index.end(), [&](const Expr& e) {
+      return cir::reads_any(e, {task_var_});
+    }));
+    if (shared_target) {
+      cas_update(at, acc, off, combine);
+    } else {
+      std::string cur = temp(at, from_memory(at, acc.name + "[" + off + "]"));
+      line(acc.name + "[" + off + "] = " + to_memory(at, combine(cur)) + ";");
+    }
+  }
+
+  void atomic_update(const cir::Atomic& a, const Buffer& b, const std::string& off, const std::string& x) override {
     DType t = b.type.dtype;
-    std::vector<cir::AxisSel> axes;
-    for (const Expr& e : a.index) axes.push_back(cir::AxisSel::at(e));
-    std::string x = expr(a.value), ok;
-    std::string off = element_offset(b, axes, a.span, a.buffer, true, &ok);
-    line("if (" + ok + ") {");
-    ++indent_;
     bool int_like = is_int(t) && dtype_size(t) >= 4;
     std::string target = b.name + "[" + off + "]";
     auto combine = [&](const std::string& cur) -> std::string {
@@ -1366,21 +1056,40 @@ class Glsl {
       return x;
     };
     if (dtype_size(t) < 4) {
-      narrow_atomic_update(t, b, off, combine);
+      narrow_cas_update(t, b, off, combine);
     } else if (int_like && (a.op == cir::AtomicOp::Add || a.op == cir::AtomicOp::Min || a.op == cir::AtomicOp::Max || a.op == cir::AtomicOp::Exchange)) {
       const char* fn = a.op == cir::AtomicOp::Add ? "atomicAdd" : a.op == cir::AtomicOp::Min ? "atomicMin" : a.op == cir::AtomicOp::Max ? "atomicMax" : "atomicExchange";
       line(std::string(fn) + "(" + target + ", " + x + ");");
     } else {
-      atomic_update(t, b, off, combine);
+      cas_update(t, b, off, combine);
     }
-    --indent_;
-    line("}");
   }
+
+  std::string block_count(const std::string& count) override { return temp(DType::I64, "int64_t(" + count + ")"); }
+  std::string block_loop(const std::string& i, const std::string& count) override {
+    return "for (int64_t " + i + " = int64_t(gl_LocalInvocationID.x); " + i + " < " + count + "; " + i + " += int64_t(gl_WorkGroupSize.x)) {";
+  }
+  std::string array_at(const std::string& array, const std::string& i) override { return array + "[uint(" + i + ")]"; }
+  std::string halving_loop(const std::string& s, int half) override {
+    return "for (uint " + s + " = " + std::to_string(half) + "u; " + s + " > 0u; " + s + " >>= 1) {";
+  }
+  // Its own array beside the subgroups' scratch.
+  std::string tree_scratch(DType t, const std::string& scratch) override {
+    shared_ << "shared " << reg_type(t) << " " << scratch << "_all[" << threads_ << "];\n";
+    return scratch + "_all";
+  }
+  bool has_shuffles() const override { return t_.subgroup_shuffles; }
+  std::string subgroup_halving_loop(const std::string& o) override {
+    return "for (uint " + o + " = gl_SubgroupSize / 2u; " + o + " >= 1u; " + o + " /= 2u) {";
+  }
+  std::string subgroup_lane() override { return "gl_SubgroupInvocationID"; }
+  std::string subgroup_index() override { return "gl_SubgroupID"; }
+  std::string subgroup_loop(const std::string& w) override { return "for (uint " + w + " = 0u; " + w + " < gl_NumSubgroups; ++" + w + ")"; }
 
   // A 32-bit word of every lane's value, exchanged with the lane whose index
   // differs in `offset`'s bit; 64-bit values move as two halves, narrower
   // ones widened.
-  std::string shuffle_xor(const std::string& v, DType t, const std::string& offset) {
+  std::string shuffle_xor(const std::string& v, DType t, const std::string& offset) override {
     auto sh = [&](const std::string& w) { return "subgroupShuffleXor(" + w + ", uint(" + offset + "))"; };
     switch (t) {
       case DType::F16: case DType::BF16: case DType::F32: case DType::I8: case DType::I16: case DType::I32: case DType::U8:
@@ -1396,89 +1105,11 @@ class Glsl {
     }
   }
 
-  // A block-wide fold (cir::BlockReduce): each invocation folds its elements
-  // of the array, a subgroup folds its invocations' values by butterfly
-  // shuffles, lane 0 of each subgroup leaves the subgroup's value in shared
-  // scratch, and every invocation folds the scratch, so all hold the result.
-  // A device without subgroup shuffles folds in shared memory instead.
-  void emit_block_reduce(const cir::BlockReduce& r) {
-    const Buf& array = buffer(r.array);
-    DType t = array.type.dtype;
-    BinaryOp combine = *reduce_binary_op(r.op);
-    std::string identity = scalar_constant(reduce_identity(r.op, t), t);
-    std::string scratch = fresh("zy_scratch");
-    shared_ << "shared " << reg_type(t) << " " << scratch << "[" << threads_ << "];\n";
-    line("memoryBarrierShared(); memoryBarrierBuffer(); barrier();");
-    std::string mine = fresh("mine"), i = fresh("i");
-    std::string count = temp(DType::I64, "int64_t(" + expr(r.count) + ")");
-    line(reg_type(t) + " " + mine + " = " + identity + ";");
-    line("for (int64_t " + i + " = int64_t(gl_LocalInvocationID.x); " + i + " < " + count + "; " + i + " += int64_t(gl_WorkGroupSize.x)) {");
-    ++indent_;
-    std::string element = temp(t, array.name + "[uint(" + i + ")]");
-    line(mine + " = " + arith(combine, t, mine, element, r.span) + ";");
-    --indent_;
-    line("}");
-    if (!t_.subgroup_shuffles) {
-      // Without shuffles: the scratch holds every invocation's value and
-      // halving strides fold it into its first element.
-      shared_ << "shared " << reg_type(t) << " " << scratch << "_all[" << threads_ << "];\n";
-      line(scratch + "_all[gl_LocalInvocationID.x] = " + mine + ";");
-      line("memoryBarrierShared(); barrier();");
-      int half = 1;
-      while (half * 2 < threads_) half *= 2;
-      std::string st = fresh("s");
-      line("for (uint " + st + " = " + std::to_string(half) + "u; " + st + " > 0u; " + st + " >>= 1) {");
-      ++indent_;
-      line("if (gl_LocalInvocationID.x < " + st + " && gl_LocalInvocationID.x + " + st + " < " + std::to_string(threads_) + "u) {");
-      ++indent_;
-      std::string lhs = scratch + "_all[gl_LocalInvocationID.x]";
-      std::string folded = temp(t, arith(combine, t, lhs, scratch + "_all[gl_LocalInvocationID.x + " + st + "]", r.span));
-      line(lhs + " = " + folded + ";");
-      --indent_;
-      line("}");
-      line("memoryBarrierShared(); barrier();");
-      --indent_;
-      line("}");
-      std::string result = ident(r.name);
-      line(reg_type(t) + " " + result + " = " + scratch + "_all[0];");
-      line("memoryBarrierShared(); barrier();");
-      values_[r.name] = {result, t};
-      return;
-    }
-    std::string off = fresh("o");
-    line("for (uint " + off + " = gl_SubgroupSize / 2u; " + off + " >= 1u; " + off + " /= 2u) {");
-    ++indent_;
-    std::string other = temp(t, shuffle_xor(mine, t, off));
-    line(mine + " = " + arith(combine, t, mine, other, r.span) + ";");
-    --indent_;
-    line("}");
-    line("if (gl_SubgroupInvocationID == 0u) " + scratch + "[gl_SubgroupID] = " + mine + ";");
-    line("memoryBarrierShared(); barrier();");
-    std::string result = ident(r.name), w = fresh("w");
-    line(reg_type(t) + " " + result + " = " + identity + ";");
-    line("for (uint " + w + " = 0u; " + w + " < gl_NumSubgroups; ++" + w + ") " + result + " = " + arith(combine, t, result, scratch + "[" + w + "]", r.span) + ";");
-    values_[r.name] = {result, t};
-  }
-
-  const cir::Kernel& k_;
   const GpuTarget& t_;
-  int threads_;
   bool precise_;
   std::string decls_;
-  std::ostringstream body_, shared_;
-  int indent_ = 1;
-  int temp_ = 0;
-  int block_depth_ = 0, thread_depth_ = 0;
   bool unrolled_ = false;  // a loop is marked [[unroll]]
-  std::string task_var_;  // a reduce kernel's grid-stride loop variable
-  std::map<std::string, Buf> bufs_;
-  std::map<std::string, Value> values_;
-  std::set<std::string> declared_shared_;
-  std::set<std::string> helpers_;
   std::set<std::string> f64_;  // helpers of glsl_f64_math the shader calls
-  std::set<std::string> library_;  // helpers of codegen/shader/f32_math the shader calls
-  int helper_calls_ = 0;
-  std::vector<CheckSite> sites_;
 };
 
 }  // namespace
