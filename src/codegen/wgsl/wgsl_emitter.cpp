@@ -16,6 +16,7 @@
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/shader/f32_math.hpp"
 #include "codegen/shader/host_scalar_expressions.hpp"
+#include "codegen/shader/shader_printer.hpp"
 #include "cir/visitor.hpp"
 
 namespace zyntax::codegen {
@@ -33,13 +34,6 @@ std::string reg_type(DType t) {
     case DType::U8: case DType::U16: case DType::U32: return "u32";
     default: return "i32";
   }
-}
-
-// A CIR name as a WGSL identifier (CIR names hold '%' and '.').
-std::string ident(const std::string& name) {
-  std::string s = "v_";
-  for (char c : name) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-  return s;
 }
 
 std::string hex(uint32_t v) {
@@ -62,7 +56,7 @@ int element_bytes(DType t) { return static_cast<int>(dtype_size(t)); }
 // wider sum does); argmin/argmax the index itself.
 DType reduce_accumulator(const cir::Kernel& k) { return k.output().type.dtype; }
 
-class Support : public cir::IRVisitor {
+class Support : public ShaderSupport {
  public:
   explicit Support(const cir::Kernel& k) : k_(k) {}
 
@@ -83,30 +77,16 @@ class Support : public cir::IRVisitor {
         fail("min and max reductions into i64 (their identities need 64 bits)");
     }
     include(k_.body);
-    return why_;
+    return why();
   }
 
  private:
-  void fail(std::string why) {
-    if (!why_) why_ = std::move(why);
-  }
   // f64 values (the schedules' f32 sums) are computed in f32.
   void value(DType t) {
     if (t == DType::U64) fail("u64 values (WGSL has no 64-bit types)");
   }
 
-  using IRVisitor::visit;
-  void visit(const cir::GpuIndex*) override { fail("GPU thread coordinates"); }
-  void visit(const cir::Dot*) override { fail("tile operations"); }
-  void visit(const cir::Reduce*) override { fail("tile operations"); }
-  void visit(const cir::MatMul*) override { fail("tile operations"); }
-  void visit(const cir::Transpose*) override { fail("tile operations"); }
-  void visit(const cir::Fill*) override { fail("tile operations"); }
-  void visit(const cir::TileMma*) override { fail("tensor-core tile products"); }
-  void visit(const cir::WarpgroupProduct*) override { fail("warpgroup matrix products"); }
-  void visit(const cir::WarpgroupAttention*) override { fail("warpgroup attention"); }
-  void visit(const cir::AsyncCopy*) override { fail("asynchronous copies"); }
-  void visit(const cir::MatMulBlock*) override { fail("CPU register blocks"); }
+  using ShaderSupport::visit;
   void visit(const cir::IntImm* op) override {
     // i64's extremes are the schedules' sentinels ("no index yet"): i32's
     // serve, as every index here is below 2^31.
@@ -126,16 +106,6 @@ class Support : public cir::IRVisitor {
     if (op->type.dtype == DType::F64 && !is_float(op->value->type.dtype)) fail("integers converted to f64 (WGSL has no f64)");
     IRVisitor::visit(op);
   }
-  void visit(const cir::Access* op) override {
-    for (const cir::AxisSel& a : op->axes)
-      if (a.is_slice) fail("slices");
-    if (!op->type.is_scalar()) fail("tile values");
-    IRVisitor::visit(op);
-  }
-  void visit(const cir::Store* op) override {
-    if (op->axes.empty()) fail("whole-tile stores");
-    IRVisitor::visit(op);
-  }
   void visit(const cir::Decl* op) override {
     if (!op->type.is_scalar()) fail("tile variables");
     value(op->type.dtype);
@@ -153,37 +123,21 @@ class Support : public cir::IRVisitor {
   }
 
   const cir::Kernel& k_;
-  std::optional<std::string> why_;
   std::map<std::string, DType> dtypes_of_arrays_;
 };
 
 // ------------------------------------------------------------ the writer
 
-class Wgsl {
+class Wgsl : public ShaderPrinter {
  public:
   Wgsl(const cir::Kernel& k, int threads, const HostScalarExpressions& host, const cir::Kernel& original)
-      : k_(k), threads_(threads), host_(host), original_(original) {}
+      : ShaderPrinter(k, threads), host_(host), original_(original) {}
 
   WgslKernel run() {
     WgslKernel out;
     out.workgroup_size = threads_;
     bind_parameters(out);
-    const cir::For* outer = k_.body.size() == 1 ? k_.body[0].as<cir::For>() : nullptr;
-    if (outer && outer->loop_kind == cir::LoopKind::Parallel) {
-      if (k_.kind == cir::KernelKind::Reduce) task_var_ = outer->var;
-      emit_for(*outer, Stride::Grid);
-    } else if (std::any_of(k_.body.begin(), k_.body.end(), [](const cir::Stmt& st) {
-                 auto f = st.as<cir::For>();
-                 return f && f->loop_kind == cir::LoopKind::GpuBlock;
-               })) {
-      block(k_.body);  // the scheduled block and thread loops as they stand
-    } else {
-      line("if (gid.x == 0u && gid.y == 0u) {");
-      ++indent_;
-      block(k_.body);
-      --indent_;
-      line("}");
-    }
+    body();
     std::ostringstream s;
     s << decls_ << shared_.str() << helpers() << "\n@compute @workgroup_size(" << threads_ << ")\n"
       << "fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(workgroup_id) wid: vec3u,\n"
@@ -199,19 +153,6 @@ class Wgsl {
   }
 
  private:
-  enum class Stride { Serial, Grid, Block, Thread };
-  struct Buf {
-    std::string name;  // the WGSL array (of words, for tensors)
-    cir::Type type;
-    bool tensor = false;  // a binding: elements packed in 32-bit words
-    bool output = false;  // words are atomic<u32>
-    bool thread_private = false;  // a GPU block's local array: each invocation its own row
-  };
-  struct Value {
-    std::string text;
-    DType dtype;
-  };
-
   // ---------------------------------------------------------- declarations
 
   void bind_parameters(WgslKernel& out) {
@@ -223,7 +164,7 @@ class Wgsl {
       bool output = p.role == cir::ParamRole::Output;
       d << "@group(0) @binding(" << binding << ") var<storage, " << (output ? "read_write> " : "read> ") << name << ": array<"
         << (output ? "atomic<u32>" : "u32") << ">;\n";
-      bufs_[p.name] = {name, p.type, true, output, false};
+      bufs_[p.name] = {name, p.type, true, output, false, ""};
       bindings_.push_back(name);
       ++binding;
     }
@@ -239,7 +180,7 @@ class Wgsl {
         for (auto [n, t, at] : {std::tuple{"%best", out.best_dtype, &out.best_binding}, std::tuple{"%has", DType::U32, &out.has_binding}}) {
           std::string name = "b" + std::to_string(binding);
           d << "@group(0) @binding(" << binding << ") var<storage, read_write> " << name << ": array<atomic<u32>>;\n";
-          bufs_[n] = {name, cir::Type::tensor(t, o.type.shape), true, true, false};
+          bufs_[n] = {name, cir::Type::tensor(t, o.type.shape), true, true, false, ""};
           bindings_.push_back(name);
           *at = binding++;
         }
@@ -255,9 +196,9 @@ class Wgsl {
     auto uniform = [&](WgslUniform::Source src, size_t index, DType t, const std::string& name) {
       DType as = is_float(t) ? DType::F32 : (t == DType::Bool || !is_signed_int(t)) && t != DType::I64 ? DType::U32 : DType::I32;
       out.uniforms.push_back({src, index, as, offset});
-      fields << "  " << ident(name) << ": " << reg_type(as) << ",\n";
+      fields << "  " << shader_identifier(name) << ": " << reg_type(as) << ",\n";
       offset += 4;
-      std::string v = "args." + ident(name);
+      std::string v = "args." + shader_identifier(name);
       if (t == DType::Bool) v = "(" + v + " != 0u)";
       values_[name] = {v, t};
     };
@@ -329,25 +270,22 @@ class Wgsl {
     return h.str();
   }
 
-  // ---------------------------------------------------------- output
+  // ---------------------------------------------------------- the dialect
 
-  void line(const std::string& s) {
-    for (int i = 0; i < indent_; ++i) body_ << "  ";
-    body_ << s << "\n";
+  const char* language() const override { return "WGSL"; }
+  std::string type_name(DType t) const override { return reg_type(t); }
+  // Names numbered: one CIR name may be declared in several scopes.
+  std::string local_name(const std::string& cir_name) override { return shader_identifier(cir_name) + "_" + std::to_string(temp_++); }
+  std::string declaration(DType t, const std::string& name, const std::string& value, Declare how) override {
+    bool variable = how == Declare::Variable || how == Declare::PlainVariable;
+    return (variable ? "var " : "let ") + name + ": " + reg_type(t) + " = " + value + ";";
   }
-
-  std::string temp(DType t, const std::string& value) {
-    std::string n = "t" + std::to_string(temp_++);
-    line("let " + n + ": " + reg_type(t) + " = " + value + ";");
-    return n;
-  }
-
-  std::string fresh(const std::string& base) { return base + std::to_string(temp_++); }
-
-  void check(const std::string& ok, Span span, const std::string& what) {
-    sites_.push_back({span, what});
-    line("if (!(" + ok + ")) { zy_fail(" + std::to_string(sites_.size()) + "u); }");
-  }
+  std::string guarded(const std::string& cond, const std::string& statement) override { return "if (" + cond + ") { " + statement + " }"; }
+  std::string first_invocation() override { return "gid.x == 0u && gid.y == 0u"; }
+  std::string barrier() override { return "storageBarrier(); workgroupBarrier();"; }
+  std::string shared_barrier() override { return "workgroupBarrier();"; }
+  std::string local_id() override { return "lid.x"; }
+  std::string workgroup_size() override { return std::to_string(threads_) + "u"; }
 
   // ---------------------------------------------------------- types and constants
 
@@ -376,7 +314,7 @@ class Wgsl {
     }
   }
 
-  std::string float_constant(double v) {
+  std::string float_constant(double v, DType) override {
     float f = static_cast<float>(v);
     uint32_t bits;
     std::memcpy(&bits, &f, 4);
@@ -390,7 +328,7 @@ class Wgsl {
     return "zy_f32(" + hex(bits) + ")";
   }
 
-  std::string int_constant(int64_t v, DType t) {
+  std::string int_constant(int64_t v, DType t) override {
     switch (t) {
       case DType::Bool: return v ? "true" : "false";
       case DType::U8: case DType::U16: case DType::U32: return std::to_string(static_cast<uint32_t>(v)) + "u";
@@ -402,21 +340,9 @@ class Wgsl {
     }
   }
 
-  std::string zero(DType t) { return is_float(t) ? "0.0" : int_constant(0, t); }
+  std::string zero(DType t) override { return is_float(t) ? "0.0" : int_constant(0, t); }
 
-  std::string scalar_constant(const Scalar& s, DType t) {
-    if (is_float(t)) return float_constant(s.f);
-    if (t == DType::Bool) return s.i ? "true" : "false";
-    return int_constant(is_signed_int(t) ? s.i : static_cast<int64_t>(s.u), t);
-  }
-
-  std::string truthy(const std::string& v, DType t) {
-    if (t == DType::Bool) return v;
-    if (is_float(t)) return "!(" + v + " == 0.0)";
-    return "(" + v + " != " + zero(t) + ")";
-  }
-
-  std::string convert(const std::string& v, DType from, DType to, Span span) {
+  std::string convert(const std::string& v, DType from, DType to, Span span) override {
     if (from == to) return v;
     std::string rt = reg_type(to);
     if (to == DType::Bool) return truthy(v, from);
@@ -460,6 +386,22 @@ class Wgsl {
     }
   }
 
+  std::string select(const std::string& c, const std::string& x, const std::string& y) override { return "select(" + y + ", " + x + ", " + c + ")"; }
+
+  std::string negate(DType t, const std::string& a, Span span) override {
+    if (is_float(t)) return temp(t, "-(" + a + ")");  // `a` may be a negative literal: no `--`
+    if (t == DType::I64) return arith(BinaryOp::Sub, t, "i32(0)", a, span);
+    if (!is_signed_int(t)) return temp(t, wrap(t, "(0u - " + a + ")"));
+    return temp(t, wrap(t, "bitcast<i32>(0u - bitcast<u32>(" + a + "))"));
+  }
+
+  std::string bool_to_int(const std::string& v) override { return "select(0, 1, " + v + ")"; }
+
+  std::string float_min_max(bool is_min, DType, const std::string& a, const std::string& c) override {
+    helpers_.insert("minmax");
+    return std::string(is_min ? "zy_min(" : "zy_max(") + a + ", " + c + ")";
+  }
+
   // ---------------------------------------------------------- memory
 
   // A register value from the bits of its element (in the low bits of `raw`).
@@ -500,13 +442,13 @@ class Wgsl {
             std::to_string(size * 8) + "u"};
   }
 
-  std::string word_at(const Buf& b, const std::string& w) { return b.output ? "atomicLoad(&" + b.name + "[" + w + "])" : b.name + "[" + w + "]"; }
+  std::string word_at(const Buffer& b, const std::string& w) { return b.output ? "atomicLoad(&" + b.name + "[" + w + "])" : b.name + "[" + w + "]"; }
 
   // The element at flat index `off` (u32) of a tensor, as a register value.
   // An i64 read from an input must fit in 32 bits (its high word the sign
   // of the low one); outputs keep only the low word (the host writes the
   // high ones after the run).
-  std::string load(const Buf& b, const std::string& off, Span span) {
+  std::string load(const Buffer& b, const std::string& off, Span span) override {
     DType t = b.type.dtype;
     Slot at = slot(t, off);
     std::string raw = temp(DType::U32, word_at(b, at.word));
@@ -522,7 +464,7 @@ class Wgsl {
   // it in between), else a plain read and write; 1- and 2-byte elements
   // always by compare-and-swap (the rest of their word is other elements').
   template <class Update>
-  void update(const Buf& b, const std::string& off, bool atomic, Update next_of) {
+  void update(const Buffer& b, const std::string& off, bool atomic, Update next_of) {
     DType t = b.type.dtype;
     Slot at = slot(t, off);
     std::string target = "&" + b.name + "[" + at.word + "]";
@@ -543,7 +485,7 @@ class Wgsl {
   }
 
   // Stores a register value into the element at flat index `off` of the output.
-  void store(const Buf& b, const std::string& off, const std::string& v) {
+  void store_element(const Buffer& b, const std::string& off, const std::string& v) {
     DType t = b.type.dtype;
     if (element_bytes(t) >= 4) {
       Slot at = slot(t, off);
@@ -553,117 +495,67 @@ class Wgsl {
     update(b, off, true, [&](const std::string&) { return v; });
   }
 
-  const Buf& buffer(const std::string& name) {
+  const Buffer& buffer(const std::string& name) {
     auto it = bufs_.find(name);
     if (it == bufs_.end()) throw std::logic_error("WGSL lowering: unknown buffer " + name);
     return it->second;
   }
 
   // Row-major offset of an element, each index checked against its axis;
-  // where one is out of bounds, element 0's (harmless) and `*ok` false.
-  std::string element_offset(const Buf& b, const std::vector<cir::AxisSel>& axes, Span span, const std::string& name, bool write,
-                             std::string* ok_out = nullptr) {
-    std::string offset = "0u", ok = "true";
-    for (size_t a = b.thread_private ? 1 : 0; a < axes.size(); ++a) {
-      std::string extent = temp(DType::U32, "bitcast<u32>(" + expr(b.type.shape[a]) + ")");
-      std::string idx = temp(DType::U32, "bitcast<u32>(" + expr(axes[a].index) + ")");
-      ok += " && " + idx + " < " + extent;
-      offset = "(" + offset + ") * " + extent + " + " + idx;  // below the element count, which fits in 32 bits
-    }
-    std::string okv = temp(DType::Bool, ok);
-    check(okv, span, std::string(write ? "index out of bounds writing " : "index out of bounds reading ") + name);
-    if (ok_out) *ok_out = okv;
-    return temp(DType::U32, "select(0u, " + offset + ", " + okv + ")");
+  void store(const Buffer& b, const std::string& off, const std::string& ok, const std::string& v) override {
+    line("if (" + ok + ") {");
+    ++indent_;
+    if (b.tensor) store_element(b, off, v);
+    else line(b.name + "[" + off + "] = " + v + ";");
+    --indent_;
+    line("}");
   }
 
-  // ---------------------------------------------------------- expressions
+  // Index values are i32; offsets u32 (below the element count, which fits in 32 bits).
+  std::string index_value(const std::string& v) override { return v; }
+  std::string index_literal(int64_t v) override { return std::to_string(v); }
+  std::string axis_extent(const std::string& v) override { return temp(DType::U32, "bitcast<u32>(" + v + ")"); }
+  std::string axis_index(const std::string& v) override { return temp(DType::U32, "bitcast<u32>(" + v + ")"); }
+  std::string in_bounds(const std::string& i, const std::string& extent) override { return i + " < " + extent; }
+  std::string offset_origin() override { return "0u"; }
+  std::string guarded_offset(const std::string& ok, const std::string& offset) override { return temp(DType::U32, "select(0u, " + offset + ", " + ok + ")"); }
 
-  std::string expr(const Expr& e) {
-    DType t = e->type.dtype;
-    switch (e->kind) {
-      case cir::ExprKind::IntImm: return int_constant(e.as<cir::IntImm>()->value, t);
-      case cir::ExprKind::FloatImm: return float_constant(e.as<cir::FloatImm>()->value);
-      case cir::ExprKind::BoolImm: return e.as<cir::BoolImm>()->value ? "true" : "false";
-      case cir::ExprKind::Var: {
-        const std::string& name = e.as<cir::Var>()->name;
-        auto it = values_.find(name);
-        if (it == values_.end()) throw std::logic_error("WGSL lowering: unknown name " + name);
-        return it->second.text;
-      }
-      case cir::ExprKind::Cast: {
-        auto c = e.as<cir::Cast>();
-        return temp(t, convert(expr(c->value), c->value->type.dtype, t, c->span));
-      }
-      case cir::ExprKind::Unary: {
-        auto u = e.as<cir::Unary>();
-        std::string a = expr(u->a);
-        DType at = u->a->type.dtype;
-        if (u->op == UnaryOp::Not) return temp(DType::Bool, "!" + truthy(a, at));
-        if (is_float(at)) return temp(at, "-(" + a + ")");  // `a` may be a negative literal: no `--`
-        if (at == DType::Bool) return a;
-        if (at == DType::I64) return arith(BinaryOp::Sub, at, "i32(0)", a, u->span);
-        if (!is_signed_int(at)) return temp(at, wrap(at, "(0u - " + a + ")"));
-        return temp(at, wrap(at, "bitcast<i32>(0u - bitcast<u32>(" + a + "))"));
-      }
-      case cir::ExprKind::Binary: return binary(*e.as<cir::Binary>());
-      case cir::ExprKind::Select: {
-        auto s = e.as<cir::Select>();
-        std::string c = expr(s->cond), x = expr(s->t), y = expr(s->f);
-        return temp(t, "select(" + y + ", " + x + ", " + c + ")");
-      }
-      case cir::ExprKind::Math: return math(*e.as<cir::Math>());
-      case cir::ExprKind::Access: {
-        auto a = e.as<cir::Access>();
-        const Buf& b = buffer(a->buffer);
-        std::string off = element_offset(b, a->axes, a->span, a->buffer, false);
-        return temp(b.type.dtype, b.tensor ? load(b, off, a->span) : b.name + "[" + off + "]");
-      }
-      default: throw std::logic_error("WGSL lowering: unsupported expression " + cir::print(e));
+  // ---------------------------------------------------------- loops (trips in u32)
+
+  std::string trip_count(const std::string& lo, const std::string& hi, const std::string& step, const std::string& runs) override {
+    std::string span = "bitcast<u32>(" + hi + ") - bitcast<u32>(" + lo + ")";  // hi - lo, exact below 2^32
+    return temp(DType::U32, "select(0u, (" + span + " - 1u) / bitcast<u32>(" + step + ") + 1u, " + runs + " && " + hi + " > " + lo + ")");
+  }
+  std::pair<std::string, std::string> loop_start(Stride how) override {
+    std::string threads = std::to_string(threads_) + "u";
+    switch (how) {
+      case Stride::Grid: return {"gid.y * nwg.x * " + threads + " + gid.x", "nwg.x * nwg.y * " + threads};
+      case Stride::Block: return {"wid.y * nwg.x + wid.x", "nwg.x * nwg.y"};
+      case Stride::Thread: return {"lid.x", threads};
+      case Stride::Serial: break;
     }
+    return {"0u", "1u"};
+  }
+  LoopHeader loop_header(const cir::For&, Stride, const std::string& trips, const std::string& first, const std::string& stride) override {
+    std::string k = fresh("k");
+    line("for (var " + k + " = " + first + "; " + k + " < " + trips + "; " + k + " += " + stride + ") {");
+    return {k, 1};
+  }
+  std::string loop_variable(const std::string& lo, const std::string& k, const std::string& step) override {
+    return "bitcast<i32>(bitcast<u32>(" + lo + ") + " + k + " * bitcast<u32>(" + step + "))";
   }
 
-  std::string binary(const cir::Binary& bin) {
-    DType t = bin.a->type.dtype;
-    if (bin.op == BinaryOp::And || bin.op == BinaryOp::Or) {
-      // Short-circuit: the right side (and its checks) only where it decides.
-      std::string r = fresh("t");
-      std::string a = expr(bin.a);
-      line("var " + r + ": bool = " + truthy(a, t) + ";");
-      line(std::string("if (") + (bin.op == BinaryOp::And ? "" : "!") + r + ") {");
-      ++indent_;
-      std::string c = expr(bin.b);
-      line(r + " = " + truthy(c, bin.b->type.dtype) + ";");
-      --indent_;
-      line("}");
-      return r;
-    }
-    std::string a = expr(bin.a), c = expr(bin.b);
-    if (is_comparison(bin.op)) return temp(DType::Bool, compare(bin.op, t, a, c));
-    return arith(bin.op, t, a, c, bin.span);
-  }
+  // ---------------------------------------------------------- arrays (WGSL's variables start at zero)
 
-  std::string compare(BinaryOp op, DType t, const std::string& a, const std::string& c) {
-    if (t == DType::Bool) return compare(op, DType::I32, "select(0, 1, " + a + ")", "select(0, 1, " + c + ")");
-    switch (op) {
-      case BinaryOp::Eq: return "(" + a + " == " + c + ")";
-      case BinaryOp::Ne: return "!(" + a + " == " + c + ")";  // unordered: NaN != anything
-      case BinaryOp::Lt: return "(" + a + " < " + c + ")";
-      case BinaryOp::Le: return "(" + a + " <= " + c + ")";
-      case BinaryOp::Gt: return "(" + a + " > " + c + ")";
-      default: return "(" + a + " >= " + c + ")";
-    }
+  void shared_array(DType t, const std::string& name, uint64_t n) override {
+    shared_ << "var<workgroup> " << name << ": array<" << reg_type(t) << ", " << n << ">;\n";
   }
-
-  std::string min_max(bool is_min, DType t, const std::string& a, const std::string& c) {
-    if (is_float(t)) {
-      helpers_.insert("minmax");
-      return std::string(is_min ? "zy_min(" : "zy_max(") + a + ", " + c + ")";
-    }
-    return std::string(is_min ? "min(" : "max(") + a + ", " + c + ")";
+  std::string local_array(DType t, const std::string& name, uint64_t n) override {
+    return "var " + name + ": array<" + reg_type(t) + ", " + std::to_string(n) + ">;";
   }
 
   // A temporary with `a op c` in dtype t.
-  std::string arith(BinaryOp op, DType t, const std::string& a, const std::string& c, Span span) {
+  std::string arith(BinaryOp op, DType t, const std::string& a, const std::string& c, Span span) override {
     if (t == DType::Bool) {  // as the reference: 0/1 arithmetic, then "not zero"
       switch (op) {
         case BinaryOp::Add: case BinaryOp::Max: return temp(t, "(" + a + " || " + c + ")");
@@ -748,7 +640,7 @@ class Wgsl {
     }
   }
 
-  std::string math(const cir::Math& m) {
+  std::string math(const cir::Math& m) override {
     DType t = m.type.dtype;
     std::vector<std::string> args;
     for (const Expr& a : m.args) args.push_back(expr(a));
@@ -806,164 +698,61 @@ class Wgsl {
     throw std::logic_error("WGSL lowering: unknown math function");
   }
 
-  // ---------------------------------------------------------- statements
-
-  void block(const cir::Block& blk) {
-    for (const cir::Stmt& s : blk) stmt(s);
-  }
-
-  void stmt(const cir::Stmt& s) {
-    switch (s->kind) {
-      case cir::StmtKind::For: {
-        const cir::For& f = *s.as<cir::For>();
-        return emit_for(f, f.loop_kind == cir::LoopKind::GpuBlock    ? Stride::Block
-                           : f.loop_kind == cir::LoopKind::GpuThread ? Stride::Thread
-                                                                     : Stride::Serial);
-      }
-      case cir::StmtKind::If: {
-        auto i = s.as<cir::If>();
-        std::string c = expr(i->cond);
-        line("if (" + c + ") {");
-        ++indent_;
-        block(i->then_body);
-        --indent_;
-        if (!i->else_body.empty()) {
-          line("} else {");
-          ++indent_;
-          block(i->else_body);
-          --indent_;
-        }
-        line("}");
-        return;
-      }
-      case cir::StmtKind::Let: {
-        auto l = s.as<cir::Let>();
-        DType t = l->value->type.dtype;
-        std::string v = expr(l->value), n = ident(l->name) + "_" + std::to_string(temp_++);
-        line("let " + n + ": " + reg_type(t) + " = " + v + ";");
-        values_[l->name] = {n, t};
-        return;
-      }
-      case cir::StmtKind::Decl: {
-        auto d = s.as<cir::Decl>();
-        DType t = d->type.dtype;
-        std::string v = d->init.defined() ? expr(d->init) : zero(t), n = ident(d->name) + "_" + std::to_string(temp_++);
-        line("var " + n + ": " + reg_type(t) + " = " + v + ";");
-        values_[d->name] = {n, t};
-        return;
-      }
-      case cir::StmtKind::Assign: {
-        auto a = s.as<cir::Assign>();
-        std::string v = expr(a->value);
-        line(values_.at(a->name).text + " = " + v + ";");
-        return;
-      }
-      case cir::StmtKind::Store: {
-        auto st = s.as<cir::Store>();
-        const Buf& b = buffer(st->buffer);
-        std::string v = expr(st->value), ok;
-        std::string off = element_offset(b, st->axes, st->span, st->buffer, true, &ok);
-        line("if (" + ok + ") {");
-        ++indent_;
-        if (b.tensor) store(b, off, v);
-        else line(b.name + "[" + off + "] = " + v + ";");
-        --indent_;
-        line("}");
-        return;
-      }
-      case cir::StmtKind::Allocate: return allocate(*s.as<cir::Allocate>());
-      case cir::StmtKind::BlockReduce: return emit_block_reduce(*s.as<cir::BlockReduce>());
-      case cir::StmtKind::Yield: return emit_yield(*s.as<cir::Yield>());
-      case cir::StmtKind::Atomic: return emit_atomic(*s.as<cir::Atomic>());
-      case cir::StmtKind::Barrier:
-        // A GPU block's invocations meet; elsewhere one invocation runs each
-        // iteration in order and there is nothing to wait for.
-        if (block_depth_ > 0) line("storageBarrier(); workgroupBarrier();");
-        return;
-      case cir::StmtKind::Check: {
-        auto c = s.as<cir::Check>();
-        check(expr(c->cond), c->span, c->message);
-        return;
-      }
-      default: throw std::logic_error("WGSL lowering: unsupported statement");
-    }
-  }
+  std::string arith_value(BinaryOp op, DType t, const std::string& a, const std::string& c, Span span) override { return arith(op, t, a, c, span); }
 
   // ---------------------------------------------------------- reductions and atomics
 
-  void emit_yield(const cir::Yield& y) {
-    const Buf& acc = buffer("%acc");
-    std::string offset = "0u", ok = "true";
-    for (size_t a = 0; a < y.out_index.size(); ++a) {
-      std::string extent = temp(DType::U32, "bitcast<u32>(" + expr(acc.type.shape[a]) + ")");
-      std::string idx = temp(DType::U32, "bitcast<u32>(" + expr(y.out_index[a]) + ")");
-      ok += " && " + idx + " < " + extent;
-      offset = "(" + offset + ") * " + extent + " + " + idx;
-    }
-    std::string okv = temp(DType::Bool, ok);
-    check(okv, y.span, "yield to an output element out of range");
-    std::string off = temp(DType::U32, "select(0u, " + offset + ", " + okv + ")");
-    std::string v = expr(y.value);
+  void yield_arg(const cir::Yield& y, const std::string& off, const std::string& v) override {
+    // One invocation yields at a time here (the plan's fold yields once).
+    const Buffer& acc = buffer("%acc");
+    const Buffer& best = buffer("%best");
+    const Buffer& has = buffer("%has");
     DType vt = y.value->type.dtype;
     ReduceOp op = k_.reduce_op;
-    line("if (" + okv + ") {");
-    ++indent_;
-    if (is_arg_reduce(op)) {
-      // One invocation yields at a time here (the plan's fold yields once).
-      const Buf& best = buffer("%best");
-      const Buf& has = buffer("%has");
-      std::string index = expr(y.index);
-      std::string seen = temp(DType::Bool, "atomicLoad(&" + has.name + "[" + off + "]) != 0u");
-      std::string cur = temp(vt, load(best, off, y.span));
-      std::string better;
-      if (is_float(vt)) {
-        std::string cmp = op == ReduceOp::ArgMax ? v + " > " + cur : v + " < " + cur;
-        better = "(!(" + cur + " != " + cur + ") && (" + v + " != " + v + " || " + cmp + "))";
-      } else {
-        better = op == ReduceOp::ArgMax ? "(" + v + " > " + cur + ")" : "(" + v + " < " + cur + ")";
-      }
-      line("if (!" + seen + " || " + better + ") {");
-      ++indent_;
-      line("atomicStore(&" + has.name + "[" + off + "], 1u);");
-      store(best, off, v);
-      store(acc, off, temp(acc.type.dtype, convert(index, y.index->type.dtype, acc.type.dtype, y.span)));
-      --indent_;
-      line("}");
+    std::string index = expr(y.index);
+    std::string seen = temp(DType::Bool, "atomicLoad(&" + has.name + "[" + off + "]) != 0u");
+    std::string cur = temp(vt, load(best, off, y.span));
+    std::string better;
+    if (is_float(vt)) {
+      std::string cmp = op == ReduceOp::ArgMax ? v + " > " + cur : v + " < " + cur;
+      better = "(!(" + cur + " != " + cur + ") && (" + v + " != " + v + " || " + cmp + "))";
     } else {
-      DType at = acc.type.dtype;
-      std::string x = temp(at, convert(v, vt, at, y.span));
-      // Grid-stride iterations yielding to an element chosen without their
-      // variable meet there at once.
-      bool shared_target = !task_var_.empty() && !std::any_of(y.out_index.begin(), y.out_index.end(), [&](const Expr& e) {
-        return cir::reads_any(e, {task_var_});
-      });
-      update(acc, off, shared_target, [&](const std::string& cur) {
-        if (std::optional<BinaryOp> b = reduce_binary_op(op)) return arith(*b, at, cur, x, y.span);
-        std::string r = temp(DType::Bool, "(" + truthy(cur, at) + (op == ReduceOp::And ? " && " : " || ") + truthy(x, at) + ")");
-        return temp(at, convert(r, DType::Bool, at, y.span));
-      });
+      better = op == ReduceOp::ArgMax ? "(" + v + " > " + cur + ")" : "(" + v + " < " + cur + ")";
     }
+    line("if (!" + seen + " || " + better + ") {");
+    ++indent_;
+    line("atomicStore(&" + has.name + "[" + off + "], 1u);");
+    store_element(best, off, v);
+    store_element(acc, off, temp(acc.type.dtype, convert(index, y.index->type.dtype, acc.type.dtype, y.span)));
     --indent_;
     line("}");
   }
 
-  void emit_atomic(const cir::Atomic& a) {
-    const Buf& b = buffer(a.buffer);
+  void yield_fold(const cir::Yield& y, const std::string& off, const std::string& v) override {
+    const Buffer& acc = buffer("%acc");
+    DType at = acc.type.dtype;
+    ReduceOp op = k_.reduce_op;
+    std::string x = temp(at, convert(v, y.value->type.dtype, at, y.span));
+    // Grid-stride iterations yielding to an element chosen without their
+    // variable meet there at once.
+    bool shared_target = !task_var_.empty() && !std::any_of(y.out_index.begin(), y.out_index.end(), [&](const Expr& e) {
+      return cir::reads_any(e, {task_var_});
+    });
+    update(acc, off, shared_target, [&](const std::string& cur) {
+      if (std::optional<BinaryOp> b = reduce_binary_op(op)) return arith(*b, at, cur, x, y.span);
+      std::string r = temp(DType::Bool, "(" + truthy(cur, at) + (op == ReduceOp::And ? " && " : " || ") + truthy(x, at) + ")");
+      return temp(at, convert(r, DType::Bool, at, y.span));
+    });
+  }
+
+  void atomic_update(const cir::Atomic& a, const Buffer& b, const std::string& off, const std::string& x) override {
     DType t = b.type.dtype;
-    std::vector<cir::AxisSel> axes;
-    for (const Expr& e : a.index) axes.push_back(cir::AxisSel::at(e));
-    std::string x = expr(a.value), ok;
-    std::string off = element_offset(b, axes, a.span, a.buffer, true, &ok);
-    line("if (" + ok + ") {");
-    ++indent_;
     if (!b.tensor) {  // a local array: one invocation's own
       std::string target = b.name + "[" + off + "]";
       line(target + " = " + combine(a, t, target, x) + ";");
     } else {
       update(b, off, true, [&](const std::string& cur) { return combine(a, t, cur, x); });
     }
-    --indent_;
-    line("}");
   }
 
   std::string combine(const cir::Atomic& a, DType t, const std::string& cur, const std::string& x) {
@@ -981,125 +770,23 @@ class Wgsl {
     return x;
   }
 
-  void allocate(const cir::Allocate& a) {
-    DType t = a.type.dtype;
-    uint64_t n = static_cast<uint64_t>(cir::allocation_bytes(a)) / dtype_size(t);
-    std::string name = ident(a.name) + "_" + std::to_string(temp_++);
-    if (a.space == cir::MemorySpace::Shared && block_depth_ > 0) {
-      // The block's own workgroup memory, one array each.
-      shared_ << "var<workgroup> " << name << ": array<" << reg_type(t) << ", " << std::max<uint64_t>(n, 1) << ">;\n";
-      bufs_[a.name] = {name, a.type, false, false, false};
-      return;
-    }
-    if (a.space == cir::MemorySpace::Local && block_depth_ > 0 && thread_depth_ == 0) {
-      // Thread-private: each invocation keeps only its own row (the first axis is the thread).
-      int64_t threads = a.type.shape[0].as<cir::IntImm>()->value;
-      check(std::to_string(threads_) + "u >= " + std::to_string(threads) + "u", a.span,
-            "the GPU block has fewer threads than the schedule's " + std::to_string(threads));
-      line("var " + name + ": array<" + reg_type(t) + ", " + std::to_string(std::max<uint64_t>(n / static_cast<uint64_t>(threads), 1)) + ">;");
-      bufs_[a.name] = {name, a.type, false, false, true};
-      return;
-    }
-    // A local array, zero-filled (WGSL's variables start at zero), as the
-    // reference fills a shared one each time one invocation reaches it.
-    line("var " + name + ": array<" + reg_type(t) + ", " + std::to_string(std::max<uint64_t>(n, 1)) + ">;");
-    bufs_[a.name] = {name, a.type, false, false, false};
+  std::string block_count(const std::string& count) override { return temp(DType::U32, "bitcast<u32>(" + count + ")"); }
+  std::string block_loop(const std::string& i, const std::string& count) override {
+    return "for (var " + i + " = lid.x; " + i + " < " + count + "; " + i + " += " + std::to_string(threads_) + "u) {";
   }
-
-  // A block-wide fold (cir::BlockReduce) in workgroup memory: each
-  // invocation folds its elements of the array, leaves its value in the
-  // scratch, and halving strides fold the scratch into its first element,
-  // which every invocation then reads.
-  void emit_block_reduce(const cir::BlockReduce& r) {
-    const Buf& array = buffer(r.array);
-    DType t = array.type.dtype;
-    BinaryOp combine = *reduce_binary_op(r.op);
-    std::string identity = scalar_constant(reduce_identity(r.op, t), t);
-    std::string scratch = fresh("zy_scratch");
-    shared_ << "var<workgroup> " << scratch << ": array<" << reg_type(t) << ", " << threads_ << ">;\n";
-    line("storageBarrier(); workgroupBarrier();");
-    std::string mine = fresh("mine"), i = fresh("i");
-    std::string count = temp(DType::U32, "bitcast<u32>(" + expr(r.count) + ")");
-    line("var " + mine + ": " + reg_type(t) + " = " + identity + ";");
-    line("for (var " + i + " = lid.x; " + i + " < " + count + "; " + i + " += " + std::to_string(threads_) + "u) {");
-    ++indent_;
-    std::string element = temp(t, array.name + "[" + i + "]");
-    line(mine + " = " + arith(combine, t, mine, element, r.span) + ";");
-    --indent_;
-    line("}");
-    line(scratch + "[lid.x] = " + mine + ";");
-    line("workgroupBarrier();");
-    int half = 1;
-    while (half * 2 < threads_) half *= 2;
-    std::string st = fresh("s");
-    line("for (var " + st + " = " + std::to_string(half) + "u; " + st + " > 0u; " + st + " >>= 1u) {");
-    ++indent_;
-    line("if (lid.x < " + st + " && lid.x + " + st + " < " + std::to_string(threads_) + "u) {");
-    ++indent_;
-    std::string folded = arith(combine, t, scratch + "[lid.x]", scratch + "[lid.x + " + st + "]", r.span);
-    line(scratch + "[lid.x] = " + folded + ";");
-    --indent_;
-    line("}");
-    line("workgroupBarrier();");
-    --indent_;
-    line("}");
-    std::string result = ident(r.name) + "_" + std::to_string(temp_++);
-    line("let " + result + ": " + reg_type(t) + " = " + scratch + "[0];");
-    line("workgroupBarrier();");  // the scratch is read before anyone writes it again
-    values_[r.name] = {result, t};
+  std::string array_at(const std::string& array, const std::string& i) override { return array + "[" + i + "]"; }
+  std::string halving_loop(const std::string& s, int half) override {
+    return "for (var " + s + " = " + std::to_string(half) + "u; " + s + " > 0u; " + s + " >>= 1u) {";
   }
-
-  // for var in lo..hi step s, as iterations k = first, first + stride, ...
-  // below trips (u32) with var = lo + k * s.
-  void emit_for(const cir::For& f, Stride how) {
-    std::string lo = temp(DType::I64, expr(f.lo)), hi = temp(DType::I64, expr(f.hi)), step = temp(DType::I64, expr(f.step));
-    std::string runs = "true";
-    if (!f.step.as<cir::IntImm>()) {
-      check(step + " > 0", f.span, "loop step must be positive");
-      runs = step + " > 0";
-    }
-    std::string span = "bitcast<u32>(" + hi + ") - bitcast<u32>(" + lo + ")";  // hi - lo, exact below 2^32
-    std::string trips = temp(DType::U32, "select(0u, (" + span + " - 1u) / bitcast<u32>(" + step + ") + 1u, " + runs + " && " + hi + " > " + lo + ")");
-    std::string k = fresh("k"), threads = std::to_string(threads_) + "u";
-    std::string first = "0u", stride = "1u";
-    switch (how) {
-      case Stride::Grid: first = "gid.y * nwg.x * " + threads + " + gid.x", stride = "nwg.x * nwg.y * " + threads; break;
-      case Stride::Block: first = "wid.y * nwg.x + wid.x", stride = "nwg.x * nwg.y"; break;
-      case Stride::Thread: first = "lid.x", stride = threads; break;
-      case Stride::Serial: break;
-    }
-    line("for (var " + k + " = " + first + "; " + k + " < " + trips + "; " + k + " += " + stride + ") {");
-    ++indent_;
-    std::string var = ident(f.var) + "_" + std::to_string(temp_++);
-    line("let " + var + ": i32 = bitcast<i32>(bitcast<u32>(" + lo + ") + " + k + " * bitcast<u32>(" + step + "));");
-    values_[f.var] = {var, DType::I64};
-    block_depth_ += f.loop_kind == cir::LoopKind::GpuBlock;
-    thread_depth_ += f.loop_kind == cir::LoopKind::GpuThread;
-    block(f.body);
-    block_depth_ -= f.loop_kind == cir::LoopKind::GpuBlock;
-    thread_depth_ -= f.loop_kind == cir::LoopKind::GpuThread;
-    --indent_;
-    line("}");
-  }
+  std::string tree_scratch(DType, const std::string& scratch) override { return scratch; }
+  bool has_shuffles() const override { return false; }  // WebGPU's subgroups are an extension
 
   std::vector<std::string> bindings_;  // b0, b1, ..., status, args
-  const cir::Kernel& k_;
-  int threads_;
   const HostScalarExpressions& host_;
   const cir::Kernel& original_;  // the params the host expressions name
   std::string decls_;
-  std::ostringstream body_;
-  int indent_ = 1;
-  int temp_ = 0;
-  std::map<std::string, Buf> bufs_;
-  std::map<std::string, Value> values_;
-  std::set<std::string> helpers_;
-  std::set<std::string> library_;  // helpers of codegen/shader/f32_math the shader calls
-  std::vector<CheckSite> sites_;
-  std::string task_var_;  // a reduce kernel's grid-stride loop variable
-  std::ostringstream shared_;  // workgroup arrays, at module scope
-  int block_depth_ = 0, thread_depth_ = 0;
 };
+
 
 }  // namespace
 
@@ -1137,3 +824,4 @@ WgslKernel emit_wgsl(const cir::Kernel& k, const GpuTarget& target, int block_th
 }
 
 }  // namespace zyntax::codegen
+
