@@ -13,7 +13,7 @@
 #include "cir/visitor.hpp"
 #include "codegen/glsl/glsl_f64_math.hpp"
 #include "codegen/shader/f32_math.hpp"
-#include "codegen/shader/shader_printer.hpp"
+#include "codegen/shader/c_style_printer.hpp"
 #include "codegen/glsl/spirv_float_controls.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "support/trip_count.hpp"
@@ -30,7 +30,7 @@ constexpr int64_t kLoopLimit = 65535;
 // Values live in registers as these types; f16 and bf16 are computed in
 // f32 and rounded back after every operation, 8- and 16-bit integers in 32
 // bits and wrapped back.
-std::string reg_type(DType t) {
+std::string glsl_reg_type(DType t) {
   switch (t) {
     case DType::F16: case DType::BF16: case DType::F32: return "float";
     case DType::F64: return "double";
@@ -44,19 +44,17 @@ std::string reg_type(DType t) {
 }
 
 // Elements in storage buffers.
-std::string mem_type(DType t) {
+std::string glsl_mem_type(DType t) {
   switch (t) {
     case DType::F16: case DType::BF16: case DType::U16: return "uint16_t";
     case DType::I16: return "int16_t";
     case DType::Bool: case DType::U8: return "uint8_t";
     case DType::I8: return "int8_t";
-    default: return reg_type(t);
+    default: return glsl_reg_type(t);
   }
 }
 
 
-// The unsigned integer type of a value's bits (atomics work on these).
-std::string bits_type(DType t) { return dtype_size(t) == 8 ? "uint64_t" : "uint"; }
 
 std::string hex(uint64_t v) {
   std::ostringstream o;
@@ -65,21 +63,6 @@ std::string hex(uint64_t v) {
 }
 
 // ------------------------------------------------------------ loop iterations per invocation
-
-// Loops a schedule marks unrolled, with a constant trip count up to this, are
-// unrolled whole ([[unroll]]): they cost no iterations.
-constexpr int64_t kUnrollLimit = 64;
-
-std::optional<int64_t> constant_trips(const cir::For& f) {
-  auto lo = f.lo.as<cir::IntImm>(), hi = f.hi.as<cir::IntImm>(), step = f.step.as<cir::IntImm>();
-  if (!lo || !hi || !step || step->value <= 0) return std::nullopt;
-  return trip_count(lo->value, hi->value, step->value);
-}
-
-bool unrolled_whole(const cir::For& f) {
-  std::optional<int64_t> trips = constant_trips(f);
-  return f.loop_kind == cir::LoopKind::Unrolled && trips && *trips <= kUnrollLimit && (f.factor <= 0 || f.factor >= *trips);
-}
 
 // An upper bound of the loop iterations one invocation runs, counted as
 // lavapipe counts them (every loop of the shader; a grid or block loop runs
@@ -324,12 +307,13 @@ bool computes_products(const cir::Kernel& k) {
   return finder.found;
 }
 
-class Glsl : public ShaderPrinter {
+class Glsl : public CStylePrinter {
  public:
   // Other kernels' float values are `precise`: drivers then keep IEEE
   // semantics (Mesa otherwise folds x * 0 to 0 and a / (b * -0.0) to garbage
   // once it knows an operand, and fuses a * b + c), as the reference does.
-  Glsl(const cir::Kernel& k, const GpuTarget& t, int threads) : ShaderPrinter(k, threads), t_(t), precise_(!computes_products(k)) {}
+  Glsl(const cir::Kernel& k, const GpuTarget& t, int threads)
+      : CStylePrinter(k, threads, t.subgroup_shuffles), t_(t), precise_(!computes_products(k)) {}
 
   GlslKernel run() {
     GlslKernel out;
@@ -434,31 +418,14 @@ class Glsl : public ShaderPrinter {
     return widths.empty() ? "" : std::string(kPreservePragma) + widths + "\n";
   }
   // Functions the body calls (written out only where it does).
-  std::string helpers() const {
+  std::string helpers() {
     std::ostringstream h;
     h << "void zy_fail(uint id) { atomicCompSwap(status[0], 0u, id); }\n";
     if (helpers_.count("f16"))
       h << "float zy_f16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }\n";
-    if (helpers_.count("bf16"))
-      h << "uint zy_bf16_bits(float f) {\n"
-           "  uint bits = floatBitsToUint(f);\n"
-           "  if (isnan(f)) return (bits >> 16) | 0x40u;\n"
-           "  return (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;\n"
-           "}\n"
-           "float zy_bf16(float x) { return uintBitsToFloat(zy_bf16_bits(x) << 16); }\n";
-    for (const char* t : {"float", "double"}) {
-      std::string T = t;
-      // IEEE 754-2019 minimum and maximum: NaN propagates and -0 < +0
-      // (GLSL's min and max return either zero), as the reference.
-      std::string bits = T == "float" ? "floatBitsToUint" : "doubleBitsToUint64", from = T == "float" ? "uintBitsToFloat" : "uint64BitsToDouble";
-      if (helpers_.count("minmax_" + T))
-        h << T << " zy_min(" << T << " a, " << T << " b) {\n"
-          << "  if (isnan(a) || isnan(b)) return a + b;\n"
-          << "  return a == 0.0 && b == 0.0 ? " << from << "(" << bits << "(a) | " << bits << "(b)) : min(a, b);\n}\n"
-          << T << " zy_max(" << T << " a, " << T << " b) {\n"
-          << "  if (isnan(a) || isnan(b)) return a + b;\n"
-          << "  return a == 0.0 && b == 0.0 ? " << from << "(" << bits << "(a) & " << bits << "(b)) : max(a, b);\n}\n";
-    }
+    if (helpers_.count("bf16")) h << bf16_helper();
+    if (helpers_.count("minmax_float")) h << min_max_helper("float", "floatBitsToUint", "uintBitsToFloat");
+    if (helpers_.count("minmax_double")) h << min_max_helper("double", "doubleBitsToUint64", "uint64BitsToDouble");
     if (helpers_.count("fma32"))  // f32 a * b + c rounded once: the double product is exact, the double sum
       // and its error (two-sum) rounded to odd, which the conversion to f32 then rounds correctly
       h << "float zy_fma32(float a, float b, float c) {\n"
@@ -475,93 +442,69 @@ class Glsl : public ShaderPrinter {
            "}\n";
     h << shader_f32_library(library_, ShaderLanguage::Glsl);
     h << glsl_f64_library(f64_);
-    if (helpers_.count("ipow"))
-      h << "int64_t zy_ipow(int64_t b, int64_t e, bool is_signed, inout bool bad) {\n"
-           "  if (is_signed && e < 0) {\n"
-           "    if (b == 1l) return 1l;\n"
-           "    if (b == -1l) return (e % 2l == 0l) ? 1l : -1l;\n"
-           "    bad = true;\n"
-           "    return 0l;\n"
-           "  }\n"
-           "  uint64_t x = uint64_t(b), r = 1ul, n = uint64_t(e);\n"
-           "  for (int i = 0; i < 64 && n != 0ul; ++i) {\n"
-           "    if ((n & 1ul) != 0ul) r *= x;\n"
-           "    x *= x;\n"
-           "    n >>= 1;\n"
-           "  }\n"
-           "  return int64_t(r);\n"
-           "}\n";
+    if (helpers_.count("ipow")) h << ipow_helper();
     return h.str();
   }
 
 
-  // ---------------------------------------------------------- the dialect
+  // ---------------------------------------------------------- spellings
 
   const char* language() const override { return "GLSL"; }
-  std::string type_name(DType t) const override { return reg_type(t); }
+  std::string reg_type(DType t) const override { return glsl_reg_type(t); }
+  std::string mem_type(DType t) const override { return glsl_mem_type(t); }
+  // The unsigned integer type of a value's bits (atomics work on these).
+  std::string bits_type(DType t) const override { return dtype_size(t) == 8 ? "uint64_t" : "uint"; }
+  std::string bits_to_float(const std::string& b) override { return "uintBitsToFloat(" + b + ")"; }
+  std::string float_to_bits(const std::string& f) override { return "floatBitsToUint(" + f + ")"; }
+  std::string half_to_float(const std::string& b) override { return "unpackHalf2x16(uint(" + b + ")).x"; }
+  std::string float_to_half(const std::string& f) override { return "uint16_t(packHalf2x16(vec2(" + f + ", 0.0)))"; }
+  std::string sign_extend(const std::string& v, int bits) override { return "bitfieldExtract(" + v + ", 0, " + std::to_string(bits) + ")"; }
+  std::string compare_swap(const std::string& type, const std::string& prev, const std::string& target, const std::string& seen,
+                           const std::string& next) override {
+    return type + " " + prev + " = atomicCompSwap(" + target + ", " + seen + ", " + next + ");";
+  }
+  std::string fetch_op(const char* op, const std::string& target, const std::string& x) override {
+    std::string fn = op == std::string("add") ? "atomicAdd" : op == std::string("min") ? "atomicMin" : op == std::string("max") ? "atomicMax" : "atomicExchange";
+    return fn + "(" + target + ", " + x + ");";
+  }
+  std::string shuffle(const std::string& w, const std::string& offset) override { return "subgroupShuffleXor(" + w + ", uint(" + offset + "))"; }
+  std::string shuffle_double(const std::string& v, const std::string& offset) override {
+    return "packDouble2x32(uvec2(" + shuffle("unpackDouble2x32(" + v + ").x", offset) + ", " + shuffle("unpackDouble2x32(" + v + ").y", offset) + "))";
+  }
+  std::string double_from_bits(const std::string& bits) override {
+    return "packDouble2x32(uvec2(uint(" + bits + " & 0xFFFFFFFFul), uint(" + bits + " >> 32)))";
+  }
+  std::string double_to_bits(const std::string& v) override {
+    return "(uint64_t(unpackDouble2x32(" + v + ").y) << 32 | uint64_t(unpackDouble2x32(" + v + ").x))";
+  }
+  std::string inout_bool(const std::string& name) override { return "inout bool " + name; }
+  std::string round_even() override { return "roundEven"; }
+  std::string one(DType t) override { return t == DType::F64 ? "1.0lf" : "1.0"; }
+  std::string unroll_prefix() override { return "[[unroll]] "; }
+  // lavapipe stops a shader loop after 65,535 iterations.
+  int64_t loop_limit() const override { return kLoopLimit; }
 
   // The declared type of a value: `precise` floats where the kernel keeps IEEE semantics.
   std::string value_type(DType t) { return (precise_ && is_float(t) ? "precise " : "") + reg_type(t); }
-
   std::string declaration(DType t, const std::string& name, const std::string& value, Declare how) override {
     bool plain = how == Declare::PlainValue || how == Declare::PlainVariable;
     return (plain ? reg_type(t) : value_type(t)) + " " + name + " = " + value + ";";
   }
-  std::string guarded(const std::string& cond, const std::string& statement) override { return "if (" + cond + ") " + statement; }
   std::string first_invocation() override { return "gl_GlobalInvocationID.x == 0u && gl_GlobalInvocationID.y == 0u"; }
   std::string barrier() override { return "memoryBarrierShared(); memoryBarrierBuffer(); barrier();"; }
   std::string shared_barrier() override { return "memoryBarrierShared(); barrier();"; }
   std::string local_id() override { return "gl_LocalInvocationID.x"; }
   std::string workgroup_size() override { return "gl_WorkGroupSize.x"; }
+  std::string global_id(char axis) override { return std::string("gl_GlobalInvocationID.") + axis; }
+  std::string group_count(char axis) override { return std::string("gl_NumWorkGroups.") + axis; }
+  std::string group_id(char axis) override { return std::string("gl_WorkGroupID.") + axis; }
+  std::string subgroup_size() override { return "gl_SubgroupSize"; }
+  std::string subgroup_count() override { return "gl_NumSubgroups"; }
+  std::string subgroup_lane() override { return "gl_SubgroupInvocationID"; }
+  std::string subgroup_index() override { return "gl_SubgroupID"; }
+  void shared_array(DType t, const std::string& name, uint64_t n) override { shared_ << "shared " << reg_type(t) << " " << name << "[" << n << "];\n"; }
 
-  // ---------------------------------------------------------- types and constants
-
-  std::string round_to(DType t, const std::string& v) {
-    if (t == DType::F16) {
-      helpers_.insert("f16");
-      return "zy_f16(" + v + ")";
-    }
-    if (t == DType::BF16) {
-      helpers_.insert("bf16");
-      return "zy_bf16(" + v + ")";
-    }
-    return v;
-  }
-
-  // An integer result of a narrow dtype wrapped back into its range.
-  std::string wrap(DType t, const std::string& v) {
-    switch (t) {
-      case DType::I8: return "bitfieldExtract(" + v + ", 0, 8)";
-      case DType::I16: return "bitfieldExtract(" + v + ", 0, 16)";
-      case DType::U8: return "((" + v + ") & 0xFFu)";
-      case DType::U16: return "((" + v + ") & 0xFFFFu)";
-      default: return v;
-    }
-  }
-
-  std::string from_memory(DType t, const std::string& v) {
-    switch (t) {
-      case DType::F16: return "unpackHalf2x16(uint(" + v + ")).x";
-      case DType::BF16: return "uintBitsToFloat(uint(" + v + ") << 16)";
-      case DType::Bool: return "(uint(" + v + ") != 0u)";
-      case DType::I8: case DType::I16: return "int(" + v + ")";
-      case DType::U8: case DType::U16: return "uint(" + v + ")";
-      default: return v;
-    }
-  }
-
-  std::string to_memory(DType t, const std::string& v) {
-    switch (t) {
-      case DType::F16: return "uint16_t(packHalf2x16(vec2(" + v + ", 0.0)))";
-      case DType::BF16: helpers_.insert("bf16"); return "uint16_t(zy_bf16_bits(" + v + "))";
-      case DType::Bool: return "uint8_t((" + v + ") ? 1u : 0u)";
-      case DType::I8: return "int8_t(" + v + ")";
-      case DType::I16: return "int16_t(" + v + ")";
-      case DType::U8: return "uint8_t(" + v + ")";
-      case DType::U16: return "uint16_t(" + v + ")";
-      default: return v;
-    }
-  }
+  // ---------------------------------------------------------- constants, conversions, math
 
   std::string float_constant(double v, DType t) override {
     if (t == DType::F64) {
@@ -575,21 +518,11 @@ class Glsl : public ShaderPrinter {
     return "uintBitsToFloat(" + hex(bits) + "u)";
   }
 
-  std::string int_constant(int64_t v, DType t) override {
-    switch (t) {
-      case DType::I64: return v == INT64_MIN ? "int64_t(0x8000000000000000ul)" : std::to_string(v) + "l";
-      case DType::U64: return std::to_string(static_cast<uint64_t>(v)) + "ul";
-      case DType::I8: case DType::I16: case DType::I32:
-        return v == INT32_MIN ? "int(0x80000000u)" : "int(" + std::to_string(static_cast<int32_t>(v)) + ")";
-      case DType::Bool: return v ? "true" : "false";
-      default: return std::to_string(static_cast<uint32_t>(v)) + "u";
-    }
-  }
-
   std::string zero(DType t) override {
     if (is_float(t)) return t == DType::F64 ? "0.0lf" : "0.0";
     return int_constant(0, t);
   }
+
   std::string convert(const std::string& v, DType from, DType to, Span = {}) override {
     if (from == to) return v;
     std::string rt = reg_type(to);
@@ -634,82 +567,14 @@ class Glsl : public ShaderPrinter {
     }
   }
 
-  std::string select(const std::string& c, const std::string& x, const std::string& y) override { return c + " ? " + x + " : " + y; }
-
-  // Parenthesised: `a` may be a negative literal, and `--7l` is a decrement.
-  std::string negate(DType t, const std::string& a, Span) override {
-    if (is_float(t)) return temp(t, round_to(t, "-(" + a + ")"));
-    return temp(t, wrap(t, "-(" + a + ")"));
+  std::string float_mod(DType t, const std::string& a, const std::string& c) override {
+    if (t == DType::F64) return f64_call(kGlslF64Fmod, a + ", " + c);
+    return round_to(t, library(kShaderF32Fmod, a + ", " + c));
   }
-
-  std::string bool_to_int(const std::string& v) override { return "int(" + v + ")"; }
-
-  std::string float_min_max(bool is_min, DType t, const std::string& a, const std::string& c) override {
-    helpers_.insert(t == DType::F64 ? "minmax_double" : "minmax_float");
-    return round_to(t, std::string(is_min ? "zy_min(" : "zy_max(") + a + ", " + c + ")");
-  }
-
-  std::string arith(BinaryOp op, DType t, const std::string& a, const std::string& c, Span span) override {
-    if (t == DType::Bool) {  // as the reference: 0/1 arithmetic, then "not zero"
-      switch (op) {
-        case BinaryOp::Add: case BinaryOp::Max: return "(" + a + " || " + c + ")";
-        case BinaryOp::Mul: case BinaryOp::Min: return "(" + a + " && " + c + ")";
-        case BinaryOp::Sub: return "(" + a + " != " + c + ")";
-        default: {
-          std::string r = arith(op, DType::I64, "(" + a + " ? 1l : 0l)", "(" + c + " ? 1l : 0l)", span);
-          return "(" + r + " != 0l)";
-        }
-      }
-    }
-    if (is_float(t)) {
-      switch (op) {
-        case BinaryOp::Add: return round_to(t, a + " + " + c);
-        case BinaryOp::Sub: return round_to(t, a + " - " + c);
-        case BinaryOp::Mul: return round_to(t, a + " * " + c);
-        case BinaryOp::Div: return round_to(t, a + " / " + c);
-        case BinaryOp::Mod:
-          if (t == DType::F64) return f64_call(kGlslF64Fmod, a + ", " + c);
-          return round_to(t, library(kShaderF32Fmod, a + ", " + c));
-        case BinaryOp::Pow:
-          if (t == DType::F64) return f64_call(kGlslF64Pow, a + ", " + c);
-          if (t_.f64) return round_to(t, "float(" + f64_call(kGlslF64Pow, "double(" + a + "), double(" + c + ")") + ")");  // as math functions
-          return round_to(t, library(kShaderF32Pow, a + ", " + c));
-        case BinaryOp::Min: return min_max(true, t, a, c);
-        case BinaryOp::Max: return min_max(false, t, a, c);
-        default: throw std::logic_error("GLSL lowering: bad float operator");
-      }
-    }
-    switch (op) {
-      case BinaryOp::Add: return wrap(t, a + " + " + c);
-      case BinaryOp::Sub: return wrap(t, a + " - " + c);
-      case BinaryOp::Mul: return wrap(t, a + " * " + c);
-      case BinaryOp::Div:
-      case BinaryOp::Mod: {
-        check("(" + c + " != " + zero(t) + ")", span, op == BinaryOp::Div ? "integer division by zero" : "integer remainder by zero");
-        // Truncating; a divisor of 0 gives 0 (the check has failed); x / -1 wraps.
-        std::string d = temp(t, "(" + c + " == " + zero(t) + ") ? " + int_constant(1, t) + " : " + c);
-        std::string q;
-        if (is_signed_int(t)) {
-          std::string minus_one = "(" + d + " == " + int_constant(-1, t) + ")";
-          q = temp(t, minus_one + " ? " + wrap(t, "-(" + a + ")") + " : " + a + " / " + d);
-        } else {
-          q = temp(t, a + " / " + d);
-        }
-        if (op == BinaryOp::Div) return q;
-        return wrap(t, a + " - " + q + " * " + d);
-      }
-      case BinaryOp::Pow: {
-        helpers_.insert("ipow");
-        std::string bad = fresh("bad");
-        line("bool " + bad + " = false;");
-        std::string r = temp(DType::I64, "zy_ipow(int64_t(" + a + "), int64_t(" + c + "), " + (is_signed_int(t) ? "true" : "false") + ", " + bad + ")");
-        check("!" + bad, span, "integer power with a negative exponent");
-        return convert(r, DType::I64, t);
-      }
-      case BinaryOp::Min: return min_max(true, t, a, c);
-      case BinaryOp::Max: return min_max(false, t, a, c);
-      default: throw std::logic_error("GLSL lowering: bad integer operator");
-    }
+  std::string float_pow(DType t, const std::string& a, const std::string& c) override {
+    if (t == DType::F64) return f64_call(kGlslF64Pow, a + ", " + c);
+    if (t_.f64) return round_to(t, "float(" + f64_call(kGlslF64Pow, "double(" + a + "), double(" + c + ")") + ")");  // as math functions
+    return round_to(t, library(kShaderF32Pow, a + ", " + c));
   }
 
   std::string math(const cir::Math& m) override {
@@ -717,22 +582,7 @@ class Glsl : public ShaderPrinter {
     std::vector<std::string> args;
     for (const Expr& a : m.args) args.push_back(expr(a));
     const std::string& x = args[0];
-    auto call = [&](const char* fn) { return temp(t, round_to(t, std::string(fn) + "(" + x + ")")); };
-    if (!is_float(t)) {
-      bool s = is_signed_int(t);
-      switch (m.fn) {
-        case MathFn::Abs: return s ? temp(t, wrap(t, "abs(" + x + ")")) : x;
-        case MathFn::Sign: return s ? temp(t, "(" + x + " > " + zero(t) + " ? " + int_constant(1, t) + " : " + x + " < " + zero(t) + " ? " +
-                                               int_constant(-1, t) + " : " + zero(t) + ")")
-                                    : temp(t, "(" + x + " != " + zero(t) + " ? " + int_constant(1, t) + " : " + zero(t) + ")");
-        case MathFn::Relu: return s ? temp(t, "max(" + x + ", " + zero(t) + ")") : x;
-        case MathFn::Min: return temp(t, "min(" + x + ", " + args[1] + ")");
-        case MathFn::Max: return temp(t, "max(" + x + ", " + args[1] + ")");
-        case MathFn::Clamp: return temp(t, "min(max(" + x + ", " + args[1] + "), " + args[2] + ")");
-        default: throw std::logic_error(std::string("GLSL lowering: ") + math_fn_name(m.fn) + " on integers");
-      }
-    }
-    std::string one = t == DType::F64 ? "1.0lf" : "1.0";
+    if (!is_float(t)) return integer_math(m, args);
     if (t == DType::F64) return f64_math(m.fn, args);
     // GLSL's own functions promise little (asin 4e-4 off, tanh of tiny
     // arguments wrong, sinh overflowing early, log thousands of ulp off near
@@ -754,25 +604,14 @@ class Glsl : public ShaderPrinter {
         for (const std::string& a : args) joined += (joined.empty() ? "" : ", ") + a;
         return temp(t, round_to(t, library(ours, joined)));
       }
+    if (std::optional<std::string> builtin = builtin_float_math(m.fn, t, args)) return *builtin;
     switch (m.fn) {
-      case MathFn::Sqrt: return call("sqrt");
-      case MathFn::Rsqrt: return temp(t, round_to(t, one + " / sqrt(" + x + ")"));
-      case MathFn::Abs: return call("abs");
-      case MathFn::Floor: return call("floor");
-      case MathFn::Ceil: return call("ceil");
-      case MathFn::Round: return call("roundEven");
-      case MathFn::Trunc: return call("trunc");
-      case MathFn::Sign: return temp(t, "(isnan(" + x + ") ? " + x + " : sign(" + x + "))");
-      case MathFn::Relu: return temp(t, "(isnan(" + x + ") ? " + x + " : " + x + " > " + zero(t) + " ? " + x + " : " + zero(t) + ")");
       case MathFn::Gelu:
       case MathFn::GeluTanh:
       case MathFn::Sigmoid:
       case MathFn::Silu:
         // In doubles (without them, codegen/shader/f32_math's): rounded once, as the reference.
         return temp(t, round_to(t, "float(" + f64_activation(m.fn, temp(DType::F64, "double(" + x + ")")) + ")"));
-      case MathFn::Min: return temp(t, min_max(true, t, x, args[1]));
-      case MathFn::Max: return temp(t, min_max(false, t, x, args[1]));
-      case MathFn::Clamp: return temp(t, min_max(true, t, min_max(false, t, x, args[1]), args[2]));
       case MathFn::Fma:
         // GLSL need not fuse fma (lavapipe does not): with doubles, fused by hand.
         if (t_.f64) {
@@ -783,13 +622,6 @@ class Glsl : public ShaderPrinter {
       default: break;
     }
     throw std::logic_error("GLSL lowering: unknown math function");
-  }
-
-  // Calls a helper of codegen/shader/f32_math.
-  std::string library(const char* fn, const std::string& args) {
-    library_.insert(fn);
-    ++helper_calls_;
-    return std::string(fn) + "(" + args + ")";
   }
 
   // Calls a helper of glsl_f64_math.
@@ -848,267 +680,9 @@ class Glsl : public ShaderPrinter {
     }
   }
 
-  // ---------------------------------------------------------- memory and indices
-
-  std::string load(const Buffer& b, const std::string& off, Span) override { return from_memory(b.type.dtype, b.name + "[" + off + "]"); }
-  void store(const Buffer& b, const std::string& off, const std::string& ok, const std::string& v) override {
-    line("if (" + ok + ") " + b.name + "[" + off + "] = " + (b.tensor ? to_memory(b.type.dtype, v) : v) + ";");
-  }
-
-  std::string index_value(const std::string& v) override { return "int64_t(" + v + ")"; }
-  std::string index_literal(int64_t v) override { return std::to_string(v) + "l"; }
-  std::string axis_extent(const std::string& v) override { return "int64_t(" + v + ")"; }
-  std::string axis_index(const std::string& v) override { return temp(DType::I64, "int64_t(" + v + ")"); }
-  std::string in_bounds(const std::string& i, const std::string& extent) override { return "uint64_t(" + i + ") < uint64_t(" + extent + ")"; }
-  std::string offset_origin() override { return "0l"; }
-  // Buffers hold fewer than 2^32 elements.
-  std::string guarded_offset(const std::string& ok, const std::string& offset) override { return temp(DType::U32, ok + " ? uint(" + offset + ") : 0u"); }
-
-  // ---------------------------------------------------------- loops
-
-  static std::optional<int64_t> constant(const Expr& e) {
-    auto i = e.as<cir::IntImm>();
-    return i ? std::optional<int64_t>(i->value) : std::nullopt;
-  }
-
-  // (hi - lo - 1) / step + 1 unsigned: exact where hi - lo + step - 1 would overflow.
-  std::string trip_count(const std::string& lo, const std::string& hi, const std::string& step, const std::string& runs) override {
-    return temp(DType::I64, "(" + runs + " && " + hi + " > " + lo + ") ? int64_t((uint64_t(" + hi + " - " + lo + ") - 1ul) / uint64_t(" + step +
-                                ") + 1ul) : 0l");
-  }
-
-  std::pair<std::string, std::string> loop_start(Stride how) override {
-    switch (how) {
-      case Stride::Grid:
-        return {"(int64_t(gl_GlobalInvocationID.y) * int64_t(gl_NumWorkGroups.x) * int64_t(gl_WorkGroupSize.x) + int64_t(gl_GlobalInvocationID.x))",
-                "(int64_t(gl_NumWorkGroups.x) * int64_t(gl_NumWorkGroups.y) * int64_t(gl_WorkGroupSize.x))"};
-      case Stride::Block:
-        return {"(int64_t(gl_WorkGroupID.y) * int64_t(gl_NumWorkGroups.x) + int64_t(gl_WorkGroupID.x))",
-                "(int64_t(gl_NumWorkGroups.x) * int64_t(gl_NumWorkGroups.y))"};
-      case Stride::Thread: return {"int64_t(gl_LocalInvocationID.x)", "int64_t(gl_WorkGroupSize.x)"};
-      case Stride::Serial: break;
-    }
-    return {"0l", "1l"};
-  }
-
-  // A loop that may run more than kLoopLimit times runs as an outer loop
-  // over chunks of kLoopLimit strides; loops a schedule marks unrolled are
-  // unrolled whole.
-  LoopHeader loop_header(const cir::For& f, Stride how, const std::string& trips, const std::string& first, const std::string& stride) override {
-    std::optional<int64_t> lo_c = constant(f.lo), hi_c = constant(f.hi), step_c = constant(f.step);
-    bool short_loop = how == Stride::Serial && lo_c && hi_c && step_c && *step_c > 0 && (*hi_c - *lo_c) / *step_c < kLoopLimit;
-    std::string k = fresh("k");
-    if (how == Stride::Serial && unrolled_whole(f)) {
-      unrolled_ = true;
-      line("[[unroll]] for (int64_t " + k + " = 0l; " + k + " < " + std::to_string(*constant_trips(f)) + "l; ++" + k + ") {");
-      return {k, 1};
-    }
-    if (short_loop) {
-      line("for (int64_t " + k + " = " + first + "; " + k + " < " + trips + "; " + k + " += " + stride + ") {");
-      return {k, 1};
-    }
-    std::string k0 = fresh("k"), end = fresh("e"), st = fresh("s");
-    line("int64_t " + st + " = " + stride + ";");
-    line("for (int64_t " + k0 + " = " + first + "; " + k0 + " < " + trips + "; " + k0 + " += " + st + " * " + std::to_string(kLoopLimit) + "l) {");
-    ++indent_;
-    line("int64_t " + end + " = min(" + trips + ", " + k0 + " + " + st + " * " + std::to_string(kLoopLimit) + "l);");
-    line("for (int64_t " + k + " = " + k0 + "; " + k + " < " + end + "; " + k + " += " + st + ") {");
-    return {k, 2};
-  }
-
-  std::string loop_variable(const std::string& lo, const std::string& k, const std::string& step) override { return lo + " + " + k + " * " + step; }
-
-  // ---------------------------------------------------------- arrays
-
-  void shared_array(DType t, const std::string& name, uint64_t n) override { shared_ << "shared " << reg_type(t) << " " << name << "[" << n << "];\n"; }
-  std::string local_array(DType t, const std::string& name, uint64_t n) override { return reg_type(t) + " " + name + "[" + std::to_string(n) + "];"; }
-  void zero_fill(DType t, const std::string& name, uint64_t n) override {
-    std::string i = fresh("z");
-    line("for (int " + i + " = 0; " + i + " < " + std::to_string(n) + "; ++" + i + ") " + name + "[" + i + "] = " + zero(t) + ";");
-  }
-
-  // ---------------------------------------------------------- reductions and atomics
-
-  // *element = update(*element) atomically: a compare-and-swap of its bits,
-  // retried until no other invocation changed them in between, so every op
-  // keeps the semantics of its plain form.
-  template <class Update>
-  void cas_update(DType t, const Buffer& b, const std::string& off, Update update) {
-    if (b.bits.empty()) unsupported("atomics need a 4- or 8-byte element");
-    std::string bt = bits_type(t), seen = fresh("seen"), prev = fresh("prev");
-    auto value_of = [&](const std::string& bits) -> std::string {
-      switch (t) {
-        case DType::F32: return "uintBitsToFloat(" + bits + ")";
-        case DType::F64: return "packDouble2x32(uvec2(uint(" + bits + " & 0xFFFFFFFFul), uint(" + bits + " >> 32)))";
-        case DType::I32: return "int(" + bits + ")";
-        case DType::I64: return "int64_t(" + bits + ")";
-        default: return bits;
-      }
-    };
-    auto bits_of = [&](const std::string& v) -> std::string {
-      switch (t) {
-        case DType::F32: return "floatBitsToUint(" + v + ")";
-        case DType::F64: return "(uint64_t(unpackDouble2x32(" + v + ").y) << 32 | uint64_t(unpackDouble2x32(" + v + ").x))";
-        case DType::I32: return "uint(" + v + ")";
-        case DType::I64: return "uint64_t(" + v + ")";
-        default: return v;
-      }
-    };
-    line(bt + " " + seen + " = " + b.bits + "[" + off + "];");
-    line("while (true) {");
-    ++indent_;
-    std::string cur = temp(t, value_of(seen));
-    std::string next = update(cur);
-    line(bt + " " + prev + " = atomicCompSwap(" + b.bits + "[" + off + "], " + seen + ", " + bits_of(next) + ");");
-    line("if (" + prev + " == " + seen + ") break;");
-    line(seen + " = " + prev + ";");
-    --indent_;
-    line("}");
-  }
-
-  // The same for a 1- or 2-byte element: a compare-and-swap of the 32-bit
-  // word that holds it, the word's other bytes kept as they are.
-  template <class Update>
-  void narrow_cas_update(DType t, const Buffer& b, const std::string& off, Update update) {
-    int bits = static_cast<int>(dtype_size(t)) * 8;
-    std::string per_word = std::to_string(32 / bits), mask = bits == 8 ? "0xFFu" : "0xFFFFu";
-    std::string word = fresh("word"), shift = fresh("shift"), seen = fresh("seen"), prev = fresh("prev");
-    line("uint " + word + " = " + off + " / " + per_word + "u;");
-    line("uint " + shift + " = (" + off + " % " + per_word + "u) * " + std::to_string(bits) + "u;");
-    line("uint " + seen + " = " + b.bits + "[" + word + "];");
-    line("while (true) {");
-    ++indent_;
-    std::string stored = "(" + seen + " >> " + shift + ") & " + mask;
-    std::string cur = temp(t, from_memory(t, mem_type(t) + "(" + stored + ")"));
-    std::string next = update(cur);
-    std::string next_bits = "(uint(" + to_memory(t, next) + ") & " + mask + ")";
-    line("uint " + prev + " = atomicCompSwap(" + b.bits + "[" + word + "], " + seen + ", (" + seen + " & ~(" + mask + " << " + shift + ")) | (" +
-         next_bits + " << " + shift + "));");
-    line("if (" + prev + " == " + seen + ") break;");
-    line(seen + " = " + prev + ";");
-    --indent_;
-    line("}");
-  }
-
-  void yield_arg(const cir::Yield& y, const std::string& off, const std::string& v) override {
-    // One invocation yields at a time here (a block's fold yields once).
-    const Buffer& acc = buffer("%acc");
-    const Buffer& best = buffer("%best");
-    const Buffer& has = buffer("%has");
-    DType vt = y.value->type.dtype;
-    ReduceOp op = k_.reduce_op;
-    std::string index = temp(DType::I64, "int64_t(" + expr(y.index) + ")");
-    std::string seen = temp(DType::Bool, from_memory(DType::Bool, has.name + "[" + off + "]"));
-    std::string cur = temp(vt, from_memory(vt, best.name + "[" + off + "]"));
-    std::string better;
-    if (is_float(vt)) {
-      std::string cmp = op == ReduceOp::ArgMax ? v + " > " + cur : v + " < " + cur;
-      better = "(!isnan(" + cur + ") && (isnan(" + v + ") || " + cmp + "))";
-    } else {
-      better = op == ReduceOp::ArgMax ? "(" + v + " > " + cur + ")" : "(" + v + " < " + cur + ")";
-    }
-    line("if (!" + seen + " || " + better + ") {");
-    ++indent_;
-    line(has.name + "[" + off + "] = uint8_t(1u);");
-    line(best.name + "[" + off + "] = " + to_memory(vt, v) + ";");
-    line(acc.name + "[" + off + "] = " + to_memory(acc.type.dtype, convert(index, DType::I64, acc.type.dtype)) + ";");
-    --indent_;
-    line("}");
-  }
-
-  void yield_fold(const cir::Yield& y, const std::string& off, const std::string& v) override {
-    const Buffer& acc = buffer("%acc");
-    DType at = acc.type.dtype;
-    ReduceOp op = k_.reduce_op;
-    std::string x = temp(at, convert(v, y.value->type.dtype, at));
-    auto combine = [&](const std::string& cur) {
-      if (std::optional<BinaryOp> b = reduce_binary_op(op)) return arith(*b, at, cur, x, y.span);
-      std::string r = "(" + truthy(cur, at) + (op == ReduceOp::And ? " && " : " || ") + truthy(x, at) + ")";
-      return convert(r, DType::Bool, at);
-    };
-    // Blocks of a GPU schedule, and grid-stride iterations yielding to an
-    // element chosen without their variable, meet there at once.
-    bool shared_target = block_depth_ > 0 || (!task_var_.empty() && !std::any_of(y.out_index.begin(), y.out_index.end(), [&](const Expr& e) {
-      return cir::reads_any(e, {task_var_});
-    }));
-    if (shared_target) {
-      cas_update(at, acc, off, combine);
-    } else {
-      std::string cur = temp(at, from_memory(at, acc.name + "[" + off + "]"));
-      line(acc.name + "[" + off + "] = " + to_memory(at, combine(cur)) + ";");
-    }
-  }
-
-  void atomic_update(const cir::Atomic& a, const Buffer& b, const std::string& off, const std::string& x) override {
-    DType t = b.type.dtype;
-    bool int_like = is_int(t) && dtype_size(t) >= 4;
-    std::string target = b.name + "[" + off + "]";
-    auto combine = [&](const std::string& cur) -> std::string {
-      switch (a.op) {
-        case cir::AtomicOp::Add: return arith(BinaryOp::Add, t, cur, x, a.span);
-        case cir::AtomicOp::Min: return arith(BinaryOp::Min, t, cur, x, a.span);
-        case cir::AtomicOp::Max: return arith(BinaryOp::Max, t, cur, x, a.span);
-        case cir::AtomicOp::Exchange: return x;
-        case cir::AtomicOp::And:
-        case cir::AtomicOp::Or:
-          return convert("(" + truthy(cur, t) + (a.op == cir::AtomicOp::And ? " && " : " || ") + truthy(x, t) + ")", DType::Bool, t);
-      }
-      return x;
-    };
-    if (dtype_size(t) < 4) {
-      narrow_cas_update(t, b, off, combine);
-    } else if (int_like && (a.op == cir::AtomicOp::Add || a.op == cir::AtomicOp::Min || a.op == cir::AtomicOp::Max || a.op == cir::AtomicOp::Exchange)) {
-      const char* fn = a.op == cir::AtomicOp::Add ? "atomicAdd" : a.op == cir::AtomicOp::Min ? "atomicMin" : a.op == cir::AtomicOp::Max ? "atomicMax" : "atomicExchange";
-      line(std::string(fn) + "(" + target + ", " + x + ");");
-    } else {
-      cas_update(t, b, off, combine);
-    }
-  }
-
-  std::string block_count(const std::string& count) override { return temp(DType::I64, "int64_t(" + count + ")"); }
-  std::string block_loop(const std::string& i, const std::string& count) override {
-    return "for (int64_t " + i + " = int64_t(gl_LocalInvocationID.x); " + i + " < " + count + "; " + i + " += int64_t(gl_WorkGroupSize.x)) {";
-  }
-  std::string array_at(const std::string& array, const std::string& i) override { return array + "[uint(" + i + ")]"; }
-  std::string halving_loop(const std::string& s, int half) override {
-    return "for (uint " + s + " = " + std::to_string(half) + "u; " + s + " > 0u; " + s + " >>= 1) {";
-  }
-  // Its own array beside the subgroups' scratch.
-  std::string tree_scratch(DType t, const std::string& scratch) override {
-    shared_ << "shared " << reg_type(t) << " " << scratch << "_all[" << threads_ << "];\n";
-    return scratch + "_all";
-  }
-  bool has_shuffles() const override { return t_.subgroup_shuffles; }
-  std::string subgroup_halving_loop(const std::string& o) override {
-    return "for (uint " + o + " = gl_SubgroupSize / 2u; " + o + " >= 1u; " + o + " /= 2u) {";
-  }
-  std::string subgroup_lane() override { return "gl_SubgroupInvocationID"; }
-  std::string subgroup_index() override { return "gl_SubgroupID"; }
-  std::string subgroup_loop(const std::string& w) override { return "for (uint " + w + " = 0u; " + w + " < gl_NumSubgroups; ++" + w + ")"; }
-
-  // A 32-bit word of every lane's value, exchanged with the lane whose index
-  // differs in `offset`'s bit; 64-bit values move as two halves, narrower
-  // ones widened.
-  std::string shuffle_xor(const std::string& v, DType t, const std::string& offset) override {
-    auto sh = [&](const std::string& w) { return "subgroupShuffleXor(" + w + ", uint(" + offset + "))"; };
-    switch (t) {
-      case DType::F16: case DType::BF16: case DType::F32: case DType::I8: case DType::I16: case DType::I32: case DType::U8:
-      case DType::U16: case DType::U32:
-        return sh(v);
-      case DType::Bool: return "(" + sh("(" + v + " ? 1u : 0u)") + " != 0u)";
-      case DType::F64: return "packDouble2x32(uvec2(" + sh("unpackDouble2x32(" + v + ").x") + ", " + sh("unpackDouble2x32(" + v + ").y") + "))";
-      default: {
-        std::string u = "uint64_t(" + v + ")";
-        std::string r = "(uint64_t(" + sh("uint(" + u + " & 0xFFFFFFFFul)") + ") | (uint64_t(" + sh("uint(" + u + " >> 32)") + ") << 32))";
-        return t == DType::I64 ? "int64_t(" + r + ")" : r;
-      }
-    }
-  }
-
   const GpuTarget& t_;
   bool precise_;
   std::string decls_;
-  bool unrolled_ = false;  // a loop is marked [[unroll]]
   std::set<std::string> f64_;  // helpers of glsl_f64_math the shader calls
 };
 
