@@ -9,7 +9,7 @@
 
 #include "backends/registry.hpp"
 #include "codegen/shader/f32_math.hpp"
-#include "codegen/shader/wgsl_to_glsl.hpp"
+#include "codegen/shader/wgsl_to_c_like.hpp"
 #include "f32_math_accuracy.hpp"
 #include "kernel_source.hpp"
 #include "runtime/launch.hpp"

@@ -238,25 +238,13 @@ class Support : public ShaderSupport {
     need(op->type.dtype);
     IRVisitor::visit(op);
   }
-  void visit(const cir::For* op) override {
-    bool block = op->loop_kind == cir::LoopKind::GpuBlock;
-    block_depth_ += block;
-    IRVisitor::visit(op);
-    block_depth_ -= block;
-  }
   void visit(const cir::Allocate* op) override {
     dtypes_[op->name] = op->type.dtype;
     need(op->type.dtype);
     if (op->space == cir::MemorySpace::Fragment) fail("tensor-core fragments");
     int64_t bytes = cir::allocation_bytes(*op);
     if (bytes < 0) fail("arrays of non-constant size");
-    // GLSL shared arrays cannot share bytes: each is its own, placed or not.
-    if (op->space == cir::MemorySpace::Shared && block_depth_ > 0 && bytes > 0) {
-      shared_bytes_ += bytes;
-      if (shared_bytes_ > t_.shared_memory_max)
-        fail("shared arrays of " + std::to_string(shared_bytes_) + " bytes (GLSL arrays cannot share bytes), more than the device's " +
-             std::to_string(t_.shared_memory_max));
-    }
+    count_shared(op, bytes, t_.shared_memory_max, "GLSL");
     IRVisitor::visit(op);
   }
   void visit(const cir::Atomic* op) override {
@@ -276,8 +264,6 @@ class Support : public ShaderSupport {
   const GpuTarget& t_;
   int threads_;
   std::map<std::string, DType> dtypes_;
-  int block_depth_ = 0;
-  int64_t shared_bytes_ = 0;
 };
 
 // ------------------------------------------------------------ the emitter
@@ -424,8 +410,8 @@ class Glsl : public CStylePrinter {
     if (helpers_.count("f16"))
       h << "float zy_f16(float x) { return unpackHalf2x16(packHalf2x16(vec2(x, 0.0))).x; }\n";
     if (helpers_.count("bf16")) h << bf16_helper();
-    if (helpers_.count("minmax_float")) h << min_max_helper("float", "floatBitsToUint", "uintBitsToFloat");
-    if (helpers_.count("minmax_double")) h << min_max_helper("double", "doubleBitsToUint64", "uint64BitsToDouble");
+    if (helpers_.count("minmax_float")) h << min_max_helper("float", "floatBitsToUint", "uintBitsToFloat", "0.0");
+    if (helpers_.count("minmax_double")) h << min_max_helper("double", "doubleBitsToUint64", "uint64BitsToDouble", "0.0");
     if (helpers_.count("fma32"))  // f32 a * b + c rounded once: the double product is exact, the double sum
       // and its error (two-sum) rounded to odd, which the conversion to f32 then rounds correctly
       h << "float zy_fma32(float a, float b, float c) {\n"
@@ -463,9 +449,9 @@ class Glsl : public CStylePrinter {
                            const std::string& next) override {
     return type + " " + prev + " = atomicCompSwap(" + target + ", " + seen + ", " + next + ");";
   }
-  std::string fetch_op(const char* op, const std::string& target, const std::string& x) override {
+  std::string fetch_op(const char* op, const Buffer& b, const std::string& off, const std::string& x) override {
     std::string fn = op == std::string("add") ? "atomicAdd" : op == std::string("min") ? "atomicMin" : op == std::string("max") ? "atomicMax" : "atomicExchange";
-    return fn + "(" + target + ", " + x + ");";
+    return fn + "(" + b.name + "[" + off + "], " + x + ");";
   }
   std::string shuffle(const std::string& w, const std::string& offset) override { return "subgroupShuffleXor(" + w + ", uint(" + offset + "))"; }
   std::string shuffle_double(const std::string& v, const std::string& offset) override {
@@ -502,7 +488,10 @@ class Glsl : public CStylePrinter {
   std::string subgroup_count() override { return "gl_NumSubgroups"; }
   std::string subgroup_lane() override { return "gl_SubgroupInvocationID"; }
   std::string subgroup_index() override { return "gl_SubgroupID"; }
-  void shared_array(DType t, const std::string& name, uint64_t n) override { shared_ << "shared " << reg_type(t) << " " << name << "[" << n << "];\n"; }
+  std::string shared_array(DType t, const std::string& name, uint64_t n) override {
+    shared_ << "shared " << reg_type(t) << " " << name << "[" << n << "];\n";
+    return "";
+  }
 
   // ---------------------------------------------------------- constants, conversions, math
 
@@ -555,16 +544,7 @@ class Glsl : public CStylePrinter {
       if (to == DType::F64 || !t_.f64) return round_to(to, rt + "(" + v + ")");
       return round_to(to, "float(double(" + v + "))");
     }
-    // Integers: widened by the source's signedness, narrowed by wrapping.
-    std::string wide = is_signed_int(from) ? "int64_t(" + v + ")" : "uint64_t(" + v + ")";
-    switch (to) {
-      case DType::I64: return "int64_t(" + wide + ")";
-      case DType::U64: return "uint64_t(" + wide + ")";
-      case DType::I32: return "int(" + wide + ")";
-      case DType::U32: return "uint(" + wide + ")";
-      case DType::I8: case DType::I16: return wrap(to, "int(" + wide + ")");
-      default: return wrap(to, "uint(" + wide + ")");
-    }
+    return integer_convert(v, from, to);
   }
 
   std::string float_mod(DType t, const std::string& a, const std::string& c) override {

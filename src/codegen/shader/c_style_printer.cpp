@@ -104,6 +104,15 @@ std::string CStylePrinter::binary_symbol(BinaryOp op) {
   }
 }
 
+std::string CStylePrinter::integer_convert(const std::string& v, DType from, DType to) {
+  std::string wide = reg_type(is_signed_int(from) ? DType::I64 : DType::U64) + "(" + v + ")";
+  switch (to) {
+    case DType::I64: case DType::U64: case DType::I32: case DType::U32: return reg_type(to) + "(" + wide + ")";
+    case DType::I8: case DType::I16: return wrap(to, "int(" + wide + ")");
+    default: return wrap(to, "uint(" + wide + ")");
+  }
+}
+
 // Parenthesised: `a` may be a negative literal, and `--7l` is a decrement.
 std::string CStylePrinter::negate(DType t, const std::string& a, Span) {
   if (is_float(t)) return temp(t, round_to(t, "-(" + a + ")"));
@@ -395,7 +404,7 @@ void CStylePrinter::atomic_update(const cir::Atomic& a, const Buffer& b, const s
     narrow_cas_update(t, b, off, combine);
   } else if (int_like && (a.op == cir::AtomicOp::Add || a.op == cir::AtomicOp::Min || a.op == cir::AtomicOp::Max || a.op == cir::AtomicOp::Exchange)) {
     const char* fn = a.op == cir::AtomicOp::Add ? "add" : a.op == cir::AtomicOp::Min ? "min" : a.op == cir::AtomicOp::Max ? "max" : "exchange";
-    line(fetch_op(fn, b.name + "[" + off + "]", x));
+    line(fetch_op(fn, b, off, x));
   } else {
     cas_update(t, b, off, combine);
   }
@@ -431,13 +440,13 @@ std::string CStylePrinter::bf16_helper() {
 
 // IEEE 754-2019 minimum and maximum: NaN propagates and -0 < +0 (the
 // languages' min and max return either zero), as the reference.
-std::string CStylePrinter::min_max_helper(const std::string& T, const std::string& bits, const std::string& from) {
+std::string CStylePrinter::min_max_helper(const std::string& T, const std::string& bits, const std::string& from, const std::string& zero) {
   return T + " zy_min(" + T + " a, " + T + " b) {\n" +
          "  if (isnan(a) || isnan(b)) return a + b;\n" +
-         "  return a == 0.0 && b == 0.0 ? " + from + "(" + bits + "(a) | " + bits + "(b)) : min(a, b);\n}\n" +
+         "  return a == " + zero + " && b == " + zero + " ? " + from + "(" + bits + "(a) | " + bits + "(b)) : min(a, b);\n}\n" +
          T + " zy_max(" + T + " a, " + T + " b) {\n" +
          "  if (isnan(a) || isnan(b)) return a + b;\n" +
-         "  return a == 0.0 && b == 0.0 ? " + from + "(" + bits + "(a) & " + bits + "(b)) : max(a, b);\n}\n";
+         "  return a == " + zero + " && b == " + zero + " ? " + from + "(" + bits + "(a) & " + bits + "(b)) : max(a, b);\n}\n";
 }
 
 std::string CStylePrinter::ipow_helper() {

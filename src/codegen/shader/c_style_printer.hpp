@@ -42,7 +42,8 @@ class CStylePrinter : public ShaderPrinter {
   // prev = the element's bits at `target` before an exchange of `seen` for `next`.
   virtual std::string compare_swap(const std::string& type, const std::string& prev, const std::string& target, const std::string& seen,
                                    const std::string& next) = 0;
-  virtual std::string fetch_op(const char* op, const std::string& target, const std::string& x) = 0;  // op: add, min, max, exchange
+  // An atomic add, min, max or exchange (`op`) of x into element `off` of `b`.
+  virtual std::string fetch_op(const char* op, const Buffer& b, const std::string& off, const std::string& x) = 0;
   virtual std::string shuffle(const std::string& word, const std::string& offset) = 0;
   virtual std::string atomic_read(const std::string& target) { return target; }  // a word other invocations may change
   // The bits of an f64 value and back (atomics on f64 elements).
@@ -76,6 +77,8 @@ class CStylePrinter : public ShaderPrinter {
   }
   static std::string binary_symbol(BinaryOp op);
   std::string negate(DType t, const std::string& a, Span) override;
+  // Integer to integer: widened by the source's signedness, narrowed by wrapping.
+  std::string integer_convert(const std::string& v, DType from, DType to);
   std::string arith(BinaryOp op, DType t, const std::string& a, const std::string& c, Span span) override;
   // f32 (or f64) remainders and powers, the dialect's way.
   virtual std::string float_mod(DType t, const std::string& a, const std::string& c) = 0;
@@ -164,7 +167,7 @@ class CStylePrinter : public ShaderPrinter {
   // Helper functions both languages spell alike but for their types and
   // bit casts: bf16 rounding, IEEE minimum/maximum, integer powers.
   std::string bf16_helper();
-  std::string min_max_helper(const std::string& type, const std::string& to_bits, const std::string& from_bits);
+  std::string min_max_helper(const std::string& type, const std::string& to_bits, const std::string& from_bits, const std::string& zero);
   std::string ipow_helper();
 
   bool subgroup_shuffles_;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "codegen/shader/shader_helpers.hpp"
-#include "codegen/shader/wgsl_to_glsl.hpp"
+#include "codegen/shader/wgsl_to_c_like.hpp"
 #include "support/normal_tail.hpp"
 
 namespace zyntax::codegen {
@@ -613,7 +613,12 @@ std::string shader_f32_library(const std::set<std::string>& names, ShaderLanguag
   std::set<std::string> wanted;
   for (const std::string& n : names) wanted.insert(defining(n));
   std::string wgsl = write_helpers(helpers(), wanted, "shader f32 math");
-  return language == ShaderLanguage::Wgsl ? wgsl : wgsl_to_glsl(wgsl);
+  switch (language) {
+    case ShaderLanguage::Wgsl: return wgsl;
+    case ShaderLanguage::Glsl: return wgsl_to_glsl(wgsl);
+    case ShaderLanguage::Msl: return wgsl_to_msl(wgsl);
+  }
+  return wgsl;
 }
 
 }  // namespace zyntax::codegen

@@ -1,9 +1,9 @@
 // Math functions on f32 for shaders, written once (in the WGSL subset of
-// codegen/shader/wgsl_to_glsl) and printed for WGSL or GLSL. The shading
+// codegen/shader/wgsl_to_c_like) and printed for WGSL, GLSL or MSL. The shading
 // languages' own functions promise little (WGSL: sin and cos to 2^-11
 // absolute inside [-pi, pi] and nothing outside; fma may be a rounded product
 // and a sum), so the backends that have no doubles to compute in (WebGPU,
-// Vulkan devices without shaderFloat64) call these instead.
+// Metal, Vulkan devices without shaderFloat64) call these instead.
 //
 // They use f32 arithmetic where rounding errors stay small and integer
 // arithmetic where an exact result is needed (reducing sin/cos/tan
@@ -25,7 +25,7 @@
 
 namespace zyntax::codegen {
 
-enum class ShaderLanguage { Glsl, Wgsl };
+enum class ShaderLanguage { Glsl, Wgsl, Msl };
 
 // The bound the tests hold the helpers to (pow excepted, above).
 inline constexpr int kF32MathUlp = 4;

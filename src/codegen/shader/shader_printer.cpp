@@ -26,6 +26,21 @@ void ShaderSupport::visit(const cir::Store* op) {
   IRVisitor::visit(op);
 }
 
+void ShaderSupport::visit(const cir::For* op) {
+  bool block = op->loop_kind == cir::LoopKind::GpuBlock;
+  block_depth_ += block;
+  IRVisitor::visit(op);
+  block_depth_ -= block;
+}
+
+void ShaderSupport::count_shared(const cir::Allocate* op, int64_t bytes, int64_t limit, const std::string& language) {
+  if (op->space != cir::MemorySpace::Shared || block_depth_ == 0 || bytes <= 0) return;
+  shared_bytes_ += bytes;
+  if (shared_bytes_ > limit)
+    fail("shared arrays of " + std::to_string(shared_bytes_) + " bytes (" + language + " arrays cannot share bytes), more than the device's " +
+         std::to_string(limit));
+}
+
 // ------------------------------------------------------------ output
 
 void ShaderPrinter::line(const std::string& s) {
@@ -41,7 +56,7 @@ std::string ShaderPrinter::temp(DType t, const std::string& value) {
 
 void ShaderPrinter::check(const std::string& ok, Span span, const std::string& what) {
   sites_.push_back({span, what});
-  line(guarded("!(" + ok + ")", "zy_fail(" + std::to_string(sites_.size()) + "u);"));
+  line(guarded("!(" + ok + ")", fail_call(static_cast<int>(sites_.size()))));
 }
 
 const ShaderPrinter::Buffer& ShaderPrinter::buffer(const std::string& name) {
@@ -186,8 +201,8 @@ void ShaderPrinter::allocate(const cir::Allocate& a) {
   std::string name = local_name(a.name);
   if (a.space == cir::MemorySpace::Shared && block_depth_ > 0) {
     // The block's own workgroup memory, undefined until written; one array each.
-    shared_array(t, name, std::max<uint64_t>(n, 1));
-    bufs_[a.name] = {name, a.type, false, false, false, ""};
+    std::string words = shared_array(t, name, std::max<uint64_t>(n, 1));
+    bufs_[a.name] = {name, a.type, false, false, false, words};
     return;
   }
   if (a.space == cir::MemorySpace::Local && block_depth_ > 0 && thread_depth_ == 0) {

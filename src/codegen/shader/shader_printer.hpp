@@ -56,6 +56,13 @@ class ShaderSupport : public cir::IRVisitor {
   void visit(const cir::MatMulBlock*) override { fail("CPU register blocks"); }
   void visit(const cir::Access* op) override;
   void visit(const cir::Store* op) override;
+  void visit(const cir::For* op) override;
+  // A GPU block's shared array of `bytes`, each its own (shading languages'
+  // arrays cannot share bytes): fails once they take more than `limit`.
+  void count_shared(const cir::Allocate* op, int64_t bytes, int64_t limit, const std::string& language);
+
+  int block_depth_ = 0;  // GPU block loops around
+  int64_t shared_bytes_ = 0;
 
  private:
   std::optional<std::string> why_;
@@ -135,6 +142,7 @@ class ShaderPrinter {
   virtual std::string declaration(DType t, const std::string& name, const std::string& value, Declare how) = 0;
   // `statement` run where `cond` holds.
   virtual std::string guarded(const std::string& cond, const std::string& statement) = 0;
+  virtual std::string fail_call(int id) { return "zy_fail(" + std::to_string(id) + "u);"; }  // records check `id` failed
   virtual std::string first_invocation() = 0;  // the grid's first invocation
   virtual std::string barrier() = 0;           // the workgroup meets, its memory writes seen
   virtual std::string shared_barrier() = 0;    // the same for workgroup memory alone
@@ -187,7 +195,8 @@ class ShaderPrinter {
 
   // Arrays: workgroup memory (at module scope), an invocation's own, and
   // the zero fill of an invocation's copy of a shared array.
-  virtual void shared_array(DType t, const std::string& name, uint64_t n) = 0;
+  // Returns the array's view as atomic words where the dialect needs one ("" otherwise).
+  virtual std::string shared_array(DType t, const std::string& name, uint64_t n) = 0;
   virtual std::string local_array(DType t, const std::string& name, uint64_t n) = 0;
   virtual void zero_fill(DType, const std::string&, uint64_t) {}
 

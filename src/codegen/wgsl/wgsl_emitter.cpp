@@ -547,8 +547,9 @@ class Wgsl : public ShaderPrinter {
 
   // ---------------------------------------------------------- arrays (WGSL's variables start at zero)
 
-  void shared_array(DType t, const std::string& name, uint64_t n) override {
+  std::string shared_array(DType t, const std::string& name, uint64_t n) override {
     shared_ << "var<workgroup> " << name << ": array<" << reg_type(t) << ", " << n << ">;\n";
+    return "";
   }
   std::string local_array(DType t, const std::string& name, uint64_t n) override {
     return "var " + name + ": array<" + reg_type(t) + ", " + std::to_string(n) + ">;";

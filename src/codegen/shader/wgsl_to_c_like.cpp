@@ -1,4 +1,4 @@
-#include "codegen/shader/wgsl_to_glsl.hpp"
+#include "codegen/shader/wgsl_to_c_like.hpp"
 
 #include <cctype>
 #include <regex>
@@ -8,15 +8,18 @@
 namespace zyntax::codegen {
 namespace {
 
-std::string glsl_type(const std::string& t) {
+enum class Target { Glsl, Msl };
+
+std::string c_type(const std::string& t, Target to) {
   if (t == "f32") return "float";
   if (t == "i32") return "int";
   if (t == "u32") return "uint";
   if (t == "bool") return "bool";
-  if (t == "vec2<f32>") return "vec2";
-  if (t == "vec2<i32>") return "ivec2";
-  if (t == "vec2<u32>") return "uvec2";
-  throw std::logic_error("wgsl_to_glsl: no GLSL type for '" + t + "'");
+  bool msl = to == Target::Msl;
+  if (t == "vec2<f32>") return msl ? "float2" : "vec2";
+  if (t == "vec2<i32>") return msl ? "int2" : "ivec2";
+  if (t == "vec2<u32>") return msl ? "uint2" : "uvec2";
+  throw std::logic_error("wgsl translation: no C-like type for '" + t + "'");
 }
 
 bool is_word(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
@@ -28,7 +31,7 @@ size_t closing(const std::string& s, size_t open, char o, char c) {
     if (s[i] == o) ++depth;
     if (s[i] == c && --depth == 0) return i + 1;
   }
-  throw std::logic_error("wgsl_to_glsl: unbalanced '" + std::string(1, o) + "' in: " + s.substr(open, 60));
+  throw std::logic_error("wgsl translation: unbalanced '" + std::string(1, o) + "' in: " + s.substr(open, 60));
 }
 
 std::vector<std::string> split_arguments(const std::string& inside) {
@@ -37,8 +40,8 @@ std::vector<std::string> split_arguments(const std::string& inside) {
   size_t start = 0;
   for (size_t i = 0; i < inside.size(); ++i) {
     char c = inside[i];
-    if (c == '(' || c == '<' && i > 0 && is_word(inside[i - 1]) && depth >= 0) ++depth;
-    if (c == ')' || c == '>' && depth > 0 && i > 0 && inside[i - 1] != '-' && inside[i - 1] != '>' && inside[i - 1] != ' ') --depth;
+    if (c == '(' || (c == '<' && i > 0 && is_word(inside[i - 1]) && depth >= 0)) ++depth;
+    if (c == ')' || (c == '>' && depth > 0 && i > 0 && inside[i - 1] != '-' && inside[i - 1] != '>' && inside[i - 1] != ' ')) --depth;
     if (c == ',' && depth == 0) {
       args.push_back(inside.substr(start, i - start));
       start = i + 1;
@@ -50,7 +53,7 @@ std::vector<std::string> split_arguments(const std::string& inside) {
 }
 
 // Calls and type names, recursively into the arguments.
-std::string rewrite(const std::string& s) {
+std::string rewrite(const std::string& s, Target to) {
   std::string out;
   size_t i = 0;
   while (i < s.size()) {
@@ -70,7 +73,7 @@ std::string rewrite(const std::string& s) {
     bool call = j < s.size() && s[j] == '(';
     if (!call) {
       if (name == "f32" || name == "i32" || name == "u32" || (name == "vec2" && !templ.empty()))
-        out += glsl_type(templ.empty() ? name : name + "<" + templ + ">");
+        out += c_type(templ.empty() ? name : name + "<" + templ + ">", to);
       else
         out += name;
       i = j;
@@ -78,31 +81,32 @@ std::string rewrite(const std::string& s) {
     }
     size_t end = closing(s, j, '(', ')');
     std::vector<std::string> args = split_arguments(s.substr(j + 1, end - j - 2));
-    for (std::string& a : args) a = rewrite(a);
+    for (std::string& a : args) a = rewrite(a, to);
     auto joined = [&] {
       std::string r;
       for (size_t k = 0; k < args.size(); ++k) r += (k ? ", " : "") + args[k];
       return r;
     };
+    bool msl = to == Target::Msl;
     if (name == "select") {
-      if (args.size() != 3) throw std::logic_error("wgsl_to_glsl: select takes 3 arguments");
+      if (args.size() != 3) throw std::logic_error("wgsl translation: select takes 3 arguments");
       out += "((" + args[2] + ") ? (" + args[1] + ") : (" + args[0] + "))";
     } else if (name == "bitcast") {
-      const char* fn = templ == "f32" ? "uintBitsToFloat" : templ == "u32" ? "floatBitsToUint" : templ == "i32" ? "floatBitsToInt" : nullptr;
-      if (!fn) throw std::logic_error("wgsl_to_glsl: bitcast<" + templ + ">");
-      out += std::string(fn) + "(" + joined() + ")";
+      if (templ != "f32" && templ != "u32" && templ != "i32") throw std::logic_error("wgsl translation: bitcast<" + templ + ">");
+      if (msl) out += "as_type<" + c_type(templ, to) + ">(" + joined() + ")";
+      else out += std::string(templ == "f32" ? "uintBitsToFloat" : templ == "u32" ? "floatBitsToUint" : "floatBitsToInt") + "(" + joined() + ")";
     } else if (name == "firstLeadingBit") {
-      out += "uint(findMSB(" + joined() + "))";
+      out += msl ? "uint(31 - int(clz(" + joined() + ")))" : "uint(findMSB(" + joined() + "))";
     } else if (name == "countLeadingZeros") {
-      out += "(31u - uint(findMSB(" + joined() + ")))";
+      out += msl ? "uint(clz(" + joined() + "))" : "(31u - uint(findMSB(" + joined() + ")))";
     } else if (name == "round") {
-      out += "roundEven(" + joined() + ")";
+      out += std::string(msl ? "rint(" : "roundEven(") + joined() + ")";
     } else if (name == "array") {
       std::smatch m;
-      if (!std::regex_match(templ, m, std::regex("(\\w+),\\s*(\\d+)"))) throw std::logic_error("wgsl_to_glsl: array<" + templ + ">");
-      out += glsl_type(m[1]) + "[" + m[2].str() + "](" + joined() + ")";
+      if (!std::regex_match(templ, m, std::regex("(\\w+),\\s*(\\d+)"))) throw std::logic_error("wgsl translation: array<" + templ + ">");
+      out += msl ? "{" + joined() + "}" : c_type(m[1], to) + "[" + m[2].str() + "](" + joined() + ")";
     } else if (name == "f32" || name == "i32" || name == "u32" || name == "vec2") {
-      out += glsl_type(templ.empty() ? name : name + "<" + templ + ">") + "(" + joined() + ")";
+      out += c_type(templ.empty() ? name : name + "<" + templ + ">", to) + "(" + joined() + ")";
     } else {
       out += name + "(" + joined() + ")";
     }
@@ -111,9 +115,7 @@ std::string rewrite(const std::string& s) {
   return out;
 }
 
-}  // namespace
-
-std::string wgsl_to_glsl(const std::string& wgsl) {
+std::string translate(const std::string& wgsl, Target to) {
   std::string s = wgsl;
   // Function headers: fn name(a: T, ...) -> R {
   std::regex header("fn (\\w+)\\(([^)]*)\\)(?: -> ([\\w<>]+))? \\{");
@@ -130,11 +132,11 @@ std::string wgsl_to_glsl(const std::string& wgsl) {
       std::string rest = list;
       std::regex param("\\s*(\\w+): ([\\w<>]+)\\s*(,|$)");
       while (std::regex_search(rest, p, param)) {
-        params += (params.empty() ? "" : ", ") + glsl_type(p[2]) + " " + p[1].str();
+        params += (params.empty() ? "" : ", ") + c_type(p[2], to) + " " + p[1].str();
         rest = p.suffix();
       }
     }
-    out += (m[3].matched ? glsl_type(m[3]) : std::string("void")) + " " + m[1].str() + "(" + params + ") {";
+    out += (m[3].matched ? c_type(m[3], to) : std::string("void")) + " " + m[1].str() + "(" + params + ") {";
     last = m.position() + m.length();
   }
   out += s.substr(last);
@@ -145,11 +147,16 @@ std::string wgsl_to_glsl(const std::string& wgsl) {
   last = 0;
   for (auto it = std::sregex_iterator(out.begin(), out.end(), decl); it != std::sregex_iterator(); ++it) {
     const std::smatch& m = *it;
-    typed += out.substr(last, m.position() - last) + glsl_type(m[2]) + " " + m[1].str() + m[3].str();
+    typed += out.substr(last, m.position() - last) + c_type(m[2], to) + " " + m[1].str() + m[3].str();
     last = m.position() + m.length();
   }
   typed += out.substr(last);
-  return rewrite(typed);
+  return rewrite(typed, to);
 }
+
+}  // namespace
+
+std::string wgsl_to_glsl(const std::string& wgsl) { return translate(wgsl, Target::Glsl); }
+std::string wgsl_to_msl(const std::string& wgsl) { return translate(wgsl, Target::Msl); }
 
 }  // namespace zyntax::codegen
