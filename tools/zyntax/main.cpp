@@ -24,6 +24,7 @@
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
 #include "codegen/glsl/glsl_emitter.hpp"
 #include "codegen/glsl/spirv_compiler.hpp"
+#include "codegen/msl/msl_emitter.hpp"
 #include "codegen/wgsl/wgsl_emitter.hpp"
 #include "codegen/wgsl/wgsl_module.hpp"
 #include "codegen/llvm/nvptx/nvptx_target.hpp"
@@ -231,25 +232,40 @@ std::vector<std::pair<std::string, cir::Kernel>> kernels_to_compile(Session& ses
   return named;
 }
 
+// Every kernel (or the one --kernel names) planned for a shader target:
+// `write` gets those the dialect writes (`why_not` says why not for the
+// others, which a comment names).
+void each_shader_kernel(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, std::string& text,
+                        const GpuTarget& target, const char* api, const std::function<std::string(const GpuPlan&)>& why_not,
+                        const std::function<void(const std::string&, const GpuPlan&)>& write) {
+  std::vector<std::pair<std::string, cir::Kernel>> named = kernels_to_compile(session, m, kernels, o, text);
+  for (auto& [name, k] : named) {
+    if (!o.kernel.empty() && name != o.kernel && k.name != o.kernel) continue;
+    GpuPlan plan = gpu_plan(k, target);
+    std::string why = plan.kernel ? why_not(plan) : plan.why_not;
+    if (!plan.kernel || !why.empty()) {
+      if (!k.dims.empty() && why.find("once every size") != std::string::npos)
+        why = "give every size with --dim, or use --sizes-from-run, to compile its tiles";
+      text += "// kernel " + name + ": not compiled for " + api + " (" + why + ")\n";
+      continue;
+    }
+    write(name, plan);
+  }
+}
+
+std::string shader_banner(const std::string& name, const GpuPlan& plan, int threads) {
+  return "// kernel " + name + " (" + gpu_schedule_name(plan.schedule) + ", workgroups of " + std::to_string(threads) + ")\n";
+}
+
 // GLSL, SPIR-V assembly or a SPIR-V binary of every kernel, as the Vulkan
 // device vulkan:0 would run it (or, without one, a generic Vulkan device:
 // codegen::generic_vulkan_target).
 int emit_vulkan(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, std::string& text) {
   Device* device = device_registry().find("vulkan:0");
   GpuTarget target = device && device->gpu_target() ? *device->gpu_target() : codegen::generic_vulkan_target();
-  std::vector<std::pair<std::string, cir::Kernel>> named = kernels_to_compile(session, m, kernels, o, text);
   int emitted = 0;
-  for (auto& [name, k] : named) {
-    if (!o.kernel.empty() && name != o.kernel && k.name != o.kernel) continue;
-    GpuPlan plan = gpu_plan(k, target);
-    std::string why = plan.why_not;
-    if (plan.kernel) why = codegen::glsl_unsupported_reason(*plan.kernel, target, plan.block_threads).value_or("");
-    if (!plan.kernel || !why.empty()) {
-      if (!k.dims.empty() && why.find("once every size") != std::string::npos)
-        why = "give every size with --dim, or use --sizes-from-run, to compile its tiles";
-      text += "// kernel " + name + ": not compiled for Vulkan (" + why + ")\n";
-      continue;
-    }
+  auto why_not = [&](const GpuPlan& p) { return codegen::glsl_unsupported_reason(*p.kernel, target, p.block_threads).value_or(""); };
+  each_shader_kernel(session, m, kernels, o, text, target, "Vulkan", why_not, [&](const std::string& name, const GpuPlan& plan) {
     codegen::GlslKernel g = codegen::emit_glsl(*plan.kernel, target, plan.block_threads);
     if (o.emit == "spirv") {
       if (emitted > 0) throw std::invalid_argument("a SPIR-V binary holds one kernel: choose it with --kernel NAME");
@@ -259,12 +275,24 @@ int emit_vulkan(Session& session, LoadedModule& m, const std::vector<CheckedKern
     } else if (o.emit == "spirv-asm") {
       text += "; kernel " + name + "\n" + codegen::compile_glsl_to_assembly(g.source, name);
     } else {
-      text += "// kernel " + name + " (" + gpu_schedule_name(plan.schedule) + ", workgroups of " + std::to_string(g.local_size) + ")\n" +
-              g.source;
+      text += shader_banner(name, plan, g.local_size) + g.source;
     }
     ++emitted;
-  }
+  });
   if (o.emit == "spirv" && emitted == 0) throw std::invalid_argument("no kernel was compiled, so there is no SPIR-V binary");
+  return kOk;
+}
+
+// MSL of every kernel, as the Metal device metal:0 would run it (or,
+// without one, an Apple GPU of family Apple7: codegen::apple_gpu_target).
+int emit_metal(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, std::string& text) {
+  Device* device = device_registry().find("metal:0");
+  GpuTarget target = device && device->gpu_target() ? *device->gpu_target() : codegen::apple_gpu_target();
+  auto why_not = [&](const GpuPlan& p) { return codegen::msl_unsupported_reason(*p.kernel, target, p.block_threads).value_or(""); };
+  each_shader_kernel(session, m, kernels, o, text, target, "Metal", why_not, [&](const std::string& name, const GpuPlan& plan) {
+    codegen::MslKernel k = codegen::emit_msl(*plan.kernel, target, plan.block_threads);
+    text += shader_banner(name, plan, k.threads_per_group) + k.source;
+  });
   return kOk;
 }
 
@@ -275,28 +303,17 @@ int emit_vulkan(Session& session, LoadedModule& m, const std::vector<CheckedKern
 int emit_webgpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, const std::string& path,
                 std::string& text) {
   GpuTarget target = codegen::webgpu_target();
-  std::vector<std::pair<std::string, cir::Kernel>> named = kernels_to_compile(session, m, kernels, o, text);
   std::vector<codegen::WgslModuleKernel> module;
-  for (auto& [name, k] : named) {
-    if (!o.kernel.empty() && name != o.kernel && k.name != o.kernel) continue;
-    GpuPlan plan = gpu_plan(k, target);
-    std::string why = plan.why_not;
-    if (plan.kernel) why = codegen::wgsl_unsupported_reason(*plan.kernel, target, plan.block_threads).value_or("");
-    if (plan.kernel && why.empty() && o.emit == "js") why = codegen::js_shape_problem(*plan.kernel).value_or("");
-    if (!plan.kernel || !why.empty()) {
-      if (!k.dims.empty() && why.find("once every size") != std::string::npos)
-        why = "give every size with --dim, or use --sizes-from-run, to compile its tiles";
-      text += "// kernel " + name + ": not compiled for WebGPU (" + why + ")\n";
-      continue;
-    }
+  auto why_not = [&](const GpuPlan& p) {
+    std::string why = codegen::wgsl_unsupported_reason(*p.kernel, target, p.block_threads).value_or("");
+    if (why.empty() && o.emit == "js") why = codegen::js_shape_problem(*p.kernel).value_or("");
+    return why;
+  };
+  each_shader_kernel(session, m, kernels, o, text, target, "WebGPU", why_not, [&](const std::string& name, const GpuPlan& plan) {
     codegen::WgslKernel w = codegen::emit_wgsl(*plan.kernel, target, plan.block_threads);
-    if (o.emit == "js") {
-      module.push_back({name, *plan.kernel, std::move(w)});
-      continue;
-    }
-    text += "// kernel " + name + " (" + gpu_schedule_name(plan.schedule) + ", workgroups of " + std::to_string(w.workgroup_size) + ")\n" +
-            w.source;
-  }
+    if (o.emit == "js") module.push_back({name, *plan.kernel, std::move(w)});
+    else text += shader_banner(name, plan, w.workgroup_size) + w.source;
+  });
   if (o.emit != "js") return kOk;
   // The module and its runtime, in the folder -o names; what was left out on standard error.
   std::cerr << text;
@@ -487,6 +504,13 @@ int compile_to(Session& session, LoadedModule& mod, const std::vector<CheckedKer
       std::cerr << "zyntax: error: " << e.what() << "\n";
       return kUsageError;
     }
+  } else if (o.backend == "metal") {
+    try {
+      emit_metal(session, *m, kernels, o, text);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "zyntax: error: " << e.what() << "\n";
+      return kUsageError;
+    }
   } else if (o.backend == "webgpu") {
     if (o.emit == "js" && (output.empty() || output == "-")) {
       std::cerr << "zyntax: error: --emit js writes a module and its runtime into a folder: give -o DIR\n";
@@ -657,14 +681,15 @@ int main(int argc, char** argv) {
   compile->add_option("--emit", emit,
                       "What to print: ast, cir; from the CPU backend llvm, asm, obj; from the nvptx backend ptx (its "
                       "default), llvm or cir (each kernel as the GPU schedules made it); from the vulkan backend glsl (its "
-                      "default), spirv-asm or spirv (a binary: one kernel, with -o); from the webgpu backend wgsl (its default) or js (an ES "
-                      "module of the kernels and the runtime it imports, into the folder -o names)")
-      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx", "glsl", "spirv-asm", "spirv", "wgsl", "js"}));
+                      "default), spirv-asm or spirv (a binary: one kernel, with -o); from the metal backend msl; from the webgpu backend wgsl (its "
+                      "default) or js (an ES module of the kernels and the runtime it imports, into the folder -o names)")
+      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx", "glsl", "spirv-asm", "spirv", "msl", "wgsl", "js"}));
   compile->add_option("--backend", backend,
                       "cir (the IR itself, the default), llvm (the CPU backend; implied by llvm/asm/obj), nvptx "
                       "(PTX for NVIDIA GPUs), cuda (PTX for this machine's GPU, loaded by its driver) or vulkan (GLSL and SPIR-V "
-                      "for vulkan:0, or a generic Vulkan device) or webgpu (WGSL for any WebGPU adapter)")
-      ->check(CLI::IsMember({"cir", "llvm", "nvptx", "cuda", "vulkan", "webgpu"}));
+                      "for vulkan:0, or a generic Vulkan device), metal (MSL for metal:0, or an Apple GPU of family Apple7) or webgpu "
+                      "(WGSL for any WebGPU adapter)")
+      ->check(CLI::IsMember({"cir", "llvm", "nvptx", "cuda", "vulkan", "metal", "webgpu"}));
   compile->add_option("--arch", arch, "GPU architecture for --backend nvptx: sm_80 (default), sm_86, sm_89, sm_90, sm_90a, ...");
   compile->add_flag("--sizes-from-run", sizes_from_run,
                     "Run the program (kernels on the CPU, output discarded) and compile each kernel at the sizes it "
@@ -702,7 +727,12 @@ int main(int argc, char** argv) {
     if (compile->parsed()) {
       bool gpu = backend == "nvptx" || backend == "cuda";
       bool vulkan = backend == "vulkan";
-      if (emit.empty()) emit = gpu ? "ptx" : vulkan ? "glsl" : backend == "webgpu" ? "wgsl" : backend == "llvm" ? "llvm" : "cir";
+      if (emit.empty()) emit = gpu ? "ptx" : vulkan ? "glsl" : backend == "metal" ? "msl" : backend == "webgpu" ? "wgsl" : backend == "llvm" ? "llvm" : "cir";
+      if (emit == "msl" && backend == "cir") backend = "metal";
+      if ((emit == "msl") != (backend == "metal")) {
+        std::cerr << "zyntax: error: --backend metal emits msl" << (backend == "metal" ? ", not " + emit : ", and msl comes from --backend metal") << "\n";
+        return kUsageError;
+      }
       bool web_emit = emit == "wgsl" || emit == "js";
       if (backend == "webgpu" && !web_emit) {
         std::cerr << "zyntax: error: --backend webgpu emits wgsl or js, not " << emit << "\n";
@@ -728,8 +758,8 @@ int main(int argc, char** argv) {
         std::cerr << "zyntax: error: --arch is for --backend nvptx (cuda compiles for the GPU present)\n";
         return kUsageError;
       }
-      if (sizes_from_run && !gpu && !vulkan && backend != "webgpu") {
-        std::cerr << "zyntax: error: --sizes-from-run is for --backend nvptx, cuda, vulkan or webgpu\n";
+      if (sizes_from_run && !gpu && !vulkan && backend != "webgpu" && backend != "metal") {
+        std::cerr << "zyntax: error: --sizes-from-run is for --backend nvptx, cuda, vulkan, metal or webgpu\n";
         return kUsageError;
       }
       CompileOptions options{emit, output, kernel_filter, dim_values, backend, arch, sizes_from_run};

@@ -4,10 +4,10 @@
 #include <cstring>
 #include <mutex>
 
+#include "backends/shader_launch.hpp"
 #include "cir/hash.hpp"
 #include "codegen/glsl/glsl_emitter.hpp"
 #include "codegen/glsl/spirv_compiler.hpp"
-#include "codegen/llvm/kernel_operands.hpp"
 #include "plan/gpu_plan.hpp"
 #include "plan/gpu_tuning.hpp"
 #include "runtime/tuned_plans.hpp"
@@ -77,84 +77,40 @@ class VulkanDevice : public Device {
   }
 
  private:
-  Attempt execute_plan(const cir::Kernel& kernel, const Plan& p, const std::vector<Tensor>& inputs,
+  Attempt execute_plan(const cir::Kernel& kernel, const Plan& plan, const std::vector<Tensor>& inputs,
                        const std::map<std::string, Scalar>& scalars) {
-    const Plan* plan = &p;
-    if (!plan->pipeline) return Attempt::unsupported();
-    codegen::KernelOperands ops = codegen::prepare_operands(kernel, inputs, scalars, !plan->writes_whole_output);
-    for (const codegen::KernelOperands::Operand& o : ops.params)
-      if (const Tensor* t = ops.tensor(o); t && t->nbytes() > gpu_->max_buffer_bytes()) return Attempt::unsupported();
+    if (!plan.pipeline) return Attempt::unsupported();
+    ShaderLaunch launch(kernel, inputs, scalars, plan.writes_whole_output);
+    if (launch.largest_tensor_bytes() > gpu_->max_buffer_bytes()) return Attempt::unsupported();
 
-    // Storage buffers in the shader's order: tensors, reduce buffers, status;
-    // from the pools, and back to them when the run ends, an error included.
-    // Where the device stages, each has a host-visible twin the host fills
-    // and reads, copied to and from it around the dispatch; elsewhere the
-    // device reads the host-visible buffer itself.
-    struct Lease {
-      SizeClassPool& pool;
-      std::vector<uint64_t> held;
-      ~Lease() {
-        for (uint64_t b : held) pool.release(b);
-      }
-      Gpu::Buffer* take(size_t bytes) {
-        held.push_back(pool.allocate(bytes));
-        return reinterpret_cast<Gpu::Buffer*>(held.back());
-      }
-    } lease{pool_, {}}, staging_lease{staging_, {}};
+    // The shader's storage buffers from the pools, and back to them when the
+    // run ends, an error included. Where the device stages, each has a
+    // host-visible twin the host fills and reads, copied to and from it
+    // around the dispatch; elsewhere the device reads the host-visible
+    // buffer itself.
+    PooledBuffers<Gpu::Buffer> lease(pool_), staging_lease(staging_);
     const bool stages = gpu_->stages();
     std::vector<Gpu::Buffer*> bound, host;  // host[i]: what the host reads and writes for bound[i]
     std::vector<Gpu::Copy> before, after;
-    auto bind = [&](size_t bytes, const void* from) -> size_t {
-      bound.push_back(lease.take(bytes));
-      host.push_back(stages ? staging_lease.take(bytes) : bound.back());
-      if (from && bytes) std::memcpy(host.back()->data(), from, bytes);
-      if (stages && from) before.push_back({host.back(), bound.back(), bytes});
-      return bound.size() - 1;
-    };
-    auto read_back = [&](size_t i, size_t bytes) {
-      if (stages) after.push_back({bound[i], host[i], bytes});
-    };
-    size_t out = 0;
-    for (const codegen::KernelOperands::Operand& o : ops.params) {
-      const Tensor* t = ops.tensor(o);
-      if (!t) continue;
-      bool is_out = o.role == cir::ParamRole::Output;
-      size_t i = bind(t->nbytes(), !is_out || !plan->writes_whole_output ? t->data() : nullptr);
-      if (is_out) {
-        out = i;
-        read_back(i, t->nbytes());
-      }
+    for (const ShaderLaunch::Buffer& b : launch.buffers()) {
+      bound.push_back(lease.take(b.bytes));
+      host.push_back(stages ? staging_lease.take(b.bytes) : bound.back());
+      if (b.fill && b.bytes) std::memcpy(host.back()->data(), b.fill, b.bytes);
+      if (stages && b.fill) before.push_back({host.back(), bound.back(), b.bytes});
+      if (stages && b.read_back) after.push_back({bound.back(), host.back(), b.bytes});
     }
-    std::vector<Tensor*> reduce = ops.reduce_tensors();
-    std::vector<size_t> reduce_buffers;
-    for (Tensor* t : reduce) {
-      reduce_buffers.push_back(bind(t->nbytes(), t->data()));
-      read_back(reduce_buffers.back(), t->nbytes());
-    }
-    const uint32_t no_failure = 0;
-    size_t status = bind(4, &no_failure);
-    read_back(status, 4);
-
-    std::vector<uint8_t> push(plan->shader.push_constant_bytes, 0);
-    for (const codegen::GlslPushConstant& pc : plan->shader.push_constants) {
-      if (pc.source != codegen::GlslPushConstant::Source::Scalar)
-        throw std::logic_error("Vulkan: kernel " + kernel.name + " is not specialised (it takes dimensions)");
-      const cir::Param& p = kernel.params[pc.index];
-      Tensor v = Tensor::scalar(cast(cast(scalars.at(p.name), p.type.dtype), pc.as));
-      std::memcpy(push.data() + pc.offset, v.data(), v.nbytes());
-    }
-    gpu_->dispatch(*plan->pipeline, bound, push, plan->groups_x, plan->groups_y, before, after);
+    std::vector<uint8_t> push = launch.argument_bytes(shader_arguments(plan.shader.push_constants), plan.shader.push_constant_bytes, "Vulkan");
+    gpu_->dispatch(*plan.pipeline, bound, push, plan.groups_x, plan.groups_y, before, after);
     if (vulkan::Instance* instance = vulkan::Instance::get(); instance && instance->validating()) {
       std::vector<std::string> messages = instance->take_messages();
       if (!messages.empty()) throw std::logic_error("Vulkan validation on " + info_.id + " running " + kernel.name + ": " + messages.front());
     }
-    uint32_t failed = 0;
-    std::memcpy(&failed, host[status]->data(), 4);
-    if (failed) return Attempt::check_failed();
-    if (ops.out.nbytes()) std::memcpy(ops.out.data(), host[out]->data(), ops.out.nbytes());
-    for (size_t i = 0; i < reduce.size(); ++i)
-      if (reduce[i]->nbytes()) std::memcpy(reduce[i]->data(), host[reduce_buffers[i]]->data(), reduce[i]->nbytes());
-    return Attempt::done(codegen::finish_operands(kernel, ops));
+    if (ShaderLaunch::check_failed(host[launch.status_buffer()]->data())) return Attempt::check_failed();
+    for (size_t i = 0; i < bound.size(); ++i) {
+      const ShaderLaunch::Buffer& b = launch.buffers()[i];
+      if (b.result && b.bytes) std::memcpy(b.result, host[i]->data(), b.bytes);
+    }
+    return Attempt::done(launch.finish());
   }
 
  private:
