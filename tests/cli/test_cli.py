@@ -56,6 +56,8 @@ def main():
     expect("check of the example", rc == 0 and out == "" and err == "", err)
     rc, out, _ = run(z, "devices")
     expect("devices lists cpu", rc == 0 and out.startswith("cpu\t"), out)
+    if sys.platform.startswith("linux"):
+        expect("devices says why there is no Metal device", "Metal needs macOS" in out, out)
 
     with tempfile.TemporaryDirectory() as tmp:
         bad = os.path.join(tmp, "bad.zynml")
@@ -130,6 +132,14 @@ def main():
         expect("a kernel WGSL is not written for says why", rc == 0 and "not compiled for WebGPU (" in out, out + err)
         rc, _, err = run(z, "compile", EXAMPLE, "--backend", "webgpu", "--emit", "glsl")
         expect("--backend webgpu --emit glsl is a usage error", rc == 2 and "emits wgsl or js" in err, err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--backend", "metal", "--kernel", "normed", "--sizes-from-run")
+        expect("--backend metal writes MSL", rc == 0 and "kernel void zy_main(" in out and "// kernel normed" in out
+               and "simd_shuffle_xor" in out and "[[buffer(0)]]" in out, out + err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--emit", "msl", "--kernel", "attn_out")
+        expect("--emit msl implies --backend metal, and a kernel not written says why",
+               rc == 0 and "not compiled for Metal (" in out, out + err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--backend", "vulkan", "--emit", "msl")
+        expect("--backend vulkan --emit msl is a usage error", rc == 2 and "msl comes from --backend metal" in err, err)
         for bad in ("x=abc", "x=12abc", "x=-3", "x=", "=4", "x=99999999999999999999"):
             rc, _, err = run(z, "compile", EXAMPLE, "--emit", "llvm", "--dim", bad)
             expect("--dim %s is a usage error saying why" % bad, rc == 2 and "--dim" in err and "stoll" not in err, err)

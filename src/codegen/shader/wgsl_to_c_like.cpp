@@ -157,6 +157,24 @@ std::string translate(const std::string& wgsl, Target to) {
 }  // namespace
 
 std::string wgsl_to_glsl(const std::string& wgsl) { return translate(wgsl, Target::Glsl); }
-std::string wgsl_to_msl(const std::string& wgsl) { return translate(wgsl, Target::Msl); }
+// MSL has no doubles: its float literals carry an `f` (a bare 1.5 is a double in C++).
+std::string wgsl_to_msl(const std::string& wgsl) {
+  std::string s = translate(wgsl, Target::Msl), out;
+  for (size_t i = 0; i < s.size();) {
+    bool starts = std::isdigit(static_cast<unsigned char>(s[i])) && (i == 0 || (!is_word(s[i - 1]) && s[i - 1] != '.'));
+    if (!starts) {
+      out += s[i++];
+      continue;
+    }
+    size_t j = i;
+    while (j < s.size() && (is_word(s[j]) || s[j] == '.' || ((s[j] == '+' || s[j] == '-') && (s[j - 1] == 'e' || s[j - 1] == 'E')))) ++j;
+    std::string number = s.substr(i, j - i);
+    bool hex = number.size() > 1 && (number[1] == 'x' || number[1] == 'X');
+    bool is_float = !hex && number.find_first_of(".eE") != std::string::npos && number.back() != 'f';
+    out += number + (is_float ? "f" : "");
+    i = j;
+  }
+  return out;
+}
 
 }  // namespace zyntax::codegen
