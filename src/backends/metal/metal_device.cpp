@@ -4,6 +4,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "backends/shader_device.hpp"
 #include "backends/shader_launch.hpp"
 #include "cir/hash.hpp"
 #include "codegen/msl/msl_emitter.hpp"
@@ -29,7 +30,9 @@ constexpr int64_t kMostGroups = int64_t{65535} * 65535;
 // its build counts as loaded from disk in the profile.
 std::string msl_key(const std::string& source) { return std::string("msl\nzyntax ") + ZYNTAX_VERSION + "\n" + source; }
 
-class MetalDevice : public Device {
+using Plan = ShaderPlan<codegen::MslKernel, Gpu::Pipeline>;
+
+class MetalDevice : public ShaderDevice<Plan> {
  public:
   explicit MetalDevice(std::unique_ptr<Gpu> gpu)
       : gpu_(std::move(gpu)),
@@ -48,41 +51,9 @@ class MetalDevice : public Device {
   const GpuTarget* gpu_target() const override { return &gpu_->target(); }
   double last_kernel_milliseconds() const override { return gpu_->last_dispatch_milliseconds(); }
 
-  // The kernel as it runs here: planned, written, compiled. No pipeline:
-  // the device cannot run it (why_not says why).
-  struct Plan {
-    std::string why_not;
-    std::string msl;
-    codegen::MslKernel shader;
-    std::unique_ptr<Gpu::Pipeline> pipeline;
-    uint32_t groups_x = 1, groups_y = 1;
-    bool writes_whole_output = false;
-  };
-
-  std::shared_ptr<Plan> plan_of(const cir::Kernel& kernel, uint64_t key) {
-    return tuned_plan(*this, plans_, kernel, key, [&](const TuningChoice& c) { return make_plan(kernel, c); });
-  }
-
-  std::vector<TuningCandidate> tuning_candidates(const cir::Kernel& kernel) override {
-    return gpu_tuning_space(kernel, gpu_->target());
-  }
-
-  Attempt execute_choice(const cir::Kernel& kernel, uint64_t key, const TuningChoice& choice, const std::vector<Tensor>& inputs,
-                         const std::map<std::string, Scalar>& scalars) override {
-    std::shared_ptr<Plan> plan = chosen_plan(plans_, key, choice, [&](const TuningChoice& c) { return make_plan(kernel, c); });
-    if (!plan) return Attempt::unsupported();
-    return execute_plan(kernel, *plan, inputs, scalars);
-  }
-
- protected:
-  Attempt execute(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
-                  const std::map<std::string, Scalar>& scalars) override {
-    return execute_plan(kernel, *plan_of(kernel, key), inputs, scalars);
-  }
-
  private:
   Attempt execute_plan(const cir::Kernel& kernel, const Plan& plan, const std::vector<Tensor>& inputs,
-                       const std::map<std::string, Scalar>& scalars) {
+                       const std::map<std::string, Scalar>& scalars) override {
     if (!plan.pipeline) return Attempt::unsupported();
     const codegen::MslKernel& shader = plan.shader;
     // The reduce buffers in the kernel's types (f32 sums where the host keeps f64).
@@ -112,7 +83,7 @@ class MetalDevice : public Device {
     return Attempt::done(launch.finish());
   }
 
-  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel, const TuningChoice& choice) {
+  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel, const TuningChoice& choice) override {
     auto plan = std::make_shared<Plan>();
     const GpuTarget& target = gpu_->target();
     GpuPlan p = gpu_plan(kernel, target, choice);
@@ -159,13 +130,8 @@ class MetalDevice : public Device {
       plan->pipeline.reset();
       return plan;
     }
-    plan->msl = shader.source;
-    plan->writes_whole_output = p.writes_whole_output;
-    // A threadgroup per block of the plan, in rows of at most max_blocks; at
-    // most kMostGroups.
-    int64_t blocks = gpu_launch_blocks(p, kMostGroups);
-    plan->groups_x = static_cast<uint32_t>(std::min<int64_t>(blocks, target.max_blocks));
-    plan->groups_y = static_cast<uint32_t>((blocks + plan->groups_x - 1) / plan->groups_x);
+    plan->source = shader.source;
+    plan->launch_blocks(p, target, kMostGroups);
     return plan;
   }
 
@@ -186,7 +152,6 @@ class MetalDevice : public Device {
   SizeClassPool pool_;  // the kernels' buffers (Gpu::Buffer, by address)
   DeviceInfo info_;
   std::mutex mu_;  // making pipelines
-  KernelCache<Plan> plans_;
 };
 
 }  // namespace
@@ -194,14 +159,7 @@ class MetalDevice : public Device {
 std::unique_ptr<Device> make_metal_device(std::unique_ptr<metal::Gpu> gpu) { return std::make_unique<MetalDevice>(std::move(gpu)); }
 
 std::string metal_msl_of(Device& device, const cir::Kernel& kernel, std::string* why_not) {
-  auto* d = dynamic_cast<MetalDevice*>(&device);
-  if (!d) {
-    if (why_not) *why_not = device.info().id + " is not a Metal device";
-    return "";
-  }
-  std::shared_ptr<MetalDevice::Plan> plan = d->plan_of(kernel, cir::hash_kernel(kernel));
-  if (why_not) *why_not = plan->why_not;
-  return plan->msl;
+  return shader_source_of<MetalDevice>(device, kernel, why_not, "Metal");
 }
 
 }  // namespace zyntax

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "backends/shader_device.hpp"
 #include "backends/shader_launch.hpp"
 #include "cir/hash.hpp"
 #include "codegen/glsl/glsl_emitter.hpp"
@@ -24,7 +25,9 @@ using vulkan::Gpu;
 // Workgroups launched at most; the shaders' loops stride over the rest.
 constexpr int64_t kMostGroups = int64_t{65535} * 65535;
 
-class VulkanDevice : public Device {
+using Plan = ShaderPlan<codegen::GlslKernel, Gpu::Pipeline>;
+
+class VulkanDevice : public ShaderDevice<Plan> {
  public:
   explicit VulkanDevice(std::unique_ptr<Gpu> gpu)
       : gpu_(std::move(gpu)),
@@ -44,41 +47,9 @@ class VulkanDevice : public Device {
   const GpuTarget* gpu_target() const override { return &gpu_->target(); }
   double last_kernel_milliseconds() const override { return gpu_->last_dispatch_milliseconds(); }
 
-  // The kernel as it runs here: planned, written, compiled. No pipeline:
-  // the device cannot run it (why_not says why).
-  struct Plan {
-    std::string why_not;
-    std::string glsl;
-    codegen::GlslKernel shader;
-    std::unique_ptr<Gpu::Pipeline> pipeline;
-    uint32_t groups_x = 1, groups_y = 1;
-    bool writes_whole_output = false;
-  };
-
-  std::shared_ptr<Plan> plan_of(const cir::Kernel& kernel, uint64_t key) {
-    return tuned_plan(*this, plans_, kernel, key, [&](const TuningChoice& c) { return make_plan(kernel, c); });
-  }
-
-  std::vector<TuningCandidate> tuning_candidates(const cir::Kernel& kernel) override {
-    return gpu_tuning_space(kernel, gpu_->target());
-  }
-
-  Attempt execute_choice(const cir::Kernel& kernel, uint64_t key, const TuningChoice& choice, const std::vector<Tensor>& inputs,
-                         const std::map<std::string, Scalar>& scalars) override {
-    std::shared_ptr<Plan> plan = chosen_plan(plans_, key, choice, [&](const TuningChoice& c) { return make_plan(kernel, c); });
-    if (!plan) return Attempt::unsupported();
-    return execute_plan(kernel, *plan, inputs, scalars);
-  }
-
- protected:
-  Attempt execute(const cir::Kernel& kernel, uint64_t key, const std::vector<Tensor>& inputs,
-                  const std::map<std::string, Scalar>& scalars) override {
-    return execute_plan(kernel, *plan_of(kernel, key), inputs, scalars);
-  }
-
  private:
   Attempt execute_plan(const cir::Kernel& kernel, const Plan& plan, const std::vector<Tensor>& inputs,
-                       const std::map<std::string, Scalar>& scalars) {
+                       const std::map<std::string, Scalar>& scalars) override {
     if (!plan.pipeline) return Attempt::unsupported();
     ShaderLaunch launch(kernel, inputs, scalars, plan.writes_whole_output);
     if (launch.largest_tensor_bytes() > gpu_->max_buffer_bytes()) return Attempt::unsupported();
@@ -114,7 +85,7 @@ class VulkanDevice : public Device {
   }
 
  private:
-  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel, const TuningChoice& choice) {
+  std::shared_ptr<Plan> make_plan(const cir::Kernel& kernel, const TuningChoice& choice) override {
     auto plan = std::make_shared<Plan>();
     const GpuTarget& target = gpu_->target();
     GpuPlan p = gpu_plan(kernel, target, choice);
@@ -135,7 +106,7 @@ class VulkanDevice : public Device {
                       std::to_string(target.max_shader_helper_calls) + ")";
       return plan;
     }
-    plan->glsl = plan->shader.source;
+    plan->source = plan->shader.source;
     int bindings = plan->shader.status_binding + 1;
     if (plan->shader.push_constant_bytes > gpu_->push_constant_limit()) {
       plan->why_not = "its scalars take " + std::to_string(plan->shader.push_constant_bytes) + " bytes of push constants, more than the device's " +
@@ -147,13 +118,7 @@ class VulkanDevice : public Device {
     if (!m.error.empty()) throw std::logic_error("the GLSL of kernel " + kernel.name + " does not compile: " + m.error);
     std::lock_guard<std::mutex> lock(mu_);
     plan->pipeline = std::make_unique<Gpu::Pipeline>(*gpu_, m.words, bindings, plan->shader.push_constant_bytes);
-    plan->writes_whole_output = p.writes_whole_output;
-    // A workgroup per block of the plan, in rows of at most max_blocks (so
-    // that the grid's and the blocks' loops run once per invocation, as a
-    // device with a loop budget needs); at most kMostGroups.
-    int64_t blocks = gpu_launch_blocks(p, kMostGroups);
-    plan->groups_x = static_cast<uint32_t>(std::min<int64_t>(blocks, target.max_blocks));
-    plan->groups_y = static_cast<uint32_t>((blocks + plan->groups_x - 1) / plan->groups_x);
+    plan->launch_blocks(p, target, kMostGroups);
     return plan;
   }
 
@@ -167,7 +132,6 @@ class VulkanDevice : public Device {
   SizeClassPool staging_;  // their host-visible twins, where the device stages
   DeviceInfo info_;
   std::mutex mu_;  // making pipelines
-  KernelCache<Plan> plans_;
 };
 
 }  // namespace
@@ -175,14 +139,7 @@ class VulkanDevice : public Device {
 std::unique_ptr<Device> make_vulkan_device(std::unique_ptr<vulkan::Gpu> gpu) { return std::make_unique<VulkanDevice>(std::move(gpu)); }
 
 std::string vulkan_glsl_of(Device& device, const cir::Kernel& kernel, std::string* why_not) {
-  auto* d = dynamic_cast<VulkanDevice*>(&device);
-  if (!d) {
-    if (why_not) *why_not = device.info().id + " is not a Vulkan device";
-    return "";
-  }
-  std::shared_ptr<VulkanDevice::Plan> plan = d->plan_of(kernel, cir::hash_kernel(kernel));
-  if (why_not) *why_not = plan->why_not;
-  return plan->glsl;
+  return shader_source_of<VulkanDevice>(device, kernel, why_not, "Vulkan");
 }
 
 }  // namespace zyntax

@@ -337,43 +337,23 @@ class Glsl : public CStylePrinter {
       if (p.role != cir::ParamRole::Scalar)
         storage(p.name, p.type.dtype, p.type, p.role == cir::ParamRole::Input, p.role == cir::ParamRole::Output);
     out.tensor_bindings = binding;
-    if (k_.kind == cir::KernelKind::Reduce) {
-      ReduceBuffers rb = reduce_buffers(k_);
-      auto reduce_buffer = [&](const char* n, DType t) {
-        storage(n, t, cir::Type::tensor(t, k_.output().type.shape), false, dtype_size(t) >= 4);
-      };
-      reduce_buffer("%acc", rb.arg ? k_.output().type.dtype : rb.acc_dtype);
-      if (rb.arg) {
-        reduce_buffer("%best", rb.best_dtype);
-        reduce_buffer("%has", DType::Bool);
-      }
-      out.reduce_bindings = binding - out.tensor_bindings;
-    }
+    each_reduce_buffer([&](const char* n, DType t) { storage(n, t, cir::Type::tensor(t, k_.output().type.shape), false, dtype_size(t) >= 4); });
+    out.reduce_bindings = binding - out.tensor_bindings;
     out.status_binding = binding;
     d << "layout(std430, set = 0, binding = " << binding << ") buffer Status { uint status[]; };\n";
     // Scalars and dimensions: push constants, each in 4 or 8 bytes.
     std::ostringstream pc;
-    uint32_t offset = 0;
-    auto push = [&](GlslPushConstant::Source src, size_t index, DType t, const std::string& name) {
-      DType as = t;
+    auto as_of = [](DType t) {
       switch (t) {
-        case DType::F16: case DType::BF16: as = DType::F32; break;
-        case DType::I8: case DType::I16: as = DType::I32; break;
-        case DType::U8: case DType::U16: case DType::Bool: as = DType::U32; break;
-        default: break;
+        case DType::F16: case DType::BF16: return DType::F32;
+        case DType::I8: case DType::I16: return DType::I32;
+        case DType::U8: case DType::U16: case DType::Bool: return DType::U32;
+        default: return t;
       }
-      uint32_t size = static_cast<uint32_t>(dtype_size(as));
-      offset = (offset + size - 1) / size * size;
-      out.push_constants.push_back({src, index, as, offset});
-      pc << "  layout(offset = " << offset << ") " << type_name(as) << " " << shader_identifier(name) << ";\n";
-      offset += size;
-      std::string value = "args." + shader_identifier(name);
-      if (t == DType::Bool) value = "(" + value + " != 0u)";
-      values_[name] = {value, t};
     };
-    for (size_t i = 0; i < k_.params.size(); ++i)
-      if (k_.params[i].role == cir::ParamRole::Scalar) push(GlslPushConstant::Source::Scalar, i, k_.params[i].type.dtype, k_.params[i].name);
-    for (size_t i = 0; i < k_.dims.size(); ++i) push(GlslPushConstant::Source::Dim, i, DType::I64, k_.dims[i].name);
+    uint32_t offset = scalar_block(out.push_constants, as_of, [&](const ShaderScalar& f, const std::string& name) {
+      pc << "  layout(offset = " << f.offset << ") " << type_name(f.as) << " " << name << ";\n";
+    });
     out.push_constant_bytes = offset;
     if (offset > 0) d << "layout(push_constant) uniform Args {\n" << pc.str() << "} args;\n";
     decls_ = d.str();

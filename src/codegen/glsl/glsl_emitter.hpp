@@ -36,17 +36,13 @@
 
 #include "cir/ir.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
+#include "codegen/shader/shader_printer.hpp"
 #include "target/gpu_target.hpp"
 
 namespace zyntax::codegen {
 
-// One value the host writes into the push constants.
-struct GlslPushConstant {
-  enum class Source { Scalar, Dim } source;
-  size_t index = 0;      // the kernel's param (Scalar) or dim (Dim) index
-  DType as = DType::I64;  // how it is stored: I32, U32, I64, U64, F32 or F64
-  uint32_t offset = 0;   // bytes
-};
+// One value the host writes into the push constants (as I32, U32, I64, U64, F32 or F64).
+using GlslPushConstant = ShaderScalar;
 
 struct GlslKernel {
   std::string source;  // the shader, entry point `main`

@@ -107,38 +107,21 @@ class Msl : public CStylePrinter {
       if (prm.role != cir::ParamRole::Scalar)
         buffer(prm.name, prm.type.dtype, prm.type, prm.role == cir::ParamRole::Input, prm.role == cir::ParamRole::Output);
     out.tensor_buffers = index;
-    if (k_.kind == cir::KernelKind::Reduce) {
-      ReduceBuffers rb = reduce_buffers(k_);
-      auto reduce_buffer = [&](const char* n, DType t) {
-        out.reduce_buffer_dtypes.push_back(stored(t));
-        buffer(n, stored(t), k_.output().type, false, true);
-      };
-      reduce_buffer("%acc", rb.arg ? k_.output().type.dtype : rb.acc_dtype);
-      if (rb.arg) {
-        reduce_buffer("%best", rb.best_dtype);
-        reduce_buffer("%has", DType::Bool);
-      }
-      out.reduce_buffers = index - out.tensor_buffers;
-    }
+    each_reduce_buffer([&](const char* n, DType t) {
+      out.reduce_buffer_dtypes.push_back(stored(t));
+      buffer(n, stored(t), k_.output().type, false, true);
+    });
+    out.reduce_buffers = index - out.tensor_buffers;
     out.status_buffer = index;
     p << "    device atomic_uint* status [[buffer(" << index++ << ")]],\n";
-    // Scalars and sizes: one struct, each field aligned to its size (as C lays it out).
+    // Scalars and sizes: one struct (setBytes).
     std::ostringstream fields;
-    uint32_t offset = 0;
-    auto field = [&](MslArgument::Source src, size_t i, DType t, const std::string& name) {
-      DType as = is_float(t) ? DType::F32 : (t == DType::I64 || t == DType::U64) ? t : is_signed_int(t) ? DType::I32 : DType::U32;
-      uint32_t size = static_cast<uint32_t>(dtype_size(as));
-      offset = (offset + size - 1) / size * size;
-      out.arguments.push_back({src, i, as, offset});
-      fields << "  " << reg_type(as) << " " << shader_identifier(name) << ";\n";
-      offset += size;
-      std::string value = "args." + shader_identifier(name);
-      if (t == DType::Bool) value = "(" + value + " != 0u)";
-      values_[name] = {value, t};
+    auto as_of = [](DType t) {
+      return is_float(t) ? DType::F32 : (t == DType::I64 || t == DType::U64) ? t : is_signed_int(t) ? DType::I32 : DType::U32;
     };
-    for (size_t i = 0; i < k_.params.size(); ++i)
-      if (k_.params[i].role == cir::ParamRole::Scalar) field(MslArgument::Source::Scalar, i, k_.params[i].type.dtype, k_.params[i].name);
-    for (size_t i = 0; i < k_.dims.size(); ++i) field(MslArgument::Source::Dim, i, DType::I64, k_.dims[i].name);
+    uint32_t offset = scalar_block(out.arguments, as_of, [&](const ShaderScalar& f, const std::string& name) {
+      fields << "  " << reg_type(f.as) << " " << name << ";\n";
+    });
     if (offset > 0) {
       out.arguments_buffer = index;
       out.argument_bytes = (offset + 15) / 16 * 16;
@@ -216,13 +199,7 @@ class Msl : public CStylePrinter {
   void atomic_update(const cir::Atomic& a, const Buffer& b, const std::string& off, const std::string& x) override {
     if (!b.tensor && b.bits.empty()) {  // an invocation's own array
       std::string target = b.name + "[" + off + "]";
-      std::string cur = temp(b.type.dtype, target);
-      BinaryOp op = a.op == cir::AtomicOp::Min ? BinaryOp::Min : a.op == cir::AtomicOp::Max ? BinaryOp::Max : BinaryOp::Add;
-      if (a.op == cir::AtomicOp::Exchange) line(target + " = " + x + ";");
-      else if (a.op == cir::AtomicOp::And || a.op == cir::AtomicOp::Or)
-        line(target + " = " + convert("(" + truthy(cur, b.type.dtype) + (a.op == cir::AtomicOp::And ? " && " : " || ") + truthy(x, b.type.dtype) + ")",
-                                      DType::Bool, b.type.dtype, a.span) + ";");
-      else line(target + " = " + arith(op, b.type.dtype, cur, x, a.span) + ";");
+      line(target + " = " + atomic_combine(a, b.type.dtype, temp(b.type.dtype, target), x) + ";");
       return;
     }
     if (dtype_size(b.type.dtype) == 8) throw NotWritable("atomic updates of 64-bit elements (Metal's atomics hold 32 bits)");

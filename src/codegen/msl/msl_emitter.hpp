@@ -30,17 +30,13 @@
 
 #include "cir/ir.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
+#include "codegen/shader/shader_printer.hpp"
 #include "target/gpu_target.hpp"
 
 namespace zyntax::codegen {
 
-// One field of the argument struct.
-struct MslArgument {
-  enum class Source { Scalar, Dim } source;
-  size_t index = 0;       // the kernel's param (Scalar) or dim (Dim) index
-  DType as = DType::I64;  // how it is stored: I32, U32, I64, U64 or F32
-  uint32_t offset = 0;    // bytes
-};
+// One field of the argument struct (as I32, U32, I64, U64 or F32).
+using MslArgument = ShaderScalar;
 
 struct MslKernel {
   std::string source;             // the library's source

@@ -35,18 +35,6 @@ bool unrolled_whole(const cir::For& f) {
 
 // ------------------------------------------------------------ values
 
-std::string CStylePrinter::round_to(DType t, const std::string& v) {
-  if (t == DType::F16) {
-    helpers_.insert("f16");
-    return "zy_f16(" + v + ")";
-  }
-  if (t == DType::BF16) {
-    helpers_.insert("bf16");
-    return "zy_bf16(" + v + ")";
-  }
-  return v;
-}
-
 std::string CStylePrinter::wrap(DType t, const std::string& v) {
   switch (t) {
     case DType::I8: return sign_extend(v, 8);
@@ -388,18 +376,7 @@ void CStylePrinter::yield_fold(const cir::Yield& y, const std::string& off, cons
 void CStylePrinter::atomic_update(const cir::Atomic& a, const Buffer& b, const std::string& off, const std::string& x) {
   DType t = b.type.dtype;
   bool int_like = is_int(t) && dtype_size(t) >= 4;
-  auto combine = [&](const std::string& cur) -> std::string {
-    switch (a.op) {
-      case cir::AtomicOp::Add: return arith(BinaryOp::Add, t, cur, x, a.span);
-      case cir::AtomicOp::Min: return arith(BinaryOp::Min, t, cur, x, a.span);
-      case cir::AtomicOp::Max: return arith(BinaryOp::Max, t, cur, x, a.span);
-      case cir::AtomicOp::Exchange: return x;
-      case cir::AtomicOp::And:
-      case cir::AtomicOp::Or:
-        return convert("(" + truthy(cur, t) + (a.op == cir::AtomicOp::And ? " && " : " || ") + truthy(x, t) + ")", DType::Bool, t, a.span);
-    }
-    return x;
-  };
+  auto combine = [&](const std::string& cur) { return atomic_combine(a, t, cur, x); };
   if (dtype_size(t) < 4) {
     narrow_cas_update(t, b, off, combine);
   } else if (int_like && (a.op == cir::AtomicOp::Add || a.op == cir::AtomicOp::Min || a.op == cir::AtomicOp::Max || a.op == cir::AtomicOp::Exchange)) {

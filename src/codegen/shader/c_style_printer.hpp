@@ -59,7 +59,6 @@ class CStylePrinter : public ShaderPrinter {
 
   // ---------------------------------------------------------- values
 
-  std::string round_to(DType t, const std::string& v);
   // An integer result of a narrow dtype wrapped back into its range.
   std::string wrap(DType t, const std::string& v);
   std::string from_memory(DType t, const std::string& v);

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "cir/printer.hpp"
+#include "codegen/llvm/kernel_abi.hpp"
 
 namespace zyntax::codegen {
 
@@ -66,6 +67,38 @@ const ShaderPrinter::Buffer& ShaderPrinter::buffer(const std::string& name) {
 }
 
 void ShaderPrinter::unsupported(const std::string& what) const { throw std::logic_error(std::string(language()) + " lowering: " + what); }
+
+// ------------------------------------------------------------ the shader's interface
+
+void ShaderPrinter::each_reduce_buffer(const std::function<void(const char* key, DType t)>& bind) {
+  if (k_.kind != cir::KernelKind::Reduce) return;
+  ReduceBuffers rb = reduce_buffers(k_);
+  bind("%acc", rb.arg ? k_.output().type.dtype : rb.acc_dtype);
+  if (rb.arg) {
+    bind("%best", rb.best_dtype);
+    bind("%has", DType::Bool);
+  }
+}
+
+uint32_t ShaderPrinter::scalar_block(std::vector<ShaderScalar>& fields, const std::function<DType(DType)>& as_of,
+                                     const std::function<void(const ShaderScalar&, const std::string& name)>& declare) {
+  uint32_t offset = 0;
+  auto add = [&](ShaderScalar::Source src, size_t index, DType t, const std::string& name) {
+    DType as = as_of(t);
+    uint32_t size = static_cast<uint32_t>(dtype_size(as));
+    offset = (offset + size - 1) / size * size;
+    fields.push_back({src, index, as, offset});
+    declare(fields.back(), shader_identifier(name));
+    offset += size;
+    std::string value = "args." + shader_identifier(name);
+    if (t == DType::Bool) value = "(" + value + " != 0u)";
+    values_[name] = {value, t};
+  };
+  for (size_t i = 0; i < k_.params.size(); ++i)
+    if (k_.params[i].role == cir::ParamRole::Scalar) add(ShaderScalar::Source::Scalar, i, k_.params[i].type.dtype, k_.params[i].name);
+  for (size_t i = 0; i < k_.dims.size(); ++i) add(ShaderScalar::Source::Dim, i, DType::I64, k_.dims[i].name);
+  return offset;
+}
 
 // ------------------------------------------------------------ the body
 
@@ -332,6 +365,12 @@ std::string ShaderPrinter::truthy(const std::string& v, DType t) {
   return "(" + v + " != " + zero(t) + ")";
 }
 
+std::string ShaderPrinter::round_to(DType t, const std::string& v) {
+  if (t != DType::F16 && t != DType::BF16) return v;
+  helpers_.insert(t == DType::F16 ? "f16" : "bf16");
+  return t == DType::F16 ? rounded_f16(v) : rounded_bf16(v);
+}
+
 std::string ShaderPrinter::scalar_constant(const Scalar& s, DType t) {
   if (is_float(t)) return float_constant(s.f, t);
   if (t == DType::Bool) return s.i ? "true" : "false";
@@ -363,6 +402,18 @@ void ShaderPrinter::emit_atomic(const cir::Atomic& a) {
   atomic_update(a, b, off, x);
   --indent_;
   line("}");
+}
+
+std::string ShaderPrinter::atomic_combine(const cir::Atomic& a, DType t, const std::string& cur, const std::string& x) {
+  switch (a.op) {
+    case cir::AtomicOp::Add: return arith(BinaryOp::Add, t, cur, x, a.span);
+    case cir::AtomicOp::Min: return arith(BinaryOp::Min, t, cur, x, a.span);
+    case cir::AtomicOp::Max: return arith(BinaryOp::Max, t, cur, x, a.span);
+    case cir::AtomicOp::Exchange: return x;
+    case cir::AtomicOp::And:
+    case cir::AtomicOp::Or: return logical(t, "(" + truthy(cur, t) + (a.op == cir::AtomicOp::And ? " && " : " || ") + truthy(x, t) + ")", a.span);
+  }
+  return x;
 }
 
 // A block-wide fold (cir::BlockReduce): each invocation folds its elements

@@ -15,6 +15,7 @@
 // Halide's CodeGen_GPU_C and tinygrad's C-style renderers.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -27,6 +28,15 @@
 #include "codegen/llvm/ir_emitter.hpp"
 
 namespace zyntax::codegen {
+
+// One value the host writes into a shader's scalar block (GLSL's push
+// constants, MSL's argument struct): a scalar param's or a dimension's.
+struct ShaderScalar {
+  enum class Source { Scalar, Dim } source;
+  size_t index = 0;       // the kernel's param (Scalar) or dim (Dim) index
+  DType as = DType::I64;  // how it is stored
+  uint32_t offset = 0;    // bytes
+};
 
 // A CIR name as a shader identifier (CIR names hold '%' and '.').
 std::string shader_identifier(const std::string& name);
@@ -107,6 +117,11 @@ class ShaderPrinter {
   std::string min_max(bool is_min, DType t, const std::string& a, const std::string& c);
   std::string truthy(const std::string& v, DType t);
   std::string scalar_constant(const Scalar& s, DType t);
+  // An f32 value rounded to f16 or bf16 (to nearest, ties to even), as the
+  // reference rounds after every operation; the helpers say how.
+  std::string round_to(DType t, const std::string& v);
+  virtual std::string rounded_f16(const std::string& v) { return "zy_f16(" + v + ")"; }
+  virtual std::string rounded_bf16(const std::string& v) { return "zy_bf16(" + v + ")"; }
 
   // Row-major offset of an element, each index checked against its axis;
   // where one is out of bounds, the offset of element 0 (harmless) and
@@ -120,8 +135,24 @@ class ShaderPrinter {
   void emit_for(const cir::For& f, Stride how);
   void emit_yield(const cir::Yield& y);
   void emit_atomic(const cir::Atomic& a);
+  // What an atomic update leaves in an element that held `cur`.
+  std::string atomic_combine(const cir::Atomic& a, DType t, const std::string& cur, const std::string& x);
+  // `both` (a bool: the operands' truth and-ed or or-ed) as a value of dtype t.
+  virtual std::string logical(DType t, const std::string& both, Span span) { return convert(both, DType::Bool, t, span); }
   void emit_block_reduce(const cir::BlockReduce& r);
   void allocate(const cir::Allocate& a);
+
+  // ---------------------------------------------------------- the shader's interface
+
+  // A reduce kernel's buffers after its tensors, in order: the accumulator
+  // (argmin/argmax: the index), then the best value and whether there was
+  // one; nothing for other kernels.
+  void each_reduce_buffer(const std::function<void(const char* key, DType t)>& bind);
+  // The scalars, then the sizes, in one block, each aligned to its size (as
+  // C lays out a struct) and stored as `as_of` says; `declare` writes each
+  // field. Their values read it (`args.<name>`). Returns the bytes taken.
+  uint32_t scalar_block(std::vector<ShaderScalar>& fields, const std::function<DType(DType)>& as_of,
+                        const std::function<void(const ShaderScalar&, const std::string& name)>& declare);
 
   // ---------------------------------------------------------- output
 

@@ -291,17 +291,8 @@ class Wgsl : public ShaderPrinter {
 
   // An f32 value rounded to f16 or bf16 (to nearest, ties to even; past
   // the range to infinity), as the reference rounds after every operation.
-  std::string round_to(DType t, const std::string& v) {
-    if (t == DType::F16) {
-      helpers_.insert("f16");
-      return "unpack2x16float(zy_f16_bits(" + v + ")).x";
-    }
-    if (t == DType::BF16) {
-      helpers_.insert("bf16");
-      return "bitcast<f32>(zy_bf16_bits(" + v + ") << 16u)";
-    }
-    return v;
-  }
+  std::string rounded_f16(const std::string& v) override { return "unpack2x16float(zy_f16_bits(" + v + ")).x"; }
+  std::string rounded_bf16(const std::string& v) override { return "bitcast<f32>(zy_bf16_bits(" + v + ") << 16u)"; }
 
   // An integer result of a narrow dtype wrapped back into its range.
   std::string wrap(DType t, const std::string& v) {
@@ -750,25 +741,14 @@ class Wgsl : public ShaderPrinter {
     DType t = b.type.dtype;
     if (!b.tensor) {  // a local array: one invocation's own
       std::string target = b.name + "[" + off + "]";
-      line(target + " = " + combine(a, t, target, x) + ";");
+      line(target + " = " + atomic_combine(a, t, target, x) + ";");
     } else {
-      update(b, off, true, [&](const std::string& cur) { return combine(a, t, cur, x); });
+      update(b, off, true, [&](const std::string& cur) { return atomic_combine(a, t, cur, x); });
     }
   }
 
-  std::string combine(const cir::Atomic& a, DType t, const std::string& cur, const std::string& x) {
-    switch (a.op) {
-      case cir::AtomicOp::Add: return arith(BinaryOp::Add, t, cur, x, a.span);
-      case cir::AtomicOp::Min: return arith(BinaryOp::Min, t, cur, x, a.span);
-      case cir::AtomicOp::Max: return arith(BinaryOp::Max, t, cur, x, a.span);
-      case cir::AtomicOp::Exchange: return x;
-      case cir::AtomicOp::And:
-      case cir::AtomicOp::Or: {
-        std::string r = temp(DType::Bool, "(" + truthy(cur, t) + (a.op == cir::AtomicOp::And ? " && " : " || ") + truthy(x, t) + ")");
-        return temp(t, convert(r, DType::Bool, t, a.span));
-      }
-    }
-    return x;
+  std::string logical(DType t, const std::string& both, Span span) override {
+    return temp(t, convert(temp(DType::Bool, both), DType::Bool, t, span));
   }
 
   std::string block_count(const std::string& count) override { return temp(DType::U32, "bitcast<u32>(" + count + ")"); }
