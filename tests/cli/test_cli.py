@@ -41,7 +41,7 @@ def main():
         rc, out, _ = run(z, sub, "--help")
         expect("%s --help" % sub, rc == 0 and "Usage" in out, out)
     rc, out, _ = run(z, "run", "--help")
-    expect("run --help names every kind of device", rc == 0 and all(d in out for d in ["cpu:N", "cuda:N", "vulkan:N", "zyntax devices"]), out)
+    expect("run --help names every kind of device", rc == 0 and all(d in out for d in ["cpu:N", "cuda:N", "metal:N", "vulkan:N", "zyntax devices"]), out)
     rc, _, err = run(z)
     expect("no subcommand is a usage error", rc == 2, err)
     rc, _, err = run(z, "frobnicate")

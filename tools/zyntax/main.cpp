@@ -615,7 +615,7 @@ int main(int argc, char** argv) {
 
   CLI::App* run = app.add_subcommand("run", "Run a program: its host code and every compute block in it");
   run->add_option("file", path, "The .zynml program")->required();
-  run->add_option("--device", device, "Where compute blocks run by default: auto, cpu, cpu:reference, cpu:N (N threads), cuda:N, vulkan:N (`zyntax devices` lists this machine's)")
+  run->add_option("--device", device, "Where compute blocks run by default: auto, cpu, cpu:reference, cpu:N (N threads), cuda:N, metal:N, vulkan:N (`zyntax devices` lists this machine's)")
       ->capture_default_str();
   run->add_option("--seed", seed, "Seed of rand()/randn() calls that give none")->capture_default_str();
   run->add_flag("--print-passes", print_passes, "Print each kernel's CIR after every pass to standard error");
