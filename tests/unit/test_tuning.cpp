@@ -319,7 +319,9 @@ TEST(Tuner, AWarmDatabaseTimesNothing) {
   bool recorded_before = false;
   cpu->tuned_choice(k, key, &recorded_before);
   EXPECT_EQ(compare_outputs(want, cpu->run(k, key, inputs, {})), "");
-  if (!recorded_before) EXPECT_GT(tuning_runs_timed(), before);
+  if (!recorded_before) {
+    EXPECT_GT(tuning_runs_timed(), before);
+  }
   clear_tuned_launches();  // as a new process would
   uint64_t warm = tuning_runs_timed();
   EXPECT_EQ(compare_outputs(want, cpu->run(k, key, inputs, {})), "");

@@ -87,9 +87,9 @@ void Emitter::atomic_update(DType t, llvm::Value* ptr, Update update, cir::Fence
   llvm::Value* next = as_bits(to_memory(t, update(from_memory(t, from_bits(seen)))));
   llvm::Value *old, *swapped;
   std::optional<llvm::Value*> scoped =
-      gpu_ && scope != cir::FenceScope::Device ? target_.scoped_atomic(*this, llvm::AtomicRMWInst::BAD_BINOP, ptr, next, seen, scope) : std::nullopt;
+      gpu_ ? target_.scoped_atomic(*this, llvm::AtomicRMWInst::BAD_BINOP, ptr, next, seen, scope) : std::nullopt;
   if (scoped) {
-    // A block- or system-scope swap: the target's scoped instruction.
+    // A swap of the scope: the target's scoped instruction.
     old = *scoped;
     swapped = b_.CreateICmpEQ(old, seen);
   } else {
@@ -139,9 +139,9 @@ void Emitter::emit_atomic(const cir::Atomic& a) {
   }
   if (native) {
     llvm::Value* v = to_memory(t, x);
-    if (gpu_ && a.scope != cir::FenceScope::Device && target_.scoped_atomic(*this, *native, ptr, v, nullptr, a.scope)) return;
-    // A plain GPU atomic has the device's scope, enough for a block's too;
-    // on a CPU every atomic is the system's.
+    if (gpu_ && target_.scoped_atomic(*this, *native, ptr, v, nullptr, a.scope)) return;
+    // Else a plain GPU atomic, which has the device's scope on NVPTX (enough
+    // for a block's too); on a CPU every atomic is the system's.
     if (!gpu_ || a.scope != cir::FenceScope::System) {
       b_.CreateAtomicRMW(*native, ptr, v, llvm::MaybeAlign(), llvm::AtomicOrdering::Monotonic);
       return;

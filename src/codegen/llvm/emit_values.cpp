@@ -277,9 +277,10 @@ llvm::Value* Emitter::arith(BinaryOp op, DType t, llvm::Value* a, llvm::Value* c
 llvm::Value* Emitter::int_pow(DType t, llvm::Value* a, llvm::Value* c, Span span) {
   bool s = is_signed_int(t);
   llvm::Type* i64 = b_.getInt64Ty();
-  auto* fty = llvm::FunctionType::get(i64, {i64, i64, b_.getInt32Ty(), llvm::PointerType::getUnqual(ctx_)}, false);
-  llvm::FunctionCallee fn = target_.integer_power(*this, fty);
+  // The error flag is a local variable: in the target's address space of those.
   llvm::AllocaInst* err = entry_alloca(b_.getInt32Ty(), "pow.err");
+  auto* fty = llvm::FunctionType::get(i64, {i64, i64, b_.getInt32Ty(), err->getType()}, false);
+  llvm::FunctionCallee fn = target_.integer_power(*this, fty);
   b_.CreateStore(b_.getInt32(0), err);
   llvm::Value* r = b_.CreateCall(fn, {b_.CreateIntCast(a, i64, s), b_.CreateIntCast(c, i64, s), b_.getInt32(s), err});
   check(b_.CreateICmpEQ(b_.CreateLoad(b_.getInt32Ty(), err), b_.getInt32(0)), span, "integer power with a negative exponent");

@@ -4,7 +4,7 @@
 // fast-math, no contraction into FMA), math functions through the same libm
 // in double, NaN-propagating min/max, saturating float-to-int conversions,
 // bounds checks on every access and checks on integer division. A target
-// (llvm_target.hpp: the host CPU, NVPTX; AMDGPU would be one more) adds its
+// (llvm_target.hpp: the host CPU, NVPTX, AMDGPU) adds its
 // entry point, its GPU primitives and its own features through hooks; the
 // lowering's steps are in emitter.hpp.
 #pragma once

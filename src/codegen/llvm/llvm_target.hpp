@@ -7,7 +7,7 @@
 // barriers and shuffles, its address spaces, its math library, and the
 // statements of features only it has (NVIDIA's tensor-core steps and
 // asynchronous copies). The host CPU's hooks are cpu/cpu_llvm_target,
-// NVIDIA's nvptx/nvptx_llvm_target; an AMDGPU target is one more set.
+// NVIDIA's nvptx/nvptx_llvm_target, AMD's amdgpu/amdgpu_llvm_target.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
@@ -64,10 +64,11 @@ class LlvmTarget {
   // The 32-bit value (i32 or f32) of the lane whose index differs from this
   // one's in `offset`'s bit, among `lanes`.
   virtual llvm::Value* shuffle_xor(llvm::IRBuilder<>& b, llvm::Value* word, int offset, llvm::Value* lanes) const;
-  // A block- or system-scope atomic read-modify-write (BAD_BINOP: the
+  // An atomic read-modify-write of the scope (BAD_BINOP: the
   // compare-and-swap, `value` then the new value and `expected` the old),
   // returning the old value; nothing where the target has no such
-  // instruction for this op and type (then LLVM's device-scope atomics).
+  // instruction for this op, type and scope (then LLVM's plain atomics,
+  // which must have at least the device's scope).
   virtual std::optional<llvm::Value*> scoped_atomic(Emitter& e, llvm::AtomicRMWInst::BinOp op, llvm::Value* ptr, llvm::Value* value,
                                                     llvm::Value* expected, cir::FenceScope scope) const {
     return std::nullopt;

@@ -45,7 +45,7 @@ NvptxCompiler& NvptxCompiler::instance() {
   return *compiler;
 }
 
-NvptxCompiler::NvptxCompiler() {
+NvptxCompiler::NvptxCompiler() : machines_(kTriple) {
   LLVMInitializeNVPTXTargetInfo();
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetMC();
@@ -55,18 +55,7 @@ NvptxCompiler::NvptxCompiler() {
 NvptxCompiler::~NvptxCompiler() = default;
 
 llvm::TargetMachine& NvptxCompiler::machine(const NvptxArch& arch) {
-  auto it = machines_.find(arch.name);
-  if (it != machines_.end()) return *it->second;
-  std::string err;
-  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(kTriple, err);
-  if (!t) throw std::runtime_error(std::string("no LLVM target for ") + kTriple + ": " + err);
-  // IEEE semantics as on the CPU: no fast-math, no contraction of a*b+c
-  // into FMA (only the polynomials' explicit fmuladd fuse).
-  llvm::TargetOptions options;
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(kTriple, arch.name, arch.ptx_feature, options, std::nullopt,
-                                                                 std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  if (!tm) throw std::runtime_error("LLVM cannot target " + arch.name);
-  return *(machines_[arch.name] = std::move(tm));
+  return machines_.get(arch.name, arch.ptx_feature, std::nullopt);
 }
 
 std::string NvptxCompiler::cached_ptx(const cir::Kernel& kernel, const std::string& entry, const NvptxArch& arch, const DiskCache& cache,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cir/ir.hpp"
+#include "codegen/llvm/gpu_target_machines.hpp"
 #include "codegen/llvm/ir_emitter.hpp"
 #include "codegen/llvm/nvptx/nvptx_target.hpp"
 
@@ -64,7 +65,7 @@ class NvptxCompiler {
   llvm::TargetMachine& machine(const NvptxArch& arch);
 
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines_;
+  GpuTargetMachines machines_;
 };
 
 }  // namespace zyntax::codegen

@@ -8,6 +8,8 @@
 
 #include "cir/visitor.hpp"
 #include "codegen/llvm/emitter.hpp"
+#include "codegen/llvm/gpu_entry.hpp"
+#include "codegen/llvm/integer_power_ir.hpp"
 #include "codegen/llvm/kernel_abi.hpp"
 #include "codegen/llvm/nvptx/nvptx_target.hpp"
 #include "codegen/llvm/nvptx/tensor_map_args.hpp"
@@ -58,46 +60,13 @@ void NvptxLlvmTarget::emit_entry(Emitter& e) const {
   llvm::LLVMContext& ctx = e.context();
   llvm::IRBuilder<>& b = e.builder();
   const cir::Kernel& k = e.kernel();
-  llvm::Type* global = llvm::PointerType::get(ctx, global_address_space());
-  std::vector<llvm::Type*> types;
-  std::vector<std::string> names;
-  for (const cir::Param& p : k.params) {
-    types.push_back(p.role == cir::ParamRole::Scalar ? e.mem_type(p.type.dtype) : global);
-    names.push_back(p.name);
-  }
-  for (const cir::DimParam& d : k.dims) {
-    types.push_back(b.getInt64Ty());
-    names.push_back(d.name);
-  }
-  if (k.kind == cir::KernelKind::Reduce) {
-    std::vector<const char*> reduce = {"acc"};
-    if (reduce_buffers(k).arg) reduce.insert(reduce.end(), {"best", "has"});
-    for (const char* n : reduce) {
-      types.push_back(global);
-      names.push_back(n);
-    }
-  }
-  types.push_back(global);
-  names.push_back("status");
-  size_t status_slot = types.size() - 1;
   std::vector<TensorMapParam> maps = tensor_map_params(k);
   llvm::Type* generic = llvm::PointerType::get(ctx, 0);
-  for (size_t i = 0; i < maps.size(); ++i) {
-    types.push_back(generic);
-    names.push_back("tensor_map" + std::to_string(i));
-  }
-  auto* fty = llvm::FunctionType::get(b.getVoidTy(), types, false);
-  llvm::Function* fn = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, e.function_name(), &e.module());
-  fn->addFnAttr(llvm::Attribute::NoUnwind);
-  std::vector<llvm::Value*> args;
-  for (llvm::Argument& a : fn->args()) {
-    a.setName(names[args.size()]);
-    args.push_back(&a);
-    if (a.getType() == global) {
-      a.addAttr(llvm::Attribute::NoUndef);
-      a.addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(kGpuTensorAlignment)));
-    }
-  }
+  std::vector<std::pair<llvm::Type*, std::string>> extra;
+  for (size_t i = 0; i < maps.size(); ++i) extra.emplace_back(generic, "tensor_map" + std::to_string(i));
+  GpuEntry entry = create_gpu_entry(e, global_address_space(), extra);
+  llvm::Function* fn = entry.function;
+  size_t status_slot = entry.status;
   std::vector<llvm::Value*>& map_args = e.target_state<NvptxState>().tensor_maps;
   map_args.clear();
   llvm::Type* map_bytes = llvm::ArrayType::get(b.getInt8Ty(), kTensorMapBytes);
@@ -106,18 +75,6 @@ void NvptxLlvmTarget::emit_entry(Emitter& e) const {
     a->addAttr(llvm::Attribute::getWithByValType(ctx, map_bytes));
     a->addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(64)));
     map_args.push_back(a);
-  }
-  // Inputs are only read (the loads may then take the read-only path and
-  // merge past stores); the output is its own buffer, except where a
-  // reduction accumulates into it through another parameter.
-  for (size_t i = 0; i < k.params.size(); ++i) {
-    cir::ParamRole role = k.params[i].role;
-    if (role == cir::ParamRole::Input) {
-      fn->getArg(static_cast<unsigned>(i))->addAttr(llvm::Attribute::NoAlias);
-      fn->getArg(static_cast<unsigned>(i))->addAttr(llvm::Attribute::ReadOnly);
-    } else if (role == cir::ParamRole::Output && k.kind != cir::KernelKind::Reduce) {
-      fn->getArg(static_cast<unsigned>(i))->addAttr(llvm::Attribute::NoAlias);
-    }
   }
   llvm::NamedMDNode* annotations = e.module().getOrInsertNamedMetadata("nvvm.annotations");
   auto annotate = [&](const char* key, int value) {
@@ -141,10 +98,7 @@ void NvptxLlvmTarget::emit_entry(Emitter& e) const {
     annotations->addOperand(llvm::MDNode::get(
         ctx, {llvm::ValueAsMetadata::get(fn), llvm::MDString::get(ctx, "grid_constant"), llvm::MDNode::get(ctx, positions)}));
   }
-  e.bind_status(args[status_slot]);
-  e.start_body(fn);
-  size_t slot = 0;
-  e.bind_parameters([&](const std::string&) { return args[slot++]; }, /*by_pointer=*/false);
+  bind_gpu_entry(e, entry);
 }
 
 llvm::Value* NvptxLlvmTarget::coordinate(llvm::IRBuilder<>& b, cir::GpuIndexKind kind, int axis) const {
@@ -274,59 +228,8 @@ void NvptxLlvmTarget::emit_async_copy(Emitter& e, const cir::AsyncCopy& c) const
   b.CreateIntrinsic(id, {}, {to, from, src_bytes});
 }
 
-// zyntax_rt_ipow for the GPU, where the runtime's is not callable: the
-// same steps as IR in the module.
-llvm::FunctionCallee NvptxLlvmTarget::integer_power(Emitter& em, llvm::FunctionType* fty) const {
-  llvm::Module& module = em.module();
-  llvm::LLVMContext& ctx = em.context();
-  if (llvm::Function* f = module.getFunction("zyntax_ipow")) return {fty, f};
-  llvm::Function* f = llvm::Function::Create(fty, llvm::Function::InternalLinkage, "zyntax_ipow", &module);
-  auto arg = f->arg_begin();
-  llvm::Value* base = &*arg++;
-  llvm::Value* exponent = &*arg++;
-  llvm::Value* is_signed = &*arg++;
-  llvm::Value* error = &*arg;
-  llvm::IRBuilder<> b(ctx);
-  auto bb = [&](const char* n) { return llvm::BasicBlock::Create(ctx, n, f); };
-  llvm::BasicBlock *entry = bb("entry"), *negative = bb("negative"), *minus_one = bb("minus_one"), *fail = bb("fail"),
-                   *loop = bb("loop"), *body = bb("body"), *done = bb("done");
-  b.SetInsertPoint(entry);
-  llvm::Value* neg = b.CreateAnd(b.CreateICmpNE(is_signed, b.getInt32(0)), b.CreateICmpSLT(exponent, b.getInt64(0)));
-  b.CreateCondBr(neg, negative, loop);
-  // A negative exponent: only 1 and -1 have an integer power.
-  b.SetInsertPoint(negative);
-  llvm::BasicBlock* one = bb("one");
-  b.CreateCondBr(b.CreateICmpEQ(base, b.getInt64(1)), one, minus_one);
-  b.SetInsertPoint(one);
-  b.CreateRet(b.getInt64(1));
-  b.SetInsertPoint(minus_one);
-  llvm::BasicBlock* sign = bb("sign");
-  b.CreateCondBr(b.CreateICmpEQ(base, b.getInt64(static_cast<uint64_t>(-1))), sign, fail);
-  b.SetInsertPoint(sign);
-  llvm::Value* even = b.CreateICmpEQ(b.CreateAnd(exponent, b.getInt64(1)), b.getInt64(0));
-  b.CreateRet(b.CreateSelect(even, b.getInt64(1), b.getInt64(static_cast<uint64_t>(-1))));
-  b.SetInsertPoint(fail);
-  b.CreateStore(b.getInt32(1), error);
-  b.CreateRet(b.getInt64(0));
-  // Square and multiply, wrapping like repeated multiplication.
-  b.SetInsertPoint(loop);
-  llvm::PHINode* e = b.CreatePHI(b.getInt64Ty(), 2);
-  llvm::PHINode* x = b.CreatePHI(b.getInt64Ty(), 2);
-  llvm::PHINode* r = b.CreatePHI(b.getInt64Ty(), 2);
-  e->addIncoming(exponent, entry);
-  x->addIncoming(base, entry);
-  r->addIncoming(b.getInt64(1), entry);
-  b.CreateCondBr(b.CreateICmpNE(e, b.getInt64(0)), body, done);
-  b.SetInsertPoint(body);
-  llvm::Value* odd = b.CreateICmpNE(b.CreateAnd(e, b.getInt64(1)), b.getInt64(0));
-  r->addIncoming(b.CreateSelect(odd, b.CreateMul(r, x), r), body);
-  x->addIncoming(b.CreateMul(x, x), body);
-  e->addIncoming(b.CreateLShr(e, 1), body);
-  b.CreateBr(loop);
-  b.SetInsertPoint(done);
-  b.CreateRet(r);
-  return {fty, f};
-}
+// zyntax_rt_ipow for the GPU, where the runtime's is not callable.
+llvm::FunctionCallee NvptxLlvmTarget::integer_power(Emitter& e, llvm::FunctionType* type) const { return integer_power_function(e.module(), type); }
 
 llvm::Value* NvptxLlvmTarget::bf16_rounded(llvm::IRBuilder<>& b, llvm::Value* f) const {
   std::optional<NvptxArch> arch = parse_nvptx_arch(target_.arch);
