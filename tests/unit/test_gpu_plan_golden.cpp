@@ -16,6 +16,7 @@
 #include "../../bench/bench_kernels.hpp"
 #include "cir/passes/specialize.hpp"
 #include "op_library_kernels.hpp"
+#include "golden_record.hpp"
 #include "parity_cases.hpp"
 #include "gpu_targets.hpp"
 #include "runtime/launch.hpp"
@@ -106,24 +107,7 @@ std::vector<std::string> current_plans() {
 }
 
 TEST(GpuPlanGolden, PlansAreTheRecordedOnes) {
-  std::vector<std::string> now = current_plans();
-  if (const char* update = std::getenv("ZYNTAX_UPDATE_GOLDEN"); update && std::string(update) == "1") {
-    std::ofstream out(kGolden);
-    for (const std::string& l : now) out << l << "\n";
-    GTEST_SKIP() << "recorded " << now.size() << " plans in " << kGolden;
-  }
-  std::ifstream in(kGolden);
-  ASSERT_TRUE(in) << "no golden record at " << kGolden << " (make it with ZYNTAX_UPDATE_GOLDEN=1)";
-  std::vector<std::string> recorded;
-  for (std::string l; std::getline(in, l);) recorded.push_back(l);
-  size_t n = std::max(now.size(), recorded.size()), differ = 0;
-  for (size_t i = 0; i < n; ++i) {
-    std::string a = i < recorded.size() ? recorded[i] : "(nothing)", b = i < now.size() ? now[i] : "(nothing)";
-    if (a == b) continue;
-    if (++differ <= 20) ADD_FAILURE() << "plan changed:\n  recorded: " << a << "\n  now:      " << b;
-  }
-  EXPECT_EQ(differ, 0u) << differ << " of " << n << " plans differ from " << kGolden
-                        << " (if on purpose, record them with ZYNTAX_UPDATE_GOLDEN=1 and review the diff)";
+  testing::expect_golden(current_plans(), kGolden, "plan");
 }
 
 }  // namespace

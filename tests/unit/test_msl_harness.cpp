@@ -16,11 +16,9 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <regex>
 
 #include "backends/shader_launch.hpp"
-#include "cir/hash.hpp"
 #include "codegen/msl/msl_emitter.hpp"
 #include "../msl/msl_launch.hpp"
 #include "parity_cases.hpp"
