@@ -113,6 +113,31 @@ def main():
         rc, out, err = run(z, "compile", EXAMPLE, "--backend", "nvptx", "--emit", "cir", "--kernel", "normed")
         expect("--backend nvptx --emit cir prints the GPU schedule", rc == 0 and "// entry normed" in out
                and "gpu_block" in out and "block_reduce" in out, out + err)
+        # The ROCm backend needs no GPU and no ROCm: HSA code objects for AMD GPUs.
+        hsaco = os.path.join(tmp, "out.hsaco")
+        rc, out, err = run(z, "compile", EXAMPLE, "--backend", "rocm", "--arch", "gfx942", "--sizes-from-run", "-o", hsaco)
+        data = open(hsaco, "rb").read() if os.path.exists(hsaco) else b""
+        expect("--backend rocm -o writes an HSA code object", rc == 0 and data[:4] == b"\x7fELF" and b"qkv.kd" in data
+               and b"amdgcn-amd-amdhsa--gfx942" in data, err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--backend", "rocm", "--arch", "gfx1100", "--kernel", "normed", "--sizes-from-run")
+        expect("--backend rocm without -o prints the assembly", rc == 0 and ".amdgcn_target \"amdgcn-amd-amdhsa--gfx1100\"" in out
+               and "s_barrier" in out and ".wavefront_size: 32" in out, out[:400] + err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--backend", "rocm", "--emit", "llvm", "--kernel", "qkv")
+        expect("--backend rocm --emit llvm", rc == 0 and "amdgcn-amd-amdhsa" in out and "amdgpu_kernel void @qkv(" in out, out[:400] + err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--backend", "rocm", "--emit", "cir", "--kernel", "normed")
+        expect("--backend rocm --emit cir prints the GPU schedule", rc == 0 and "// entry normed" in out and "block_reduce" in out, out + err)
+        rc, out, err = run(z, "compile", EXAMPLE, "--emit", "hsaco", "--code-object", "4", "--kernel", "qkv", "-o", hsaco)
+        data = open(hsaco, "rb").read() if os.path.exists(hsaco) else b""
+        expect("--emit hsaco implies --backend rocm (gfx90a); --code-object 4", rc == 0 and b"gfx90a" in data
+               and data[7:9] == bytes([0x40, 0x02]), err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--emit", "hsaco")
+        expect("--emit hsaco without -o is a usage error", rc == 2 and "-o FILE" in err, err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--backend", "rocm", "--arch", "gfx803")
+        expect("an unknown AMD architecture is a usage error listing the known ones", rc == 2 and "gfx803" in err and "gfx1100" in err, err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--backend", "rocm", "--emit", "ptx")
+        expect("--backend rocm --emit ptx is a usage error", rc == 2 and "hsaco, asm, llvm or cir" in err, err)
+        rc, _, err = run(z, "compile", EXAMPLE, "--backend", "nvptx", "--code-object", "4")
+        expect("--code-object without rocm is a usage error", rc == 2 and "--code-object" in err, err)
         rc, out, err = run(z, "compile", EXAMPLE, "--backend", "vulkan", "--kernel", "normed", "--sizes-from-run")
         expect("--backend vulkan writes GLSL", rc == 0 and "#version 450" in out and "// kernel normed" in out
                and "subgroupShuffleXor" in out, out + err)

@@ -22,6 +22,8 @@
 #include "codegen/llvm/ir_emitter.hpp"
 #include "backends/cuda/cuda_device.hpp"
 #include "codegen/llvm/nvptx/nvptx_compiler.hpp"
+#include "codegen/llvm/amdgpu/amdgpu_compiler.hpp"
+#include "codegen/llvm/amdgpu/amdgpu_target.hpp"
 #include "codegen/glsl/glsl_emitter.hpp"
 #include "codegen/glsl/spirv_compiler.hpp"
 #include "codegen/msl/msl_emitter.hpp"
@@ -127,9 +129,10 @@ int check_command(const std::string& path) {
 struct CompileOptions {
   std::string emit, output, kernel;
   std::vector<std::string> dims;  // NAME=VALUE
-  std::string backend = "cir";    // cir, llvm (the CPU), nvptx, cuda
-  std::string arch;               // nvptx: sm_80, ...
+  std::string backend = "cir";    // cir, llvm (the CPU), nvptx, cuda, rocm, vulkan, metal, webgpu
+  std::string arch;               // nvptx: sm_80, ...; rocm: gfx90a, gfx942, gfx1100
   bool sizes_from_run = false;
+  int code_object_version = 5;    // rocm: the HSA code object's version (4 for older runtimes)
 };
 
 // The kernel specialised on the sizes given with --dim, or left generic
@@ -332,6 +335,56 @@ int emit_webgpu(Session& session, LoadedModule& m, const std::vector<CheckedKern
   return kOk;
 }
 
+// The kernels a GPU module holds, each planned for `target` under a unique
+// entry name; those the planner refuses are comments in `text`. Throws
+// std::invalid_argument where kernels were found and none could be
+// planned (a module without them would look like success).
+struct PlannedModule {
+  std::vector<GpuPlan> plans;
+  std::vector<std::string> entries;
+  bool nothing_to_compile = false;  // a program without compute blocks
+};
+
+PlannedModule plan_gpu_module(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const CompileOptions& o,
+                              std::string& text, const GpuTarget& target) {
+  PlannedModule out;
+  std::vector<std::pair<std::string, cir::Kernel>> named = kernels_to_compile(session, m, kernels, o, text);
+  std::set<std::string> used;
+  for (auto& [name, k] : named) {
+    if (!o.kernel.empty() && name != o.kernel && k.name != o.kernel) continue;
+    GpuPlan plan = gpu_plan(k, target);
+    if (!plan.kernel) {
+      std::string reason = !k.dims.empty() && plan.why_not.find("once every size") != std::string::npos
+                               ? "give every size with --dim, or use --sizes-from-run, to compile its tiles"
+                               : plan.why_not;
+      text += "// kernel " + name + ": not compiled for the GPU (" + reason + ")\n";
+      continue;
+    }
+    std::string entry = name;
+    for (int n = 2; !used.insert(entry).second; ++n) entry = name + "_" + std::to_string(n);
+    out.plans.push_back(std::move(plan));
+    out.entries.push_back(entry);
+  }
+  if (out.plans.empty() && named.empty()) {
+    text += "// no kernel to compile for the GPU\n";
+    out.nothing_to_compile = true;
+    return out;
+  }
+  if (out.plans.empty()) {
+    std::cerr << text;
+    text.clear();
+    throw std::invalid_argument("no kernel was compiled for the GPU, so there is no module");
+  }
+  return out;
+}
+
+// --emit cir of a GPU module: the GPU schedules themselves, as the emitter receives them.
+std::string planned_module_cir(const PlannedModule& p) {
+  std::string text;
+  for (size_t i = 0; i < p.plans.size(); ++i) text += (i ? "\n// entry " : "// entry ") + p.entries[i] + "\n" + cir::print(*p.plans[i].kernel);
+  return text;
+}
+
 // PTX (or the NVPTX backend's LLVM IR) of every kernel, in one module.
 // --backend cuda compiles for the GPU present and has its driver load the
 // module, which compiles the PTX to the GPU's machine code.
@@ -349,42 +402,17 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
   }
   if (!arch)
     throw std::invalid_argument("unknown GPU architecture '" + o.arch + "' (known: " + codegen::nvptx_arch_list() + ")");
-  std::vector<std::pair<std::string, cir::Kernel>> named = kernels_to_compile(session, m, kernels, o, text);
   // What the planner may use: the GPU's own description, else the architecture's.
   GpuTarget target = gpu ? *gpu->gpu_target() : codegen::nvptx_gpu_target(*arch);
-  std::vector<cir::Kernel> planned;
-  std::vector<std::string> entries;
-  std::set<std::string> used;
-  for (auto& [name, k] : named) {
-    if (!o.kernel.empty() && name != o.kernel && k.name != o.kernel) continue;
-    GpuPlan plan = gpu_plan(k, target);
-    if (!plan.kernel) {
-      std::string reason = !k.dims.empty() && plan.why_not.find("once every size") != std::string::npos
-                               ? "give every size with --dim, or use --sizes-from-run, to compile its tiles"
-                               : plan.why_not;
-      text += "// kernel " + name + ": not compiled for the GPU (" + reason + ")\n";
-      continue;
-    }
-    std::string entry = name;
-    for (int n = 2; !used.insert(entry).second; ++n) entry = name + "_" + std::to_string(n);
-    planned.push_back(std::move(*plan.kernel));
-    entries.push_back(entry);
-  }
-  if (planned.empty() && named.empty()) {  // a program without compute blocks: nothing to compile
-    text += "// no kernel to compile for the GPU\n";
-    return kOk;
-  }
-  if (planned.empty()) {  // kernels, none compiled: a module without them would look like success
-    std::cerr << text;
-    text.clear();
-    throw std::invalid_argument("no kernel was compiled for the GPU, so there is no module");
-  }
-  if (o.emit == "cir") {  // the GPU schedules themselves, as the emitter receives them
-    for (size_t i = 0; i < planned.size(); ++i) text += (i ? "\n// entry " : "// entry ") + entries[i] + "\n" + cir::print(planned[i]);
+  PlannedModule planned = plan_gpu_module(session, m, kernels, o, text, target);
+  if (planned.nothing_to_compile) return kOk;
+  if (o.emit == "cir") {
+    text += planned_module_cir(planned);
     return kOk;
   }
   std::vector<const cir::Kernel*> ptrs;
-  for (const cir::Kernel& k : planned) ptrs.push_back(&k);
+  for (const GpuPlan& p : planned.plans) ptrs.push_back(&*p.kernel);
+  const std::vector<std::string>& entries = planned.entries;
   std::string what = o.emit == "llvm" ? "llvm" : "ptx";
   std::string code = codegen::NvptxCompiler::instance().compile(ptrs, entries, *arch, what).ptx;
   if (gpu) {
@@ -396,6 +424,35 @@ int emit_gpu(Session& session, LoadedModule& m, const std::vector<CheckedKernel>
             std::to_string(entries.size()) + " kernel(s)\n";
   }
   text += code;
+  return kOk;
+}
+
+// An HSA code object (or its assembly, or the AMDGPU backend's LLVM IR) of
+// every kernel, for the architecture --arch names (gfx90a by default): what
+// the HIP runtime loads on an AMD GPU. Needs neither a GPU nor ROCm.
+int emit_rocm(Session& session, LoadedModule& m, const std::vector<CheckedKernel>& kernels, const CompileOptions& o, std::string& text) {
+  std::optional<codegen::AmdgpuArch> arch = codegen::parse_amdgpu_arch(o.arch.empty() ? "gfx90a" : o.arch);
+  if (!arch) throw std::invalid_argument("unknown AMD GPU architecture '" + o.arch + "' (known: " + codegen::amdgpu_arch_list() + ")");
+  PlannedModule planned = plan_gpu_module(session, m, kernels, o, text, codegen::amdgpu_gpu_target(*arch));
+  if (planned.nothing_to_compile) {
+    if (o.emit == "hsaco") throw std::invalid_argument("the program has no compute blocks, so there is no code object");
+    return kOk;
+  }
+  if (o.emit == "cir") {
+    text += planned_module_cir(planned);
+    return kOk;
+  }
+  std::vector<codegen::AmdgpuKernelSpec> specs;
+  for (size_t i = 0; i < planned.plans.size(); ++i)
+    specs.push_back({&*planned.plans[i].kernel, planned.entries[i], static_cast<int>(planned.plans[i].block_threads)});
+  codegen::AmdgpuModule module = codegen::AmdgpuCompiler::instance().compile(specs, *arch, o.emit, o.code_object_version);
+  if (o.emit == "hsaco") {
+    // A binary: what was left out goes to standard error, not into the file.
+    std::cerr << text;
+    text = std::move(module.bytes);
+    return kOk;
+  }
+  text += module.bytes;
   return kOk;
 }
 
@@ -529,6 +586,17 @@ int compile_to(Session& session, LoadedModule& mod, const std::vector<CheckedKer
   } else if (o.backend == "nvptx" || o.backend == "cuda") {
     try {
       emit_gpu(session, *m, kernels, o, text);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "zyntax: error: " << e.what() << "\n";
+      return kUsageError;
+    }
+  } else if (o.backend == "rocm") {
+    if (o.emit == "hsaco" && (output.empty() || output == "-")) {
+      std::cerr << "zyntax: error: --emit hsaco needs -o FILE\n";
+      return kUsageError;
+    }
+    try {
+      emit_rocm(session, *m, kernels, o, text);
     } catch (const std::invalid_argument& e) {
       std::cerr << "zyntax: error: " << e.what() << "\n";
       return kUsageError;
@@ -682,15 +750,21 @@ int main(int argc, char** argv) {
                       "What to print: ast, cir; from the CPU backend llvm, asm, obj; from the nvptx backend ptx (its "
                       "default), llvm or cir (each kernel as the GPU schedules made it); from the vulkan backend glsl (its "
                       "default), spirv-asm or spirv (a binary: one kernel, with -o); from the metal backend msl; from the webgpu backend wgsl (its "
-                      "default) or js (an ES module of the kernels and the runtime it imports, into the folder -o names)")
-      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx", "glsl", "spirv-asm", "spirv", "msl", "wgsl", "js"}));
+                      "default) or js (an ES module of the kernels and the runtime it imports, into the folder -o names); from the rocm "
+                      "backend hsaco (the HSA code object, with -o; its default then), asm (its default otherwise), llvm or cir")
+      ->check(CLI::IsMember({"ast", "cir", "llvm", "asm", "obj", "ptx", "glsl", "spirv-asm", "spirv", "msl", "wgsl", "js", "hsaco"}));
   compile->add_option("--backend", backend,
                       "cir (the IR itself, the default), llvm (the CPU backend; implied by llvm/asm/obj), nvptx "
                       "(PTX for NVIDIA GPUs), cuda (PTX for this machine's GPU, loaded by its driver) or vulkan (GLSL and SPIR-V "
-                      "for vulkan:0, or a generic Vulkan device), metal (MSL for metal:0, or an Apple GPU of family Apple7) or webgpu "
-                      "(WGSL for any WebGPU adapter)")
-      ->check(CLI::IsMember({"cir", "llvm", "nvptx", "cuda", "vulkan", "metal", "webgpu"}));
-  compile->add_option("--arch", arch, "GPU architecture for --backend nvptx: sm_80 (default), sm_86, sm_89, sm_90, sm_90a, ...");
+                      "for vulkan:0, or a generic Vulkan device), metal (MSL for metal:0, or an Apple GPU of family Apple7), webgpu "
+                      "(WGSL for any WebGPU adapter) or rocm (HSA code objects for AMD GPUs)")
+      ->check(CLI::IsMember({"cir", "llvm", "nvptx", "cuda", "vulkan", "metal", "webgpu", "rocm"}));
+  compile->add_option("--arch", arch,
+                      "GPU architecture: for --backend nvptx sm_80 (default), sm_86, sm_89, sm_90, sm_90a, ...; for --backend rocm "
+                      "gfx90a (default), gfx942 or gfx1100");
+  int code_object_version = 5;
+  compile->add_option("--code-object", code_object_version, "HSA code object version for --backend rocm: 5 (default) or 4")
+      ->check(CLI::IsMember({4, 5}));
   compile->add_flag("--sizes-from-run", sizes_from_run,
                     "Run the program (kernels on the CPU, output discarded) and compile each kernel at the sizes it "
                     "is launched with");
@@ -727,6 +801,25 @@ int main(int argc, char** argv) {
     if (compile->parsed()) {
       bool gpu = backend == "nvptx" || backend == "cuda";
       bool vulkan = backend == "vulkan";
+      bool rocm = backend == "rocm";
+      if (emit == "hsaco" && (backend == "cir" || rocm)) backend = "rocm", rocm = true;
+      if (rocm && emit.empty()) emit = output.empty() || output == "-" ? "asm" : "hsaco";
+      if (rocm && emit != "hsaco" && emit != "asm" && emit != "llvm" && emit != "cir") {
+        std::cerr << "zyntax: error: --backend rocm emits hsaco, asm, llvm or cir (its schedules), not " << emit << "\n";
+        return kUsageError;
+      }
+      if (!rocm && emit == "hsaco") {
+        std::cerr << "zyntax: error: --emit hsaco is for --backend rocm, not " << backend << "\n";
+        return kUsageError;
+      }
+      if (rocm && !arch.empty() && !codegen::parse_amdgpu_arch(arch)) {
+        std::cerr << "zyntax: error: unknown AMD GPU architecture '" << arch << "' (known: " << codegen::amdgpu_arch_list() << ")\n";
+        return kUsageError;
+      }
+      if (code_object_version != 5 && !rocm) {
+        std::cerr << "zyntax: error: --code-object is for --backend rocm\n";
+        return kUsageError;
+      }
       if (emit.empty()) emit = gpu ? "ptx" : vulkan ? "glsl" : backend == "metal" ? "msl" : backend == "webgpu" ? "wgsl" : backend == "llvm" ? "llvm" : "cir";
       if (emit == "msl" && backend == "cir") backend = "metal";
       if ((emit == "msl") != (backend == "metal")) {
@@ -754,15 +847,15 @@ int main(int argc, char** argv) {
         std::cerr << "zyntax: error: --backend " << backend << " emits ptx, llvm or cir (its schedules), not " << emit << "\n";
         return kUsageError;
       }
-      if (!arch.empty() && backend != "nvptx") {
-        std::cerr << "zyntax: error: --arch is for --backend nvptx (cuda compiles for the GPU present)\n";
+      if (!arch.empty() && backend != "nvptx" && !rocm) {
+        std::cerr << "zyntax: error: --arch is for --backend nvptx or rocm (cuda compiles for the GPU present)\n";
         return kUsageError;
       }
-      if (sizes_from_run && !gpu && !vulkan && backend != "webgpu" && backend != "metal") {
-        std::cerr << "zyntax: error: --sizes-from-run is for --backend nvptx, cuda, vulkan, metal or webgpu\n";
+      if (sizes_from_run && !gpu && !vulkan && !rocm && backend != "webgpu" && backend != "metal") {
+        std::cerr << "zyntax: error: --sizes-from-run is for --backend nvptx, cuda, rocm, vulkan, metal or webgpu\n";
         return kUsageError;
       }
-      CompileOptions options{emit, output, kernel_filter, dim_values, backend, arch, sizes_from_run};
+      CompileOptions options{emit, output, kernel_filter, dim_values, backend, arch, sizes_from_run, code_object_version};
       return with_deep_stack([&] { return compile_command(path, options); });
     }
     if (devices->parsed()) return devices_command();
