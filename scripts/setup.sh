@@ -9,7 +9,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   llvm-19-dev clang-19 libclang-rt-19-dev
   lld-19 llvm-19 rocm-device-libs
-  python3 python3-numpy pkg-config zlib1g-dev nlohmann-json3-dev
+  python3 python3-numpy python3-yaml pkg-config zlib1g-dev nlohmann-json3-dev
   libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan-volk-dev
   mesa-vulkan-drivers vulkan-validationlayers
   libegl1 libegl-mesa0 libgles2 libgl1-mesa-dri chromium

@@ -14,31 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-PROGRAMS = os.path.join(ROOT, "tests", "programs")
-sys.path.insert(0, PROGRAMS)
-import run_programs  # noqa: E402  (the cases' inputs)
-
-
-def compile_in_case_dirs(zyntax, name, tmp):
-    """The program compiled to MSL where one of its cases' inputs lie: (exit status, stdout, stderr)."""
-    cases = [c for c in run_programs.CASES if c.program + ".zynml" == name and not c.static] or [None]
-    for i, case in enumerate(cases):
-        d = os.path.join(tmp, "%s.%d" % (name, i))
-        os.makedirs(d)
-        for stem, arr in (case.inputs.items() if case else []):
-            np.save(os.path.join(d, stem + ".npy"), arr)
-        # A program with no case to run here (one for GPU machines): its kernels as they stand.
-        sizes = ["--sizes-from-run"] if case else []
-        p = subprocess.run([zyntax, "compile", os.path.join(PROGRAMS, name), "--backend", "metal"] + sizes,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600, cwd=d)
-        result = p.returncode, p.stdout.decode(), p.stderr.decode()
-        if p.returncode != 1 or i + 1 == len(cases) or i >= 3:  # a case whose program fails on purpose: the next one
-            return result
-    return result
+from program_cases import PROGRAMS, ROOT, compile_in_case_dirs, program_names  # noqa: E402
 
 
 def main():
@@ -46,13 +22,10 @@ def main():
     ap.add_argument("--zyntax", required=True)
     ap.add_argument("--cxx", default="clang++-19" if os.path.exists("/usr/bin/clang++-19") else "clang++")
     args = ap.parse_args()
-    run_programs.define_all()
     failures, written, not_written = [], 0, []
     with tempfile.TemporaryDirectory() as tmp:
-        for name in sorted(os.listdir(PROGRAMS)):
-            if not name.endswith(".zynml"):
-                continue
-            rc, out, err = compile_in_case_dirs(os.path.abspath(args.zyntax), name, tmp)
+        for name in program_names():
+            rc, out, err = compile_in_case_dirs(os.path.abspath(args.zyntax), name, tmp, ["--backend", "metal"])
             if rc != 0:
                 failures.append("%s: exit %d: %s" % (name, rc, err[-2000:]))
                 continue
