@@ -102,7 +102,7 @@ void runtime_costs(cuda::Gpu& gpu) {
   report("pinned_h2d", kBytes / h2d / 1e9, "GB/s");
   double d2h = timed([&] { a.download(host.data(), kBytes, false); }, 10);
   report("pinned_d2h", kBytes / d2h / 1e9, "GB/s");
-  double d2d = timed([&] { d.check(d.cuMemcpyDtoDAsync(b.address(), a.address(), kBytes, gpu.stream()), "cuMemcpyDtoDAsync"); }, 20);
+  double d2d = timed([&] { d.check(d.cuMemcpyDtoDAsync(b.address(), a.address(), kBytes, static_cast<cuda::CUstream>(gpu.stream())), "cuMemcpyDtoDAsync"); }, 20);
   report("device_copy_driver", 2.0 * kBytes / d2d / 1e9, "GB/s", "bytes read and written");
 }
 

@@ -7,9 +7,9 @@
 #include <thread>
 #include <vector>
 
-#include "backends/cuda/host_mappings.hpp"
+#include "backends/host_mappings.hpp"
 
-namespace zyntax::cuda {
+namespace zyntax {
 namespace {
 
 constexpr uint64_t kDeviceBase = 0x7000'0000'0000;
@@ -129,4 +129,4 @@ TEST(HostMappings, ViewsFromSeveralThreads) {
 }
 
 }  // namespace
-}  // namespace zyntax::cuda
+}  // namespace zyntax

@@ -129,79 +129,36 @@ void Gpu::allow_dynamic_shared(CUfunction f, unsigned bytes) const {
                     std::to_string(props_.shared_per_block_optin) + " per block)");
 }
 
-void Gpu::launch(CUfunction f, unsigned grid_x, unsigned block_x, unsigned shared_bytes, CUstream stream,
+void Gpu::launch(FunctionHandle f, unsigned grid_x, unsigned block_x, unsigned shared_bytes, StreamHandle stream,
                  void** params) const {
   // The message is made only for an error: a launch costs a few microseconds.
-  CUresult r = driver_.cuLaunchKernel(f, grid_x, 1, 1, block_x, 1, 1, shared_bytes, stream, params, nullptr);
+  CUresult r = driver_.cuLaunchKernel(static_cast<CUfunction>(f), grid_x, 1, 1, block_x, 1, 1, shared_bytes,
+                                      static_cast<CUstream>(stream), params, nullptr);
   if (r != CUDA_SUCCESS)
     driver_.check(r, "launching a kernel of " + std::to_string(grid_x) + "x" + std::to_string(block_x) + " threads on " + id());
 }
 
-// ------------------------------------------------------------ buffers
-
-DeviceBuffer::DeviceBuffer(Gpu& gpu, size_t bytes) : gpu_(&gpu), bytes_(bytes) {
-  gpu.bind();
-  address_ = gpu.memory().allocate(bytes);
+void Gpu::synchronize_all() const {
+  bind();
+  driver_.check(driver_.cuCtxSynchronize(), "waiting for the work queued on " + id());
 }
 
-DeviceBuffer::~DeviceBuffer() {
-  if (gpu_ && address_) gpu_->memory().release(address_);
+// ------------------------------------------------------------ copies
+
+void Gpu::copy_to_device(StreamHandle stream, Address dst, const void* src, size_t bytes) const {
+  driver_.check(driver_.cuMemcpyHtoDAsync(dst, src, bytes, static_cast<CUstream>(stream)), "copying " + format_bytes(bytes) + " to " + id());
 }
 
-DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
-    : gpu_(std::exchange(o.gpu_, nullptr)), address_(std::exchange(o.address_, 0)), bytes_(std::exchange(o.bytes_, 0)) {}
-
-DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
-  if (this != &o) {
-    if (gpu_ && address_) gpu_->memory().release(address_);
-    gpu_ = std::exchange(o.gpu_, nullptr);
-    address_ = std::exchange(o.address_, 0);
-    bytes_ = std::exchange(o.bytes_, 0);
-  }
-  return *this;
+void Gpu::copy_to_host(StreamHandle stream, void* dst, Address src, size_t bytes) const {
+  driver_.check(driver_.cuMemcpyDtoHAsync(dst, src, bytes, static_cast<CUstream>(stream)), "copying " + format_bytes(bytes) + " from " + id());
 }
 
-void DeviceBuffer::upload(const void* host, size_t bytes, bool wait) {
-  upload_on(gpu_->stream(), host, bytes);
-  if (wait && bytes) gpu_->synchronize();
+void Gpu::copy_on_device(StreamHandle stream, Address dst, Address src, size_t bytes) const {
+  driver_.check(driver_.cuMemcpyDtoDAsync(dst, src, bytes, static_cast<CUstream>(stream)), "copying " + format_bytes(bytes) + " on " + id());
 }
 
-void DeviceBuffer::download(void* host, size_t bytes, bool wait) const {
-  download_on(gpu_->stream(), host, bytes);
-  if (wait && bytes) gpu_->synchronize();
-}
-
-void DeviceBuffer::zero() { zero_on(gpu_->stream()); }
-
-void DeviceBuffer::copy_from(const DeviceBuffer& src, size_t offset, size_t bytes) {
-  if (bytes == 0) return;
-  if (offset > src.bytes_ || bytes > src.bytes_ - offset || bytes > bytes_)
-    throw std::logic_error("DeviceBuffer::copy_from: " + std::to_string(bytes) + " bytes from byte " + std::to_string(offset) +
-                           " do not fit");
-  const Driver& d = gpu_->driver();
-  gpu_->bind();
-  d.check(d.cuMemcpyDtoDAsync(address_, src.address_ + offset, bytes, gpu_->stream()), "copying " + format_bytes(bytes) + " on " + gpu_->id());
-  gpu_->synchronize();
-}
-
-void DeviceBuffer::upload_on(CUstream stream, const void* host, size_t bytes) {
-  if (bytes == 0) return;
-  const Driver& d = gpu_->driver();
-  gpu_->bind();
-  d.check(d.cuMemcpyHtoDAsync(address_, host, bytes, stream), "copying " + format_bytes(bytes) + " to " + gpu_->id());
-}
-
-void DeviceBuffer::download_on(CUstream stream, void* host, size_t bytes) const {
-  if (bytes == 0) return;
-  const Driver& d = gpu_->driver();
-  gpu_->bind();
-  d.check(d.cuMemcpyDtoHAsync(host, address_, bytes, stream), "copying " + format_bytes(bytes) + " from " + gpu_->id());
-}
-
-void DeviceBuffer::zero_on(CUstream stream) {
-  const Driver& d = gpu_->driver();
-  gpu_->bind();
-  d.check(d.cuMemsetD8Async(address_, 0, bytes_, stream), "zeroing memory on " + gpu_->id());
+void Gpu::zero(StreamHandle stream, Address dst, size_t bytes) const {
+  driver_.check(driver_.cuMemsetD8Async(dst, 0, bytes, static_cast<CUstream>(stream)), "zeroing memory on " + id());
 }
 
 std::shared_ptr<unsigned char> Gpu::allocate_pinned(size_t bytes) const {
@@ -238,48 +195,53 @@ PinnedBuffer::~PinnedBuffer() {
   if (data_) gpu_.driver().cuMemFreeHost(data_);
 }
 
-Stream::Stream(Gpu& gpu) : gpu_(gpu) {
-  gpu.bind();
-  gpu.driver().check(gpu.driver().cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate on " + gpu.id());
+// ------------------------------------------------------------ streams and events
+
+ModuleGpu::StreamHandle Gpu::create_stream() const {
+  bind();
+  CUstream s = nullptr;
+  driver_.check(driver_.cuStreamCreate(&s, kStreamNonBlocking), "cuStreamCreate on " + id());
+  return s;
 }
 
-Stream::~Stream() {
-  if (stream_) gpu_.driver().cuStreamDestroy(stream_);
+void Gpu::destroy_stream(StreamHandle stream) const noexcept {
+  if (stream) driver_.cuStreamDestroy(static_cast<CUstream>(stream));
 }
 
-void Stream::synchronize() const {
-  gpu_.bind();
-  gpu_.driver().check(gpu_.driver().cuStreamSynchronize(stream_), "waiting for a stream of " + gpu_.id());
+void Gpu::synchronize_stream(StreamHandle stream) const {
+  bind();
+  driver_.check(driver_.cuStreamSynchronize(static_cast<CUstream>(stream)), "waiting for a stream of " + id());
 }
 
-Event::Event(Gpu& gpu, bool timing) : gpu_(gpu) {
-  gpu.bind();
-  gpu.driver().check(gpu.driver().cuEventCreate(&event_, timing ? kEventDefault : kEventDisableTiming),
-                     "cuEventCreate on " + gpu.id());
+ModuleGpu::EventHandle Gpu::create_event(bool timing) const {
+  bind();
+  CUevent e = nullptr;
+  driver_.check(driver_.cuEventCreate(&e, timing ? kEventDefault : kEventDisableTiming), "cuEventCreate on " + id());
+  return e;
 }
 
-Event::~Event() {
-  if (event_) gpu_.driver().cuEventDestroy(event_);
+void Gpu::destroy_event(EventHandle event) const noexcept {
+  if (event) driver_.cuEventDestroy(static_cast<CUevent>(event));
 }
 
-void Event::record(CUstream stream) const {
-  gpu_.driver().check(gpu_.driver().cuEventRecord(event_, stream), "recording an event on " + gpu_.id());
+void Gpu::record_event(EventHandle event, StreamHandle stream) const {
+  driver_.check(driver_.cuEventRecord(static_cast<CUevent>(event), static_cast<CUstream>(stream)), "recording an event on " + id());
 }
 
-void Event::synchronize() const {
-  gpu_.driver().check(gpu_.driver().cuEventSynchronize(event_), "waiting for an event on " + gpu_.id());
+void Gpu::synchronize_event(EventHandle event) const {
+  driver_.check(driver_.cuEventSynchronize(static_cast<CUevent>(event)), "waiting for an event on " + id());
 }
 
-bool Event::done() const {
-  CUresult r = gpu_.driver().cuEventQuery(event_);
+bool Gpu::event_done(EventHandle event) const {
+  CUresult r = driver_.cuEventQuery(static_cast<CUevent>(event));
   if (r == CUDA_ERROR_NOT_READY) return false;
-  gpu_.driver().check(r, "querying an event on " + gpu_.id());
+  driver_.check(r, "querying an event on " + id());
   return true;
 }
 
-float Event::elapsed_ms(const Event& start, const Event& end) {
+float Gpu::elapsed_ms(EventHandle start, EventHandle end) const {
   float ms = 0;
-  start.gpu_.driver().check(start.gpu_.driver().cuEventElapsedTime(&ms, start.event_, end.event_), "cuEventElapsedTime");
+  driver_.check(driver_.cuEventElapsedTime(&ms, static_cast<CUevent>(start), static_cast<CUevent>(end)), "cuEventElapsedTime on " + id());
   return ms;
 }
 

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <optional>
 
-namespace zyntax::cuda {
+namespace zyntax {
 
 class HostMappings {
  public:
@@ -66,4 +66,4 @@ class HostMappings {
   std::shared_ptr<Table> table_;  // shared with holds, which may outlive this
 };
 
-}  // namespace zyntax::cuda
+}  // namespace zyntax

@@ -1,8 +1,8 @@
-#include "backends/cuda/host_mappings.hpp"
+#include "backends/host_mappings.hpp"
 
 #include <utility>
 
-namespace zyntax::cuda {
+namespace zyntax {
 
 // One holder of a recorded range: counted in, counted out under the lock;
 // the last one out forgets the range (unmapping it where it was mapped here).
@@ -79,4 +79,4 @@ size_t HostMappings::size() const {
   return table_->ranges.size();
 }
 
-}  // namespace zyntax::cuda
+}  // namespace zyntax
