@@ -35,7 +35,8 @@ namespace zyntax {
 class ModuleGpuDevice : public Device {
  public:
   // The subclass fills info_ and target_ (and may set blocks_per_launch_).
-  explicit ModuleGpuDevice(ModuleGpu& gpu) : gpu_(gpu) {}
+  // The GPU lives as long as the device, after everything made on it.
+  explicit ModuleGpuDevice(std::unique_ptr<ModuleGpu> gpu) : owned_gpu_(std::move(gpu)), gpu_(*owned_gpu_) {}
 
   const DeviceInfo& info() const override { return info_; }
   const GpuTarget* gpu_target() const override { return &target_; }
@@ -70,6 +71,9 @@ class ModuleGpuDevice : public Device {
   // whose target offers tensor copies are asked.
   virtual TensorMapValue encode_tensor_map(const codegen::TensorMapParam& m, ModuleGpu::Address address);
 
+  ModuleGpu& module_gpu() { return gpu_; }
+
+  std::unique_ptr<ModuleGpu> owned_gpu_;  // first: destroyed last
   ModuleGpu& gpu_;
   GpuTarget target_;  // what the planner may use of this GPU
   DeviceInfo info_;

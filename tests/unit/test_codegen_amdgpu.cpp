@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "amdgpu_code_objects.hpp"
+#include "backends/registry.hpp"
 #include "cir/passes/specialize.hpp"
 #include "codegen/llvm/amdgpu/amdgpu_compiler.hpp"
 #include "codegen/llvm/amdgpu/code_object_metadata.hpp"
@@ -276,6 +277,17 @@ TEST(AmdgpuCompiler, CodeObjectsComeFromTheDiskCacheOnTheNextRun) {
   codegen::cached_amdgpu(k, "f", gfx90a, cache, 4, kGpuBlockThreads, &from_disk);
   EXPECT_FALSE(from_disk);
   std::filesystem::remove_all(dir);
+}
+
+// With an AMD GPU: every parity case on rocm:0 against the reference
+// executor (one test, so that machines without one skip it once).
+TEST(RocmParity, EveryCaseMatchesTheReference) {
+  Device* gpu = device_registry().find("rocm:0");
+  if (!gpu) GTEST_SKIP() << device_registry().unavailable_reason("rocm:0");
+  for (const testing::Case& c : testing::kParityCases) {
+    SCOPED_TRACE(c.name);
+    testing::expect_matches_reference(*gpu, c, c.approximate || is_float(c.dtype));
+  }
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ constexpr int64_t kBlocksPerMultiprocessor = 32;
 class CudaDevice : public ModuleGpuDevice {
  public:
   explicit CudaDevice(std::unique_ptr<cuda::Gpu> gpu)
-      : ModuleGpuDevice(*gpu), gpu_(std::move(gpu)),
+      : ModuleGpuDevice(std::move(gpu)), gpu_(static_cast<cuda::Gpu*>(&module_gpu())),
         arch_(codegen::nvptx_arch_for(gpu_->properties().major, gpu_->properties().minor)) {
     const cuda::GpuProperties& p = gpu_->properties();
     // sm_90a's PTX (8.0) needs a CUDA 12 driver, and its tensor copies read
@@ -63,7 +63,7 @@ class CudaDevice : public ModuleGpuDevice {
   }
 
  private:
-  std::unique_ptr<cuda::Gpu> gpu_;
+  cuda::Gpu* gpu_;  // the base's, as the driver's GPU
   codegen::NvptxArch arch_;
 };
 
