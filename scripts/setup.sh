@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake ninja-build git
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   llvm-19-dev clang-19 libclang-rt-19-dev
-  lld-19 llvm-19 rocm-device-libs
+  lld-19 llvm-19 rocm-device-libs libopenmpi-dev openmpi-bin
   python3 python3-numpy python3-yaml pkg-config zlib1g-dev nlohmann-json3-dev
   libshaderc-dev glslang-dev spirv-tools libvulkan-dev libvulkan-volk-dev
   mesa-vulkan-drivers vulkan-validationlayers

@@ -24,7 +24,8 @@ const Registry& registry() {
   static const Registry r = [] {
     Registry reg;
     for (std::span<const BuiltinEntry> table : {io_builtins(), creation_builtins(), layout_builtins(), math_builtins(),
-                                                reduction_builtins(), value_builtins(), device_builtins(), memory_builtins()})
+                                                reduction_builtins(), value_builtins(), device_builtins(), memory_builtins(),
+                                                dist_builtins()})
       for (const BuiltinEntry& e : table) reg.impls.emplace(e.name, e.impl);
     // Exactly the functions the checker knows by name (sema/builtin_names).
     std::vector<std::string> implemented;

@@ -104,6 +104,7 @@ std::span<const BuiltinEntry> reduction_builtins();
 std::span<const BuiltinEntry> value_builtins();
 std::span<const BuiltinEntry> device_builtins();
 std::span<const BuiltinEntry> memory_builtins();
+std::span<const BuiltinEntry> dist_builtins();
 
 // The methods of memory pools (the receiver is the first argument).
 Value pool_allocate(const Invocation& inv);

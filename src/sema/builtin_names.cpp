@@ -21,6 +21,8 @@ const std::vector<std::string>& builtin_names() {
         "int", "float", "bool", "str", "len", "astype", "assert",
         // devices and memory
         "compute_devices", "to_device", "allocate", "memory_pool",
+        // the ranks of a job started by mpirun (rank 0 of 1 otherwise)
+        "rank", "world_size", "all_reduce", "broadcast", "all_gather",
         // tensor math beyond the element-wise functions
         "matmul", "where", "allclose", "assert_close"};
     // Every element-wise math function (min and max are reductions above).

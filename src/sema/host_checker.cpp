@@ -695,6 +695,13 @@ class Checker {
     if (name == "print" || name == "println" || name == "save" || name == "assert" || name == "assert_close")
       return StaticType::of(K::None);
     if (name == "compute_devices") return StaticType::of(K::List);
+    if (name == "rank" || name == "world_size") return StaticType::integer();
+    if (name == "all_reduce" || name == "broadcast") return args.empty() ? StaticType::tensor(std::nullopt) : args[0];
+    if (name == "all_gather") {
+      StaticType t = args.empty() ? StaticType::tensor(std::nullopt) : args[0];
+      t.extents.assign(t.extents.size(), std::nullopt);  // the gathered axis grows with the ranks
+      return t;
+    }
     if (parse_math_fn(name) && !args.empty() && args[0].kind == K::Tensor && name != "min" && name != "max")
       return StaticType::tensor(args[0].rank, args[0].dtype);
     if (parse_math_fn(name) && !args.empty() && (args[0].kind == K::Int || args[0].kind == K::Float) && name != "min" &&

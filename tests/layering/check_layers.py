@@ -23,7 +23,7 @@ LAYERS = {
     "cir": 2, "driver": 2,
     "sema": 3, "runtime": 3, "plan": 3,
     "lower": 4, "codegen": 4, "fusion": 4,
-    "backends": 5, "host": 5,
+    "backends": 5, "host": 5, "dist": 5,
     "interp": 6,
     "api": 7,
 }
