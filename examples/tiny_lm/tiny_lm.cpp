@@ -5,8 +5,8 @@
 // written in ZynML, compiled for the device); this file holds the model's
 // wiring and nothing numeric of its own.
 //
-//   tiny_lm [--device auto|cpu|cuda:0] [--steps 300] [--data FILE] [--seed N]
-//           [--log metrics.csv] [--fusion on|off] [--check-gradients] [--quiet]
+//   tiny_lm [--device auto|cpu|cuda:0] [--steps 300] [--batch 1] [--data FILE] [--seed N]
+//           [--log metrics.csv] [--fusion on|off] [--check-gradients] [--quiet] [--distributed]
 //
 // Trains on the text (by default the King James Genesis and Exodus, public
 // domain), printing step, loss and tokens/s (a progress bar on a terminal, a
@@ -18,6 +18,14 @@
 // training step and a forward pass launch.
 // --check-gradients compares the gradient of a tiny model with central
 // finite differences of its loss and exits.
+// --batch B takes B sequences a step (their gradients averaged).
+// --distributed trains data-parallel over the ranks of `mpirun -np N
+// tiny_lm --distributed`: every rank draws the same N*B sequences a step
+// and takes its B of them, the gradients are averaged over the ranks in
+// buckets as backward makes them (zyntax::GradientAverager), AdamW runs
+// alike on every rank, and rank 0 reports: the same curve as one rank with
+// --batch N*B, per-rank throughput and the averaging's share of a step.
+#include <zyntax/distributed.hpp>
 #include <zyntax/zyntax.hpp>
 
 #include <algorithm>
@@ -30,6 +38,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -114,6 +123,21 @@ class Model {
   // The logits of every position: [n, vocab].
   Buffer logits(const std::vector<uint32_t>& tokens) { return forward(tokens, nullptr); }
 
+  // Called with a parameter's index as soon as backward has made its
+  // gradient (in backward_order()); none when empty.
+  std::function<void(size_t)> on_gradient;
+
+  // The parameters in the order backward finishes their gradients.
+  std::vector<size_t> backward_order() const {
+    std::vector<size_t> order = {norm_f_};
+    for (size_t l = layers_.size(); l-- > 0;) {
+      const Layer& L = layers_[l];
+      for (size_t i : {L.down, L.gate, L.up, L.norm2, L.wo, L.wq, L.wk, L.wv, L.norm1}) order.push_back(i);
+    }
+    order.push_back(emb_);
+    return order;
+  }
+
   // Mean cross-entropy of predicting targets[t] after tokens[0..t]; fills
   // every parameter's gradient.
   float loss_and_gradients(const std::vector<uint32_t>& tokens, const std::vector<uint32_t>& targets) {
@@ -126,9 +150,11 @@ class Model {
     Buffer demb = dev_.matmul_transposed_a(dlogits, tape.hf, V, n, D);
     auto [dh, dnf] = dev_.rms_norm_backward(tape.h_final, value(norm_f_), dhf, n, D, cfg_.eps);
     grad(norm_f_) = dnf;
+    made(norm_f_);
     for (size_t l = cfg_.layers; l-- > 0;) dh = layer_backward(layers_[l], tape.layers[l], dh, n);
     dev_.add_assign(demb, dev_.embedding_backward(dh, tape.ids, V, n, D));
     grad(emb_) = demb;
+    made(emb_);
     return loss;
   }
 
@@ -152,6 +178,9 @@ class Model {
 
   Buffer& value(size_t i) { return params_[i].value; }
   Buffer& grad(size_t i) { return params_[i].grad; }
+  void made(size_t i) {
+    if (on_gradient) on_gradient(i);
+  }
 
   Buffer forward(const std::vector<uint32_t>& tokens, Tape* tape) {
     size_t n = tokens.size(), D = cfg_.dim, H = cfg_.heads, KVH = cfg_.kv_heads, hd = cfg_.head_dim, F = cfg_.hidden;
@@ -191,6 +220,7 @@ class Model {
     size_t Q = H * hd, KV = KVH * hd;
     // MLP: h = h_mid + (silu(g) * u) @ down, g = b @ gate, u = b @ up.
     grad(L.down) = dev_.matmul_transposed_a(s.s, dh, F, n, D);
+    made(L.down);
     Buffer ds = dev_.matmul_transposed_b(dh, value(L.down), n, D, F);
     std::vector<Buffer> dgu = dev_.elementwise_multi({ds, s.g, s.u}, n * F, [](const std::vector<ExprId>& x) {
       ExprId sig = zyntax::sigmoid(x[1]);
@@ -198,26 +228,34 @@ class Model {
       return std::vector<ExprId>{x[0] * x[2] * dsilu, x[0] * x[1] * sig};
     });
     grad(L.gate) = dev_.matmul_transposed_a(s.b, dgu[0], D, n, F);
+    made(L.gate);
     grad(L.up) = dev_.matmul_transposed_a(s.b, dgu[1], D, n, F);
+    made(L.up);
     Buffer db = dev_.matmul_transposed_b(dgu[0], value(L.gate), n, F, D);
     dev_.add_assign(db, dev_.matmul_transposed_b(dgu[1], value(L.up), n, F, D));
     auto [dmid, dn2] = dev_.rms_norm_backward(s.h_mid, value(L.norm2), db, n, D, cfg_.eps);
     grad(L.norm2) = dn2;
+    made(L.norm2);
     dev_.add_assign(dmid, dh);
     // Attention: h_mid = h_in + att @ wo.
     grad(L.wo) = dev_.matmul_transposed_a(s.att, dmid, Q, n, D);
+    made(L.wo);
     Buffer datt = dev_.matmul_transposed_b(dmid, value(L.wo), n, D, Q);
     auto [dq, dk, dv] = dev_.causal_attention_backward(datt, s.q, s.k, s.v, n, H, KVH, hd);
     dq = dev_.rope_backward(dq, n, H, hd);
     dk = dev_.rope_backward(dk, n, KVH, hd);
     grad(L.wq) = dev_.matmul_transposed_a(s.a, dq, D, n, Q);
+    made(L.wq);
     grad(L.wk) = dev_.matmul_transposed_a(s.a, dk, D, n, KV);
+    made(L.wk);
     grad(L.wv) = dev_.matmul_transposed_a(s.a, dv, D, n, KV);
+    made(L.wv);
     Buffer da = dev_.matmul_transposed_b(dq, value(L.wq), n, Q, D);
     dev_.add_assign(da, dev_.matmul_transposed_b(dk, value(L.wk), n, KV, D));
     dev_.add_assign(da, dev_.matmul_transposed_b(dv, value(L.wv), n, KV, D));
     auto [din, dn1] = dev_.rms_norm_backward(s.h_in, value(L.norm1), da, n, D, cfg_.eps);
     grad(L.norm1) = dn1;
+    made(L.norm1);
     dev_.add_assign(din, dmid);
     return din;
   }
@@ -299,9 +337,9 @@ int check_gradients(const ComputeDevice& dev) {
 
 int main(int argc, char** argv) {
   std::string device = "auto", data = TINY_LM_DATA;
-  size_t steps = 300;
+  size_t steps = 300, batch = 1;
   uint32_t seed = 1;
-  bool gradients = false, quiet = false, fusion = true;
+  bool gradients = false, quiet = false, fusion = true, distributed = false;
   std::string log_path;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -311,6 +349,8 @@ int main(int argc, char** argv) {
     };
     if (a == "--device") device = next();
     else if (a == "--steps") steps = std::stoul(next());
+    else if (a == "--batch") batch = std::max<size_t>(1, std::stoul(next()));
+    else if (a == "--distributed") distributed = true;
     else if (a == "--data") data = next();
     else if (a == "--seed") seed = static_cast<uint32_t>(std::stoul(next()));
     else if (a == "--check-gradients") gradients = true;
@@ -323,8 +363,8 @@ int main(int argc, char** argv) {
     }
     else {
       std::fprintf(stderr,
-                   "usage: tiny_lm [--device ID] [--steps N] [--data FILE] [--seed N] [--log FILE.csv] [--fusion on|off] "
-                   "[--check-gradients] [--quiet]\n");
+                   "usage: tiny_lm [--device ID] [--steps N] [--batch B] [--data FILE] [--seed N] [--log FILE.csv] [--fusion on|off] "
+                   "[--check-gradients] [--quiet] [--distributed]\n");
       return 2;
     }
   }
@@ -332,6 +372,11 @@ int main(int argc, char** argv) {
     ComputeDevice dev = ComputeDevice::open(device);
     dev.set_fusion(fusion);
     if (gradients) return check_gradients(dev);
+    // Without --distributed, one rank of its own (and MPI is not started).
+    std::optional<zyntax::Communicator> world;
+    if (distributed) world = zyntax::Communicator::world();
+    int rank = world ? world->rank() : 0, ranks = world ? world->size() : 1;
+    if (rank != 0) quiet = true, log_path.clear();  // rank 0 reports
     std::string text = read_file(data);
     Tokenizer tok(text);
     Config cfg;
@@ -340,8 +385,23 @@ int main(int argc, char** argv) {
     Model model(dev, cfg, seed);
     size_t n_params = 0;
     for (Param& p : model.params()) n_params += p.value.size();
-    std::printf("tiny_lm on %s (%s): %zu characters of text, vocabulary %zu (ln %.2f), %zu parameters\n", dev.id().c_str(),
-                dev.description().name.c_str(), all.size(), cfg.vocab, std::log(double(cfg.vocab)), n_params);
+    if (rank == 0)
+      std::printf("tiny_lm on %s (%s): %zu characters of text, vocabulary %zu (ln %.2f), %zu parameters; %zu sequence%s a step%s\n",
+                  dev.id().c_str(), dev.description().name.c_str(), all.size(), cfg.vocab, std::log(double(cfg.vocab)), n_params,
+                  batch * ranks, batch * ranks == 1 ? "" : "s",
+                  ranks > 1 ? (", " + std::to_string(batch) + " on each of " + std::to_string(ranks) + " ranks").c_str() : "");
+    // Gradients averaged over the sequences of a step (and, distributed,
+    // over the ranks, in buckets as backward makes them).
+    std::vector<size_t> order = model.backward_order(), position(model.params().size());
+    std::vector<size_t> sizes;
+    for (size_t k = 0; k < order.size(); ++k) {
+      position[order[k]] = k;
+      sizes.push_back(model.params()[order[k]].value.size());
+    }
+    std::optional<zyntax::GradientAverager> average;
+    if (world) average.emplace(*world, sizes);
+    std::vector<Buffer> summed(model.params().size());
+    double averaging_seconds = 0;
     std::FILE* log = nullptr;
     if (!log_path.empty()) {
       log = std::fopen(log_path.c_str(), "w");
@@ -350,7 +410,7 @@ int main(int argc, char** argv) {
     }
     // A progress bar redrawn in place only on a terminal; elsewhere (a log
     // file, CI) a line every tenth of the run.
-    bool terminal = isatty(fileno(stdout));
+    bool terminal = isatty(fileno(stdout)) && rank == 0;
     std::mt19937 gen(seed);
     std::uniform_int_distribution<size_t> start(0, all.size() - cfg.seq - 2);
     auto t0 = std::chrono::steady_clock::now();
@@ -358,22 +418,59 @@ int main(int argc, char** argv) {
     double first = 0, last = 0, smoothed = 0;
     uint64_t step_kernels = 0;
     for (size_t step = 1; step <= steps; ++step) {
-      size_t s = start(gen);
-      std::vector<uint32_t> x(all.begin() + s, all.begin() + s + cfg.seq), y(all.begin() + s + 1, all.begin() + s + cfg.seq + 1);
+      // Every rank draws the step's sequences alike and takes its own.
+      std::vector<size_t> starts(batch * ranks);
+      for (size_t& s : starts) s = start(gen);
       uint64_t launched = dev.kernel_launches();
-      float loss = model.loss_and_gradients(x, y);
+      double loss = 0;
+      for (size_t j = 0; j < batch; ++j) {
+        size_t s = starts[rank * batch + j];
+        std::vector<uint32_t> x(all.begin() + s, all.begin() + s + cfg.seq), y(all.begin() + s + 1, all.begin() + s + cfg.seq + 1);
+        bool last_sequence = j + 1 == batch;
+        // A gradient is final once the step's last sequence has made its
+        // own: the sum over the sequences, over their number.
+        model.on_gradient = [&, j, last_sequence](size_t i) {
+          Param& p = model.params()[i];
+          if (j == 0 && !last_sequence) summed[i] = dev.copy_buffer(p.grad);
+          if (j > 0) {
+            dev.add_assign(summed[i], p.grad);
+            p.grad = summed[i];
+          }
+          if (!last_sequence) return;
+          if (batch > 1) {
+            float inv = 1.0f / float(batch);
+            p.grad = dev.elementwise({p.grad}, p.grad.size(), [inv](const std::vector<ExprId>& g) { return g[0] * inv; });
+          }
+          if (average) {
+            dev.sync();  // the gradient computed (outside the averaging's time)
+            auto a0 = std::chrono::steady_clock::now();
+            average->ready(position[i], p.grad);
+            averaging_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - a0).count();
+          }
+        };
+        loss += model.loss_and_gradients(x, y) / double(batch);
+      }
+      if (average) {
+        auto a0 = std::chrono::steady_clock::now();
+        average->finish();
+        Buffer l = dev.upload({float(loss)});
+        world->all_reduce(l, zyntax::CollectiveOp::Mean);
+        loss = l.to_vector()[0];
+        averaging_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - a0).count();
+      }
       model.adamw(step);
       dev.sync();
       step_kernels = dev.kernel_launches() - launched;
       if (step == 1) {
         first = smoothed = loss;
         warm = std::chrono::steady_clock::now();
+        averaging_seconds = 0;  // the first step's is mostly the other ranks compiling
       }
       smoothed = 0.9 * smoothed + 0.1 * loss;
       last = loss;
       auto now = std::chrono::steady_clock::now();
       double secs = std::chrono::duration<double>(now - warm).count();
-      double tps = step > 1 ? double((step - 1) * cfg.seq) / secs : 0;
+      double tps = step > 1 ? double((step - 1) * cfg.seq * batch) / secs : 0;  // this rank's
       if (log) std::fprintf(log, "%zu,%.6f,%.6f,%.1f,%.6f\n", step, loss, smoothed, tps,
                             std::chrono::duration<double>(now - t0).count());
       if (terminal && (!quiet || step == steps)) {
@@ -389,8 +486,14 @@ int main(int argc, char** argv) {
     auto end = std::chrono::steady_clock::now();
     double secs = std::chrono::duration<double>(end - t0).count();
     double steady = std::chrono::duration<double>(end - warm).count();
+    if (rank != 0) return 0;
     std::printf("%sloss %.3f -> %.3f (smoothed %.3f) in %zu steps, %.1f s (first step %.2f s); %.0f tokens/s after the first step\n",
-                terminal ? "\n" : "", first, last, smoothed, steps, secs, secs - steady, steps > 1 ? double((steps - 1) * cfg.seq) / steady : 0.0);
+                terminal ? "\n" : "", first, last, smoothed, steps, secs, secs - steady,
+                steps > 1 ? double((steps - 1) * cfg.seq * batch) / steady : 0.0);
+    if (average)
+      std::printf("data-parallel over %d ranks: %.0f tokens/s per rank, gradient averaging %.1f%% of a step (%zu buckets)\n", ranks,
+                  steps > 1 ? double((steps - 1) * cfg.seq * batch) / steady : 0.0, steady > 0 ? 100.0 * averaging_seconds / steady : 0.0,
+                  average->buckets());
     uint64_t launched = dev.kernel_launches();
     model.logits(std::vector<uint32_t>(all.begin(), all.begin() + cfg.seq)).to_vector();
     std::printf("kernels launched: %llu per training step, %llu per forward pass (fusion %s)\n",

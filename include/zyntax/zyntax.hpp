@@ -6,6 +6,7 @@
 #include "zyntax/array.hpp"
 #include "zyntax/buffer.hpp"
 #include "zyntax/compute_device.hpp"
+#include "zyntax/distributed.hpp"
 #include "zyntax/errors.hpp"
 #include "zyntax/expr.hpp"
 #include "zyntax/export.hpp"

@@ -11,6 +11,7 @@
 
 #include "dlpack_exchange.hpp"
 #include "kernel_call.hpp"
+#include "dist_bindings.hpp"
 #include "numpy_exchange.hpp"
 #include "torch_exchange.hpp"
 #include "zyntax/zyntax.hpp"
@@ -87,6 +88,7 @@ HostNumber host_number(const std::string& name, py::handle v) {
 }  // namespace
 
 PYBIND11_MODULE(_zyntax, m) {
+  python::bind_dist(m);
   m.doc() = "Zyntax Compute: ZynML kernels and the op library from Python";
   m.attr("__version__") = version();
 

@@ -35,9 +35,10 @@ void after_agreement(CommState& s, AsyncAllReduce& a) {
     a.error = s.message(a.op, disagreement);
     return;
   }
-  a.pending = post_all_reduce(s, a.data, a.count, a.dtype, a.reduce, a.op);
+  a.pending = Pending{};
   a.pending.keep_alive.push_back(std::make_shared<Tensor>(a.tensor));
   a.phase = Phase::Reducing;
+  post_all_reduce(s, a.pending, a.data, a.count, a.dtype, a.reduce, a.op);
 }
 
 void after_reduction(CommState& s, AsyncAllReduce& a) {
@@ -94,7 +95,7 @@ bool settle_unsettled(CommState& s, std::unique_lock<std::mutex>& lock, bool blo
       s.settled.notify_all();
     }
     s.unsettled.reset();
-    after_agreement(s, *a);
+    failing(*a, [&] { after_agreement(s, *a); });
     return true;
   }
 }

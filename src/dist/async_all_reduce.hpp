@@ -28,8 +28,8 @@ struct AsyncAllReduce {
   DType dtype = DType::F32;
   ReduceOp reduce = ReduceOp::Sum;
   std::shared_ptr<std::vector<CollectiveHeader>> headers;
-  Pending pending;    // the header exchange, then the data's reductions
-  std::string error;  // the DistError's message once Failed
+  Pending pending;        // the header exchange, then the data's reductions
+  std::string error;      // the DistError's message once Failed
   bool reported = false;  // whether wait() has thrown it
 };
 

@@ -44,18 +44,16 @@ void posted(CommState& s, int rc, Pending& p, const std::string& op) {
 
 }  // namespace
 
-Pending post_broadcast(CommState& s, void* data, int64_t count, DType t, int root, const std::string& op) {
-  Pending p;
+void post_broadcast(CommState& s, Pending& p, void* data, int64_t count, DType t, int root, const std::string& op) {
   MPI_Datatype type = mpi_datatype(t);
   in_chunks(count, s.max_chunk, [&](int64_t offset, int64_t n) {
     int rc = MPI_Ibcast(at(data, offset, t), static_cast<int>(n), type, root, s.comm(), next_request(p));
     posted(s, rc, p, op);
   });
-  return p;
 }
 
-Pending post_all_reduce(CommState& s, void* data, int64_t count, DType t, ReduceOp reduce, const std::string& op) {
-  Pending p;
+void post_all_reduce(CommState& s, Pending& p, void* data, int64_t count, DType t, ReduceOp reduce,
+                     const std::string& op) {
   MPI_Datatype type = mpi_datatype(t);
   MPI_Op mpi_reduce = mpi_op(t, reduce);
   in_chunks(count, s.max_chunk, [&](int64_t offset, int64_t n) {
@@ -63,23 +61,21 @@ Pending post_all_reduce(CommState& s, void* data, int64_t count, DType t, Reduce
                             next_request(p));
     posted(s, rc, p, op);
   });
-  return p;
 }
 
-Pending post_all_gather(CommState& s, const void* mine, const std::vector<int64_t>& counts, DType t, void* out,
-                        const std::string& op) {
-  Pending p;
+void post_all_gather(CommState& s, Pending& p, const void* mine, const std::vector<int64_t>& counts, DType t, void* out,
+                     const std::string& op) {
   MPI_Datatype type = mpi_datatype(t);
   std::vector<int64_t> offsets = offsets_of(counts);
   int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
-  if (total == 0) return p;
+  if (total == 0) return;
   if (total <= s.max_chunk) {
     // One call: every count and offset fits in an int.
     std::vector<int> ints(counts.begin(), counts.end()), displs(offsets.begin(), offsets.end());
     int rc = MPI_Iallgatherv(mine, ints[static_cast<size_t>(s.rank())], type, out, ints.data(), displs.data(), type,
                              s.comm(), next_request(p));
     posted(s, rc, p, op);
-    return p;
+    return;
   }
   // Too many for int offsets: each rank broadcasts its block, in chunks,
   // straight from and into `out`.
@@ -92,22 +88,20 @@ Pending post_all_gather(CommState& s, const void* mine, const std::vector<int64_
       posted(s, rc, p, op);
     });
   }
-  return p;
 }
 
-Pending post_reduce_scatter(CommState& s, const void* in, const std::vector<int64_t>& counts, DType t,
-                            ReduceOp reduce, void* out, const std::string& op) {
-  Pending p;
+void post_reduce_scatter(CommState& s, Pending& p, const void* in, const std::vector<int64_t>& counts, DType t,
+                         ReduceOp reduce, void* out, const std::string& op) {
   MPI_Datatype type = mpi_datatype(t);
   MPI_Op mpi_reduce = mpi_op(t, reduce);
   std::vector<int64_t> offsets = offsets_of(counts);
   int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t{0});
-  if (total == 0) return p;
+  if (total == 0) return;
   if (total <= s.max_chunk) {
     std::vector<int> ints(counts.begin(), counts.end());
     int rc = MPI_Ireduce_scatter(in, out, ints.data(), type, mpi_reduce, s.comm(), next_request(p));
     posted(s, rc, p, op);
-    return p;
+    return;
   }
   // Each rank's segment reduced onto that rank, in chunks.
   for (int r = 0; r < s.size(); ++r) {
@@ -118,7 +112,6 @@ Pending post_reduce_scatter(CommState& s, const void* in, const std::vector<int6
       posted(s, rc, p, op);
     });
   }
-  return p;
 }
 
 }  // namespace zyntax::dist

@@ -125,8 +125,8 @@ std::string find_disagreement(const std::vector<CollectiveHeader>& headers) {
            });
   if (!all_equal(headers, [](auto& a, auto& b) { return a.param == b.param; })) {
     const char* what = kind == CollectiveKind::Broadcast ? "root" : "axis";
-    return std::string("ranks disagree on the ") + what + ": " +
-           by_rank(headers, [&](const CollectiveHeader& h) { return std::string(what) + " " + std::to_string(h.param); });
+    auto value = [&](const CollectiveHeader& h) { return std::string(what) + " " + std::to_string(h.param); };
+    return std::string("ranks disagree on the ") + what + ": " + by_rank(headers, value);
   }
   if (kind == CollectiveKind::AllGather && headers[0].param >= 0) {
     if (!all_equal(headers, same_but_axis))

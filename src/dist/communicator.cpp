@@ -20,7 +20,8 @@ namespace {
 
 // "all_reduce of f32[1000] (op sum)"
 std::string describe(CollectiveKind kind, DType t, const Shape& shape, const std::string& detail) {
-  return std::string(collective_name(kind)) + " of " + tensor_text(t, shape) + (detail.empty() ? "" : " (" + detail + ")");
+  return std::string(collective_name(kind)) + " of " + tensor_text(t, shape) +
+         (detail.empty() ? "" : " (" + detail + ")");
 }
 
 std::string op_detail(ReduceOp op) { return std::string("op ") + reduce_op_name(op); }
@@ -69,8 +70,9 @@ void run_broadcast(CommState& s, DType t, const Shape& shape, int root, Buffer b
   check_count(s, op, shape.empty() ? 1 : shape[0]);
   if (root < 0 || root >= s.size())
     s.fail(op, "root " + std::to_string(root) + " is not a rank of this communicator of " + std::to_string(s.size()));
-  Pending p = post_broadcast(s, buffer(root == s.rank()), shape_numel(shape), t, root, op);
+  Pending p;
   keep_too(p, std::move(keep_alive));
+  post_broadcast(s, p, buffer(root == s.rank()), shape_numel(shape), t, root, op);
   s.wait(lock, p, op);
 }
 
@@ -84,8 +86,9 @@ void run_all_reduce(CommState& s, DType t, const Shape& shape, ReduceOp reduce, 
   check_mean(s, op, t, reduce);
   void* data = buffer();
   int64_t n = shape_numel(shape);
-  Pending p = post_all_reduce(s, data, n, t, reduce, op);
+  Pending p;
   keep_too(p, std::move(keep_alive));
+  post_all_reduce(s, p, data, n, t, reduce, op);
   s.wait(lock, p, op);
   if (reduce == ReduceOp::Mean) divide_by_ranks(data, n, t, s.size());
 }
@@ -199,8 +202,9 @@ Tensor Communicator::all_gather(const Tensor& t, int axis) {
   // Along the first axis the blocks land in place; along another they are
   // gathered whole, then interleaved.
   Tensor gathered = norm == 0 ? out : Tensor::for_overwrite(t.dtype(), {out.numel()});
-  Pending p = post_all_gather(s, t.data(), counts, t.dtype(), gathered.data(), op);
+  Pending p;
   p.keep_alive = {keep(t), keep(gathered)};
+  post_all_gather(s, p, t.data(), counts, t.dtype(), gathered.data(), op);
   s.wait(lock, p, op);
   if (norm != 0) {
     int64_t outer = shape_numel(Shape(t.shape().begin(), t.shape().begin() + norm));
@@ -222,8 +226,9 @@ Tensor Communicator::reduce_scatter(const Tensor& t, ReduceOp op) {
   Shape out_shape = t.shape();
   out_shape[0] = row_split(t.dim(0), s.rank(), s.size()).count;
   Tensor out = Tensor::for_overwrite(t.dtype(), out_shape);
-  Pending p = post_reduce_scatter(s, t.data(), segment_counts(t.shape(), s.size()), t.dtype(), op, out.data(), op_text);
+  Pending p;
   p.keep_alive = {keep(t), keep(out)};
+  post_reduce_scatter(s, p, t.data(), segment_counts(t.shape(), s.size()), t.dtype(), op, out.data(), op_text);
   s.wait(lock, p, op_text);
   if (op == ReduceOp::Mean) divide_by_ranks(out.data(), out.numel(), out.dtype(), s.size());
   return out;
@@ -244,7 +249,8 @@ void Communicator::all_gather(const void* send, int64_t count, DType dtype, void
   // Axis -1 in the header: no dimension may differ between the ranks.
   s.agree(lock, make_header(CollectiveKind::AllGather, 0, dtype, {count}, ReduceOp::Sum, -1), op);
   check_count(s, op, count);
-  Pending p = post_all_gather(s, send, std::vector<int64_t>(static_cast<size_t>(s.size()), count), dtype, recv, op);
+  Pending p;
+  post_all_gather(s, p, send, std::vector<int64_t>(static_cast<size_t>(s.size()), count), dtype, recv, op);
   s.wait(lock, p, op);
 }
 
@@ -255,7 +261,8 @@ void Communicator::reduce_scatter(const void* send, int64_t count, DType dtype, 
   s.agree(lock, make_header(CollectiveKind::ReduceScatter, 0, dtype, {count}, op), op_text);
   check_count(s, op_text, count);
   check_mean(s, op_text, dtype, op);
-  Pending p = post_reduce_scatter(s, send, segment_counts({count}, s.size()), dtype, op, recv, op_text);
+  Pending p;
+  post_reduce_scatter(s, p, send, segment_counts({count}, s.size()), dtype, op, recv, op_text);
   s.wait(lock, p, op_text);
   if (op == ReduceOp::Mean) divide_by_ranks(recv, row_split(count, s.rank(), s.size()).count, dtype, s.size());
 }

@@ -1,5 +1,7 @@
 #include "interp/compute_runner.hpp"
 
+#include "interp/ranks_launch.hpp"
+
 #include <algorithm>
 
 #include "backends/registry.hpp"
@@ -135,8 +137,11 @@ Value ComputeRunner::run(const ast::Compute& c, Frame& frame, const std::vector<
 
   CompiledCompute* compiled = entry.compiled.get();
   Span span = c.span;
-  auto launch = [compiled, devices, mode, tensors, host_dims, scalars, span]() {
+  bool over_ranks = entry.annotations.over_ranks;
+  if (over_ranks) devices.resize(1);  // each rank its part on its one device
+  auto launch = [compiled, devices, mode, tensors, host_dims, scalars, span, over_ranks]() {
     try {
+      if (over_ranks) return Value::of_tensor(launch_over_ranks(*compiled, *devices[0], mode, tensors, host_dims, scalars));
       if (devices.size() > 1) return Value::of_tensor(launch_split(*compiled, devices, mode, tensors, host_dims, scalars));
       return Value::of_tensor(compiled->launch(*devices[0], tensors, host_dims, scalars));
     } catch (const DataError& e) {

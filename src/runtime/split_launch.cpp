@@ -57,14 +57,13 @@ bool stores_index(const std::vector<const cir::Store*>& stores, const std::strin
   return true;
 }
 
-// The specialised kernel's output shape.
-Shape output_shape(const cir::Kernel& k) {
+}  // namespace
+
+Shape specialized_output_shape(const cir::Kernel& k) {
   Shape shape;
   for (const cir::Expr& d : k.output().type.shape) shape.push_back(d.as<cir::IntImm>()->value);
   return shape;
 }
-
-}  // namespace
 
 std::optional<SplitPlan> plan_split(const cir::Kernel& k, SplitMode mode) {
   if (k.kind == cir::KernelKind::Reduce || !k.dims.empty()) return std::nullopt;
@@ -104,7 +103,7 @@ Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devic
   // it (the ranges of its outer parallel loop, as their own threads do), so
   // each element is computed exactly as on one device.
   if (devices.size() > 1 && s->kernel.kind != cir::KernelKind::Reduce) {
-    Tensor out = Tensor::zeros(s->kernel.output().type.dtype, output_shape(s->kernel));
+    Tensor out = Tensor::zeros(s->kernel.output().type.dtype, specialized_output_shape(s->kernel));
     int parts = static_cast<int>(devices.size());
     std::vector<std::future<Device::Share>> shares;
     for (int d = 0; d < parts; ++d)
@@ -137,7 +136,7 @@ Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devic
   // Each part owns the indices from its first iteration's to the next
   // part's (the last to the end of the axis): what a stepped loop skips is
   // zero in every output alike.
-  int64_t axis_extent = output_shape(s->kernel)[static_cast<size_t>(plan->axis)];
+  int64_t axis_extent = specialized_output_shape(s->kernel)[static_cast<size_t>(plan->axis)];
   auto owned_end = [&](size_t d) { return d + 1 < parts ? plan->lo + ranges[d + 1].first * plan->step : axis_extent; };
 
   // Each device given only the slabs of the tensors its part reads and writes.
@@ -160,7 +159,7 @@ Tensor launch_split(CompiledCompute& compiled, const std::vector<Device*>& devic
   }
   std::vector<Tensor> outs;
   for (auto& r : runs) outs.push_back(r.get());  // rethrows the first device's error
-  Tensor result = Tensor::zeros(s->kernel.output().type.dtype, output_shape(s->kernel));
+  Tensor result = Tensor::zeros(s->kernel.output().type.dtype, specialized_output_shape(s->kernel));
   for (size_t d = 0; d < parts; ++d) put_slab(outs[d], result, scattered[d].out);
   if (how) {
     std::string sliced;

@@ -36,6 +36,9 @@ struct SplitPlan {
   int64_t lo = 0, step = 1, trips = 0;
 };
 
+// A specialised kernel's output shape (its sizes are constants).
+Shape specialized_output_shape(const cir::Kernel& k);
+
 // How a specialised kernel splits, or nothing when it cannot.
 std::optional<SplitPlan> plan_split(const cir::Kernel& k, SplitMode mode);
 

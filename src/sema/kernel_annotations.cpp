@@ -69,13 +69,23 @@ class Reader {
     if (a.name == "device") return device(a);
     if (a.name == "parallel") {
       if (seen(a)) return;
-      if (a.args.size() != 1 || !a.args[0].value || a.args[0].value->kind != ast::ExprKind::Name) {
-        diags_.error(a.span, "@parallel takes one word: @parallel(data) or @parallel(model)");
+      auto word = [&](size_t i) {
+        return i < a.args.size() && a.args[i].name.empty() && a.args[i].value && a.args[i].value->kind == ast::ExprKind::Name
+                   ? ast::as<ast::Name>(*a.args[i].value).name
+                   : std::string();
+      };
+      if (a.args.empty() || a.args.size() > 2 || word(0).empty() || (a.args.size() == 2 && word(1).empty())) {
+        diags_.error(a.span, "@parallel takes a word, and `ranks` to share over processes: @parallel(data), @parallel(model) or @parallel(data, ranks)");
         return;
       }
-      out_.parallel = ast::as<ast::Name>(*a.args[0].value).name;
+      out_.parallel = word(0);
       if (out_.parallel != "data" && out_.parallel != "model")
         diags_.error(a.args[0].span, "unknown parallel mode '" + out_.parallel + "'").with_hint("use data or model");
+      if (a.args.size() == 2) {
+        if (word(1) != "ranks")
+          diags_.error(a.args[1].span, "@parallel's second word is `ranks` (the processes of an mpirun job), not '" + word(1) + "'");
+        out_.over_ranks = true;
+      }
       return;
     }
     if (a.name == "precision") {

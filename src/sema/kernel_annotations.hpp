@@ -32,6 +32,7 @@ struct KernelAnnotations {
   std::vector<std::string> devices;  // @device("cuda:0") or a list
   Span device_span;
   std::string parallel;
+  bool over_ranks = false;  // @parallel(data, ranks): shared out over the ranks of an mpirun job
   bool tf32 = false;  // @precision(tf32), or bf16
   bool bf16 = false;  // @precision(bf16)
   bool is_async = false;

@@ -2,8 +2,9 @@
 // results each rank computes itself: every rank fills its tensors from its
 // rank number, so each rank knows what every other rank holds. Run under
 // mpirun with any number of ranks (tests/mpi/run_mpi_tests.sh runs 1, 2 and
-// 3); every rank runs every test, in the same order. Rank 0 prints gtest's
-// report; the others print only their failures, marked with their rank.
+// 3); every rank runs every test, in the same order (so no --gtest_shuffle
+// without --gtest_random_seed). Rank 0 prints gtest's report; the others
+// print only their failures, marked with their rank.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
