@@ -6,7 +6,7 @@
 // wiring and nothing numeric of its own.
 //
 //   tiny_lm [--device auto|cpu|cuda:0] [--steps 300] [--batch 1] [--data FILE] [--seed N]
-//           [--log metrics.csv] [--fusion on|off] [--check-gradients] [--quiet] [--distributed]
+//           [--log metrics.csv] [--fusion on|off] [--check-gradients] [--quiet] [--distributed] [--save DIR]
 //
 // Trains on the text (by default the King James Genesis and Exodus, public
 // domain), printing step, loss and tokens/s (a progress bar on a terminal, a
@@ -19,6 +19,8 @@
 // --check-gradients compares the gradient of a tiny model with central
 // finite differences of its loss and exits.
 // --batch B takes B sequences a step (their gradients averaged).
+// --save DIR writes every parameter after training as DIR/<name>.npy
+// (rank 0 alone, when distributed: every rank holds the same).
 // --distributed trains data-parallel over the ranks of `mpirun -np N
 // tiny_lm --distributed`: every rank draws the same N*B sequences a step
 // and takes its B of them, the gradients are averaged over the ranks in
@@ -267,6 +269,20 @@ class Model {
   size_t emb_ = 0, norm_f_ = 0;
 };
 
+// A parameter as a NumPy .npy file (version 1.0, little-endian f32, one axis).
+void save_npy(const std::string& path, const std::vector<float>& v) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(v.size()) + ",), }";
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  uint16_t len = static_cast<uint16_t>(header.size());
+  out.write("\x93NUMPY\x01\x00", 8);
+  out.write(reinterpret_cast<const char*>(&len), 2);
+  out << header;
+  out.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path);
@@ -340,7 +356,7 @@ int main(int argc, char** argv) {
   size_t steps = 300, batch = 1;
   uint32_t seed = 1;
   bool gradients = false, quiet = false, fusion = true, distributed = false;
-  std::string log_path;
+  std::string log_path, save_dir;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -351,6 +367,7 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::stoul(next());
     else if (a == "--batch") batch = std::max<size_t>(1, std::stoul(next()));
     else if (a == "--distributed") distributed = true;
+    else if (a == "--save") save_dir = next();
     else if (a == "--data") data = next();
     else if (a == "--seed") seed = static_cast<uint32_t>(std::stoul(next()));
     else if (a == "--check-gradients") gradients = true;
@@ -364,7 +381,7 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: tiny_lm [--device ID] [--steps N] [--batch B] [--data FILE] [--seed N] [--log FILE.csv] [--fusion on|off] "
-                   "[--check-gradients] [--quiet] [--distributed]\n");
+                   "[--check-gradients] [--quiet] [--distributed] [--save DIR]\n");
       return 2;
     }
   }
@@ -487,6 +504,10 @@ int main(int argc, char** argv) {
     double secs = std::chrono::duration<double>(end - t0).count();
     double steady = std::chrono::duration<double>(end - warm).count();
     if (rank != 0) return 0;
+    if (!save_dir.empty()) {
+      for (Param& p : model.params()) save_npy(save_dir + "/" + p.name + ".npy", p.value.to_vector());
+      std::printf("parameters saved in %s (%zu .npy files)\n", save_dir.c_str(), model.params().size());
+    }
     std::printf("%sloss %.3f -> %.3f (smoothed %.3f) in %zu steps, %.1f s (first step %.2f s); %.0f tokens/s after the first step\n",
                 terminal ? "\n" : "", first, last, smoothed, steps, secs, secs - steady,
                 steps > 1 ? double((steps - 1) * cfg.seq * batch) / steady : 0.0);

@@ -29,6 +29,13 @@ else
   fail "collectives.zynml alone"
 fi
 for n in 2 3; do
+  if timeout 120 mpirun "${flags[@]}" -np "$n" "$zyntax" run "$here/device_collectives.zynml" >"$out" 2>&1 &&
+     [[ $(grep -c "of $n device ok" "$out") -eq $n ]]; then
+    echo "ok: device_collectives.zynml on $n ranks"
+  else
+    cat "$out"
+    fail "device_collectives.zynml on $n ranks"
+  fi
   if timeout 120 mpirun "${flags[@]}" -np "$n" "$zyntax" run "$here/collectives.zynml" >"$out" 2>&1 &&
      [[ $(grep -c "of $n ok" "$out") -eq $n ]]; then
     echo "ok: collectives.zynml on $n ranks"
