@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "dist/dist_error.hpp"
 #include "dist/mpi_process.hpp"
@@ -48,12 +49,31 @@ void combine(void* in, void* inout, int* len, MPI_Datatype*) {
   }
 }
 
+// An MPI_User_function: inout[i] = in[i] + inout[i], wrapping as two's
+// complement (ZynML's integer arithmetic). MPI's own sum of 8- and 16-bit
+// integers may saturate instead (Open MPI's vectorised reductions use
+// saturating adds for them).
+template <class T>
+void wrapping_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  using U = std::make_unsigned_t<T>;
+  const auto* a = static_cast<const unsigned char*>(in);
+  auto* b = static_cast<unsigned char*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    U x, y;
+    std::memcpy(&x, a + sizeof(U) * i, sizeof(U));
+    std::memcpy(&y, b + sizeof(U) * i, sizeof(U));
+    U r = static_cast<U>(x + y);
+    std::memcpy(b + sizeof(U) * i, &r, sizeof(U));
+  }
+}
+
 // The datatype and operations of f16 and bf16, made once MPI runs and kept
 // until it finalises (which frees them).
 struct HalfTypes {
   MPI_Datatype f16 = MPI_DATATYPE_NULL, bf16 = MPI_DATATYPE_NULL;
   MPI_Op f16_ops[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};  // sum, max, min
   MPI_Op bf16_ops[3] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+  MPI_Op sum8 = MPI_OP_NULL, sum16 = MPI_OP_NULL;  // 8- and 16-bit integers (signed or not: the same bits)
 
   HalfTypes() {
     if (!mpi_running()) throw DistError("MPI is not running: no collective can run");
@@ -65,6 +85,8 @@ struct HalfTypes {
     make_op(combine<BF16Format, Add>, &bf16_ops[0]);
     make_op(combine<BF16Format, Larger>, &bf16_ops[1]);
     make_op(combine<BF16Format, Smaller>, &bf16_ops[2]);
+    make_op(wrapping_sum<int8_t>, &sum8);
+    make_op(wrapping_sum<int16_t>, &sum16);
   }
 
   static void make_type(MPI_Datatype* t) {
@@ -117,6 +139,9 @@ MPI_Op mpi_op(DType t, ReduceOp op) {
   if (t == DType::F16) return half_types().f16_ops[op_index(op)];
   if (t == DType::BF16) return half_types().bf16_ops[op_index(op)];
   if (t == DType::Bool) return op == ReduceOp::Min ? MPI_LAND : MPI_LOR;
+  bool sum = op == ReduceOp::Sum || op == ReduceOp::Mean;
+  if (sum && (t == DType::I8 || t == DType::U8)) return half_types().sum8;
+  if (sum && (t == DType::I16 || t == DType::U16)) return half_types().sum16;
   switch (op) {
     case ReduceOp::Sum: case ReduceOp::Mean: return MPI_SUM;
     case ReduceOp::Max: return MPI_MAX;

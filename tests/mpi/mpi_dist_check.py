@@ -9,14 +9,38 @@ import numpy as np
 import zyntax.dist as dist
 
 r, n = dist.rank(), dist.world_size()
-for dtype in (np.float32, np.float64, np.float16, np.int32, np.int64, np.uint8, np.int8):
-    x = (np.arange(7) + r).astype(dtype)
-    same = dist.all_reduce(x)
-    assert same is x, "a contiguous array is reduced in place"
-    want = (np.arange(7) * n + n * (n - 1) // 2).astype(dtype)
-    assert np.array_equal(x, want), (dtype, x, want)
-    m = dist.all_reduce((np.arange(7) + r).astype(dtype), op="max")
-    assert np.array_equal(m, (np.arange(7) + n - 1).astype(dtype)), (dtype, m)
+
+
+def rank_data(k, dtype, size):
+    """What rank k holds: every rank can make every other rank's."""
+    v = np.random.default_rng(100 + k).integers(0, 50, size)
+    return v.astype(dtype) if dtype != np.bool_ else v % 3 == 0
+
+
+DTYPES = (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+          np.uint8, np.uint16, np.uint32, np.uint64, np.bool_)
+for dtype in DTYPES:
+    for size in (0, 1, 7, 1001):
+        every = np.stack([rank_data(k, dtype, size) for k in range(n)])
+        for op, reduce in (("sum", np.sum), ("max", np.max), ("min", np.min), ("mean", None)):
+            if dtype == np.bool_ and op == "mean":
+                continue
+            x = rank_data(r, dtype, size)
+            got = dist.all_reduce(x, op=op)
+            assert got is x, "a contiguous array is reduced in place"
+            if op == "mean":
+                if np.issubdtype(dtype, np.floating):
+                    want = (every.astype(np.float64).sum(axis=0) / n).astype(dtype)
+                else:  # the sum wraps in the dtype, then divides toward zero
+                    wrapped = every.sum(axis=0, dtype=dtype).astype(np.int64)
+                    want = (np.sign(wrapped) * (np.abs(wrapped) // n)).astype(dtype)
+            elif dtype == np.bool_:
+                want = every.any(axis=0) if op in ("sum", "max") else every.all(axis=0)
+            else:
+                want = reduce(every, axis=0).astype(dtype) if op != "sum" else every.sum(axis=0, dtype=dtype)
+            tol = {np.float16: 2e-3, np.float32: 1e-6, np.float64: 1e-12}.get(dtype, 0)
+            ok = np.allclose(got, want, rtol=tol, atol=tol) if tol else np.array_equal(got, want)
+            assert ok, (np.dtype(dtype).name, size, op, got[:5], want[:5])
 b = dist.all_reduce(np.array([r == 0, False, True]), op="max")
 assert b.tolist() == [True, False, True]
 mean = dist.all_reduce(np.full(3, float(r), np.float32), op="mean")

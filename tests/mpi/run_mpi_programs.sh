@@ -30,14 +30,14 @@ else
 fi
 for n in 2 3; do
   if timeout 120 mpirun "${flags[@]}" -np "$n" "$zyntax" run "$here/device_collectives.zynml" >"$out" 2>&1 &&
-     [[ $(grep -c "of $n device ok" "$out") -eq $n ]]; then
+     [[ $(grep -o "of $n device ok" "$out" | wc -l) -eq $n ]]; then
     echo "ok: device_collectives.zynml on $n ranks"
   else
     cat "$out"
     fail "device_collectives.zynml on $n ranks"
   fi
   if timeout 120 mpirun "${flags[@]}" -np "$n" "$zyntax" run "$here/collectives.zynml" >"$out" 2>&1 &&
-     [[ $(grep -c "of $n ok" "$out") -eq $n ]]; then
+     [[ $(grep -o "of $n ok" "$out" | wc -l) -eq $n ]]; then
     echo "ok: collectives.zynml on $n ranks"
   else
     cat "$out"
@@ -58,14 +58,14 @@ else
 fi
 for n in 2 3; do
   if timeout 120 mpirun "${flags[@]}" -np "$n" "$zyntax" run "$here/parallel_ranks.zynml" >"$out" 2>&1 &&
-     [[ $(grep -c "of $n parallel ok" "$out") -eq $n ]]; then
+     [[ $(grep -o "of $n parallel ok" "$out" | wc -l) -eq $n ]]; then
     echo "ok: parallel_ranks.zynml on $n ranks"
   else
     cat "$out"
     fail "parallel_ranks.zynml on $n ranks"
   fi
   if timeout 120 mpirun "${flags[@]}" -np "$n" -x PYTHONPATH="$pythonpath" /usr/bin/python3 "$here/mpi_dist_check.py" >"$out" 2>&1 &&
-     [[ $(grep -c "of $n ok" "$out") -eq $n ]]; then
+     [[ $(grep -o "of $n ok" "$out" | wc -l) -eq $n ]]; then
     echo "ok: zyntax.dist on $n ranks"
   else
     cat "$out"

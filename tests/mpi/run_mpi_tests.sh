@@ -64,7 +64,7 @@ for n in 0 2 3; do
     want=$n
   fi
   status=$?
-  if [[ $status -ne 0 || $(grep -c "^api rank .* ok" "$log/api$n.txt") -ne $want ]]; then
+  if [[ $status -ne 0 || $(grep -o "api rank [0-9]* of [0-9]* ok" "$log/api$n.txt" | wc -l) -ne $want ]]; then
     tail -n 40 "$log/api$n.txt"
     fail "api_collectives with $n ranks (status $status)"
   fi
