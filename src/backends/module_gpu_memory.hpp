@@ -71,6 +71,20 @@ class GpuEvent {
   ModuleGpu::EventHandle event_;
 };
 
+// Page-locked host memory of a GPU (ModuleGpu::allocate_pinned: zeroed,
+// mapped for its kernels): copies from and to it run at the bus's speed and
+// may be asynchronous.
+class GpuPinnedBuffer {
+ public:
+  GpuPinnedBuffer(ModuleGpu& gpu, size_t bytes) : memory_(gpu.allocate_pinned(bytes)), bytes_(bytes) {}
+  void* data() const { return memory_.get(); }
+  size_t size() const { return bytes_; }
+
+ private:
+  std::shared_ptr<unsigned char> memory_;
+  size_t bytes_;
+};
+
 // A tensor's bytes in a GPU's memory (Tensor::set_mirror): a kernel's
 // output kept there for the kernels after it, or an upload made once for a
 // tensor placed on the GPU. The block goes back to the GPU's pool with the

@@ -25,9 +25,12 @@
 #include "kernel_source.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/tensor.hpp"
+#include "test_helpers.hpp"
 
 namespace zyntax::rocm {
 namespace {
+
+using testing::message_of;
 
 std::string library_path(const char* env, const char* built) {
   const char* e = std::getenv(env);
@@ -44,16 +47,6 @@ const std::string kFake5 = library_path("ZYNTAX_FAKE_HIP5_LIBRARY", ZYNTAX_FAKE_
 #else
 const std::string kFake5 = library_path("ZYNTAX_FAKE_HIP5_LIBRARY", "");
 #endif
-
-template <class E, class F>
-std::string message_of(F f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Sets an environment variable for the life of the value, then restores it.
 class ScopedEnv {
@@ -426,7 +419,7 @@ TEST_F(RocmRuntime, RunningOutOfMemoryNamesTheGpuAndTheSizes) {
   m = message_of<DataError>([&] { gpu.allocate_pinned(4096); });
   EXPECT_EQ(m, "out of pinned host memory: asked for 4.0 KiB (rocm:0)");
   m = message_of<DataError>([&] { PinnedBuffer p(gpu, 4096); });
-  EXPECT_EQ(m, "out of pinned host memory: asked for 4.0 KiB for rocm:0");
+  EXPECT_EQ(m, "out of pinned host memory: asked for 4.0 KiB (rocm:0)");
 }
 
 TEST_F(RocmRuntime, HostMemoryIsMappedForKernelsWhileAViewHoldsIt) {

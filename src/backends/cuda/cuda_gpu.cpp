@@ -183,18 +183,6 @@ std::shared_ptr<unsigned char> Gpu::allocate_pinned(size_t bytes) const {
   });
 }
 
-PinnedBuffer::PinnedBuffer(Gpu& gpu, size_t bytes) : gpu_(gpu), bytes_(bytes) {
-  gpu.bind();
-  CUresult r = gpu.driver().cuMemAllocHost(&data_, bytes);
-  if (r == CUDA_ERROR_OUT_OF_MEMORY)
-    throw DataError("out of pinned host memory: asked for " + format_bytes(bytes) + " for " + gpu.id());
-  gpu.driver().check(r, "cuMemAllocHost of " + format_bytes(bytes));
-}
-
-PinnedBuffer::~PinnedBuffer() {
-  if (data_) gpu_.driver().cuMemFreeHost(data_);
-}
-
 // ------------------------------------------------------------ streams and events
 
 ModuleGpu::StreamHandle Gpu::create_stream() const {

@@ -96,22 +96,7 @@ class Gpu : public ModuleGpu {
 using DeviceBuffer = GpuBuffer;
 using Stream = GpuStream;
 using Event = GpuEvent;
+using PinnedBuffer = GpuPinnedBuffer;
 
-// Page-locked host memory: copies from and to it run at the bus's speed
-// and may be asynchronous.
-class PinnedBuffer {
- public:
-  PinnedBuffer(Gpu& gpu, size_t bytes);
-  ~PinnedBuffer();
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  void* data() const { return data_; }
-  size_t size() const { return bytes_; }
-
- private:
-  Gpu& gpu_;
-  void* data_ = nullptr;
-  size_t bytes_ = 0;
-};
 
 }  // namespace zyntax::cuda

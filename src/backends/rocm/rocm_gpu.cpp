@@ -247,18 +247,6 @@ std::shared_ptr<unsigned char> Gpu::allocate_pinned(size_t bytes) const {
   });
 }
 
-PinnedBuffer::PinnedBuffer(Gpu& gpu, size_t bytes) : gpu_(gpu), bytes_(bytes) {
-  gpu.bind();
-  hipError_t r = gpu.hip().hipHostMalloc(&data_, std::max<size_t>(bytes, 1), kHostMallocDefault);
-  if (r == hipErrorOutOfMemory)
-    throw DataError("out of pinned host memory: asked for " + format_bytes(bytes) + " for " + gpu.id());
-  gpu.hip().check(r, "hipHostMalloc of " + format_bytes(bytes) + " for " + gpu.id());
-}
-
-PinnedBuffer::~PinnedBuffer() {
-  if (data_) gpu_.hip().hipHostFree(data_);
-}
-
 // ------------------------------------------------------------ streams and events
 
 ModuleGpu::StreamHandle Gpu::create_stream() const {
