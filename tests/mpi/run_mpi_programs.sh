@@ -22,55 +22,27 @@ fail() {
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
-if timeout 120 "$zyntax" run "$here/collectives.zynml" >"$out" 2>&1 && grep -q "rank 0 of 1 ok" "$out"; then
-  echo "ok: collectives.zynml alone"
-else
-  cat "$out"
-  fail "collectives.zynml alone"
-fi
-for n in 2 3; do
-  if timeout 120 mpirun "${flags[@]}" -np "$n" "$zyntax" run "$here/device_collectives.zynml" >"$out" 2>&1 &&
-     [[ $(grep -o "of $n device ok" "$out" | wc -l) -eq $n ]]; then
-    echo "ok: device_collectives.zynml on $n ranks"
+# expect_ranks NAME RANKS WORDS COMMAND...: COMMAND (under mpirun with RANKS
+# ranks; alone for 1) succeeds and every rank prints "of RANKS WORDS".
+# Counted as matches, not lines: mpirun may interleave the ranks' lines.
+expect_ranks() {
+  local name=$1 n=$2 words=$3
+  shift 3
+  local run=("$@")
+  [[ $n -gt 1 ]] && run=(mpirun "${flags[@]}" -np "$n" -x PYTHONPATH "$@")
+  if PYTHONPATH=$pythonpath timeout -k 10 120 "${run[@]}" >"$out" 2>&1 && [[ $(grep -o "of $n $words" "$out" | wc -l) -eq $n ]]; then
+    echo "ok: $name on $n rank(s)"
   else
     cat "$out"
-    fail "device_collectives.zynml on $n ranks"
+    fail "$name on $n rank(s)"
   fi
-  if timeout 120 mpirun "${flags[@]}" -np "$n" "$zyntax" run "$here/collectives.zynml" >"$out" 2>&1 &&
-     [[ $(grep -o "of $n ok" "$out" | wc -l) -eq $n ]]; then
-    echo "ok: collectives.zynml on $n ranks"
-  else
-    cat "$out"
-    fail "collectives.zynml on $n ranks"
-  fi
-done
-if timeout 120 "$zyntax" run "$here/parallel_ranks.zynml" >"$out" 2>&1 && grep -q "rank 0 of 1 parallel ok" "$out"; then
-  echo "ok: parallel_ranks.zynml alone"
-else
-  cat "$out"
-  fail "parallel_ranks.zynml alone"
-fi
-if PYTHONPATH=$pythonpath timeout 120 /usr/bin/python3 "$here/mpi_dist_check.py" >"$out" 2>&1 && grep -q "python rank 0 of 1 ok" "$out"; then
-  echo "ok: zyntax.dist alone"
-else
-  cat "$out"
-  fail "zyntax.dist alone"
-fi
-for n in 2 3; do
-  if timeout 120 mpirun "${flags[@]}" -np "$n" "$zyntax" run "$here/parallel_ranks.zynml" >"$out" 2>&1 &&
-     [[ $(grep -o "of $n parallel ok" "$out" | wc -l) -eq $n ]]; then
-    echo "ok: parallel_ranks.zynml on $n ranks"
-  else
-    cat "$out"
-    fail "parallel_ranks.zynml on $n ranks"
-  fi
-  if timeout 120 mpirun "${flags[@]}" -np "$n" -x PYTHONPATH="$pythonpath" /usr/bin/python3 "$here/mpi_dist_check.py" >"$out" 2>&1 &&
-     [[ $(grep -o "of $n ok" "$out" | wc -l) -eq $n ]]; then
-    echo "ok: zyntax.dist on $n ranks"
-  else
-    cat "$out"
-    fail "zyntax.dist on $n ranks"
-  fi
+}
+
+for n in 1 2 3; do
+  expect_ranks collectives.zynml "$n" ok "$zyntax" run "$here/collectives.zynml"
+  expect_ranks parallel_ranks.zynml "$n" "parallel ok" "$zyntax" run "$here/parallel_ranks.zynml"
+  expect_ranks zyntax.dist "$n" ok /usr/bin/python3 "$here/mpi_dist_check.py"
+  [[ $n -gt 1 ]] && expect_ranks device_collectives.zynml "$n" "device ok" "$zyntax" run "$here/device_collectives.zynml"
 done
 timeout 120 mpirun "${flags[@]}" -np 2 "$zyntax" run "$here/mismatch.zynml" >"$out" 2>&1
 status=$?
