@@ -109,6 +109,12 @@ Communicator& Communicator::world() {
   return *world.comm;
 }
 
+Communicator* Communicator::job() {
+  static const bool launched = started_by_launcher();
+  if (!launched && !mpi_running()) return nullptr;
+  return &world();
+}
+
 Communicator::Communicator(const MpiComm& comm) : state_(std::make_shared<CommState>(comm.comm)) {}
 Communicator::~Communicator() = default;
 Communicator::Communicator(Communicator&&) noexcept = default;

@@ -72,6 +72,11 @@ class Communicator {
   // it gets) and finishes it at exit. A process not started by mpirun is
   // rank 0 of 1.
   static Communicator& world();
+  // world() where this process is one rank of an MPI job: started by a
+  // launcher (mpirun, srun: their rank variables are set) or with MPI
+  // already initialised by the application. nullptr otherwise, and MPI is
+  // not started: a lone process is rank 0 of 1 without paying MPI_Init.
+  static Communicator* job();
   // The ranks of an application's communicator (dist/mpi_comm.hpp), once MPI
   // is initialised. The collectives run on a duplicate of it, so they never
   // match the application's own messages; `comm` itself is not owned.

@@ -6,6 +6,7 @@
 #endif
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 #include "dist/dist_error.hpp"
@@ -46,6 +47,12 @@ bool mpi_running() {
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
   return initialized && !finalized;
+}
+
+bool started_by_launcher() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "MPI_LOCALNRANKS", "SLURM_PROCID"})
+    if (std::getenv(name)) return true;
+  return false;
 }
 
 void note_abandoned_requests() { abandoned.store(true); }

@@ -18,6 +18,10 @@ void finish_mpi();
 
 bool mpi_running();  // initialised and not finalised
 
+// Whether a launcher started this process as a rank of a job: Open MPI's
+// and PMIx's, MPICH's (Hydra, PMI) and Slurm's rank variables.
+bool started_by_launcher();
+
 // Records that requests were left pending after a failure.
 void note_abandoned_requests();
 bool abandoned_requests();

@@ -27,8 +27,6 @@ Combine combine_of(const Args& a, size_t i) {
 }
 
 #ifdef ZYNTAX_HAVE_MPI
-dist::Communicator& world() { return dist::Communicator::world(); }
-
 dist::ReduceOp reduce_op(Combine c) {
   switch (c) {
     case Combine::Sum: return dist::ReduceOp::Sum;
@@ -50,22 +48,26 @@ auto collective(const Args& a, F&& f) {
 }
 #endif
 
+// The job's ranks where this process is one of them; nullptr for a lone
+// process (MPI is then never started).
+#ifdef ZYNTAX_HAVE_MPI
+dist::Communicator* job() { return dist::Communicator::job(); }
+#endif
+
 Value rank(const Invocation& inv) {
   Args a(inv, {});
 #ifdef ZYNTAX_HAVE_MPI
-  return Value::of_int(world().rank());
-#else
-  return Value::of_int(0);
+  if (dist::Communicator* w = job()) return Value::of_int(w->rank());
 #endif
+  return Value::of_int(0);
 }
 
 Value world_size(const Invocation& inv) {
   Args a(inv, {});
 #ifdef ZYNTAX_HAVE_MPI
-  return Value::of_int(world().size());
-#else
-  return Value::of_int(1);
+  if (dist::Communicator* w = job()) return Value::of_int(w->size());
 #endif
+  return Value::of_int(1);
 }
 
 // A new tensor: the argument itself is left as it was.
@@ -76,10 +78,11 @@ Value all_reduce(const Invocation& inv) {
   if (c == Combine::Mean && t.dtype() == DType::Bool)
     throw Error(a.span(0), "all_reduce: op \"mean\" of a bool tensor has no meaning; use \"max\" (any) or \"min\" (all)");
 #ifdef ZYNTAX_HAVE_MPI
-  collective(a, [&] {
-    world().all_reduce(t, reduce_op(c));
-    return 0;
-  });
+  if (dist::Communicator* w = job())
+    collective(a, [&] {
+      w->all_reduce(t, reduce_op(c));
+      return 0;
+    });
 #endif
   return Value::of_tensor(std::move(t));
 }
@@ -87,19 +90,20 @@ Value all_reduce(const Invocation& inv) {
 Value broadcast(const Invocation& inv) {
   Args a(inv, {{"tensor"}, {"root", kOptional}});
   int64_t root = a.integer_or(1, 0);
-#ifdef ZYNTAX_HAVE_MPI
-  int size = world().size();
-#else
   int size = 1;
+#ifdef ZYNTAX_HAVE_MPI
+  dist::Communicator* w = job();
+  if (w) size = w->size();
 #endif
   if (root < 0 || root >= size)
     throw Error(a.span(1), "broadcast: root " + std::to_string(root) + " is not a rank (ranks are 0 to " + std::to_string(size - 1) + ")");
   Tensor t = a.tensor(0).clone();
 #ifdef ZYNTAX_HAVE_MPI
-  collective(a, [&] {
-    world().broadcast(t, static_cast<int>(root));
-    return 0;
-  });
+  if (w)
+    collective(a, [&] {
+      w->broadcast(t, static_cast<int>(root));
+      return 0;
+    });
 #endif
   return Value::of_tensor(std::move(t));
 }
@@ -113,10 +117,10 @@ Value all_gather(const Invocation& inv) {
   if (axis < -rank || axis >= rank)
     throw Error(a.span(1), "all_gather: axis " + std::to_string(axis) + " is out of range for a tensor of " + std::to_string(rank) + " axes");
 #ifdef ZYNTAX_HAVE_MPI
-  return Value::of_tensor(collective(a, [&] { return world().all_gather(t, static_cast<int>(axis)); }));
-#else
-  return Value::of_tensor(t.clone());
+  if (dist::Communicator* w = job())
+    return Value::of_tensor(collective(a, [&] { return w->all_gather(t, static_cast<int>(axis)); }));
 #endif
+  return Value::of_tensor(t.clone());
 }
 
 const BuiltinEntry kEntries[] = {

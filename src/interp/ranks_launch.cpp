@@ -17,11 +17,10 @@ namespace zyntax {
 
 Tensor launch_over_ranks(CompiledCompute& compiled, Device& device, SplitMode mode, const std::vector<Tensor>& inputs,
                          const std::map<std::string, int64_t>& host_dims, const std::map<std::string, Scalar>& scalars) {
-#ifdef ZYNTAX_HAVE_MPI
-  dist::Communicator& world = dist::Communicator::world();
-  int rank = world.rank(), ranks = world.size();
-#else
   int rank = 0, ranks = 1;
+#ifdef ZYNTAX_HAVE_MPI
+  dist::Communicator* job = dist::Communicator::job();
+  if (job) rank = job->rank(), ranks = job->size();
 #endif
   if (ranks == 1) return compiled.launch(device, inputs, host_dims, scalars);
   LaunchPart part = launch_part(compiled, device, mode, inputs, host_dims, scalars, rank, ranks);
@@ -31,7 +30,7 @@ Tensor launch_over_ranks(CompiledCompute& compiled, Device& device, SplitMode mo
   // in rank order: gathered, they are that stretch of the output.
   Tensor gathered;
   try {
-    gathered = world.all_gather(part.out, part.slab.axis);
+    gathered = job->all_gather(part.out, part.slab.axis);
   } catch (const dist::DistError& e) {
     throw DataError(std::string("@parallel(data, ranks): ") + e.what());
   }
