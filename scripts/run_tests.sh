@@ -15,7 +15,9 @@ stage "tests"
 ctest --test-dir build --output-on-failure -j"$JOBS"
 
 stage "tests with AddressSanitizer and UndefinedBehaviorSanitizer"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DZYNTAX_SANITIZE=ON >/dev/null
+# Built with clang, which compiles the instrumented tree in half GCC's time.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DZYNTAX_SANITIZE=ON \
+  -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_C_COMPILER=clang-19 >/dev/null
 cmake --build build-asan -j"$JOBS"
 # What the Vulkan driver and layers keep to the end of the process is theirs
 # (tests/sanitizers/lsan.supp). The tests that check schedules' numbers on
@@ -31,7 +33,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build-asan --output-on-failure -j"$JOBS" -E "$ASAN_SKIP"
 
 stage "async stress test with ThreadSanitizer"
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZYNTAX_TSAN=ON >/dev/null
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DZYNTAX_TSAN=ON \
+  -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_C_COMPILER=clang-19 >/dev/null
 cmake --build build-tsan -j"$JOBS" --target zyntax_stress
 ZYNTAX_CACHE_DIR="$PWD/build-tsan/kernel-cache" TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
   build-tsan/tests/zyntax_stress 4 100

@@ -157,9 +157,14 @@ class Scheduler {
     // time, 32 the whole step). The last step of a ragged depth is a loop.
     LoopKind whole = LoopKind::Unrolled;
     if (x_stages_.size() > 1) unroll = 2;
-    Stmt over_k = K % BK == 0 ? steps(i64(BK), whole)
-                              : make_if(less_than(k_start + i64(BK), i64(K + 1)), {steps(i64(BK), whole)},
-                                        {steps(i64(K) - k_start, LoopKind::Serial)}, span());
+    // The steps are made one statement at a time: each names its loops
+    // afresh, and the names must not hang on the compiler's order of
+    // evaluating arguments.
+    Stmt over_k = steps(i64(BK), whole);
+    if (K % BK != 0) {
+      Stmt ragged = steps(i64(K) - k_start, LoopKind::Serial);
+      over_k = make_if(less_than(k_start + i64(BK), i64(K + 1)), {over_k}, {ragged}, span());
+    }
     return make_for(t, i64(0), i64(T), i64(1), {over_k}, LoopKind::GpuThread, 0, span());
   }
 
