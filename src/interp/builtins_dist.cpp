@@ -27,6 +27,10 @@ Combine combine_of(const Args& a, size_t i) {
 }
 
 #ifdef ZYNTAX_HAVE_MPI
+// The job's ranks where this process is one of them; nullptr for a lone
+// process (MPI is then never started).
+dist::Communicator* job() { return dist::Communicator::job(); }
+
 dist::ReduceOp reduce_op(Combine c) {
   switch (c) {
     case Combine::Sum: return dist::ReduceOp::Sum;
@@ -46,12 +50,6 @@ auto collective(const Args& a, F&& f) {
     throw Error(a.call_span(), e.what());
   }
 }
-#endif
-
-// The job's ranks where this process is one of them; nullptr for a lone
-// process (MPI is then never started).
-#ifdef ZYNTAX_HAVE_MPI
-dist::Communicator* job() { return dist::Communicator::job(); }
 #endif
 
 Value rank(const Invocation& inv) {

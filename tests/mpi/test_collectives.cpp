@@ -27,6 +27,9 @@ using namespace std::chrono_literals;
 
 Communicator& world() { return Communicator::world(); }
 
+// Communicator::job() as main() found it, before anything started MPI.
+Communicator* job_at_start = nullptr;
+
 const std::vector<DType> kDTypes = {DType::F16, DType::BF16, DType::F32, DType::F64, DType::I8,
                                     DType::I16, DType::I32,  DType::I64, DType::U8,  DType::U16,
                                     DType::U32, DType::U64,  DType::Bool};
@@ -173,6 +176,15 @@ Tensor on_device(DType t, const Shape& shape, int rank, int salt, std::shared_pt
   *mirror = std::make_shared<HostMemoryMirror>(filled(t, shape, rank, salt));
   EXPECT_TRUE(x.set_mirror(*mirror, /*host_current=*/false));
   return x;
+}
+
+// A lone process is no job's rank: job() is null and MPI is not started;
+// under mpirun job() is the world. Once MPI runs, job() is the world too.
+TEST(Collectives, TheJobIsTheWorldOnlyUnderALauncher) {
+  bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+  EXPECT_EQ(job_at_start != nullptr, launched);
+  if (launched) EXPECT_EQ(job_at_start, &world());
+  EXPECT_EQ(Communicator::job(), &world());
 }
 
 TEST(Collectives, RankAndSize) {
@@ -664,6 +676,13 @@ class RankFailurePrinter : public testing::EmptyTestEventListener {
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
+  zyntax::dist::job_at_start = zyntax::dist::Communicator::job();
+  int mpi_started = 0;
+  MPI_Initialized(&mpi_started);
+  if (!zyntax::dist::job_at_start && mpi_started) {
+    std::fprintf(stderr, "FAILED: Communicator::job() started MPI in a process no launcher started\n");
+    return 1;
+  }
   zyntax::dist::Communicator& world = zyntax::dist::Communicator::world();
   if (world.rank() != 0) {
     testing::TestEventListeners& listeners = testing::UnitTest::GetInstance()->listeners();
