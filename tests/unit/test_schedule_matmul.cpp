@@ -236,6 +236,24 @@ TEST(ScheduleMatmulApplies, ReadsRowMajorBInPlaceWhenRowsAreOneBlock) {
   EXPECT_NE(scheduled(kTransposedB, 128, 1152, 6272).find("bp%mm"), std::string::npos);
 }
 
+// The product's last column panel takes a block half as wide where no more
+// than half of it is real (N = 65: 2 x 32 + 1; a 16-wide block, the first
+// half of its zero-padded panel), and the whole block otherwise (N = 53: 21
+// of 32 real). The forms above check the values at N = 65, 37, 70 and 200.
+TEST(ScheduleMatmulApplies, TheLastColumnPanelIsHalfABlockWhereHalfOfItIsReal) {
+  cir::MatMulSchedule s = cir::cpu_matmul_schedule(512, 2);
+  auto scheduled = [&](int64_t n) {
+    std::optional<cir::Kernel> out = cir::schedule_matmul(cir::specialize(kernel_of(kPlain), {{"M", 64}, {"K", 100}, {"N", n}}), s);
+    EXPECT_TRUE(out.has_value());
+    return out ? cir::print(*out) : std::string();
+  };
+  std::string half = scheduled(65);
+  EXPECT_NE(half.find("matmul_block<8x16>"), std::string::npos) << half;
+  EXPECT_NE(half.find("matmul_block<8x32>"), std::string::npos) << half;
+  EXPECT_EQ(scheduled(53).find("matmul_block<8x16>"), std::string::npos);
+  EXPECT_EQ(scheduled(64).find("matmul_block<8x16>"), std::string::npos);
+}
+
 TEST(ScheduleMatmulApplies, NotToOtherReductions) {
   // A product whose factors both read j is not a matrix product.
   cir::Kernel k = kernel_of(

@@ -234,10 +234,20 @@ class Builder {
     std::string b_name = window_ ? std::string("xp%mm") : b_ ? b_->buffer : std::string("bp%mm");
     Expr b_offset = window_ ? col0 : b_ ? b_->base + var("pc%mm") * i64(b_->outer_stride) + col0 : var("jp%mm") * i64(KC * NR);
     Expr ldb = b_ ? i64(b_->outer_stride) : i64(NR);
-    block_row.push_back(make_matmul_block(
-        static_cast<int>(MR), static_cast<int>(NR), a_name, a_offset, a_rs, a_ks, b_name, b_offset, ldb,
-        var("kcv%mm"), c_name, at, ldc, min(i64(MR), var("mn%mm") - var("ip%mm") * i64(MR)),
-        min(i64(NR), var("jn%mm") - var("jp%mm") * i64(NR)), cmp(BinaryOp::Gt, var("pc%mm"), i64(0)), m_.store->span, b_rows));
+    auto micro_block = [&](int64_t cols) {
+      return make_matmul_block(static_cast<int>(MR), static_cast<int>(cols), a_name, a_offset, a_rs, a_ks, b_name, b_offset, ldb,
+                               var("kcv%mm"), c_name, at, ldc, min(i64(MR), var("mn%mm") - var("ip%mm") * i64(MR)),
+                               min(i64(cols), var("jn%mm") - var("jp%mm") * i64(NR)), cmp(BinaryOp::Gt, var("pc%mm"), i64(0)),
+                               m_.store->span, b_rows);
+    };
+    // The product's last column panel, when no more than half of it is
+    // real, takes a block half as wide: it reads the first half of each
+    // row of its (zero-padded) panel, and does half the work.
+    if (z_.half_edge()) {
+      block_row.push_back(make_if(cmp(BinaryOp::Ge, col0 + i64(NR / 2), i64(N)), {micro_block(NR / 2)}, {micro_block(NR)}));
+    } else {
+      block_row.push_back(micro_block(NR));
+    }
     Block panels = {make_for("ip%mm", i64(0), (var("mn%mm") + i64(MR - 1)) / i64(MR), i64(1), block_row)};
     rows.push_back(make_for("jp%mm", i64(0), (var("jn%mm") + i64(NR - 1)) / i64(NR), i64(1), panels));
     depth.push_back(make_for("ic%mm", var("i0%mm"), var("i1%mm"), i64(MC), rows));

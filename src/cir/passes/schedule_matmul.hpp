@@ -72,6 +72,9 @@ struct MatMulBlocking {
   bool a_aliased = false, b_aliased = false;
   bool operator==(const MatMulBlocking&) const = default;
   int64_t task_rows() const { return ((M + MR - 1) / MR + gm - 1) / gm * MR; }  // rows of a task's group, whole panels
+  // The last column panel is at most half real: it takes a block half as
+  // wide (half a panel of whole vectors).
+  bool half_edge() const { return NR % 2 == 0 && N % NR != 0 && N % NR <= NR / 2; }
 };
 
 // The blocking each schedule gives `k` (the product matched once), or
