@@ -285,15 +285,19 @@ class Builder {
   // zero past its end and, for the guarded factor, where the guard fails.
   // The element e is innermost: LLVM unrolls it and vectorises over p,
   // copying rows of B and interleaving W rows of A into whole-vector stores.
+  // A factor whose rows run along `along` (row-major B) is read a row at a
+  // time, every panel's part of it in turn: its rows are read from start to
+  // end, which the hardware prefetches, where one panel after another would
+  // read a short piece of every row (one page each) at a time.
   void pack(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W, int64_t KC,
             const std::string& start, const std::string& count, const std::string& first, int lanes) {
     if (along.loops.size() > 1 && m_.depth.loops.size() > 1 && along.loops.back().extent < m_.depth.loops.back().extent)
       return pack_along_depth(out, dst, v, guarded, along, W, KC, start, count, first);
     if (along.loops.size() > 1) return pack_by_runs(out, dst, v, guarded, along, W, KC, start, count, first, lanes);
-    std::string panel = fresh("panel");
+    std::string panel = fresh("panel"), p = fresh("p");
     Expr end = var(start) + var(count);
     auto copy = [&](bool edge) {
-      std::string p = fresh("p"), e = fresh("e");
+      std::string e = fresh("e");
       Expr at_e = var(first) + var(e);
       Substitution at = m_.depth.at(var("pc%mm") + var(p));
       for (auto& [name, value] : along.at(at_e)) at[name] = value;
@@ -302,11 +306,25 @@ class Builder {
       Stmt zero = make_store(dst, to, FloatImm::make(0.0));
       if (guarded && m_.guard.defined()) store = make_if(substitute(m_.guard, at), {store}, {zero});
       if (edge) store = make_if(cmp(BinaryOp::Lt, at_e, end), {store}, {zero});
-      return Block{make_for(p, i64(0), var("kcv%mm"), i64(1), {make_for(e, i64(0), i64(W), i64(1), {store})})};
+      return Block{make_for(e, i64(0), i64(W), i64(1), {store})};
     };
     Block body = {make_let(first, var(start) + var(panel) * i64(W)),
                   make_if(cmp(BinaryOp::Le, var(first) + i64(W), end), copy(false), copy(true))};
-    out.push_back(make_for(panel, i64(0), (var(count) + i64(W - 1)) / i64(W), i64(1), body));
+    Expr panels = (var(count) + i64(W - 1)) / i64(W);
+    if (rows_along(v, along)) {
+      out.push_back(make_for(p, i64(0), var("kcv%mm"), i64(1), {make_for(panel, i64(0), panels, i64(1), body)}));
+    } else {
+      out.push_back(make_for(panel, i64(0), panels, i64(1), {make_for(p, i64(0), var("kcv%mm"), i64(1), body)}));
+    }
+  }
+
+  // Whether `factor` reads a tensor whose last axis is `along`'s one loop:
+  // its rows run along the panels' width.
+  static bool rows_along(const Expr& factor, const LoopGroup& along) {
+    auto access = factor.as<Access>();
+    if (!access || access->axes.empty() || along.loops.size() != 1) return false;
+    auto last = access->axes.back().index.as<Var>();
+    return last && last->name == along.loops[0].var;
   }
 
   // pack() where the depth's runs are the longer ones (a convolution's
