@@ -3,11 +3,13 @@
 //   parallel for task (batch x row group x column group):
 //     for jc (NC columns):
 //       for pc (KC of the reduction):
-//         pack B[pc.., jc..] into NR-wide panels, k-major      (stays in L2/L3)
+//         pack B[pc.., jc..] into NR-wide panels, k-major      (stays in L2/L3; a row-major
+//                                                               B read a row at a time)
 //         for ic (MC rows):
 //           pack A[ic.., pc..] into MR-tall panels, k-major   (stays in L2)
 //           for each NR panel, for each MR panel:
 //             matmul_block<MR x NR>                           (registers; B panel in L1)
+//             (NR / 2 wide on the product's last panel where no more than half of it is real)
 //     epilogue: out = f(sum) over the task's tile, if the store was not just the sum
 //
 // It rewrites a specialised kernel that computes a product of the form
