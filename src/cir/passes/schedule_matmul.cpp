@@ -283,12 +283,13 @@ class Builder {
   // dst[panel, p, e] = v at (reduction step pc + p, flat index first + e of
   // `along`) for every W-wide panel of the block [start, start + count),
   // zero past its end and, for the guarded factor, where the guard fails.
-  // The element e is innermost: LLVM unrolls it and vectorises over p,
-  // copying rows of B and interleaving W rows of A into whole-vector stores.
-  // A factor whose rows run along `along` (row-major B) is read a row at a
-  // time, every panel's part of it in turn: its rows are read from start to
+  // The element e is innermost. A factor whose rows run along `along`
+  // (row-major B) is read a row at a time, every panel's part of it in
+  // turn, e's run copied in whole vectors: its rows are read from start to
   // end, which the hardware prefetches, where one panel after another would
-  // read a short piece of every row (one page each) at a time.
+  // read a short piece of every row (one page each) at a time. Otherwise
+  // (row-major A) a panel at a time: LLVM unrolls e and vectorises over p,
+  // interleaving W rows into whole-vector stores.
   void pack(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W, int64_t KC,
             const std::string& start, const std::string& count, const std::string& first, int lanes) {
     if (along.loops.size() > 1 && m_.depth.loops.size() > 1 && along.loops.back().extent < m_.depth.loops.back().extent)
