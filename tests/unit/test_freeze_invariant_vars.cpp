@@ -4,9 +4,13 @@
 // attention's tile shapes), and no other var does.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <random>
+
 #include "cir/equal_everywhere.hpp"
 #include "cir/passes/freeze_invariant_vars.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
+#include "cir/passes/simplify.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
 #include "kernel_source.hpp"
@@ -48,6 +52,58 @@ TEST(EqualEverywhere, InnerBoundsFollowOuterVariablesAndPointsAreLimited) {
   EXPECT_TRUE(equal_everywhere(max(var("x"), i64(0)), var("x"), {big.as<For>()}, {}));
   EXPECT_FALSE(equal_everywhere(max(var("x"), i64(0)), var("x"), {big.as<For>()}, {}, /*max_points=*/1000))
       << "too many iterations to look at";
+}
+
+// The direct evaluation equal_everywhere runs at each point against what it
+// replaces there, substituting the point and simplifying: random integer
+// expressions over two variables, at random points (negative ones, and
+// divisors that are zero, included).
+TEST(EqualEverywhere, DirectEvaluationFoldsAsTheSimplifierDoes) {
+  std::mt19937 rng(7);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  std::function<Expr(int)> random_int = [&](int depth) -> Expr {
+    if (depth == 0 || pick(4) == 0) {
+      int leaf = pick(3);
+      if (leaf == 0) return var("i");
+      if (leaf == 1) return var("j");
+      return i64(pick(25) - 5);
+    }
+    Expr a = random_int(depth - 1), b = random_int(depth - 1);
+    switch (pick(9)) {
+      case 0: return a + b;
+      case 1: return a - b;
+      case 2: return a * b;
+      case 3: return Binary::make(BinaryOp::Div, a, b);
+      case 4: return Binary::make(BinaryOp::Mod, a, b);
+      case 5: return min(a, b);
+      case 6: return max(a, b);
+      case 7: return Unary::make(UnaryOp::Neg, a);
+      default: {
+        static const BinaryOp kCompare[] = {BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt, BinaryOp::Le, BinaryOp::Gt, BinaryOp::Ge};
+        Expr cond = Binary::make(kCompare[pick(6)], a, random_int(depth - 1));
+        return Select::make(cond, b, Cast::make(DType::I64, Cast::make(DType::I32, random_int(depth - 1))));
+      }
+    }
+  };
+  int evaluated = 0, folded = 0;
+  for (int n = 0; n < 400; ++n) {
+    Expr e = random_int(4);
+    for (int p = 0; p < 6; ++p) {
+      Substitution point = {{"i", i64(pick(41) - 10)}, {"j", i64(pick(41) - 10)}};
+      Expr slow = simplify(substitute(e, point));
+      std::optional<Scalar> fast = evaluate_at(e, point);
+      if (const IntImm* v = slow.as<IntImm>()) {
+        ++folded;
+        if (fast) ++evaluated;
+        if (fast) EXPECT_EQ(fast->i, v->value) << print(e) << " at i=" << print(point["i"]) << " j=" << print(point["j"]);
+      } else {
+        EXPECT_FALSE(fast) << print(e) << " has no value at i=" << print(point["i"]) << " j=" << print(point["j"]);
+      }
+    }
+  }
+  // Only an expression with no value in some part (x / 0 * 0) is left to the simplifier.
+  EXPECT_GT(evaluated, folded * 9 / 10);
+  EXPECT_FALSE(evaluate_at(var("i") + var("n"), {{"i", i64(1)}})) << "n is not bound at the point";
 }
 
 // A var that a loop doubles is left alone; one the loop sets to its own

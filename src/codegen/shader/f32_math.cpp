@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <numbers>
 #include <stdexcept>
 #include <vector>
@@ -612,13 +613,19 @@ const char* shader_f32_function(MathFn fn) {
 std::string shader_f32_library(const std::set<std::string>& names, ShaderLanguage language) {
   std::set<std::string> wanted;
   for (const std::string& n : names) wanted.insert(defining(n));
+  // Kernels ask for few distinct sets, and translating one to GLSL or MSL
+  // runs regular expressions over all of its text: each set is written once
+  // per language and process.
+  static std::mutex mutex;
+  static std::map<std::pair<ShaderLanguage, std::set<std::string>>, std::string> written;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto key = std::make_pair(language, wanted);
+  if (auto it = written.find(key); it != written.end()) return it->second;
   std::string wgsl = write_helpers(helpers(), wanted, "shader f32 math");
-  switch (language) {
-    case ShaderLanguage::Wgsl: return wgsl;
-    case ShaderLanguage::Glsl: return wgsl_to_glsl(wgsl);
-    case ShaderLanguage::Msl: return wgsl_to_msl(wgsl);
-  }
-  return wgsl;
+  std::string text = wgsl;
+  if (language == ShaderLanguage::Glsl) text = wgsl_to_glsl(wgsl);
+  if (language == ShaderLanguage::Msl) text = wgsl_to_msl(wgsl);
+  return written.emplace(std::move(key), std::move(text)).first->second;
 }
 
 }  // namespace zyntax::codegen
