@@ -74,9 +74,14 @@ std::optional<Scalar> evaluate_at(const Expr& e, const Substitution& point) {
 
 namespace {
 
+// An integer or bool value as the simplifier's constants hold it.
+std::optional<int64_t> as_int(const std::optional<Scalar>& s) {
+  if (!s || !(is_int(s->dtype) || is_bool(s->dtype))) return std::nullopt;
+  return is_unsigned_int(s->dtype) ? static_cast<int64_t>(s->u) : s->i;
+}
+
 std::optional<int64_t> value_at(const Expr& e, const Substitution& point) {
-  if (auto s = evaluate_at(e, point); s && (is_int(s->dtype) || is_bool(s->dtype)))
-    return is_unsigned_int(s->dtype) ? static_cast<int64_t>(s->u) : s->i;
+  if (std::optional<int64_t> v = as_int(evaluate_at(e, point))) return v;
   // What the direct evaluation cannot tell (an expression whose parts have
   // no value on their own, `x / 0 * 0`), the simplifier may.
   Expr v = simplify(substitute(e, point));
@@ -88,9 +93,11 @@ std::optional<int64_t> value_at(const Expr& e, const Substitution& point) {
 // Calls at(point) at every iteration of the loops whose variables `names`
 // (or the bounds of such loops) name, while it returns true; false where
 // a name is bound by no loop, a bound is not a constant, or there are more
-// than max_points iterations.
+// than max_points iterations. The bounds are simplified first where
+// `simplified` (which may drop names they read).
 bool every_point(std::set<std::string> needed, const std::vector<const For*>& loops, const Substitution& lets, int64_t max_points,
-                 const std::function<bool(const Substitution&)>& at) {
+                 bool simplified, const std::function<bool(const Substitution&)>& at) {
+  auto prepare = [&](const Expr& e) { return simplified ? simplify(substitute(e, lets)) : substitute(e, lets); };
   // Outermost first, with their bounds (which may name outer loops' variables).
   struct Used {
     const For* loop;
@@ -100,7 +107,7 @@ bool every_point(std::set<std::string> needed, const std::vector<const For*>& lo
   for (size_t i = loops.size(); i-- > 0;) {
     const For* f = loops[i];
     if (!needed.erase(f->var)) continue;
-    Used u{f, simplify(substitute(f->lo, lets)), simplify(substitute(f->hi, lets)), simplify(substitute(f->step, lets))};
+    Used u{f, prepare(f->lo), prepare(f->hi), prepare(f->step)};
     for (const Expr& bound : {u.lo, u.hi, u.step})
       for (const std::string& n : reads(bound)) needed.insert(n);
     used.push_back(std::move(u));
@@ -130,11 +137,31 @@ bool every_point(std::set<std::string> needed, const std::vector<const For*>& lo
 
 bool equal_everywhere(const Expr& a, const Expr& b, const std::vector<const For*>& loops, const Substitution& lets,
                       int64_t max_points) {
-  Expr x = simplify(substitute(a, lets)), y = simplify(substitute(b, lets));
+  auto names = [](const Expr& u, const Expr& v) {
+    std::set<std::string> needed = reads(u);
+    for (const std::string& n : reads(v)) needed.insert(n);
+    return needed;
+  };
+  // First as written, lets substituted: the lets resolve into large
+  // expressions that are slow to simplify, and evaluating them at each point
+  // needs no simplifying. A value that differs at a point settles it, as
+  // does every point agreeing.
+  Expr x = substitute(a, lets), y = substitute(b, lets);
   if (equal(x, y)) return true;
-  std::set<std::string> needed = reads(x);
-  for (const std::string& n : reads(y)) needed.insert(n);
-  return every_point(std::move(needed), loops, lets, max_points, [&](const Substitution& point) {
+  bool differs = false;
+  bool agree = every_point(names(x, y), loops, lets, max_points, /*simplified=*/false, [&](const Substitution& point) {
+    std::optional<int64_t> u = as_int(evaluate_at(x, point)), v = as_int(evaluate_at(y, point));
+    if (!u || !v) return false;
+    differs = *u != *v;
+    return !differs;
+  });
+  if (agree || differs) return agree;
+  // What that could not tell (a name no loop binds that simplifying
+  // cancels, `n - n`; a part with no value alone), simplified.
+  x = simplify(x);
+  y = simplify(y);
+  if (equal(x, y)) return true;
+  return every_point(names(x, y), loops, lets, max_points, /*simplified=*/true, [&](const Substitution& point) {
     std::optional<int64_t> u = value_at(x, point), v = value_at(y, point);
     return u && v && *u == *v;
   });
@@ -144,7 +171,7 @@ std::optional<int64_t> largest_everywhere(const Expr& e, const std::vector<const
                                           int64_t max_points) {
   Expr x = simplify(substitute(e, lets));
   std::optional<int64_t> most;
-  bool all = every_point(reads(x), loops, lets, max_points, [&](const Substitution& point) {
+  bool all = every_point(reads(x), loops, lets, max_points, /*simplified=*/true, [&](const Substitution& point) {
     std::optional<int64_t> v = value_at(x, point);
     if (v) most = std::max(most.value_or(*v), *v);
     return v.has_value();
