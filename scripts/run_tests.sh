@@ -24,10 +24,11 @@ cmake --build build-asan -j"$JOBS"
 # large shapes through the reference executor, the PTX corpus and the
 # program suite on the reference executor and on Vulkan, the recorded GPU
 # plans, flash attention's tile schedules, the WebGPU suites (run in node) and
-# the differential fuzzer, the fused and compiled-host reruns of the program suite
+# the differential fuzzer, the fused and compiled-host reruns of the program suite,
+# tiny_lm's 300 training steps (its kernels run here in tiny_lm_gradients)
 # run once, above: under the sanitizers they would mostly measure the
 # reference executor.
-ASAN_SKIP='^Kernels/MslHarness\.|^(programs_msl|programs_rocm|mpi_collectives|mpi_programs|tiny_lm_distributed|programs_reference|programs_vulkan|vulkan_staging|vulkan_minimal_device|ptx_corpus|webgpu_parity|webgpu_module|webgpu_page|fuzz_differential|programs_fusion_off|programs_host_compiled|fusion_random_blocks)$|^Forms/Schedule(Matmul|Conv)\.|^ScheduleGpuMatmul\.WithinRounding|^ScheduleGpuMma\.TheReferences|^ScheduleGpuWgmma\.TheReferences|^ScheduleConvApplies\.ToTheWeightGradient|^GpuPlanGolden\.|^ScheduleGpuTiles\.(EveryNestOfFlashAttentionIsSharedOut|FlashAttentionMatchesTheReferenceAtOddSizes|AttentionProductsOverBfloatBlocksRunOnMatrixUnits|MatrixUnitTilesAreLaidOutForThemAndAssemble)$'
+ASAN_SKIP='^Kernels/MslHarness\.|^(programs_msl|programs_rocm|mpi_collectives|mpi_programs|tiny_lm_distributed|tiny_lm_training|programs_reference|programs_vulkan|vulkan_staging|vulkan_minimal_device|ptx_corpus|webgpu_parity|webgpu_module|webgpu_page|fuzz_differential|programs_fusion_off|programs_host_compiled|fusion_random_blocks)$|^Forms/Schedule(Matmul|Conv)\.|^ScheduleGpuMatmul\.WithinRounding|^ScheduleGpuMma\.TheReferences|^ScheduleGpuWgmma\.TheReferences|^ScheduleConvApplies\.ToTheWeightGradient|^GpuPlanGolden\.|^ScheduleGpuTiles\.(EveryNestOfFlashAttentionIsSharedOut|FlashAttentionMatchesTheReferenceAtOddSizes|AttentionProductsOverBfloatBlocksRunOnMatrixUnits|MatrixUnitTilesAreLaidOutForThemAndAssemble)$'
 LSAN_OPTIONS=suppressions="$PWD/tests/sanitizers/lsan.supp" \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$JOBS" -E "$ASAN_SKIP"
