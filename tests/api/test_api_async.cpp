@@ -64,9 +64,9 @@ TEST(ApiAsync, ManyHostThreadsLaunchingAsyncOpsGetTheirOwnResults) {
 
 TEST(ApiAsync, AnyGivesTheFirstToFinishAndATimeoutFires) {
   ComputeDevice cpu = ComputeDevice::open("cpu"), reference = ComputeDevice::open("cpu:reference");
-  Future<Buffer> slow = slow_op(reference, 160);
+  Future<Buffer> slow = slow_op(reference, 96);
   EXPECT_FALSE(slow.get_for(1ms).has_value());  // the timeout fires; the op goes on
-  std::vector<Future<Buffer>> racers = {slow_op(reference, 160),
+  std::vector<Future<Buffer>> racers = {slow_op(reference, 96),
                                         cpu.async([](const ComputeDevice& d) { return d.upload({1.0f, 2.0f}); })};
   auto [first, index] = await_any(racers);
   EXPECT_EQ(index, 1u);
