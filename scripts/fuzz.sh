@@ -43,6 +43,7 @@ if [[ $# -eq 0 ]]; then
   check_limits=(-runs="$runs" -max_total_time="${FUZZ_SECONDS:-900}")
 fi
 pids=()
+logs=()
 for ((w = 0; w < WORKERS; w++)); do
   mkdir -p build-fuzz/corpus-check-$w
   seed=()
@@ -51,12 +52,11 @@ for ((w = 0; w < WORKERS; w++)); do
     -rss_limit_mb=4096 -print_final_stats=1 -dict=fuzz/dict build-fuzz/corpus-check-$w build-fuzz/corpus-check \
     >/dev/null 2>build-fuzz/fuzz_check-$w.log &
   pids+=($!)
+  logs+=(build-fuzz/fuzz_check-$w.log)
 done
 build-fuzz/fuzz/fuzz_npy -artifact_prefix=build-fuzz/ "${LIMITS[@]}" -max_len=4096 -timeout=10 -rss_limit_mb=4096 \
   -print_final_stats=1 build-fuzz/corpus-npy >/dev/null 2>build-fuzz/fuzz_npy.log &
 pids+=($!)
-logs=()
-for ((w = 0; w < WORKERS; w++)); do logs+=(build-fuzz/fuzz_check-$w.log); done
 logs+=(build-fuzz/fuzz_npy.log)
 failed=0
 for i in "${!pids[@]}"; do

@@ -11,66 +11,8 @@
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
 #include "cir/visitor.hpp"
-#include "support/scalar.hpp"
 
 namespace zyntax::cir {
-
-std::optional<Scalar> evaluate_at(const Expr& e, const Substitution& point) {
-  auto fold = [&](auto eval) -> std::optional<Scalar> {
-    try {
-      Scalar r = eval();
-      if (r.dtype == e->type.dtype) return r;
-    } catch (const ScalarError&) {
-    }
-    return std::nullopt;
-  };
-  if (!e->type.is_scalar()) return std::nullopt;
-  switch (e->kind) {
-    case ExprKind::IntImm: return Scalar::from_int(e.as<IntImm>()->value, e->type.dtype);
-    case ExprKind::BoolImm: return Scalar::of_bool(e.as<BoolImm>()->value);
-    case ExprKind::FloatImm: return Scalar::of_float(e.as<FloatImm>()->value, e->type.dtype);
-    case ExprKind::Var: {
-      auto it = point.find(e.as<Var>()->name);
-      if (it == point.end() || !it->second.as<IntImm>()) return std::nullopt;
-      return Scalar::from_int(it->second.as<IntImm>()->value, e->type.dtype);
-    }
-    case ExprKind::Cast: {
-      auto v = evaluate_at(e.as<Cast>()->value, point);
-      if (!v) return std::nullopt;
-      return fold([&] { return cast(*v, e->type.dtype); });
-    }
-    case ExprKind::Unary: {
-      const Unary* op = e.as<Unary>();
-      auto a = evaluate_at(op->a, point);
-      if (!a) return std::nullopt;
-      return fold([&] { return eval_unary(op->op, *a); });
-    }
-    case ExprKind::Binary: {
-      const Binary* op = e.as<Binary>();
-      auto a = evaluate_at(op->a, point), b = a ? evaluate_at(op->b, point) : std::nullopt;
-      if (!a || !b || a->dtype != b->dtype) return std::nullopt;
-      return fold([&] { return eval_binary(op->op, *a, *b); });
-    }
-    case ExprKind::Select: {
-      const Select* op = e.as<Select>();
-      auto c = evaluate_at(op->cond, point);
-      if (!c || !is_bool(c->dtype)) return std::nullopt;
-      return evaluate_at(c->i != 0 ? op->t : op->f, point);
-    }
-    case ExprKind::Math: {
-      const Math* op = e.as<Math>();
-      std::vector<Scalar> args;
-      for (const Expr& a : op->args) {
-        auto v = evaluate_at(a, point);
-        if (!v) return std::nullopt;
-        args.push_back(*v);
-      }
-      if (args.empty()) return std::nullopt;
-      return fold([&] { return eval_math(op->fn, args); });
-    }
-    default: return std::nullopt;
-  }
-}
 
 namespace {
 

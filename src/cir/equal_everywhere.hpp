@@ -13,16 +13,8 @@
 
 #include "cir/ir.hpp"
 #include "cir/substitute.hpp"
-#include "support/scalar.hpp"
 
 namespace zyntax::cir {
-
-// The value of a scalar expression whose names `point` binds to integer
-// constants, folded as the simplifier folds it but without building a tree
-// (equal_everywhere evaluates at up to max_points points); nothing where a
-// node is not a scalar operation (an access, a tile) or has no value
-// (integer division by zero).
-std::optional<Scalar> evaluate_at(const Expr& e, const Substitution& point);
 
 // `loops`: the loops around the expressions, outermost first; `lets`: the
 // values of the lets they may name, already resolved. Expressions equal as

@@ -50,13 +50,19 @@ bool compare_holds(BinaryOp op, int64_t diff) {
 // The result of a scalar operation on constants, or nothing when it has no
 // value (integer division by zero) or its dtype is not the node's.
 template <class Eval>
-Expr fold(const Type& node_type, Span span, Eval eval) {
+std::optional<Scalar> folded(DType node_dtype, Eval eval) {
   try {
     Scalar r = eval();
-    if (r.dtype == node_type.dtype) return constant_expr(r, span);
+    if (r.dtype == node_dtype) return r;
   } catch (const ScalarError&) {
   }
-  return {};
+  return std::nullopt;
+}
+
+template <class Eval>
+Expr fold(const Type& node_type, Span span, Eval eval) {
+  std::optional<Scalar> r = folded(node_type.dtype, eval);
+  return r ? constant_expr(*r, span) : Expr{};
 }
 
 class Simplifier : public IRMutator {
@@ -224,6 +230,58 @@ class Simplifier : public IRMutator {
 };
 
 }  // namespace
+
+std::optional<Scalar> evaluate_at(const Expr& e, const Substitution& point) {
+  auto fold = [&](auto eval) { return folded(e->type.dtype, eval); };
+  if (!e->type.is_scalar()) return std::nullopt;
+  switch (e->kind) {
+    case ExprKind::IntImm:
+    case ExprKind::BoolImm:
+    case ExprKind::FloatImm: return constant_of(e);
+    case ExprKind::Var: {
+      auto it = point.find(e.as<Var>()->name);
+      if (it == point.end()) return std::nullopt;
+      std::optional<Scalar> v = constant_of(it->second);
+      if (!v || v->dtype != e->type.dtype) return std::nullopt;
+      return v;
+    }
+    case ExprKind::Cast: {
+      auto v = evaluate_at(e.as<Cast>()->value, point);
+      if (!v) return std::nullopt;
+      return fold([&] { return cast(*v, e->type.dtype); });
+    }
+    case ExprKind::Unary: {
+      const Unary* op = e.as<Unary>();
+      auto a = evaluate_at(op->a, point);
+      if (!a) return std::nullopt;
+      return fold([&] { return eval_unary(op->op, *a); });
+    }
+    case ExprKind::Binary: {
+      const Binary* op = e.as<Binary>();
+      auto a = evaluate_at(op->a, point), b = a ? evaluate_at(op->b, point) : std::nullopt;
+      if (!a || !b || a->dtype != b->dtype) return std::nullopt;
+      return fold([&] { return eval_binary(op->op, *a, *b); });
+    }
+    case ExprKind::Select: {
+      const Select* op = e.as<Select>();
+      auto c = evaluate_at(op->cond, point);
+      if (!c || !is_bool(c->dtype)) return std::nullopt;
+      return evaluate_at(c->i != 0 ? op->t : op->f, point);
+    }
+    case ExprKind::Math: {
+      const Math* op = e.as<Math>();
+      std::vector<Scalar> args;
+      for (const Expr& a : op->args) {
+        auto v = evaluate_at(a, point);
+        if (!v) return std::nullopt;
+        args.push_back(*v);
+      }
+      if (args.empty()) return std::nullopt;
+      return fold([&] { return eval_math(op->fn, args); });
+    }
+    default: return std::nullopt;
+  }
+}
 
 Expr simplify(const Expr& e) { return Simplifier().mutate(e); }
 

@@ -8,7 +8,11 @@
 // expressions are folded only when every operand is a constant.
 #pragma once
 
+#include <optional>
+
 #include "cir/ir.hpp"
+#include "cir/substitute.hpp"
+#include "support/scalar.hpp"
 
 namespace zyntax::cir {
 
@@ -16,5 +20,13 @@ Expr simplify(const Expr& e);
 // Also simplifies the param, Decl and Allocate types, node types, and the
 // shared-memory hint.
 Kernel simplify(const Kernel& k);
+
+// The constant simplify(substitute(e, point)) folds a scalar expression to,
+// where `point` binds its names to constants, computed without building a
+// tree (equal_everywhere evaluates at thousands of points); nothing where a
+// node is not a scalar operation (an access, a tile) or has no value
+// (integer division by zero), which the simplifier may still fold as a whole
+// (`x / 0 * 0`).
+std::optional<Scalar> evaluate_at(const Expr& e, const Substitution& point);
 
 }  // namespace zyntax::cir
