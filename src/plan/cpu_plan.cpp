@@ -1,5 +1,6 @@
 #include "plan/cpu_plan.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "cir/flop_count.hpp"
@@ -65,10 +66,15 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits,
   passes.push_back({"reuse_row_values", [](const cir::Kernel& k) { return cir::reuse_row_values(k); }});
   int64_t tasks = std::max<int64_t>(choice.get("tasks", kCpuTasksPerThread * threads), 1), block = std::max<int64_t>(choice.get("block", 64), 1);
   // Too few rows for the threads (a matrix-vector product): the columns
-  // split into blocks first, each a task whose reductions still turn inside out.
+  // split into blocks first, one per thread, each a task whose reductions
+  // still turn inside out.
+  int64_t reduction_tasks = std::max<int64_t>(choice.get("tasks", threads), 1);
   if (threads > 1)
-    passes.push_back({"widen_task_loop", [tasks, block](const cir::Kernel& k) { return cir::widen_task_loop(k, tasks, block, true); }});
-  passes.push_back({"interchange_reductions", [](const cir::Kernel& k) { return cir::interchange_reductions(k); }});
+    passes.push_back({"widen_task_loop", [tasks, block, reduction_tasks](const cir::Kernel& k) {
+                        return cir::widen_task_loop(k, tasks, block, reduction_tasks);
+                      }});
+  int64_t jam = std::clamp<int64_t>(choice.get("jam", kCpuReductionJam), 1, 16);
+  passes.push_back({"interchange_reductions", [jam](const cir::Kernel& k) { return cir::interchange_reductions(k, static_cast<int>(jam)); }});
   passes.push_back({"partition_guarded_loops", [](const cir::Kernel& k) { return cir::partition_guarded_loops(k); }});
   passes.push_back({"vectorize_wide_sums", [vector_bits](const cir::Kernel& k) { return cir::vectorize_wide_sums(k, vector_bits); }});
   // The pool splits the outer loop into a few chunks per thread

@@ -33,6 +33,11 @@ constexpr double kCpuOperationsToShare = 32768;
 // thread, a whole-tensor reduction folded in this many chunks per thread.
 constexpr int64_t kCpuTasksPerThread = 4;
 
+// The rules' unroll of an interchanged reduction's loop into its vector
+// loop (interchange_reductions' jam): a matrix-vector product's running
+// sums loaded and stored once per 4 rows of the matrix.
+constexpr int64_t kCpuReductionJam = 4;
+
 // From this many threads a loop of atomic updates runs on all of them; with
 // fewer, in order on one (one core's vector adds beat compare-and-swap
 // loops on a few).
@@ -42,7 +47,5 @@ constexpr int kCpuAtomicThreads = 16;
 // `vector_bits`: the widest vector register (256 for AVX2, 512 for AVX-512);
 // `choice`: the tuner's knobs (plan/cpu_tuning), empty for the rules alone.
 CpuPlan plan_cpu_kernel(const cir::Kernel& k, int threads, int vector_bits, const TuningChoice& choice = {});
-
-
 
 }  // namespace zyntax

@@ -7,6 +7,7 @@
 
 #include "cir/flop_count.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
+#include "cir/printer.hpp"
 #include "cir/passes/schedule_matmul.hpp"
 #include "plan/cpu_plan.hpp"
 #include "plan/kernel_support.hpp"
@@ -82,10 +83,21 @@ double loop_cycles(double work, int64_t tasks, int threads, bool one_thread) {
 
 void add(std::vector<TuningCandidate>& out, TuningChoice c, double cost) { out.push_back({std::move(c), cost}); }
 
+// Whether the rules' plan unrolls a reduction into a vector loop (a jam
+// knob changes what runs).
+bool jams_a_reduction(const cir::Kernel& kernel, int threads, int vector_bits) {
+  try {
+    CpuPlan rules = plan_cpu_kernel(kernel, threads, vector_bits), plain = plan_cpu_kernel(kernel, threads, vector_bits, {{{"jam", 1}}});
+    return rules.kernel && plain.kernel && cir::print(*rules.kernel) != cir::print(*plain.kernel);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 bool is_cpu_knob(const std::string& name) {
-  static const std::set<std::string> knobs = {"mr", "nr", "kc", "mc", "nc", "ain", "bin", "rows", "tasks", "block", "chunks", "one"};
+  static const std::set<std::string> knobs = {"mr", "nr", "kc", "mc", "nc", "ain", "bin", "rows", "tasks", "block", "chunks", "one", "jam"};
   return knobs.count(name) != 0;
 }
 
@@ -154,6 +166,10 @@ std::vector<TuningCandidate> cpu_tuning_space(const cir::Kernel& kernel, int thr
         }
       add(out, {{{"one", 1}}}, loop_cycles(ops, 1, threads, true));
     }
+    // The unroll of interchanged reductions, where the kernel has one (the
+    // plans differ): the model cannot tell these apart, timing can.
+    if (jams_a_reduction(kernel, threads, vector_bits))
+      for (int64_t jam : {int64_t(1), int64_t(2), int64_t(8)}) add(out, {{{"jam", jam}}}, out[0].cost);
   }
   rank_candidates(out);
   // Many choices cost alike in the model (it cannot tell them apart): the

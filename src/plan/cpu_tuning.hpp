@@ -13,6 +13,8 @@
 //                                block   the iterations of an innermost loop a task
 //                                        takes when that loop is widened
 //                                chunks  a whole-tensor reduction's tasks
+//                                jam     an interchanged reduction's loop unrolled
+//                                        into its vector loop (1: not)
 //                                one     1: run on the calling thread alone
 //
 // The default (an empty choice) is the rules plan_cpu_kernel applies

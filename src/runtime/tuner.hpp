@@ -49,6 +49,7 @@ struct CandidateTiming {
   double cost = 0;        // the cost model's estimate
   double ms = -1;         // median; -1 where it did not run to the end
   std::string outcome;    // "ok", "cut", "failed to compile", "wrong result: ...", "over budget"
+  double warmup_ms = 0;   // the first run's wall time: its compile included
 };
 
 struct TuneResult {
@@ -85,6 +86,8 @@ struct TunedLaunch {
   std::vector<CandidateTiming> final;    // the final's
   // With compare_exhaustive: the best of every candidate, and its time.
   // exhaustive_chosen_ms: the tuner's choice as the exhaustive search timed it (side by side with the rest).
+  // exhaustive_seconds: its wall time, plus the compiles it found done (the
+  // search's candidates, whose plans it reused), as the search paid them.
   double exhaustive_ms = -1, exhaustive_chosen_ms = -1, exhaustive_seconds = 0;
 };
 std::vector<TunedLaunch> tuned_launches();

@@ -87,8 +87,13 @@ bool short_constant_range(const NestLoop& l) {
   return lo && hi && step && step->value == 1 && hi->value - lo->value <= kMaxUnrolledTrips;
 }
 
+// Below this many columns an accumulator row stays in registers anyway.
+constexpr int64_t kMinJammedTrips = 16;
+
 class Interchange {
  public:
+  explicit Interchange(int jam) : jam_(jam) {}
+
   Block block(const Block& b) {
     Block out;
     for (const Stmt& s : b) {
@@ -171,14 +176,24 @@ class Interchange {
     // the padding) j runs over plain loads.
     size_t j_depth = nest->loops.size();
     if (nest->guard.defined() && reads_any(nest->guard, {j}) && short_constant_range(nest->loops.back())) --j_depth;
-    auto wrap = [](const NestLoop& l, Stmt b) {
-      return make_for(l.loop->var, l.lo, l.hi, l.step, {std::move(b)}, l.loop->loop_kind, l.loop->factor, l.loop->span);
+    auto wrap = [](const NestLoop& l, Block b) {
+      return make_for(l.loop->var, l.lo, l.hi, l.step, std::move(b), l.loop->loop_kind, l.loop->factor, l.loop->span);
     };
-    Stmt body = update;
-    for (size_t d = nest->loops.size(); d-- > j_depth;) body = wrap(nest->loops[d], body);
-    body = over_j(j1, {body});
-    for (size_t d = j_depth; d-- > 0;) body = wrap(nest->loops[d], body);
-    out.push_back(body);
+    Block body;
+    size_t outer = j_depth;
+    if (jam_ > 1 && !nest->guard.defined() && j_depth == nest->loops.size() && constant_value(nest->loops.back().step) == 1 &&
+        *trips >= kMinJammedTrips) {
+      std::string j3 = fresh(j);
+      body = {jammed(nest->loops.back(), *nest, false, j1, rename_j(j1), acc_of(j1), at(j1), over_j),
+              jammed(nest->loops.back(), *nest, true, j3, rename_j(j3), acc_of(j3), at(j3), over_j)};
+      --outer;
+    } else {
+      Stmt inner = update;
+      for (size_t d = nest->loops.size(); d-- > j_depth;) inner = wrap(nest->loops[d], {inner});
+      body = {over_j(j1, {inner})};
+    }
+    for (size_t d = outer; d-- > 0;) body = {wrap(nest->loops[d], std::move(body))};
+    for (Stmt& b : body) out.push_back(std::move(b));
 
     std::string j2 = fresh(j);
     Substitution finish = rename_j(j2);
@@ -187,14 +202,42 @@ class Interchange {
     return true;
   }
 
+  // The innermost reduction loop k (step 1) around `for j: acc[j] = acc[j] op term(k, j)`,
+  // unrolled by jam_ and jammed into the j loop:
+  //
+  //   for k in lo..end step U:                      (end = lo + (hi - lo) / U * U)
+  //     for j: acc[j] = ((acc[j] op term(k, j)) op term(k + 1, j)) ... op term(k + U - 1, j)
+  //   for k in end..hi:
+  //     for j: acc[j] = acc[j] op term(k, j)
+  //
+  // Each acc[j] is loaded and stored once per U terms instead of once per
+  // term (a matrix-vector product was bound by those loads and stores, not
+  // by memory), and still takes its terms in k order: the same bits.
+  // One of the two loops above: the unrolled one, or the rest.
+  template <class OverJ>
+  Stmt jammed(const NestLoop& kl, const ReductionNest& nest, bool rest, const std::string& jv, const Substitution& rename,
+              const Expr& acc, const AxisSel& slot, OverJ over_j) {
+    const std::string& k = kl.loop->var;
+    Expr term = substitute(nest.term, rename);
+    Expr end = kl.lo + max(kl.hi - kl.lo, i64(0)) / i64(jam_) * i64(jam_);
+    auto update = [&](Expr value) { return over_j(jv, {make_store(acc.as<Access>()->buffer, {slot}, std::move(value), nest.assign->span)}); };
+    if (rest) return make_for(k, end, kl.hi, kl.step, {update(Binary::make(nest.op, acc, term))}, LoopKind::Serial, 0, kl.loop->span);
+    std::string kv = fresh(k);
+    Expr value = acc;
+    for (int u = 0; u < jam_; ++u)
+      value = Binary::make(nest.op, value, substitute(term, {{k, Var::make(kv, Type::scalar(DType::I64)) + i64(u)}}));
+    return make_for(kv, kl.lo, end, i64(jam_), {update(value)}, LoopKind::Serial, 0, kl.loop->span);
+  }
+
+  int jam_;
   int counter_ = 0;
 };
 
 }  // namespace
 
-Kernel interchange_reductions(const Kernel& k) {
+Kernel interchange_reductions(const Kernel& k, int jam) {
   Kernel out = k;
-  out.body = Interchange().block(k.body);
+  out.body = Interchange(jam).block(k.body);
   out = simplify(out);
   verify_or_throw(out, "interchange_reductions");
   return out;

@@ -17,6 +17,9 @@
 namespace zyntax::cir {
 
 // Rewrites every loop of this shape in a specialised kernel; leaves the rest.
-Kernel interchange_reductions(const Kernel& k);
+// jam > 1: where j ends innermost under a step-1 loop k with no guard, k is
+// unrolled by `jam` into the j loop, each acc[j] still summed in k order
+// (one load and store of acc[j] per `jam` terms).
+Kernel interchange_reductions(const Kernel& k, int jam = 1);
 
 }  // namespace zyntax::cir

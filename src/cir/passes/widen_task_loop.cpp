@@ -54,7 +54,7 @@ bool one_reduction(const Block& body) {
   return body.size() == 3 && body[0].as<Decl>() && body[1].as<For>() && body[2].as<Store>();
 }
 
-std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block, bool block_reductions, FreshNames& fresh) {
+std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block, int64_t reduction_trips, FreshNames& fresh) {
   auto outer = s.as<For>();
   if (!outer || outer->loop_kind != LoopKind::Parallel || outer->body.empty()) return std::nullopt;
   Block lets(outer->body.begin(), outer->body.end() - 1);
@@ -67,7 +67,8 @@ std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block, 
   std::string t = fresh(outer->var + "%" + inner->var);
   Expr tv = Var::make(t, Type::scalar(DType::I64));
 
-  if (holds_loop(inner->body) && !(block_reductions && one_reduction(inner->body))) {
+  bool reductions = reduction_trips > 0 && one_reduction(inner->body);
+  if (holds_loop(inner->body) && !reductions) {
     int64_t n = ri->trips();
     Block body;
     body.push_back(outer_let(*outer, *ro, tv, n));
@@ -79,7 +80,7 @@ std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block, 
   }
 
   // The innermost loop: blocks of whole vectors, as many as the threads need.
-  int64_t wanted = (min_trips + ro->trips() - 1) / ro->trips();
+  int64_t wanted = ((reductions ? reduction_trips : min_trips) + ro->trips() - 1) / ro->trips();
   int64_t per = std::max(block, ri->trips() / wanted / block * block);
   int64_t blocks = (ri->trips() + per - 1) / per;
   if (blocks <= 1) return std::nullopt;
@@ -94,7 +95,7 @@ std::optional<Stmt> widen_once(const Stmt& s, int64_t min_trips, int64_t block, 
 
 }  // namespace
 
-Kernel widen_task_loop(const Kernel& k, int64_t min_trips, int64_t block, bool block_reductions) {
+Kernel widen_task_loop(const Kernel& k, int64_t min_trips, int64_t block, int64_t reduction_trips) {
   if (k.kind == KernelKind::Reduce || k.body.size() != 1) return k;
   Kernel out = k;
   FreshNames fresh(k);
@@ -103,7 +104,7 @@ Kernel widen_task_loop(const Kernel& k, int64_t min_trips, int64_t block, bool b
     auto f = s.as<For>();
     std::optional<ConstantRange> r = f ? constant_range(*f) : std::nullopt;
     if (!r || r->trips() >= min_trips) break;
-    std::optional<Stmt> wider = widen_once(s, min_trips, block, block_reductions, fresh);
+    std::optional<Stmt> wider = widen_once(s, min_trips, block, reduction_trips, fresh);
     if (!wider) break;
     s = *wider;
   }

@@ -1,0 +1,84 @@
+// interchange_reductions' jam: the reduction loop unrolled into the vector
+// loop of an interchanged reduction (a matrix-vector product, a product
+// down each column). Each running value must still take its terms in order, so every
+// jam gives the bits of jam 1, for trip counts that the unroll divides and
+// ones it does not (fewer than one unrolled step included), and the values
+// of the reference executor.
+#include <gtest/gtest.h>
+
+#include "backends/reference/reference_executor.hpp"
+#include "backends/registry.hpp"
+#include "cir/hash.hpp"
+#include "cir/passes/specialize.hpp"
+#include "cir/printer.hpp"
+#include "codegen/llvm/cpu/cpu_jit.hpp"
+#include "kernel_source.hpp"
+#include "plan/cpu_plan.hpp"
+#include "runtime/tensor_ops.hpp"
+#include "runtime/tuner.hpp"
+
+namespace zyntax {
+namespace {
+
+using testing::kernel_of;
+
+const char* kMatmul =
+    "def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {\n return compute(A, B) {\n @kernel matmul\n"
+    " for i in 0..M, j in 0..N:\n  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n  out[i, j] = sum\n }\n}";
+// A running product down each column: the reduction's op is not an add.
+const char* kColumnProduct =
+    "def f(x: tensor[R, C, f32]) {\n return compute(x) {\n @kernel fused\n"
+    " for j in 0..C:\n  var m = 1.0\n  for r in 0..R:\n   m = m * (x[r, j] * 0.01 + 1.0)\n  out[j] = m\n }\n}";
+
+int vector_bits() { return codegen::CpuJit::instance().target().vector_bits; }
+
+TuningChoice jam(int64_t n) { return *TuningChoice::parse("jam=" + std::to_string(n)); }
+
+// The plan with jam 4 has the unrolled loop (step 4) and the loop for the rest.
+TEST(InterchangeReductions, JamUnrollsTheReductionLoopIntoTheVectorLoop) {
+  cir::Kernel k = cir::specialize(kernel_of(kMatmul), {{"M", 1}, {"K", 4099}, {"N", 515}});
+  CpuPlan jammed = plan_cpu_kernel(k, 2, vector_bits(), jam(4));
+  CpuPlan plain = plan_cpu_kernel(k, 2, vector_bits(), jam(1));
+  ASSERT_TRUE(jammed.kernel && plain.kernel);
+  std::string text = cir::print(*jammed.kernel);
+  EXPECT_NE(text.find("0..4096 step 4"), std::string::npos) << text;
+  EXPECT_NE(text.find("4096..4099"), std::string::npos) << text;
+  EXPECT_EQ(cir::print(*plain.kernel).find("step 4"), std::string::npos);
+  CpuPlan column = plan_cpu_kernel(cir::specialize(kernel_of(kColumnProduct), {{"R", 301}, {"C", 1000}}), 2, vector_bits(), jam(4));
+  ASSERT_TRUE(column.kernel);
+  EXPECT_NE(cir::print(*column.kernel).find("300..301"), std::string::npos) << cir::print(*column.kernel);
+}
+
+TEST(InterchangeReductions, EveryJamGivesTheBitsOfNoneAndTheReferenceValues) {
+  Device* cpu = device_registry().find("cpu");
+  ASSERT_NE(cpu, nullptr);
+  Random rng(17);
+  struct Case {
+    cir::Kernel kernel;
+    std::vector<Tensor> inputs;
+  };
+  std::vector<Case> cases;
+  for (auto [m, k, n] : {std::tuple{1, 1, 17}, std::tuple{1, 3, 33}, std::tuple{1, 7, 100}, std::tuple{1, 1029, 515},
+                         std::tuple{3, 130, 257}, std::tuple{2, 64, 16}})
+    cases.push_back({cir::specialize(kernel_of(kMatmul), {{"M", m}, {"K", k}, {"N", n}}),
+                     {rand_uniform(rng, DType::F32, {m, k}, -1, 1), rand_uniform(rng, DType::F32, {k, n}, -1, 1)}});
+  for (auto [r, c] : {std::pair{5, 40}, std::pair{301, 1000}})
+    cases.push_back({cir::specialize(kernel_of(kColumnProduct), {{"R", r}, {"C", c}}), {rand_uniform(rng, DType::F32, {r, c}, -5, 5)}});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(cir::print(c.kernel).substr(0, 120));
+    Tensor want = ReferenceKernel(c.kernel).run(c.inputs, {});
+    uint64_t key = cir::hash_kernel(c.kernel);
+    Device::Attempt base = cpu->execute_choice(c.kernel, key, jam(1), c.inputs, {});
+    ASSERT_EQ(base.outcome, Device::Outcome::Done);
+    EXPECT_EQ(compare_outputs(want, base.result), "");
+    for (int64_t n : {2, 3, 4, 8}) {
+      Device::Attempt a = cpu->execute_choice(c.kernel, key, jam(n), c.inputs, {});
+      ASSERT_EQ(a.outcome, Device::Outcome::Done) << "jam " << n;
+      ASSERT_EQ(a.result.nbytes(), base.result.nbytes());
+      EXPECT_EQ(std::memcmp(a.result.data(), base.result.data(), base.result.nbytes()), 0) << "jam " << n;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zyntax
