@@ -171,21 +171,31 @@ TuneResult tune_kernel(Device& device, const cir::Kernel& kernel, uint64_t key, 
       result.candidates.push_back(t);
       continue;
     }
-    // Short kernels get more runs: about kTimedMs of them, at least `repetitions`.
-    std::vector<double> runs;
+    // Short kernels get more runs: about kTimedMs of them, at least
+    // `repetitions`. Each run of another candidate is followed by one of
+    // the default, and the candidate's time is the default's times the
+    // ratio of the two medians: a slow spell of a shared machine then
+    // slows both alike, instead of ruling out whichever candidate it fell on.
+    std::vector<double> runs, controls;
     int reps = std::max(options.repetitions, 1);
+    auto scale = [&] { return is_default || controls.empty() ? 1.0 : default_ms / median(controls); };
     for (int r = 0; r < reps; ++r) {
       double ms = run_once(cand.choice, nullptr, &outcome);
       if (ms < 0) break;
       runs.push_back(ms);
+      if (!is_default) {
+        std::string control_outcome;
+        double d = run_once(candidates[0].choice, nullptr, &control_outcome);
+        if (d > 0) controls.push_back(d);
+      }
       if (r == 0 && ms > 0 && !timer) reps = std::clamp(static_cast<int>(kTimedMs / ms), reps, kMostRuns);
-      if (best > 0 && r == 0 && ms > options.cut_factor * best) {
+      if (best > 0 && r == 0 && ms * scale() > options.cut_factor * best) {
         t.outcome = "cut";
         break;
       }
     }
     if (t.outcome == "ok") {
-      t.ms = median(runs);
+      t.ms = median(runs) * scale();
       if (is_default) default_ms = t.ms;
       if (best < 0 || t.ms < best) best = t.ms, best_index = i;
     }

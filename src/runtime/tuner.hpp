@@ -6,7 +6,8 @@
 //      rules) first, the rest ranked by its cost model;
 //   2. the default timed (a warm-up run that compiles, then the median of
 //      several), its output kept as the reference;
-//   3. others timed the same way, within the budget: the first half of them
+//   3. others timed the same way, in turns with the default (their time is
+//      the default's times their ratio to it), within the budget: the first half of them
 //      in the cost model's order, the rest the fastest one's neighbours
 //      (the fewest knobs changed), where the model's errors hide the best.
 //      One that fails to compile or exceeds a limit is recorded as such and
@@ -47,7 +48,7 @@ struct TuneOptions {
 struct CandidateTiming {
   TuningChoice choice;
   double cost = 0;        // the cost model's estimate
-  double ms = -1;         // median; -1 where it did not run to the end
+  double ms = -1;         // median (the default's, times the candidate's ratio to it timed in turns); -1 where it did not run to the end
   std::string outcome;    // "ok", "cut", "failed to compile", "wrong result: ...", "over budget"
   double warmup_ms = 0;   // the first run's wall time: its compile included
 };
