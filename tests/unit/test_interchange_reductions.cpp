@@ -3,7 +3,8 @@
 // down each column). Each running value must still take its terms in order, so every
 // jam gives the bits of jam 1, for trip counts that the unroll divides and
 // ones it does not (fewer than one unrolled step included), and the values
-// of the reference executor.
+// of the reference executor. Matrices times fewer than four vectors keep
+// their reduction loop.
 #include <gtest/gtest.h>
 
 #include "backends/reference/reference_executor.hpp"
@@ -49,6 +50,16 @@ TEST(InterchangeReductions, JamUnrollsTheReductionLoopIntoTheVectorLoop) {
   EXPECT_NE(cir::print(*column.kernel).find("300..301"), std::string::npos) << cir::print(*column.kernel);
 }
 
+// A matrix times one, two or three vectors keeps its reduction loop,
+// which vectorises as a running sum; from four columns the loop turns.
+TEST(InterchangeReductions, FewColumnsKeepTheReductionLoop) {
+  for (int64_t n : {1, 2, 3, 4}) {
+    CpuPlan plan = plan_cpu_kernel(cir::specialize(kernel_of(kMatmul), {{"M", 1}, {"K", 1000}, {"N", n}}), 2, vector_bits());
+    ASSERT_TRUE(plan.kernel);
+    EXPECT_EQ(cir::print(*plan.kernel).find("sumacc") != std::string::npos, n >= 4) << n << " columns\n" << cir::print(*plan.kernel);
+  }
+}
+
 TEST(InterchangeReductions, EveryJamGivesTheBitsOfNoneAndTheReferenceValues) {
   Device* cpu = device_registry().find("cpu");
   ASSERT_NE(cpu, nullptr);
@@ -59,7 +70,7 @@ TEST(InterchangeReductions, EveryJamGivesTheBitsOfNoneAndTheReferenceValues) {
   };
   std::vector<Case> cases;
   for (auto [m, k, n] : {std::tuple{1, 1, 17}, std::tuple{1, 3, 33}, std::tuple{1, 7, 100}, std::tuple{1, 1029, 515},
-                         std::tuple{3, 130, 257}, std::tuple{2, 64, 16}})
+                         std::tuple{3, 130, 257}, std::tuple{2, 64, 16}, std::tuple{37, 1001, 1}, std::tuple{5, 300, 3}})
     cases.push_back({cir::specialize(kernel_of(kMatmul), {{"M", m}, {"K", k}, {"N", n}}),
                      {rand_uniform(rng, DType::F32, {m, k}, -1, 1), rand_uniform(rng, DType::F32, {k, n}, -1, 1)}});
   for (auto [r, c] : {std::pair{5, 40}, std::pair{301, 1000}})
