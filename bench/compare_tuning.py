@@ -31,7 +31,9 @@ OUT = os.path.join(ROOT, "docs", "performance.md")
 ZYNTAX = os.path.join(ROOT, "build", "zyntax")
 
 # (name, M, K, N): the products of the tuning issue.
-PRODUCTS = [("sgemm", 128, 4096, 4096), ("sgemv", 1, 4096, 4096), ("sgemm", 1000, 1000, 1000), ("sgemm", 4095, 4097, 257)]
+# Also a matrix times a vector (the other side of sgemv).
+PRODUCTS = [("sgemm", 128, 4096, 4096), ("sgemv", 1, 4096, 4096), ("sgemv", 4096, 4096, 1), ("sgemm", 1000, 1000, 1000),
+            ("sgemm", 4095, 4097, 257)]
 CONVS = [(1, 64, 56, 64), (8, 128, 28, 128)]
 SOFTMAXES = [(4096, 1024), (1024, 4096)]
 
