@@ -8,8 +8,20 @@
 
 #include "driver/session.hpp"
 #include "lower/check_program.hpp"
+#include "runtime/tensor.hpp"
 
 namespace zyntax::testing {
+
+// A plain f32 matrix product, C[M, N] = A[M, K] B[K, N], as users write it.
+inline constexpr const char* kPlainMatmul =
+    "def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {\n return compute(A, B) {\n @kernel matmul\n"
+    " for i in 0..M, j in 0..N:\n  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n  out[i, j] = sum\n }\n}";
+
+// A specialised kernel and inputs to run it on.
+struct KernelCase {
+  cir::Kernel kernel;
+  std::vector<Tensor> inputs;
+};
 
 // The first kernel of a program, lowered with the input types it declares.
 inline cir::Kernel kernel_of(const std::string& src) {

@@ -23,9 +23,7 @@ namespace {
 
 using testing::kernel_of;
 
-const char* kMatmul =
-    "def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {\n return compute(A, B) {\n @kernel matmul\n"
-    " for i in 0..M, j in 0..N:\n  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n  out[i, j] = sum\n }\n}";
+const char* const kMatmul = testing::kPlainMatmul;
 // A running product down each column: the reduction's op is not an add.
 const char* kColumnProduct =
     "def f(x: tensor[R, C, f32]) {\n return compute(x) {\n @kernel fused\n"
@@ -64,18 +62,14 @@ TEST(InterchangeReductions, EveryJamGivesTheBitsOfNoneAndTheReferenceValues) {
   Device* cpu = device_registry().find("cpu");
   ASSERT_NE(cpu, nullptr);
   Random rng(17);
-  struct Case {
-    cir::Kernel kernel;
-    std::vector<Tensor> inputs;
-  };
-  std::vector<Case> cases;
+  std::vector<testing::KernelCase> cases;
   for (auto [m, k, n] : {std::tuple{1, 1, 17}, std::tuple{1, 3, 33}, std::tuple{1, 7, 100}, std::tuple{1, 1029, 515},
                          std::tuple{3, 130, 257}, std::tuple{2, 64, 16}, std::tuple{37, 1001, 1}, std::tuple{5, 300, 3}})
     cases.push_back({cir::specialize(kernel_of(kMatmul), {{"M", m}, {"K", k}, {"N", n}}),
                      {rand_uniform(rng, DType::F32, {m, k}, -1, 1), rand_uniform(rng, DType::F32, {k, n}, -1, 1)}});
   for (auto [r, c] : {std::pair{5, 40}, std::pair{301, 1000}})
     cases.push_back({cir::specialize(kernel_of(kColumnProduct), {{"R", r}, {"C", c}}), {rand_uniform(rng, DType::F32, {r, c}, -5, 5)}});
-  for (const Case& c : cases) {
+  for (const testing::KernelCase& c : cases) {
     SCOPED_TRACE(cir::print(c.kernel).substr(0, 120));
     Tensor want = ReferenceKernel(c.kernel).run(c.inputs, {});
     uint64_t key = cir::hash_kernel(c.kernel);

@@ -50,9 +50,7 @@ const char* kSoftmax =
     "def f(x: tensor[r, c, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..r:\n  var m = -inf\n  for j in 0..c:\n"
     "   m = max(m, x[i, j])\n  var s = 0.0\n  for j in 0..c:\n   s += exp(x[i, j] - m)\n  for j in 0..c:\n"
     "   out[i, j] = exp(x[i, j] - m) / s\n }\n}";
-const char* kMatmul =
-    "def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {\n return compute(A, B) {\n @kernel matmul\n for i in 0..M, j in 0..N:\n"
-    "  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n  out[i, j] = sum\n }\n}";
+const char* const kMatmul = testing::kPlainMatmul;
 
 TEST(SplitLaunch, DataAndModelSplitsGiveTheSingleDeviceResult) {
   for (const char* device : {"cpu", "cpu:reference"}) {

@@ -30,9 +30,7 @@ namespace {
 
 using testing::kernel_of;
 
-const char* kMatmul =
-    "def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {\n return compute(A, B) {\n @kernel matmul\n"
-    " for i in 0..M, j in 0..N:\n  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n  out[i, j] = sum\n }\n}";
+const char* const kMatmul = testing::kPlainMatmul;
 const char* kScale =
     "def f(x: tensor[N, f32]) {\n return compute(x) {\n @kernel elementwise\n for i in 0..N:\n  out[i] = x[i] * 2.0 + 1.0\n }\n}";
 // Accumulates into an output that starts zeroed: each timed run must get its own.
@@ -90,11 +88,7 @@ TEST(CpuTuningSpace, EveryCandidateComputesWhatTheReferenceDoes) {
   Device* cpu = device_registry().find("cpu");
   ASSERT_NE(cpu, nullptr);
   Random rng(5);
-  struct Case {
-    cir::Kernel kernel;
-    std::vector<Tensor> inputs;
-  };
-  std::vector<Case> cases;
+  std::vector<testing::KernelCase> cases;
   for (auto [m, k, n] : {std::tuple{37, 53, 71}, std::tuple{1, 301, 257}, std::tuple{130, 9, 66}}) {
     cases.push_back({matmul(m, k, n), {rand_uniform(rng, DType::F32, {m, k}, -1, 1), rand_uniform(rng, DType::F32, {k, n}, -1, 1)}});
   }
@@ -102,7 +96,7 @@ TEST(CpuTuningSpace, EveryCandidateComputesWhatTheReferenceDoes) {
   Tensor idx = Tensor::zeros(DType::I64, {999});
   for (int64_t i = 0; i < 999; ++i) idx.set(i, Scalar::of_int((i * 7) % 999 / 3, DType::I64));
   cases.push_back({cir::specialize(kernel_of(kScatterAdd), {{"N", 999}}), {rand_uniform(rng, DType::F32, {999}, -1, 1), idx}});
-  for (const Case& c : cases) {
+  for (const testing::KernelCase& c : cases) {
     Tensor want = ReferenceKernel(c.kernel).run(c.inputs, {});
     std::vector<TuningCandidate> space = cpu_tuning_space(c.kernel, 3, codegen::CpuJit::instance().target().vector_bits, 24);
     ASSERT_GT(space.size(), 1u);
