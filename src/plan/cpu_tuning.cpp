@@ -7,8 +7,8 @@
 
 #include "cir/flop_count.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
-#include "cir/printer.hpp"
 #include "cir/passes/schedule_matmul.hpp"
+#include "cir/printer.hpp"
 #include "plan/cpu_plan.hpp"
 #include "plan/kernel_support.hpp"
 

@@ -193,9 +193,12 @@ class Interchange {
     size_t outer = j_depth;
     if (jam_ > 1 && !nest->guard.defined() && j_depth == nest->loops.size() && constant_value(nest->loops.back().step) == 1 &&
         *trips >= kMinJammedTrips) {
-      std::string j3 = fresh(j);
-      body = {jammed(nest->loops.back(), *nest, false, j1, rename_j(j1), acc_of(j1), at(j1), over_j),
-              jammed(nest->loops.back(), *nest, true, j3, rename_j(j3), acc_of(j3), at(j3), over_j)};
+      // for j: acc[j] = value(acc[j], j's substitution), over a j of its own.
+      auto update_over_j = [&](const auto& value) {
+        std::string jv = fresh(j);
+        return over_j(jv, {make_store(acc, {at(jv)}, value(acc_of(jv), rename_j(jv)), nest->assign->span)});
+      };
+      body = jammed(nest->loops.back(), *nest, update_over_j);
       --outer;
     } else {
       Stmt inner = update;
@@ -223,20 +226,23 @@ class Interchange {
   // Each acc[j] is loaded and stored once per U terms instead of once per
   // term (a matrix-vector product was bound by those loads and stores, not
   // by memory), and still takes its terms in k order: the same bits.
-  // One of the two loops above: the unrolled one, or the rest.
-  template <class OverJ>
-  Stmt jammed(const NestLoop& kl, const ReductionNest& nest, bool rest, const std::string& jv, const Substitution& rename,
-              const Expr& acc, const AxisSel& slot, OverJ over_j) {
+  template <class UpdateOverJ>
+  Block jammed(const NestLoop& kl, const ReductionNest& nest, const UpdateOverJ& update_over_j) {
     const std::string& k = kl.loop->var;
-    Expr term = substitute(nest.term, rename);
     Expr end = kl.lo + max(kl.hi - kl.lo, i64(0)) / i64(jam_) * i64(jam_);
-    auto update = [&](Expr value) { return over_j(jv, {make_store(acc.as<Access>()->buffer, {slot}, std::move(value), nest.assign->span)}); };
-    if (rest) return make_for(k, end, kl.hi, kl.step, {update(Binary::make(nest.op, acc, term))}, LoopKind::Serial, 0, kl.loop->span);
     std::string kv = fresh(k);
-    Expr value = acc;
-    for (int u = 0; u < jam_; ++u)
-      value = Binary::make(nest.op, value, substitute(term, {{k, Var::make(kv, Type::scalar(DType::I64)) + i64(u)}}));
-    return make_for(kv, kl.lo, end, i64(jam_), {update(value)}, LoopKind::Serial, 0, kl.loop->span);
+    Expr k_at = Var::make(kv, Type::scalar(DType::I64));
+    Stmt unrolled = make_for(kv, kl.lo, end, i64(jam_), {update_over_j([&](Expr value, const Substitution& at_j) {
+                               Expr term = substitute(nest.term, at_j);
+                               for (int u = 0; u < jam_; ++u) value = Binary::make(nest.op, value, substitute(term, {{k, k_at + i64(u)}}));
+                               return value;
+                             })},
+                             LoopKind::Serial, 0, kl.loop->span);
+    Stmt rest = make_for(k, end, kl.hi, kl.step, {update_over_j([&](const Expr& value, const Substitution& at_j) {
+                           return Binary::make(nest.op, value, substitute(nest.term, at_j));
+                         })},
+                         LoopKind::Serial, 0, kl.loop->span);
+    return {unrolled, rest};
   }
 
   int jam_;
