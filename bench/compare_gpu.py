@@ -84,16 +84,17 @@ def torch_anchors():
     s = 4096
     a, b = torch.randn(s, s, device=dev), torch.randn(s, s, device=dev)
     flops = 2.0 * s ** 3
+    # Products: the median of 30 runs each.
     torch.backends.cuda.matmul.allow_tf32 = False
-    r["torch_matmul_f32"] = flops / (timed(lambda: a @ b) / 1e3) / 1e12
+    r["torch_matmul_f32"] = flops / (timed(lambda: a @ b, 30) / 1e3) / 1e12
     torch.backends.cuda.matmul.allow_tf32 = True
-    r["torch_matmul_tf32"] = flops / (timed(lambda: a @ b) / 1e3) / 1e12
-    r["torch_matmul_tf32_bt"] = flops / (timed(lambda: a @ b.T) / 1e3) / 1e12
+    r["torch_matmul_tf32"] = flops / (timed(lambda: a @ b, 30) / 1e3) / 1e12
+    r["torch_matmul_tf32_bt"] = flops / (timed(lambda: a @ b.T, 30) / 1e3) / 1e12
     torch.backends.cuda.matmul.allow_tf32 = False
     ab, bb = a.bfloat16(), b.bfloat16()
-    r["torch_matmul_bf16"] = flops / (timed(lambda: ab @ bb) / 1e3) / 1e12
+    r["torch_matmul_bf16"] = flops / (timed(lambda: ab @ bb, 30) / 1e3) / 1e12
     ah, bh16 = a.half(), b.half()
-    r["torch_matmul_f16"] = flops / (timed(lambda: torch.mm(ah, bh16)) / 1e3) / 1e12
+    r["torch_matmul_f16"] = flops / (timed(lambda: torch.mm(ah, bh16), 30) / 1e3) / 1e12
     sm = torch.randn(16 * 2048, 2048, device=dev)
     r["torch_softmax_ms"] = timed(lambda: torch.softmax(sm, dim=-1))
     ln, g, bias = torch.randn(4096, 768, device=dev), torch.randn(768, device=dev), torch.randn(768, device=dev)
@@ -166,6 +167,17 @@ def table(z, t, device):
         ("layernorm 4096×768", fmt(z.get("zyntax_layernorm_4096x768_ms")) + " ms", fmt(t.get("torch_layernorm_ms")) + " ms",
          "≥ 1.0×: %s" % fmt(ratio(t.get("torch_layernorm_ms"), z.get("zyntax_layernorm_4096x768_ms")))),
     ]
+    # The warpgroup products by tuning choice, one block per cluster and
+    # pairs of blocks sharing B's tiles, timed in turns.
+    for key, what, anchor in [("bf16", "bf16", "torch_matmul_bf16"), ("bf16_out", "bf16, bf16 output", "torch_matmul_bf16"),
+                              ("f16", "f16 (f32 sums)", "torch_matmul_f16"), ("tf32", "tf32", "torch_matmul_tf32"),
+                              ("tf32_bt", "tf32, B as [N, K]", "torch_matmul_tf32_bt")]:
+        for cluster, how in [(1, "one block per cluster"), (2, "pairs of blocks sharing B's tiles")]:
+            zv = z.get("zyntax_matmul_%s_cluster%d_4096" % (key, cluster))
+            if zv is None:
+                continue
+            rows.append(("matmul %s 4096, cluster=%d (%s)" % (what, cluster, how), fmt(zv) + " TFLOP/s",
+                         fmt(t.get(anchor)) + " TFLOP/s", "≥ 1.0×: %s" % fmt(ratio(zv, t.get(anchor)))))
     for bh, sq in [(96, 128), (12, 4096)]:
         e, f = t.get("torch_attention_eager_%dx%d_ms" % (bh, sq)), t.get("torch_sdpa_%dx%d_ms" % (bh, sq))
         for key, blocks in [("attention", 32), ("attention64", 64)]:

@@ -121,6 +121,20 @@ double kernel_ms(Device& dev, const char* source, const std::vector<Tensor>& in,
   return median(ms);
 }
 
+// The same under a tuning choice (the kernel specialised to the inputs'
+// sizes, run by the device's plan for that choice); -1 where it refuses it.
+double kernel_ms_choice(Device& dev, const char* source, const std::vector<Tensor>& in, int reps, const TuningChoice& choice) {
+  CompiledCompute& k = kernel(source);
+  auto spec = k.specialize(bind_dimensions(k.generic(), in, {}));
+  std::vector<double> ms;
+  for (int i = 0; i <= reps; ++i) {
+    Device::Attempt a = dev.execute_choice(spec->kernel, spec->hash, choice, in, {});
+    if (a.outcome != Device::Outcome::Done) return -1;
+    if (i > 0) ms.push_back(dev.last_kernel_milliseconds());  // the first warms up
+  }
+  return median(ms);
+}
+
 // `small`: every shape shrunk (a slow software device); the names say so.
 void kernels(Device& dev, bool small) {
   const int64_t n = int64_t{1} << (small ? 20 : 26);  // 256 MiB of f32
@@ -148,6 +162,30 @@ void kernels(Device& dev, bool small) {
     report("zyntax_matmul_bf16_out_" + std::to_string(size), 2.0 * size * size * size / (bo / 1e3) / 1e12, "TFLOP/s", "bf16 output");
     double hf = kernel_ms(dev, kMatmulF16, {random({size, size}, 4, DType::F16), random({size, size}, 5, DType::F16)}, 3);
     report("zyntax_matmul_f16_" + std::to_string(size), 2.0 * size * size * size / (hf / 1e3) / 1e12, "TFLOP/s", "f32 output");
+    // Warpgroup products in pairs of blocks sharing B's tiles (the tuner's
+    // cluster=2), each beside the rules' plan timed again in turn.
+    if (dev.gpu_target() && dev.gpu_target()->warpgroup_mma && dev.gpu_target()->block_clusters) {
+      const TuningChoice pairs{{{"cluster", 2}}}, alone{{{"cluster", 1}}};
+      struct Row {
+        const char* key;
+        const char* source;
+        DType dtype;
+      };
+      for (const Row& r : {Row{"bf16", kMatmulBf16, DType::BF16}, Row{"bf16_out", kMatmulBf16Out, DType::BF16},
+                           Row{"f16", kMatmulF16, DType::F16}, Row{"tf32", kMatmulTf32, DType::F32}, Row{"tf32_bt", kMatmulTf32Bt, DType::F32}}) {
+        std::vector<Tensor> in = {random({size, size}, 4, r.dtype), random({size, size}, 5, r.dtype)};
+        std::vector<double> one, two;
+        for (int round = 0; round < 3; ++round) {
+          one.push_back(kernel_ms_choice(dev, r.source, in, 5, alone));
+          two.push_back(kernel_ms_choice(dev, r.source, in, 5, pairs));
+        }
+        double flop = 2.0 * size * size * size;
+        report(std::string("zyntax_matmul_") + r.key + "_cluster1_" + std::to_string(size), flop / (median(one) / 1e3) / 1e12, "TFLOP/s",
+               "one block per cluster, timed in turns with the pairs");
+        report(std::string("zyntax_matmul_") + r.key + "_cluster2_" + std::to_string(size), flop / (median(two) / 1e3) / 1e12, "TFLOP/s",
+               "pairs of blocks sharing B's tiles");
+      }
+    }
   }
   // Softmax at seq 2048: 16 heads x 2048 query rows of 2048 scores.
   double sm = kernel_ms(dev, kSoftmax, {random({16 * 2048, 2048}, 6)}, 10);

@@ -8,6 +8,8 @@
 #   run.sh python OUTDIR  the Python suite (python/tests) on cpu and cuda:0, torch CUDA tensors
 #                         through DLPack included: builds the _zyntax extension for the machine's
 #                         python3 against lib/libzyntax.so.0.1 first (needs g++, pybind11, pytest)
+#   run.sh hopper OUTDIR  the Hopper products and attention (warpgroup kernels, pairs of blocks
+#                         in clusters too) on cuda:0 against the CPU, and their schedules' checks
 #   run.sh all OUTDIR     test, vulkan, python and bench
 #   run.sh sanitize OUTDIR the GPU parity suites under compute-sanitizer's memcheck and racecheck
 #                         (racecheck also reports shared loads LLVM hoists above a guard, whose
@@ -24,10 +26,10 @@ bin/zyntax devices | tee "$out/devices.txt"
 # whole run: each suite runs under a time limit, and a test still running
 # when it strikes is named and left out, and the suite goes on from there
 # (the tests that passed are not run again).
-unit_tests() {  # unit_tests FILTER LOG
+unit_tests() {  # unit_tests FILTER LOG [SECONDS, 120 by default]
   local skip="" attempt rc hung
   for attempt in 1 2 3; do
-    timeout 120 bin/zyntax_unit_tests --gtest_filter="$1${skip:+-$skip}" >> "$2" 2>&1
+    timeout "${3:-120}" bin/zyntax_unit_tests --gtest_filter="$1${skip:+-$skip}" >> "$2" 2>&1
     rc=$?
     [ $rc -ne 124 ] && return $rc
     hung=$(grep '^\[ RUN      \]' "$2" | tail -n 1 | awk '{print $4}')
@@ -50,6 +52,11 @@ if [ "$what" = test ] || [ "$what" = all ]; then
   LD_LIBRARY_PATH="$here/lib" timeout 240 bin/tiny_lm --device cuda:0 --data examples/tiny_lm/data/kjv_genesis_exodus.txt --quiet \
     > "$out/tiny_lm.txt" 2>&1 || status=1
   tail -n 3 "$out/tiny_lm.txt"
+fi
+if [ "$what" = hopper ]; then
+  : > "$out/hopper.txt"
+  unit_tests 'CudaHopper.*:ScheduleGpuWgmma.*:WgmmaLayout.*' "$out/hopper.txt" 300 || status=1
+  grep -E '^\[ hopper|^\[  (PASSED|FAILED) |Failure|error' "$out/hopper.txt" | head -n 80
 fi
 if [ "$what" = vulkan ] || [ "$what" = all ]; then
   # The Vulkan loader: the machine's, else the bundle's (Debian's). NVIDIA's

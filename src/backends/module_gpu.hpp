@@ -62,6 +62,11 @@ class ModuleGpu {
   // the order of the kernel's parameters.
   virtual void launch(FunctionHandle f, unsigned grid_x, unsigned block_x, unsigned shared_bytes, StreamHandle stream,
                       void** params) const = 0;
+  // The same with the blocks in clusters of `cluster` along x (grid_x a
+  // multiple of it), for kernels whose blocks share tiles: only where the
+  // GPU's target says it has block clusters.
+  virtual void launch_clustered(FunctionHandle f, unsigned grid_x, unsigned block_x, unsigned shared_bytes, unsigned cluster,
+                                StreamHandle stream, void** params) const;
 
   // Zeroed page-locked host memory, mapped for the GPU's kernels and
   // adopted by host_mappings(), freed with the last reference; a DataError

@@ -140,6 +140,7 @@ std::shared_ptr<ModuleGpuDevice::Plan> ModuleGpuDevice::make_plan(const cir::Ker
   // A block per row or an iteration per thread, up to a few waves.
   plan->blocks = gpu_launch_blocks(p, std::max<int64_t>(1, blocks_per_launch_));
   plan->threads = static_cast<unsigned>(p.block_threads);
+  plan->cluster = static_cast<unsigned>(p.cluster);
   return plan;
 }
 
@@ -244,7 +245,8 @@ Device::Attempt ModuleGpuDevice::execute_plan(const cir::Kernel& kernel, const P
 
   // Events around the launch time the kernel alone (last_kernel_milliseconds).
   stream.started().record(stream.get());
-  gpu.launch(plan.function, plan.blocks, plan.threads, plan.dynamic_shared, stream.get(), params.data());
+  if (plan.cluster > 1) gpu.launch_clustered(plan.function, plan.blocks, plan.threads, plan.dynamic_shared, plan.cluster, stream.get(), params.data());
+  else gpu.launch(plan.function, plan.blocks, plan.threads, plan.dynamic_shared, stream.get(), params.data());
   stream.finished().record(stream.get());
   status_buffer.download_on(stream.get(), &status, sizeof status);
   // A reduction's result is finished on the host (finish_operands); any

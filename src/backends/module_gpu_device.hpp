@@ -89,6 +89,7 @@ class ModuleGpuDevice : public Device {
     unsigned blocks = 1;
     unsigned threads = kGpuBlockThreads;
     unsigned dynamic_shared = 0;  // bytes of dynamic shared memory per block
+    unsigned cluster = 1;         // blocks per cluster (launched as clusters where more than 1)
     bool writes_whole_output = false;
     // The planned kernel's tensor maps (kernel_abi.hpp), in its entry's order.
     std::vector<codegen::TensorMapParam> tensor_maps;

@@ -531,12 +531,22 @@ inline ProductTile product_tile(int64_t tile, int64_t row_tiles, int64_t col_til
 // warpgroup (128 threads) issues the copies, `consumers` warpgroups each
 // compute tile_rows / consumers rows of the tile, over a ring of `stages`
 // shared buffers of tile_depth steps.
+//
+// With `cluster` = 2 the blocks run in pairs (a thread block cluster of
+// two along x), and the pair's two blocks take tiles in the same column,
+// one above the other: the turns then number pairs of row tiles
+// (product_tile over pair_row_tiles()), and the block of `cluster_rank`
+// (0 or 1) takes row tile cluster * pair row + cluster_rank of each. The
+// column tile of B that both need is brought once for the two (half by
+// each block, copied into both).
 struct WarpgroupProduct : StmtNode {
   static constexpr StmtKind kKind = StmtKind::WarpgroupProduct;
   ProductOperand a, b;
   int64_t rows = 0, cols = 0, depth = 0, batches = 1;
   int tile_rows = 128, tile_cols = 256, tile_depth = 64, stages = 4, consumers = 2, group = 8;
-  Expr first_tile, tile_stride;  // i64
+  int cluster = 1;               // blocks per cluster: 1 or 2
+  Expr first_tile, tile_stride;  // i64: the turns
+  Expr cluster_rank;             // i64: the block's place in its cluster (0 where cluster is 1)
   std::string stage;             // a shared u8 array of stage_bytes()
   std::string batch_var, row, col, value;
   Block epilogue;
@@ -545,6 +555,9 @@ struct WarpgroupProduct : StmtNode {
   int64_t row_tiles() const { return (rows + tile_rows - 1) / tile_rows; }
   int64_t col_tiles() const { return (cols + tile_cols - 1) / tile_cols; }
   int64_t tiles() const { return batches * row_tiles() * col_tiles(); }
+  // Row tiles in units of a cluster's, and the turns the blocks share out.
+  int64_t pair_row_tiles() const { return (row_tiles() + cluster - 1) / cluster; }
+  int64_t turns() const { return batches * pair_row_tiles() * col_tiles(); }
   int threads() const { return 128 * (1 + consumers); }
   // Bytes of one stage's two factor tiles, and of the shared array: the
   // stages (each at a multiple of 1024 bytes, as the 128-byte swizzle

@@ -330,13 +330,15 @@ Stmt IRMutator::visit(const AsyncCopy* op) {
 }
 
 Stmt IRMutator::visit(const WarpgroupProduct* op) {
-  Expr first = mutate(op->first_tile), stride = mutate(op->tile_stride);
+  Expr first = mutate(op->first_tile), stride = mutate(op->tile_stride), rank = mutate(op->cluster_rank);
   Block epilogue = mutate(op->epilogue);
-  bool changed = !first.same_as(op->first_tile) || !stride.same_as(op->tile_stride) || !same_block(epilogue, op->epilogue);
+  bool changed = !first.same_as(op->first_tile) || !stride.same_as(op->tile_stride) || !rank.same_as(op->cluster_rank) ||
+                 !same_block(epilogue, op->epilogue);
   return keep_or(handle_of(op), changed, [&] {
     WarpgroupProduct p = *op;
     p.first_tile = first;
     p.tile_stride = stride;
+    p.cluster_rank = rank;
     p.epilogue = std::move(epilogue);
     return make_warpgroup_product(p);
   });

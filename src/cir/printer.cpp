@@ -247,12 +247,13 @@ std::string product_operand_text(const ProductOperand& o) {
 }
 
 // warpgroup_product 3x100x200 over 70 tiles blk.. step 4 tile 128x256x64
-// stages 4 consumers 2 group 8 stage s a=... b=... -> (b, row, col, value) {
+// stages 4 consumers 2 group 8 [cluster 2 rank r] stage s a=... b=... -> (b, row, col, value) {
 std::string warpgroup_product_text(const WarpgroupProduct& p) {
   return "warpgroup_product " + std::to_string(p.batches) + "x" + std::to_string(p.rows) + "x" + std::to_string(p.cols) + " over " +
          std::to_string(p.depth) + " tiles " + print(p.first_tile) + ".. step " + print(p.tile_stride) + " tile " +
          std::to_string(p.tile_rows) + "x" + std::to_string(p.tile_cols) + "x" + std::to_string(p.tile_depth) + " stages " +
-         std::to_string(p.stages) + " consumers " + std::to_string(p.consumers) + " group " + std::to_string(p.group) + " stage " + p.stage +
+         std::to_string(p.stages) + " consumers " + std::to_string(p.consumers) + " group " + std::to_string(p.group) +
+         (p.cluster > 1 ? " cluster " + std::to_string(p.cluster) + " rank " + print(p.cluster_rank) : "") + " stage " + p.stage +
          " a=" + product_operand_text(p.a) + " b=" + product_operand_text(p.b) + " -> (" + p.batch_var + ", " + p.row + ", " + p.col + ", " +
          p.value + ") {";
 }

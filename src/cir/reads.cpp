@@ -38,6 +38,7 @@ class Reads : public IRVisitor {
     names.insert({op->a.buffer, op->b.buffer, op->stage});
     include(op->first_tile);
     include(op->tile_stride);
+    include(op->cluster_rank);
     Reads epilogue;
     epilogue.include(op->epilogue);
     for (const std::string& n : {op->batch_var, op->row, op->col, op->value}) epilogue.names.erase(n);

@@ -363,6 +363,13 @@ class Verifier : public IRVisitor {
     if (op->consumers < 1) report(what + ": " + std::to_string(op->consumers) + " consumer warpgroups");
     if (op->stages < 2) report(what + ": " + std::to_string(op->stages) + " stages, fewer than 2");
     if (op->group < 1) report(what + ": tiles grouped by " + std::to_string(op->group));
+    if (op->cluster != 1 && op->cluster != 2) report(what + ": clusters of " + std::to_string(op->cluster) + " blocks (1 or 2)");
+    if (op->cluster > 1 && !op->cluster_rank.defined()) report(what + ": clusters of " + std::to_string(op->cluster) + " blocks and no rank");
+    if (op->cluster_rank.defined()) {
+      if (op->cluster_rank->type.dtype != DType::I64 || !op->cluster_rank->type.is_scalar())
+        report(what + " cluster rank " + quoted(op->cluster_rank) + " is not an i64 scalar (it is " + print(op->cluster_rank->type) + ")");
+      include(op->cluster_rank);
+    }
     check_warpgroup_stage(what, op->stage, tiles_ok && op->stages > 0 ? op->stage_bytes() : -1);
     check_tile_numbers(what, op->first_tile, op->tile_stride);
     check_warpgroup_epilogue(what, op->batch_var, op->row, op->col, op->value, op->epilogue);

@@ -139,6 +139,7 @@ void IRVisitor::visit(const AsyncCopy* op) {
 void IRVisitor::visit(const WarpgroupProduct* op) {
   include(op->first_tile);
   include(op->tile_stride);
+  include(op->cluster_rank);
   include(op->epilogue);
 }
 

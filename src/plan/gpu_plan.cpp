@@ -81,9 +81,9 @@ constexpr int64_t kGridReduceBlocks = 1024;
 // A matrix product on Hopper's warpgroup matrix units, its factors' tiles
 // brought by the tensor copy engine, where the target has both and the
 // engine can read the factors as laid out.
-Attempt warpgroup_matmul(const Kernel& k, const GpuTarget& target) {
+Attempt warpgroup_matmul(const Kernel& k, const GpuTarget& target, int cluster) {
   if (!target.warpgroup_mma || !target.tensor_copies) return std::nullopt;
-  Attempt tiles = cir::schedule_gpu_wgmma(k, target);
+  Attempt tiles = cir::schedule_gpu_wgmma(k, target, nullptr, cluster);
   if (!tiles || !gpu_support(*tiles, target).ok()) return std::nullopt;
   return tiles;
 }
@@ -177,7 +177,7 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target, const TuningChoi
   // reduction's iterations per thread.
   const int most_threads = std::min(kGpuBlockThreads, target.max_threads_per_block);
   for (const auto& [name, value] : choice.knobs)
-    if (name != "threads" && name != "width" && name != "per_thread" && name != "tiles")
+    if (name != "threads" && name != "width" && name != "per_thread" && name != "tiles" && name != "cluster")
       throw std::invalid_argument("tuning choice '" + choice.text() + "': no GPU knob '" + name + "'");
   const int threads = static_cast<int>(choice.get("threads", most_threads));
   // The rules' own count fits every target.
@@ -187,6 +187,11 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target, const TuningChoi
   const int64_t per_thread = std::max<int64_t>(choice.get("per_thread", 8), 1);
   const int width = static_cast<int>(choice.get("width", 0));
   const int product_tiles = static_cast<int>(choice.get("tiles", 0));
+  // A warpgroup product's blocks per cluster (0: the rules').
+  const int cluster = static_cast<int>(choice.get("cluster", 0));
+  if (choice.has("cluster") && (cluster < 1 || cluster > 2 || (cluster > 1 && !target.block_clusters)))
+    throw std::invalid_argument("tuning choice '" + choice.text() + "': clusters of " + std::to_string(cluster) +
+                                " blocks do not fit this target (1, or 2 where it has block clusters)");
   std::vector<cir::Pass> passes;
 
   // Tile programs: tile values rewritten to loops, each element of a tile
@@ -241,7 +246,7 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target, const TuningChoi
   };
   int row_threads = 0;
   passes.push_back(
-      schedule("schedule_gpu_wgmma", GpuSchedule::WarpgroupMatmul, [&](const Kernel& k) { return warpgroup_matmul(k, target); }));
+      schedule("schedule_gpu_wgmma", GpuSchedule::WarpgroupMatmul, [&](const Kernel& k) { return warpgroup_matmul(k, target, cluster); }));
   passes.push_back(schedule("schedule_gpu_mma", GpuSchedule::TensorCoreMatmul, [&](const Kernel& k) { return tensor_core_matmul(k, target); }));
   passes.push_back(schedule("schedule_gpu_matmul", GpuSchedule::TiledMatmul, [&](const Kernel& k) { return tiled_matmul(k, target, product_tiles); }));
   passes.push_back({"collapse_parallel_loops", [](const Kernel& k) { return cir::collapse_parallel_loops(k); }});
@@ -275,7 +280,10 @@ GpuPlan gpu_plan(const Kernel& kernel, const GpuTarget& target, const TuningChoi
   if (chosen == GpuSchedule::Rows) plan.block_threads = row_threads;
   if (chosen == GpuSchedule::TiledMatmul) plan.block_threads = cir::kGpuMatmulThreads;
   if (chosen == GpuSchedule::TensorCoreMatmul) plan.block_threads = cir::kGpuMmaThreads;
-  if (chosen == GpuSchedule::WarpgroupMatmul) plan.block_threads = cir::kWarpgroupProductThreads;
+  if (chosen == GpuSchedule::WarpgroupMatmul) {
+    plan.block_threads = cir::kWarpgroupProductThreads;
+    plan.cluster = cir::warpgroup_product_cluster(k);
+  }
   return finish(std::move(k));
 }
 

@@ -41,6 +41,7 @@ struct GpuPlan {
   bool writes_whole_output = false;   // the output needs no zero-filling
   int block_threads = kGpuBlockThreads;  // threads per block to launch with
   int64_t shared_bytes = 0;           // the block's shared arrays (beyond the target's static shared memory: dynamic)
+  int cluster = 1;                    // blocks per cluster along x (a warpgroup product's pairs: 2)
 };
 
 // `choice`: the tuner's knobs (plan/gpu_tuning), empty for the rules alone;

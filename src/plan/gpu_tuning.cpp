@@ -68,6 +68,11 @@ std::vector<TuningCandidate> gpu_tuning_space(const cir::Kernel& kernel, const G
     case GpuSchedule::TiledMatmul:
       for (int tiles : {1, 2}) add({{{"tiles", tiles}}});
       break;
+    case GpuSchedule::WarpgroupMatmul:
+      if (target.block_clusters)
+        for (int cluster : {1, 2})
+          if (cluster != base.cluster) add({{{"cluster", cluster}}});  // the default is the rules' own
+      break;
     default:
       break;  // the matrix-unit product schedules: their tiles are their code's
   }

@@ -6,10 +6,12 @@
 //   width       elements per thread of element-wise code (at most a vector's)
 //   per_thread  a grid reduction's iterations per thread
 //   tiles       the tiled f32 product's tiles: 1 small (64x64), 2 large (128x128)
+//   cluster     a warpgroup product's blocks per cluster: 1, or 2 (pairs of
+//               blocks side by side in a column, each column tile of B
+//               copied once for both; where the target has block clusters)
 //
 // The matrix-unit product schedules (tensor-core, warpgroup) keep their
-// tiles: their shapes are fixed by what their code is written for, so
-// their kernels have no candidates beyond the default here.
+// tiles: their shapes are fixed by what their code is written for.
 // The cost model counts waves: the blocks a kernel launches over the blocks
 // the GPU holds at once (multiprocessors x threads per multiprocessor /
 // threads per block), each wave as long as a thread's share of work, plus

@@ -61,6 +61,10 @@ struct GpuTarget {
   // (wgmma); the warpgroup product schedule needs both.
   bool tensor_copies = false;
   bool warpgroup_mma = false;
+  // Blocks launched in clusters whose blocks reach each other's shared
+  // memory and barriers, and tensor copies into several blocks at once
+  // (Hopper, with a driver that launches clusters).
+  bool block_clusters = false;
   // Loop iterations one invocation may run in all, counted over every loop
   // of the shader (0: no limit). Mesa's lavapipe stops loops at 65,535.
   int64_t loop_budget = 0;

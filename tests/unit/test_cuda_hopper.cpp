@@ -7,7 +7,9 @@
 // (the products on wgmma and TMA), elsewhere the earlier tensor-core schedule. Inputs are fresh random numbers; each
 // product runs twice, the second time into memory the pool recycled (the
 // plan writes its output whole, so nothing zeroes it): an element never
-// written shows as stale data. Flash attention marked @precision(bf16) in
+// written shows as stale data. Each warpgroup product also runs by both
+// of the tuner's choices: one block per cluster, and pairs of blocks that
+// share B's tiles (clusters of 2). Flash attention marked @precision(bf16) in
 // bf16 and f16, causal and not, head dims 64 and 128, at seq 4096 and at
 // odd lengths: the warpgroup attention kernel against the CPU's tile program.
 #include <gtest/gtest.h>
@@ -17,6 +19,7 @@
 
 #include "../../bench/bench_kernels.hpp"
 #include "backends/registry.hpp"
+#include "cir/hash.hpp"
 #include "cir/passes/specialize.hpp"
 #include "kernel_source.hpp"
 #include "plan/gpu_plan.hpp"
@@ -187,6 +190,26 @@ TEST(CudaHopper, ProductsMatchTheCpuAndTakeTheWarpgroupSchedule) {
       EXPECT_EQ(bad, 0) << c.name << " " << dtype_name(c.factors) << ": elements not finite";
       EXPECT_LT(rel, c.tolerance) << c.name << " " << dtype_name(c.factors) << " run " << run;
       std::printf("[ hopper   ] %-28s %-5s %s  relative error %.3g\n", c.name, dtype_name(c.factors), gpu_schedule_name(plan.schedule), rel);
+    }
+    // The same product by the tuner's choices: one block per cluster and
+    // pairs of blocks (whichever the rules took, the other too), twice each.
+    if (plan.schedule != GpuSchedule::WarpgroupMatmul || !gpu->gpu_target()->block_clusters) continue;
+    cir::Kernel specialised = cir::specialize(generic, dims);
+    for (int cluster : {1, 2}) {
+      TuningChoice choice{{{"cluster", cluster}}};
+      ASSERT_EQ(gpu_plan(specialised, *gpu->gpu_target(), choice).cluster, cluster) << c.name;
+      for (int run = 0; run < 2; ++run) {
+        Device::Attempt a = gpu->execute_choice(specialised, cir::hash_kernel(specialised), choice, in, {});
+        ASSERT_EQ(a.outcome, Device::Outcome::Done) << c.name << " in clusters of " << cluster;
+        Tensor got = a.result.astype(DType::F64);
+        ASSERT_EQ(got.shape(), want.shape());
+        int64_t bad = 0;
+        double rel = relative_error(got, want, &bad);
+        EXPECT_EQ(bad, 0) << c.name << " " << dtype_name(c.factors) << " in clusters of " << cluster << ": elements not finite";
+        EXPECT_LT(rel, c.tolerance) << c.name << " " << dtype_name(c.factors) << " in clusters of " << cluster << ", run " << run;
+        std::printf("[ hopper   ] %-28s %-5s %s, clusters of %d  relative error %.3g\n", c.name, dtype_name(c.factors),
+                    gpu_schedule_name(plan.schedule), cluster, rel);
+      }
     }
   }
 }

@@ -5,7 +5,8 @@
 // on rounded factors, at odd sizes, with either operand's depth as its fast
 // axis, batched, broadcast, with a start value and an epilogue; the plan
 // picks it for sm_90a only; what the copy engine cannot read falls back to
-// the earlier schedules with the reason; and its PTX passes
+// the earlier schedules with the reason; pairs of blocks in clusters (the
+// tuner's cluster=2) take every tile once; and its PTX passes
 // `ptxas -arch=sm_90a -v` with no spills and no serialisation warning.
 #include <gtest/gtest.h>
 
@@ -20,6 +21,7 @@
 #include "codegen/llvm/kernel_abi.hpp"
 #include "gpu_targets.hpp"
 #include "kernel_source.hpp"
+#include "plan/gpu_tuning.hpp"
 #include "product_parity.hpp"
 #include "ptxas.hpp"
 #include "runtime/tensor_ops.hpp"
@@ -106,14 +108,53 @@ TEST(ScheduleGpuWgmma, TheReferencesProductAtOddSizes) {
           ++input;
         }
       Tensor want = ReferenceKernel(kernel).run(as_read, {}).astype(DType::F64);
-      Tensor got = ReferenceKernel(*s).run(in, {}).astype(DType::F64);
-      ASSERT_EQ(want.shape(), got.shape());
       double scale = 1;
       for (int64_t e = 0; e < want.numel(); ++e) scale = std::max(scale, std::fabs(want.get(e).f));
-      for (int64_t e = 0; e < want.numel(); ++e)
-        ASSERT_NEAR(got.get(e).f, want.get(e).f, 1e-5 * scale) << p.name << " at " << m << "x" << n << "x" << k << " element " << e;
+      // Alone, and in pairs of blocks (two pairs: each takes several
+      // turns; an odd count of row tiles leaves a pair's second block
+      // past the last row).
+      for (int cluster : {1, 2}) {
+        target.multiprocessors = 2 * cluster;
+        std::optional<cir::Kernel> s = cir::schedule_gpu_wgmma(kernel, target, &why, cluster);
+        ASSERT_TRUE(s) << p.name << " " << m << "x" << n << "x" << k << ": " << why;
+        EXPECT_EQ(cir::warpgroup_product_cluster(*s), cluster);
+        Tensor got = ReferenceKernel(*s).run(in, {}).astype(DType::F64);
+        ASSERT_EQ(want.shape(), got.shape());
+        for (int64_t e = 0; e < want.numel(); ++e)
+          ASSERT_NEAR(got.get(e).f, want.get(e).f, 1e-5 * scale)
+              << p.name << " at " << m << "x" << n << "x" << k << " in clusters of " << cluster << ", element " << e;
+      }
     }
   }
+}
+
+TEST(ScheduleGpuWgmma, PairsOfBlocksTakeTheTwoRowTilesOfAColumnTile) {
+  cir::Kernel kernel = specialised(kProducts[0].source, 1000, 1000, 64);  // 8 x 4 tiles of 128 x 256
+  GpuTarget target = hopper();
+  target.multiprocessors = 7;  // an odd count: three pairs
+  std::optional<cir::Kernel> s = cir::schedule_gpu_wgmma(kernel, target, nullptr, 2);
+  ASSERT_TRUE(s);
+  std::string text = cir::print(*s);
+  EXPECT_NE(text.find("cluster 2 rank blk%wg % 2 "), std::string::npos) << text;
+  EXPECT_NE(text.find("tiles blk%wg / 2.. step 3 "), std::string::npos) << text;
+  EXPECT_NE(text.find("for blk%wg in 0..6"), std::string::npos) << text;
+  // Without block clusters the schedule says why, and the plan refuses the knob.
+  target.block_clusters = false;
+  std::string why;
+  EXPECT_FALSE(cir::schedule_gpu_wgmma(kernel, target, &why, 2));
+  EXPECT_NE(why.find("clusters of 2 blocks"), std::string::npos) << why;
+  EXPECT_THROW(gpu_plan(kernel, target, TuningChoice{{{"cluster", 2}}}), std::invalid_argument);
+  EXPECT_THROW(gpu_plan(kernel, hopper(), TuningChoice{{{"cluster", 3}}}), std::invalid_argument);
+  // The rules keep one block per cluster; the tuner may choose pairs.
+  std::vector<TuningCandidate> space = gpu_tuning_space(kernel, hopper());
+  ASSERT_EQ(space.size(), 2u);
+  EXPECT_TRUE(space[0].choice.empty());
+  EXPECT_EQ(space[1].choice.text(), "cluster=2");
+  EXPECT_EQ(gpu_tuning_space(kernel, target).size(), 1u) << "no block clusters: nothing to choose";
+  EXPECT_EQ(gpu_plan(kernel, hopper()).cluster, 1);
+  EXPECT_EQ(gpu_plan(kernel, hopper(), TuningChoice{{{"cluster", 2}}}).cluster, 2);
+  // A single row tile: the pair's second block has no rows, and the product is still whole.
+  EXPECT_EQ(gpu_plan(specialised(kProducts[0].source, 128, 4096, 64), hopper(), TuningChoice{{{"cluster", 2}}}).cluster, 2);
 }
 
 TEST(ScheduleGpuWgmma, OperandViewsAndTiles) {
@@ -218,6 +259,37 @@ TEST(ScheduleGpuWgmma, ThePlanAndItsPtxForSm90a) {
                          "cvta.param"})
     EXPECT_NE(module.ptx.find(op), std::string::npos) << op;
   testing::expect_ptxas_clean(module.ptx, "sm_90a", "wgmma", planned.size());
+}
+
+// In pairs of blocks: B's boxes copied into both blocks, stages released
+// in both, the blocks meeting after making their barriers.
+TEST(ScheduleGpuWgmma, ThePlanAndItsPtxInClustersOfTwo) {
+  std::vector<cir::Kernel> planned;
+  std::vector<const cir::Kernel*> ptrs;
+  std::vector<std::string> names;
+  for (const Product& p : kProducts) {
+    for (auto [m, n] : {std::pair<int64_t, int64_t>{4096, 4096}, {304, 264}}) {
+      GpuPlan plan = gpu_plan(specialised(p.source, m, n, 512), hopper(), TuningChoice{{{"cluster", 2}}});
+      ASSERT_TRUE(plan.kernel) << p.name << ": " << plan.why_not;
+      EXPECT_EQ(plan.schedule, GpuSchedule::WarpgroupMatmul) << p.name;
+      EXPECT_EQ(plan.cluster, 2);
+      EXPECT_EQ(gpu_launch_blocks(plan, 1 << 20) % 2, 0u) << p.name;
+      EXPECT_EQ(gpu_plan(specialised(p.source, m, n, 512), hopper()).cluster, 1) << "the rules' choice";
+      // K-major B tiles come in one box per block of the pair.
+      for (const codegen::TensorMapParam& map : codegen::tensor_map_params(*plan.kernel))
+        if (map.operand.k_major) EXPECT_LE(map.box[1], 128u) << p.name;
+      planned.push_back(*plan.kernel);
+      names.push_back(std::string("wgmma_pair_") + p.name + "_" + std::to_string(m));
+    }
+  }
+  for (const cir::Kernel& k : planned) ptrs.push_back(&k);
+  codegen::PtxModule module = codegen::NvptxCompiler::instance().compile(ptrs, names, *codegen::parse_nvptx_arch("sm_90a"));
+  for (const char* op : {"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
+                         "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
+                         "barrier.cluster.arrive.release.aligned", "barrier.cluster.wait.acquire.aligned", "mapa.shared::cluster.u32",
+                         "mbarrier.arrive.release.cluster.shared::cluster.b64", "%cluster_ctarank", "%cluster_nctarank"})
+    EXPECT_NE(module.ptx.find(op), std::string::npos) << op;
+  testing::expect_ptxas_clean(module.ptx, "sm_90a", "wgmma_pair", planned.size());
 }
 
 }  // namespace

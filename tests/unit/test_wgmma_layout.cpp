@@ -12,6 +12,7 @@
 // and tiles a block takes.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -308,6 +309,111 @@ TEST(WgmmaLayout, StageRingKeepsEveryStepsDataForEveryCountOfSteps) {
           EXPECT_EQ(produced, total);
           for (int wi = 0; wi < warps; ++wi) EXPECT_EQ(step[wi], total) << "deadlock at " << steps_per_tile << " steps x " << tiles << " tiles" << (registers ? " (registers)" : "");
         }
+}
+
+// In clusters of two blocks: each producer copies its A tile into its own
+// stage and half of B's tile into both blocks' stages; a full barrier
+// completes once its own producer's expect_tx has arrived and all three
+// parts have landed (the partner's half may land before that expect_tx);
+// each consumer warp releases a stage in both blocks; each producer, after
+// its last step, waits for every stage's last release before its block
+// goes. No copy lands in a stage that either block still reads, every step
+// reads its own tiles, nothing arrives at a block that has gone, and no
+// schedule of the threads deadlocks.
+TEST(WgmmaLayout, PairedStageRingsShareBAndOutliveThePartnersArrivals) {
+  std::mt19937 rng(23);
+  const int stages = 4, consumers = 2, warps = 4 * consumers, blocks = 2;
+  struct Full {
+    int arrived = 0, tx = 0, phase = 0;
+    bool passes(uint32_t parity) const { return (static_cast<uint32_t>(phase) & 1u) != parity; }
+    void settle() {
+      if (arrived == 1 && tx == 0) {
+        arrived = 0;
+        ++phase;
+      }
+    }
+  };
+  for (int steps_per_tile = 1; steps_per_tile <= 7; ++steps_per_tile)
+    for (int tiles = 1; tiles <= 3; ++tiles)
+      for (int trial = 0; trial < 20; ++trial) {
+        const int total = steps_per_tile * tiles;
+        std::vector<std::vector<Full>> full(blocks, std::vector<Full>(stages));
+        std::vector<std::vector<Barrier>> empty(blocks, std::vector<Barrier>(stages));
+        for (auto& ring : empty)
+          for (Barrier& b : ring) b.count = warps * blocks;
+        // Which step each part of a stage holds: A, B's first and second half.
+        std::vector<std::vector<std::array<int, 3>>> data(blocks, std::vector<std::array<int, 3>>(stages, {-1, -1, -1}));
+        std::vector<std::vector<int>> readers(blocks, std::vector<int>(stages, 0));
+        std::vector<int> produced(blocks, 0), tail(blocks, 0);  // tail: stages waited for after the last step
+        std::vector<bool> gone(blocks, false);
+        std::vector<std::vector<int>> step(blocks, std::vector<int>(warps, 0)), pending(blocks, std::vector<int>(warps, -1));
+        auto land = [&](int to, int s, int part, int it) {
+          ASSERT_FALSE(gone[to]) << "a copy into a block that has gone";
+          ASSERT_EQ(readers[to][s], 0) << "a copy over a stage still read";
+          data[to][s][static_cast<size_t>(part)] = it;
+          full[to][s].tx -= 1;
+          full[to][s].settle();
+        };
+        auto release = [&](int s) {
+          for (int to = 0; to < blocks; ++to) {
+            ASSERT_FALSE(gone[to]) << "a release arriving at a block that has gone";
+            empty[to][s].arrive();
+          }
+        };
+        int idle = 0;
+        while (idle < 2000) {
+          bool moved = false;
+          int b = std::uniform_int_distribution<int>(0, blocks - 1)(rng);
+          int who = std::uniform_int_distribution<int>(-1, warps - 1)(rng);
+          if (gone[b]) {
+          } else if (who < 0 && produced[b] < total) {
+            int it = produced[b], s = w::ring_stage(it, stages);
+            if (empty[b][s].passes(w::ring_parity(it, stages) ^ 1u)) {
+              full[b][s].arrived += 1;  // arrive.expect_tx of the three parts
+              full[b][s].tx += 3;
+              full[b][s].settle();
+              land(b, s, 0, it);
+              for (int to = 0; to < blocks; ++to) land(to, s, 1 + b, it);  // this block's half of B, into both
+              ++produced[b];
+              moved = true;
+            }
+          } else if (who < 0 && tail[b] < stages) {
+            int it = total + tail[b], s = w::ring_stage(it, stages);
+            if (empty[b][s].passes(w::ring_parity(it, stages) ^ 1u)) {
+              ++tail[b];
+              moved = true;
+            }
+          } else if (who < 0) {
+            bool consumers_done = true;
+            for (int wi = 0; wi < warps; ++wi) consumers_done = consumers_done && step[b][wi] == total && pending[b][wi] < 0;
+            if (consumers_done) {
+              gone[b] = true;
+              moved = true;
+            }
+          } else if (step[b][who] < total) {
+            int it = step[b][who], s = w::ring_stage(it, stages);
+            if (full[b][s].passes(w::ring_parity(it, stages))) {
+              for (int part = 0; part < 3; ++part) ASSERT_EQ(data[b][s][static_cast<size_t>(part)], it) << "a step read another step's tiles";
+              ++readers[b][s];
+              if (pending[b][who] >= 0) {
+                int ps = w::ring_stage(pending[b][who], stages);
+                --readers[b][ps];
+                release(ps);
+              }
+              pending[b][who] = it;
+              if ((it + 1) % steps_per_tile == 0) {
+                --readers[b][s];
+                release(s);
+                pending[b][who] = -1;
+              }
+              ++step[b][who];
+              moved = true;
+            }
+          }
+          idle = moved ? 0 : idle + 1;
+        }
+        for (int bl = 0; bl < blocks; ++bl) EXPECT_TRUE(gone[bl]) << "deadlock at " << steps_per_tile << " steps x " << tiles << " tiles";
+      }
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ class CudaDevice : public ModuleGpuDevice {
     if (arch_.name == "sm_90a" && (driver.version < 12000 || !driver.tensor_maps)) arch_ = *codegen::parse_nvptx_arch("sm_90");
     target_ = codegen::nvptx_gpu_target(arch_, {p.multiprocessors, p.shared_per_block_optin, p.max_threads_per_block, p.warp_size});
     if (!driver.tensor_maps) target_.tensor_copies = target_.warpgroup_mma = false;
+    if (!driver.clusters) target_.block_clusters = false;
     blocks_per_launch_ = std::max(1, p.multiprocessors) * kBlocksPerMultiprocessor;
     info_.id = gpu_->id();
     info_.type = "gpu";

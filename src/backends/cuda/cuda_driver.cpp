@@ -29,6 +29,7 @@ const Driver* Driver::open(std::string* why) {
   ZYNTAX_CUDA_DRIVER_OPTIONAL_FUNCTIONS(ZYNTAX_RESOLVE_OPTIONAL_CUDA_FUNCTION)
 #undef ZYNTAX_RESOLVE_OPTIONAL_CUDA_FUNCTION
   d->tensor_maps = d->cuTensorMapEncodeTiled != nullptr;
+  d->clusters = d->cuLaunchKernelEx != nullptr && d->version >= 12000;
   if (!missing.empty()) {
     *why = "the CUDA driver " + path + " is too old or not a CUDA driver: it lacks " + missing;
     delete d;

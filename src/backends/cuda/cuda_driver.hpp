@@ -97,6 +97,32 @@ enum TensorMapL2Promotion : int {
   kTensorMapL2Promotion128B = 2,
   kTensorMapL2Promotion256B = 3,
 };
+// A launch with attributes (CUlaunchAttribute, CUlaunchConfig; CUDA 12):
+// only the cluster's shape is set here.
+constexpr int kLaunchAttributeClusterDimension = 4;  // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+struct CUlaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  union alignas(8) Value {
+    char bytes[64];
+    struct {
+      unsigned x, y, z;
+    } cluster_dim;
+  } value{};
+};
+static_assert(sizeof(CUlaunchAttribute) == 72);
+struct CUlaunchConfig {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1, block_y = 1, block_z = 1;
+  unsigned shared_bytes = 0;
+  CUstream stream = nullptr;
+  CUlaunchAttribute* attrs = nullptr;
+  unsigned attr_count = 0;
+};
+// The driver's layouts (cuda.h, CUDA 12 and 13).
+static_assert(sizeof(CUlaunchConfig) == 56 && offsetof(CUlaunchConfig, stream) == 32 && offsetof(CUlaunchConfig, attrs) == 40 &&
+              offsetof(CUlaunchConfig, attr_count) == 48);
+static_assert(offsetof(CUlaunchAttribute, value) == 8 && alignof(CUlaunchAttribute) == 8);
 // CUtensorMapFloatOOBfill: NONE fills elements past the edges with zeros.
 enum TensorMapOobFill : int {
   kTensorMapOobFillNone = 0,
@@ -165,10 +191,12 @@ constexpr unsigned kEventDisableTiming = 0x2;
 // address, globalDim[rank], globalStrides[rank - 1] (bytes, of dims 1..),
 // boxDim[rank], elementStrides[rank], interleave, swizzle, L2 promotion,
 // out-of-bounds fill.
+// cuLaunchKernelEx: a launch with attributes (a cluster's shape).
 #define ZYNTAX_CUDA_DRIVER_OPTIONAL_FUNCTIONS(X)                                                                  \
   X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled",                                                             \
     CUresult(CUtensorMap*, int, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,      \
-             const cuuint32_t*, int, int, int, int))
+             const cuuint32_t*, int, int, int, int))                                                              \
+  X(cuLaunchKernelEx, "cuLaunchKernelEx", CUresult(const CUlaunchConfig*, CUfunction, void**, void**))
 
 // A driver call failed: what was done, and the driver's error.
 class CudaError : public std::runtime_error {
@@ -197,6 +225,8 @@ class Driver {
   // Whether the driver makes tensor maps (cuTensorMapEncodeTiled, CUDA 12):
   // without them no kernel reads its factors through Hopper's tensor copies.
   bool tensor_maps = false;
+  // Whether it launches thread block clusters (cuLaunchKernelEx, CUDA 12).
+  bool clusters = false;
 
   // "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
   std::string error_text(CUresult r) const;

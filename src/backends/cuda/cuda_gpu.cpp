@@ -138,6 +138,25 @@ void Gpu::launch(FunctionHandle f, unsigned grid_x, unsigned block_x, unsigned s
     driver_.check(r, "launching a kernel of " + std::to_string(grid_x) + "x" + std::to_string(block_x) + " threads on " + id());
 }
 
+void Gpu::launch_clustered(FunctionHandle f, unsigned grid_x, unsigned block_x, unsigned shared_bytes, unsigned cluster,
+                           StreamHandle stream, void** params) const {
+  if (!driver_.clusters) throw CudaError("the CUDA driver launches no thread block clusters (cuLaunchKernelEx: CUDA 12)", CUDA_ERROR_NOT_FOUND);
+  CUlaunchAttribute attribute;
+  attribute.id = kLaunchAttributeClusterDimension;
+  attribute.value.cluster_dim = {cluster, 1, 1};
+  CUlaunchConfig config;
+  config.grid_x = grid_x;
+  config.block_x = block_x;
+  config.shared_bytes = shared_bytes;
+  config.stream = static_cast<CUstream>(stream);
+  config.attrs = &attribute;
+  config.attr_count = 1;
+  CUresult r = driver_.cuLaunchKernelEx(&config, static_cast<CUfunction>(f), params, nullptr);
+  if (r != CUDA_SUCCESS)
+    driver_.check(r, "launching a kernel of " + std::to_string(grid_x) + "x" + std::to_string(block_x) + " threads in clusters of " +
+                         std::to_string(cluster) + " blocks on " + id());
+}
+
 void Gpu::synchronize_all() const {
   bind();
   driver_.check(driver_.cuCtxSynchronize(), "waiting for the work queued on " + id());

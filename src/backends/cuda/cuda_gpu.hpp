@@ -79,6 +79,9 @@ class Gpu : public ModuleGpu {
   float elapsed_ms(EventHandle start, EventHandle end) const override;
   void launch(FunctionHandle f, unsigned grid_x, unsigned block_x, unsigned shared_bytes, StreamHandle stream,
               void** params) const override;
+  // Through cuLaunchKernelEx with the cluster's shape as an attribute.
+  void launch_clustered(FunctionHandle f, unsigned grid_x, unsigned block_x, unsigned shared_bytes, unsigned cluster,
+                        StreamHandle stream, void** params) const override;
   // Mapped for every GPU of the process, and adopted by host_mappings().
   std::shared_ptr<unsigned char> allocate_pinned(size_t bytes) const override;
 

@@ -703,18 +703,23 @@ struct ReferenceKernel::Compiled {
   // copy engine's and the matrix units' alone: nothing here touches them.
   StmtFn warpgroup_product(const cir::WarpgroupProduct& p) {
     ScalarFn first = scalar(p.first_tile), stride = scalar(p.tile_stride);
+    std::optional<ScalarFn> rank_of;
+    if (p.cluster_rank.defined()) rank_of = scalar(p.cluster_rank);
     int sa = buffer_slot(p.a.buffer), sb = buffer_slot(p.b.buffer);
     int batch_var = slot_for(p.batch_var, cir::Type::scalar(DType::I64)), row = slot_for(p.row, cir::Type::scalar(DType::I64));
     int col = slot_for(p.col, cir::Type::scalar(DType::I64)), value = slot_for(p.value, cir::Type::scalar(DType::F32));
     auto epilogue = std::make_shared<std::vector<StmtFn>>(block(p.epilogue));
     cir::ProductOperand a = p.a, b = p.b;
-    int64_t tiles = p.tiles(), row_tiles = p.row_tiles(), col_tiles = p.col_tiles(), group = p.group, depth = p.depth;
-    int64_t tile_rows = p.tile_rows, tile_cols = p.tile_cols;
+    int64_t turns = p.turns(), pair_row_tiles = p.pair_row_tiles(), col_tiles = p.col_tiles(), group = p.group, depth = p.depth;
+    int64_t tile_rows = p.tile_rows, tile_cols = p.tile_cols, cluster = p.cluster;
     Span span = p.span;
     return [=](Frame& f) {
       int64_t t0 = first(f).as_int64(), st = stride(f).as_int64();
       if (st <= 0) fail(span, "warpgroup_product takes every " + std::to_string(st) + "th tile");
       if (t0 < 0) fail(span, "warpgroup_product starts at tile " + std::to_string(t0));
+      int64_t rank = rank_of ? (*rank_of)(f).as_int64() : 0;
+      if (rank < 0 || rank >= cluster)
+        fail(span, "warpgroup_product's block is at place " + std::to_string(rank) + " of a cluster of " + std::to_string(cluster));
       const Tensor& ta = f.tiles[static_cast<size_t>(sa)];
       const Tensor& tb = f.tiles[static_cast<size_t>(sb)];
       // A factor tile, side by depth, zero outside the view.
@@ -732,9 +737,9 @@ struct ReferenceKernel::Compiled {
           }
       };
       std::vector<float> av, bv;
-      for (int64_t tile = t0; tile < tiles; tile += st) {
-        cir::ProductTile pt = cir::product_tile(tile, row_tiles, col_tiles, group);
-        int64_t r0 = pt.row_tile * tile_rows, c0 = pt.col_tile * tile_cols;
+      for (int64_t turn = t0; turn < turns; turn += st) {
+        cir::ProductTile pt = cir::product_tile(turn, pair_row_tiles, col_tiles, group);
+        int64_t r0 = (pt.row_tile * cluster + rank) * tile_rows, c0 = pt.col_tile * tile_cols;
         gather(ta, a, r0, tile_rows, pt.batch, av);
         gather(tb, b, c0, tile_cols, pt.batch, bv);
         for (int64_t r = 0; r < tile_rows; ++r)
@@ -747,7 +752,7 @@ struct ReferenceKernel::Compiled {
             f.scalars[static_cast<size_t>(value)] = Scalar::of_float(sum, DType::F32);
             run_block(*epilogue, f);
           }
-        if (tiles - tile <= st) break;  // no overflow past the end
+        if (turns - turn <= st) break;  // no overflow past the end
       }
     };
   }

@@ -1,17 +1,21 @@
 #include "cir/passes/schedule_gpu_wgmma.hpp"
 
+#include <algorithm>
+
 #include "cir/affine.hpp"
 #include "cir/passes/gpu_loops.hpp"
 #include "cir/passes/product_form.hpp"
 #include "cir/passes/schedule_gpu_mma.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/verifier.hpp"
+#include "cir/visitor.hpp"
 
 namespace zyntax::cir {
 
 namespace {
 
 constexpr int kStages = 4, kConsumers = 2, kGroup = 8;
+constexpr int kRulesCluster = 1;  // blocks per cluster by the rules
 constexpr int64_t kCopyAlignment = 16;     // bytes: the copy engine's strides
 constexpr int64_t kMaxStride = int64_t{1} << 40;  // bytes
 
@@ -101,7 +105,17 @@ LoopGroup batch_group(const ProductForm& m) {
 
 }  // namespace
 
-std::optional<Kernel> schedule_gpu_wgmma(const Kernel& k, const GpuTarget& target, std::string* why_not) {
+int warpgroup_product_cluster(const Kernel& k) {
+  struct Find : IRVisitor {
+    int cluster = 1;
+    using IRVisitor::visit;
+    void visit(const WarpgroupProduct* op) override { cluster = std::max(cluster, op->cluster); }
+  } find;
+  find.include(k.body);
+  return find.cluster;
+}
+
+std::optional<Kernel> schedule_gpu_wgmma(const Kernel& k, const GpuTarget& target, std::string* why_not, int cluster) {
   auto fail = [&](std::string w) -> Fail {
     if (why_not) *why_not = std::move(w);
     return std::nullopt;
@@ -150,7 +164,13 @@ std::optional<Kernel> schedule_gpu_wgmma(const Kernel& k, const GpuTarget& targe
   p.tile_cols = 256;
   if (p.tiles() < target.multiprocessors) p.tile_cols = 128;
   if (p.stage_bytes() > target.shared_memory_max) return fail("the stages need more shared memory than a block may have");
-  int64_t blocks = std::max<int64_t>(1, std::min<int64_t>(p.tiles(), target.multiprocessors));
+  // Pairs of blocks share B's tiles where the tuner asks (not yet by the
+  // rules: pairs have not been timed against single blocks on a GPU).
+  p.cluster = cluster != 0 ? cluster : kRulesCluster;
+  if (p.cluster > 1 && !target.block_clusters) return fail("clusters of " + std::to_string(p.cluster) + " blocks on " + target.arch);
+  if (p.cluster > 1 && target.multiprocessors < p.cluster) p.cluster = 1;
+  int64_t clusters = std::max<int64_t>(1, std::min<int64_t>(p.turns(), target.multiprocessors / p.cluster));
+  int64_t blocks = clusters * p.cluster;
 
   std::string blk = fresh("blk%wg");
   p.stage = fresh("stage%wg");
@@ -158,8 +178,11 @@ std::optional<Kernel> schedule_gpu_wgmma(const Kernel& k, const GpuTarget& targe
   p.row = fresh("row%wg");
   p.col = fresh("col%wg");
   p.value = fresh("value%wg");
-  p.first_tile = index_var(blk);
-  p.tile_stride = i64(blocks);
+  // A cluster's blocks are consecutive along x: block / cluster is the
+  // cluster, block % cluster the place in it.
+  p.first_tile = p.cluster > 1 ? index_var(blk) / i64(p.cluster) : index_var(blk);
+  p.tile_stride = i64(clusters);
+  if (p.cluster > 1) p.cluster_rank = Binary::make(BinaryOp::Mod, index_var(blk), i64(p.cluster));
 
   // The epilogue: the store of one element, inside the output.
   Substitution at = rows.at(index_var(p.row));

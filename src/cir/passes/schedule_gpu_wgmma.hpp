@@ -21,7 +21,9 @@
 // (row, col) at out[col, row]). Tiles are
 // 128 x 256 x 64 (x 32 for TF32), or 128 x 128 where too few large tiles
 // fill the multiprocessors; 4 stages; one producer and two consumer
-// warpgroups (384 threads).
+// warpgroups (384 threads). In clusters of two blocks, the pair's blocks
+// take the row tiles 2p and 2p + 1 of a column tile and each brings half
+// of B's tile into both: the grid is an even number of blocks.
 #pragma once
 
 #include <optional>
@@ -35,6 +37,11 @@ namespace zyntax::cir {
 constexpr int kWarpgroupProductThreads = 384;
 
 // Only for targets with warpgroup matrix units and tensor copies.
-std::optional<Kernel> schedule_gpu_wgmma(const Kernel& k, const GpuTarget& target, std::string* why_not = nullptr);
+// `cluster`: blocks per cluster (ir.hpp's WarpgroupProduct), 1 or 2 (2
+// only where the target has block clusters); 0 for the rules' choice.
+std::optional<Kernel> schedule_gpu_wgmma(const Kernel& k, const GpuTarget& target, std::string* why_not = nullptr, int cluster = 0);
+
+// The blocks per cluster of a kernel's warpgroup product (1 without one).
+int warpgroup_product_cluster(const Kernel& k);
 
 }  // namespace zyntax::cir

@@ -29,7 +29,9 @@ class TensorMapFinder : public cir::IRVisitor {
   using cir::IRVisitor::visit;
   void visit(const cir::WarpgroupProduct* op) override {
     found.push_back({op, {op->a, product_operand_box(op->a, op->tile_rows, op->tile_depth)}});
-    found.push_back({op, {op->b, product_operand_box(op->b, op->tile_cols, op->tile_depth)}});
+    // In clusters a K-major B tile comes in one box per block (warpgroup_product.cpp).
+    int b_side = op->b.k_major ? op->tile_cols / op->cluster : op->tile_cols;
+    found.push_back({op, {op->b, product_operand_box(op->b, b_side, op->tile_depth)}});
     cir::IRVisitor::visit(op);
   }
   // Queries and keys in steps of the head dimension (one swizzled row),

@@ -97,6 +97,7 @@ GpuTarget nvptx_gpu_target(const NvptxArch& arch) {
   // cp.async.bulk.tensor with mbarrier, and wgmma.mma_async: sm_90a only.
   bool accelerated = arch.name.size() > 1 && arch.name.back() == 'a';
   t.tensor_copies = t.warpgroup_mma = accelerated && arch.capability == 90;
+  t.block_clusters = arch.capability >= 90;
   t.precision = PrecisionContract::Ieee;
   t.max_parameter_bytes = 4096;
   t.max_registers_per_thread = 255;  // PTX's most per thread; 64K per multiprocessor holds 256 threads at that

@@ -39,6 +39,15 @@ void WarpgroupIr::arrive_expect_tx(llvm::Value* bar, int64_t bytes) {
   asm_void("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r", {bar, i32(static_cast<int32_t>(bytes))});
 }
 
+void WarpgroupIr::arrive_in_block(llvm::Value* bar, llvm::Value* rank) {
+  asm_void("{ .reg .b32 remote; mapa.shared::cluster.u32 remote, $0, $1; mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote]; }",
+           "r,r", {bar, rank});
+}
+
+llvm::Value* WarpgroupIr::cluster_rank() { return asm_value(b_.getInt32Ty(), "mov.u32 $0, %cluster_ctarank;", "=r", {}); }
+
+llvm::Value* WarpgroupIr::cluster_blocks() { return asm_value(b_.getInt32Ty(), "mov.u32 $0, %cluster_nctarank;", "=r", {}); }
+
 void WarpgroupIr::wait(llvm::Value* bar, llvm::Value* parity) {
   llvm::BasicBlock* before = b_.GetInsertBlock();
   llvm::BasicBlock* loop = block("wg.wait");
@@ -63,19 +72,22 @@ void WarpgroupIr::wait(llvm::Value* bar, llvm::Value* parity) {
   b_.SetInsertPoint(done);
 }
 
-void WarpgroupIr::tensor_copy(llvm::Value* map, llvm::Value* dst, const std::vector<llvm::Value*>& coords, llvm::Value* bar) {
+void WarpgroupIr::tensor_copy(llvm::Value* map, llvm::Value* dst, const std::vector<llvm::Value*>& coords, llvm::Value* bar,
+                              llvm::Value* blocks) {
   std::string text = "cp.async.bulk.tensor." + std::to_string(coords.size()) +
-                     "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {";
+                     "d.shared::cluster.global.tile.mbarrier::complete_tx::bytes" + (blocks ? ".multicast::cluster" : "") +
+                     " [$0], [$1, {";
   std::string constraints = "r,l";
   for (size_t i = 0; i < coords.size(); ++i) {
     text += (i ? ", $" : "$") + std::to_string(2 + i);
     constraints += ",r";
   }
-  text += "}], [$" + std::to_string(2 + coords.size()) + "];";
-  constraints += ",r";
+  text += "}], [$" + std::to_string(2 + coords.size()) + "]" + (blocks ? ", $" + std::to_string(3 + coords.size()) : "") + ";";
+  constraints += blocks ? ",r,h" : ",r";
   std::vector<llvm::Value*> args = {dst, map};
   args.insert(args.end(), coords.begin(), coords.end());
   args.push_back(bar);
+  if (blocks) args.push_back(blocks);
   asm_void(text, constraints, args);
 }
 

@@ -35,15 +35,22 @@ class WarpgroupIr {
   }
 
   // Thread `tid` 0 makes the barriers (`init`: init_barrier calls) and
-  // fences them for the copy engine; the block meets before anyone uses them.
+  // fences them for the copy engine; the block meets before anyone uses
+  // them, and where `cluster`, every block of its cluster too (they copy
+  // into each other's stages and arrive on each other's barriers).
   template <class Init>
-  void init_barriers(llvm::Value* tid, Init init) {
+  void init_barriers(llvm::Value* tid, Init init, bool cluster = false) {
     if_then(b_.CreateICmpEQ(tid, i32(0)), "wg.init", [&] {
       init();
       asm_void("fence.mbarrier_init.release.cluster;", "", {});
       asm_void("fence.proxy.async.shared::cta;", "", {});
     });
-    asm_void("bar.sync 0;", "", {});
+    if (cluster) {
+      asm_void("barrier.cluster.arrive.release.aligned;", "", {});
+      asm_void("barrier.cluster.wait.acquire.aligned;", "", {});
+    } else {
+      asm_void("bar.sync 0;", "", {});
+    }
   }
 
   // Warpgroup 0 produces (its registers given back, its thread 0 runs
@@ -77,6 +84,12 @@ class WarpgroupIr {
   void init_barrier(llvm::Value* bar, int count);
   void arrive(llvm::Value* bar);
   void arrive_expect_tx(llvm::Value* bar, int64_t bytes);
+  // Arrives on the barrier at the same place as `bar` in the block of
+  // cluster rank `rank` (i32).
+  void arrive_in_block(llvm::Value* bar, llvm::Value* rank);
+  // This block's place in its cluster, and the cluster's blocks (i32).
+  llvm::Value* cluster_rank();
+  llvm::Value* cluster_blocks();
   // Waits until the barrier's phase of `parity` has completed, trapping
   // after 2^26 tries: a pipeline fault becomes a launch error, never a hung GPU.
   void wait(llvm::Value* bar, llvm::Value* parity);
@@ -84,7 +97,11 @@ class WarpgroupIr {
   // One tensor copy of a box into shared memory at `dst`, completing on
   // `bar`: coordinates fastest first (i32 values), `map` the generic address
   // of its tensor map (i64).
-  void tensor_copy(llvm::Value* map, llvm::Value* dst, const std::vector<llvm::Value*>& coords, llvm::Value* bar);
+  // With `blocks` (an i16 mask of cluster ranks), the box lands at `dst`
+  // in each of those blocks and completes on the barrier at `bar`'s place
+  // in each.
+  void tensor_copy(llvm::Value* map, llvm::Value* dst, const std::vector<llvm::Value*>& coords, llvm::Value* bar,
+                   llvm::Value* blocks = nullptr);
 
   // A wgmma shared-memory descriptor of the tile at `address` (i32 shared).
   llvm::Value* descriptor(llvm::Value* address, const wgmma::TileDescriptor& d);

@@ -18,6 +18,15 @@
 //     after the tile: wait for all, release the last stage, run the
 //     epilogue on each accumulator element from its registers
 //
+// In clusters of two blocks (the pair's row tiles over one column tile):
+// the blocks meet after making their barriers; each producer copies its
+// own A tile and every other box of B's tile into both blocks (multicast),
+// so each full[s] still expects A's and all of B's bytes; each consumer
+// warp releases a stage in both blocks (empty[s] counts both blocks'
+// warps), since the partner's copies land here too; and the producer stays
+// until every stage is released in its last phase, so that no arrival from
+// the partner comes after the block has gone.
+//
 // The accumulators are threaded through every wgmma and wgmma.wait_group as
 // tied operands, so nothing reads them before the tensor cores are done.
 // Every barrier wait gives up after 2^26 tries with a trap: a pipeline
@@ -48,6 +57,17 @@ class WarpgroupProductEmitter : WarpgroupIr {
     llvm::Value* tid = b_.CreateTrunc(e_.gpu_coordinate(cir::GpuIndexKind::ThreadIdx, 0), b_.getInt32Ty());
     e_.check(b_.CreateICmpEQ(e_.gpu_coordinate(cir::GpuIndexKind::BlockDim, 0), b_.getInt64(p_.threads())), p_.span,
              "the GPU block has other than the warpgroup product's " + std::to_string(p_.threads()) + " threads");
+    // In clusters: the block's rank (the product's own, which the
+    // hardware's must match) and its partner's.
+    rank_ = b_.getInt64(0);
+    if (clustered()) {
+      rank_ = e_.expr(p_.cluster_rank);
+      llvm::Value* hardware = cluster_rank();
+      e_.check(b_.CreateAnd(b_.CreateICmpEQ(cluster_blocks(), i32(p_.cluster)),
+                            b_.CreateICmpEQ(b_.CreateZExt(hardware, b_.getInt64Ty()), rank_)),
+               p_.span, "the warpgroup product's blocks were not launched in clusters of " + std::to_string(p_.cluster) + " along x");
+      partner_ = b_.CreateXor(hardware, i32(1));
+    }
     // The stages from the first 1024-byte boundary of the shared array, then the barriers.
     llvm::Value* raw = b_.CreatePtrToInt(e_.buffer(p_.stage).ptr, b_.getInt32Ty());
     base_ = b_.CreateAnd(b_.CreateAdd(raw, i32(wgmma::kAtomBytes - 1)), i32(~(wgmma::kAtomBytes - 1)));
@@ -62,9 +82,9 @@ class WarpgroupProductEmitter : WarpgroupIr {
     init_barriers(tid, [&] {
       for (int s = 0; s < p_.stages; ++s) {
         init_barrier(full(i32(s)), 1);
-        init_barrier(empty(i32(s)), 4 * p_.consumers);
+        init_barrier(empty(i32(s)), 4 * p_.consumers * p_.cluster);
       }
-    });
+    }, clustered());
     split_roles(tid, kProducerRegisters, kConsumerRegisters, [&] { produce(); },
                 [&](llvm::Value* consumer, llvm::Value* thread) { consume(consumer, thread); });
   }
@@ -79,12 +99,15 @@ class WarpgroupProductEmitter : WarpgroupIr {
   int64_t a_tile_bytes() const { return int64_t{p_.tile_rows} * p_.tile_depth * static_cast<int64_t>(dtype_size(p_.a.dtype)); }
   int64_t depth_tiles() const { return (p_.depth + p_.tile_depth - 1) / p_.tile_depth; }
 
-  // The tile of the block's turn `t` (cir::product_tile), as i32 values.
+  bool clustered() const { return p_.cluster > 1; }
+
+  // The tile of the block's turn `t` (cir::product_tile over the pairs of
+  // row tiles in clusters, the block taking its own of the pair), as i32 values.
   struct Tile {
     llvm::Value *batch, *row0, *col0;
   };
   Tile tile_of(llvm::Value* t) {
-    llvm::Value* row_tiles = b_.getInt64(p_.row_tiles());
+    llvm::Value* row_tiles = b_.getInt64(p_.pair_row_tiles());
     llvm::Value* col_tiles = b_.getInt64(p_.col_tiles());
     llvm::Value* group = b_.getInt64(p_.group);
     llvm::Value* per_batch = b_.CreateMul(row_tiles, col_tiles);
@@ -94,17 +117,19 @@ class WarpgroupProductEmitter : WarpgroupIr {
     llvm::Value* left = b_.CreateSub(row_tiles, first_row);
     llvm::Value* rows_here = b_.CreateSelect(b_.CreateICmpULT(left, group), left, group);
     llvm::Value* in_group = b_.CreateURem(in_batch, per_group);
-    llvm::Value* row_tile = b_.CreateAdd(first_row, b_.CreateURem(in_group, rows_here));
+    llvm::Value* pair_row = b_.CreateAdd(first_row, b_.CreateURem(in_group, rows_here));
+    llvm::Value* row_tile = b_.CreateAdd(b_.CreateMul(pair_row, b_.getInt64(p_.cluster)), rank_);
     llvm::Value* col_tile = b_.CreateUDiv(in_group, rows_here);
     auto narrow = [&](llvm::Value* v) { return b_.CreateTrunc(v, b_.getInt32Ty()); };
     return {narrow(b_.CreateUDiv(t, per_batch)), narrow(b_.CreateMul(row_tile, b_.getInt64(p_.tile_rows))),
             narrow(b_.CreateMul(col_tile, b_.getInt64(p_.tile_cols)))};
   }
 
-  // for t = first_tile; t < tiles; t += tile_stride: body(t), with the ring
-  // position `it` (the depth steps taken so far) kept across tiles.
+  // for t = first_tile; t < turns; t += tile_stride: body(t), with the ring
+  // position `it` (the depth steps taken so far) kept across tiles; returns
+  // the position after the last.
   template <class Body>
-  void for_each_tile(Body body) {
+  llvm::Value* for_each_tile(Body body) {
     llvm::Value* first = e_.expr(p_.first_tile);
     llvm::Value* stride = e_.expr(p_.tile_stride);
     llvm::BasicBlock* before = b_.GetInsertBlock();
@@ -117,13 +142,14 @@ class WarpgroupProductEmitter : WarpgroupIr {
     llvm::PHINode* it = b_.CreatePHI(b_.getInt32Ty(), 2);
     t->addIncoming(first, before);
     it->addIncoming(i32(0), before);
-    b_.CreateCondBr(b_.CreateICmpSLT(t, b_.getInt64(p_.tiles())), run, done);
+    b_.CreateCondBr(b_.CreateICmpSLT(t, b_.getInt64(p_.turns())), run, done);
     b_.SetInsertPoint(run);
     llvm::Value* it_after = body(t, it);
     t->addIncoming(b_.CreateAdd(t, stride), b_.GetInsertBlock());
     it->addIncoming(it_after, b_.GetInsertBlock());
     b_.CreateBr(head);
     b_.SetInsertPoint(done);
+    return it;
   }
 
   // for kt in 0..depth_tiles: body(kt, it + kt); returns it + depth_tiles.
@@ -151,17 +177,23 @@ class WarpgroupProductEmitter : WarpgroupIr {
 
   // One operand's copies into its tile of a stage: a box of the depth step
   // by the side (K-major) or 64-index chunks of the side by the depth step.
+  // `shared`: the tile is the cluster's, each block copying every
+  // cluster-th box (from its rank on) into every block (K-major tiles in
+  // as many boxes as the cluster has blocks: kernel_abi's box says so too).
   void copy_operand(const cir::ProductOperand& o, llvm::Value* map, llvm::Value* dst, llvm::Value* side0, llvm::Value* depth0,
-                    llvm::Value* batch, int side_tile, llvm::Value* bar) {
+                    llvm::Value* batch, int side_tile, llvm::Value* bar, bool shared) {
     int size = static_cast<int>(dtype_size(o.dtype));
-    int per_copy = o.k_major ? side_tile : wgmma::kRowBytes / size;
+    int share = shared ? p_.cluster : 1;
+    int per_copy = o.k_major ? side_tile / share : wgmma::kRowBytes / size;
     int copies = side_tile / per_copy;
-    uint32_t copy_bytes = static_cast<uint32_t>(per_copy * p_.tile_depth * size);
-    for (int c = 0; c < copies; ++c) {
-      llvm::Value* side = b_.CreateAdd(side0, i32(c * per_copy));
+    int32_t copy_bytes = per_copy * p_.tile_depth * size;
+    llvm::Value* everyone = shared ? b_.getInt16(static_cast<uint16_t>((1u << p_.cluster) - 1)) : nullptr;
+    for (int c = 0; c < copies; c += share) {
+      llvm::Value* box = shared ? b_.CreateAdd(i32(c), b_.CreateTrunc(rank_, b_.getInt32Ty())) : i32(c);
+      llvm::Value* side = b_.CreateAdd(side0, b_.CreateMul(box, i32(per_copy)));
       std::vector<llvm::Value*> coords = o.k_major ? std::vector<llvm::Value*>{depth0, side} : std::vector<llvm::Value*>{side, depth0};
       if (o.rank == 3) coords.push_back(batch);
-      tensor_copy(map, b_.CreateAdd(dst, i32(static_cast<int32_t>(c * copy_bytes))), coords, bar);
+      tensor_copy(map, b_.CreateAdd(dst, b_.CreateMul(box, i32(copy_bytes))), coords, bar, everyone);
     }
   }
 
@@ -170,18 +202,27 @@ class WarpgroupProductEmitter : WarpgroupIr {
     llvm::Value* map_b = b_.CreatePtrToInt(map_b_, b_.getInt64Ty());
     asm_void("prefetch.tensormap [$0];", "l", {map_a});
     asm_void("prefetch.tensormap [$0];", "l", {map_b});
-    for_each_tile([&](llvm::Value* t, llvm::Value* it0) {
+    llvm::Value* it_end = for_each_tile([&](llvm::Value* t, llvm::Value* it0) {
       Tile tile = tile_of(t);
       return for_each_depth_step(it0, [&](llvm::Value* kt, llvm::Value* it) {
         llvm::Value* s = stage_of(it);
         wait(empty(s), b_.CreateXor(parity_of(it), i32(1)));
         llvm::Value* bar = full(s);
+        // A's tile and all of B's land here (half of B from the partner, in clusters).
         arrive_expect_tx(bar, p_.stage_tile_bytes());
         llvm::Value* depth0 = b_.CreateMul(kt, i32(p_.tile_depth));
-        copy_operand(p_.a, map_a, a_tile(s), tile.row0, depth0, tile.batch, p_.tile_rows, bar);
-        copy_operand(p_.b, map_b, b_tile(s), tile.col0, depth0, tile.batch, p_.tile_cols, bar);
+        copy_operand(p_.a, map_a, a_tile(s), tile.row0, depth0, tile.batch, p_.tile_rows, bar, false);
+        copy_operand(p_.b, map_b, b_tile(s), tile.col0, depth0, tile.batch, p_.tile_cols, bar, clustered());
       });
     });
+    // In clusters the block stays until both blocks' consumers have
+    // released every stage: until then the partner may still arrive on
+    // this block's barriers.
+    if (clustered())
+      for (int k = 0; k < p_.stages; ++k) {
+        llvm::Value* it = b_.CreateAdd(it_end, i32(k));
+        wait(empty(stage_of(it)), b_.CreateXor(parity_of(it), i32(1)));
+      }
   }
 
   // ---- the consumers
@@ -222,9 +263,13 @@ class WarpgroupProductEmitter : WarpgroupIr {
     return asm_value(b_.getInt32Ty(), "{ .reg .f32 f; ld.shared.f32 f, [$1]; cvt.rna.tf32.f32 $0, f; }", "=r,r", {address});
   }
 
-  // Lane 0 of each warp says its warp is done with stage s.
+  // Lane 0 of each warp says its warp is done with stage s, in clusters to
+  // both blocks (either one's copies of B land in both).
   void release(llvm::Value* s, llvm::Value* lane) {
-    if_then(b_.CreateICmpEQ(lane, i32(0)), "wgp.release", [&] { arrive(empty(s)); });
+    if_then(b_.CreateICmpEQ(lane, i32(0)), "wgp.release", [&] {
+      arrive(empty(s));
+      if (clustered()) arrive_in_block(empty(s), partner_);
+    });
   }
 
   void consume(llvm::Value* consumer, llvm::Value* thread) {
@@ -315,6 +360,8 @@ class WarpgroupProductEmitter : WarpgroupIr {
   llvm::Value* base_ = nullptr;      // i32 shared address of stage 0
   llvm::Value* barriers_ = nullptr;  // of full[0]; empty[s] follow the full ones
   llvm::Value *map_a_ = nullptr, *map_b_ = nullptr;  // its factors' tensor-map parameters
+  llvm::Value* rank_ = nullptr;     // i64: the block's place in its cluster (0 outside clusters)
+  llvm::Value* partner_ = nullptr;  // i32: the other block's cluster rank, in clusters
 };
 
 }  // namespace
