@@ -212,8 +212,12 @@ const std::vector<ShaderHelper>& helpers() {
                 "    return 0.5LF * e + 0.5LF / e;\n"
                 "  }\n"
                 "  if (a < 709.0LF) return 0.5LF * zy_d_exp(a);\n"
+                // e^a overflows a little before e^a / 2 does: the half
+                // first, kept in that order (a precise result: a driver
+                // may otherwise square w first, which overflows).
                 "  precise double w = zy_d_exp(0.5LF * a);\n"
-                "  return (0.5LF * w) * w;\n"
+                "  precise double r = (0.5LF * w) * w;\n"
+                "  return r;\n"
                 "}\n";
        }},
       // log(m) as hi + lo for x = m 2^e, sqrt(1/2) <= m < sqrt(2), x finite
