@@ -213,9 +213,13 @@ TEST(ScheduleConvApplies, AtStrideOneAsASlidingWindowOverThePaddedInput) {
         cir::schedule_matmul(cir::specialize(kernel_of(source(Conv{})), all_dims(p)), cir::cpu_matmul_schedule(512, threads));
     ASSERT_TRUE(out.has_value());
     std::string text = cir::print(*out);
-    // 58 x 58 padded pixels per channel; the offset of the last tap, channel
-    // 63 at window (2, 2), is 63 * 3364 + 2 * 58 + 2.
-    EXPECT_NE(text.find("rows ko%mm[pc%mm..] <= " + std::to_string(63 * 3364 + 2 * 58 + 2)), std::string::npos) << text;
+    // 58 padded rows of 57 per channel (a row's zero column past its end is
+    // the next row's first); the offset of the last tap, channel 63 at
+    // window (2, 2), is 63 * 3306 + 2 * 57 + 2.
+    EXPECT_NE(text.find("rows ko%mm[pc%mm..] <= " + std::to_string(63 * 3306 + 2 * 57 + 2)), std::string::npos) << text;
+    // The last pixels read one column into the next channel's plane: its
+    // first is zeroed whatever part of the image a task fills.
+    EXPECT_NE(text.find("xp%mm[cf%mm * 3306 + ys%mm] = 0.0"), std::string::npos) << text;
     EXPECT_EQ(text.find("bp%mm"), std::string::npos) << text;
     EXPECT_NE(text.find("<- wt["), std::string::npos) << text;
   }

@@ -560,7 +560,7 @@ class Builder {
   // what they read only reaches columns that are dropped.
   void fill_window(Block& out, int lanes) {
     const SlidingWindow& w = *window_;
-    const int64_t plane = w.plane(), X = w.extent.back();
+    const int64_t plane = w.plane(), X = w.width(w.extent.size() - 1);
     const int64_t reach = w.max_offset(m_) - (w.channel_group(m_).size() - 1) * plane;
     out.push_back(make_for("kt%mm", i64(0), i64(m_.depth.size()), i64(1),
                            {make_store("ko%mm", {AxisSel::at(var("kt%mm"))}, simplify(substitute(w.offset(m_), m_.depth.at(var("kt%mm")))))}));
@@ -604,14 +604,22 @@ class Builder {
       }
     }
     Stmt rows = make_for(row, lo / i64(X), (hi - i64(1)) / i64(X) + i64(1), i64(1), run);
-    out.push_back(make_for(cf, i64(0), i64(w.channel_group(m_).size()), i64(1), {rows}));
+    Block per_channel = {rows};
+    // Rows stored narrower (w.shared): the last pixels of a channel's last
+    // row read its first columns on into the next channel's, which are
+    // zero whatever part of it the task fills.
+    if (w.shared > 0)
+      per_channel.insert(per_channel.begin(),
+                         make_for("ys%mm", i64(0), i64(w.shared), i64(1),
+                                  {make_store("xp%mm", {AxisSel::at(var(cf) * i64(plane) + var("ys%mm"))}, FloatImm::make(0.0))}));
+    out.push_back(make_for(cf, i64(0), i64(w.channel_group(m_).size()), i64(1), per_channel));
   }
 
   // out[b.., i.., j..] = f(sum + init) for the real pixels of the column
   // block, the sums taken from the block's NC virtual pixels in ct%mm (`sums` long).
   void window_epilogue(Block& out, const std::string& buffer, int64_t NC, int64_t sums) {
     const SlidingWindow& w = *window_;
-    const int64_t X = w.extent.back(), E = m_.cols.loops.back().extent;
+    const int64_t X = w.width(w.extent.size() - 1), E = m_.cols.loops.back().extent;
     std::string row = "er%mm", v = "ev%mm";
     LoopGroup outer = w.virtual_pixels(m_);
     outer.loops.pop_back();

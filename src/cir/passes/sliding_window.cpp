@@ -1,5 +1,9 @@
 #include "cir/passes/sliding_window.hpp"
 
+#include <algorithm>
+
+#include "cir/affine.hpp"
+#include "cir/passes/guard_range.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
 
@@ -14,17 +18,39 @@ bool slides_with(const Expr& e, const Substitution& shift, const std::set<std::s
   return !e.defined() || !reads_any(simplify(substitute(e, shift)), partners);
 }
 
+// The columns zero at both ends of every row of P: where the guard, at the
+// last column loop's window position P is filled at, holds only from a
+// constant first column and below a constant last one. Never so many that
+// a row is narrower than its real pixels.
+int64_t shared_columns(const ProductForm& m, const SlidingWindow& w) {
+  if (!m.guard.defined()) return 0;
+  size_t last = w.partner.size() - 1;
+  const std::string& o = m.cols.loops[last].var;
+  Substitution at = {{m.depth.loops[w.partner[last]].var, i64(w.partner_at(m, last))}};
+  std::optional<GuardRange> range = guard_range(simplify(substitute(m.guard, at)), o);
+  if (!range) return 0;
+  int64_t X = w.extent[last], leading = 0, trailing = 0;
+  for (const Expr& l : range->lower)
+    if (std::optional<int64_t> v = constant_value(simplify(l))) leading = std::max(leading, *v);
+  for (const Expr& u : range->upper)
+    if (std::optional<int64_t> v = constant_value(simplify(u))) trailing = std::max(trailing, X - *v);
+  int64_t room = X - m.cols.loops[last].extent;
+  return std::clamp<int64_t>(std::min(leading, trailing), 0, room);
+}
+
 }  // namespace
+
+int64_t SlidingWindow::width(size_t t) const { return t + 1 == extent.size() ? extent[t] - shared : extent[t]; }
 
 int64_t SlidingWindow::plane() const {
   int64_t p = 1;
-  for (int64_t e : extent) p *= e;
+  for (size_t t = 0; t < extent.size(); ++t) p *= width(t);
   return p;
 }
 
 int64_t SlidingWindow::stride(size_t t) const {
   int64_t s = 1;
-  for (size_t u = t + 1; u < extent.size(); ++u) s *= extent[u];
+  for (size_t u = t + 1; u < extent.size(); ++u) s *= width(u);
   return s;
 }
 
@@ -42,7 +68,7 @@ LoopGroup SlidingWindow::virtual_pixels(const ProductForm& m) const {
 
 LoopGroup SlidingWindow::image(const ProductForm& m) const {
   LoopGroup g;
-  for (size_t t = 0; t < extent.size(); ++t) g.loops.push_back({m.cols.loops[t].var, 0, extent[t]});
+  for (size_t t = 0; t < extent.size(); ++t) g.loops.push_back({m.cols.loops[t].var, 0, width(t)});
   return g;
 }
 
@@ -106,6 +132,7 @@ std::optional<SlidingWindow> find_sliding_window(const ProductForm& m) {
   if (!slides_with(m.y, shift, partners) || !slides_with(m.guard, shift, partners)) return std::nullopt;
   for (size_t d = 0; d < m.depth.loops.size(); ++d)
     if (!taken[d]) w.channels.push_back(d);
+  w.shared = shared_columns(m, w);
   return w;
 }
 

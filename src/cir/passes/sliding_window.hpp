@@ -21,6 +21,12 @@
 // entry. The
 // price is columns for the virtual pixels past each row's end (o_t >= E_t),
 // which are computed and dropped.
+//
+// Where the padding guard zeroes the first and the last `shared` columns of
+// every row of P, the rows are stored `shared` columns narrower: a row's
+// last columns, read past its end, are then the next row's first ones,
+// zero too (for a 3x3 window with padding 1, rows of W + 1 instead of W + 2:
+// one virtual pixel dropped per row instead of two).
 #pragma once
 
 #include <optional>
@@ -35,8 +41,11 @@ struct SlidingWindow {
   std::vector<bool> mirrored;    // per column loop: Y reads o_t - k_t rather than o_t + k_t
   std::vector<size_t> channels;  // the other reduction loops, in order
   std::vector<int64_t> extent;   // per column loop: P's extent, E_t + D_t - 1
+  int64_t shared = 0;            // zero columns at both ends of every row of P, stored once
 
-  // Elements of one channel's image (the product of `extent`).
+  // P's extent as stored along column loop t: `extent`, the rows `shared` narrower.
+  int64_t width(size_t t) const;
+  // Elements of one channel's image (the product of the widths).
   int64_t plane() const;
   // P's stride along column loop t.
   int64_t stride(size_t t) const;
