@@ -233,63 +233,62 @@ TEST(ScheduleGpuWgmma, WhatTheCopyEngineCannotReadFallsBack) {
   EXPECT_EQ(sm90.schedule, GpuSchedule::TensorCoreMatmul);
 }
 
-TEST(ScheduleGpuWgmma, ThePlanAndItsPtxForSm90a) {
+// Every product of kProducts at 4096 x 4096 and 304 x 264 planned for
+// sm_90a under `choice` (each plan checked by `check`), compiled into one
+// PTX module; its text, after ptxas has accepted it with no spills and no
+// serialisation warning.
+template <class Check>
+std::string planned_ptx(const TuningChoice& choice, const std::string& tag, Check check) {
   std::vector<cir::Kernel> planned;
   std::vector<const cir::Kernel*> ptrs;
   std::vector<std::string> names;
   for (const Product& p : kProducts) {
     for (auto [m, n] : {std::pair<int64_t, int64_t>{4096, 4096}, {304, 264}}) {
-      GpuPlan plan = gpu_plan(specialised(p.source, m, n, 512), hopper());
-      ASSERT_TRUE(plan.kernel) << p.name << ": " << plan.why_not;
+      GpuPlan plan = gpu_plan(specialised(p.source, m, n, 512), hopper(), choice);
+      EXPECT_TRUE(plan.kernel) << p.name << ": " << plan.why_not;
+      if (!plan.kernel) continue;
       EXPECT_EQ(plan.schedule, GpuSchedule::WarpgroupMatmul) << p.name;
       EXPECT_EQ(plan.block_threads, cir::kWarpgroupProductThreads);
       EXPECT_GT(plan.shared_bytes, 48 << 10);
       EXPECT_LE(plan.shared_bytes, hopper().shared_memory_max);
+      check(p, m, n, plan);
       planned.push_back(*plan.kernel);
-      names.push_back(std::string("wgmma_") + p.name + "_" + std::to_string(m));
+      names.push_back(tag + "_" + p.name + "_" + std::to_string(m));
     }
   }
   for (const cir::Kernel& k : planned) ptrs.push_back(&k);
   codegen::PtxModule module = codegen::NvptxCompiler::instance().compile(ptrs, names, *codegen::parse_nvptx_arch("sm_90a"));
+  testing::expect_ptxas_clean(module.ptx, "sm_90a", tag, planned.size());
+  return module.ptx;
+}
+
+TEST(ScheduleGpuWgmma, ThePlanAndItsPtxForSm90a) {
+  std::string ptx = planned_ptx({}, "wgmma", [](const Product&, int64_t, int64_t, const GpuPlan& plan) { EXPECT_EQ(plan.cluster, 1); });
   for (const char* op : {"wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
                          "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32", "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
                          "wgmma.wait_group.sync.aligned 1", "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
                          "cp.async.bulk.tensor.3d", "mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.try_wait.parity.shared::cta.b64",
                          "setmaxnreg.dec.sync.aligned.u32 40", "setmaxnreg.inc.sync.aligned.u32 232", "trap;", ".maxntid 384", ".minnctapersm 1",
                          "cvta.param"})
-    EXPECT_NE(module.ptx.find(op), std::string::npos) << op;
-  testing::expect_ptxas_clean(module.ptx, "sm_90a", "wgmma", planned.size());
+    EXPECT_NE(ptx.find(op), std::string::npos) << op;
+  EXPECT_EQ(ptx.find("multicast"), std::string::npos) << "one block per cluster by the rules";
 }
 
 // In pairs of blocks: B's boxes copied into both blocks, stages released
 // in both, the blocks meeting after making their barriers.
 TEST(ScheduleGpuWgmma, ThePlanAndItsPtxInClustersOfTwo) {
-  std::vector<cir::Kernel> planned;
-  std::vector<const cir::Kernel*> ptrs;
-  std::vector<std::string> names;
-  for (const Product& p : kProducts) {
-    for (auto [m, n] : {std::pair<int64_t, int64_t>{4096, 4096}, {304, 264}}) {
-      GpuPlan plan = gpu_plan(specialised(p.source, m, n, 512), hopper(), TuningChoice{{{"cluster", 2}}});
-      ASSERT_TRUE(plan.kernel) << p.name << ": " << plan.why_not;
-      EXPECT_EQ(plan.schedule, GpuSchedule::WarpgroupMatmul) << p.name;
-      EXPECT_EQ(plan.cluster, 2);
-      EXPECT_EQ(gpu_launch_blocks(plan, 1 << 20) % 2, 0u) << p.name;
-      EXPECT_EQ(gpu_plan(specialised(p.source, m, n, 512), hopper()).cluster, 1) << "the rules' choice";
-      // K-major B tiles come in one box per block of the pair.
-      for (const codegen::TensorMapParam& map : codegen::tensor_map_params(*plan.kernel))
-        if (map.operand.k_major) EXPECT_LE(map.box[1], 128u) << p.name;
-      planned.push_back(*plan.kernel);
-      names.push_back(std::string("wgmma_pair_") + p.name + "_" + std::to_string(m));
-    }
-  }
-  for (const cir::Kernel& k : planned) ptrs.push_back(&k);
-  codegen::PtxModule module = codegen::NvptxCompiler::instance().compile(ptrs, names, *codegen::parse_nvptx_arch("sm_90a"));
+  std::string ptx = planned_ptx(TuningChoice{{{"cluster", 2}}}, "wgmma_pair", [](const Product& p, int64_t, int64_t, const GpuPlan& plan) {
+    EXPECT_EQ(plan.cluster, 2);
+    EXPECT_EQ(gpu_launch_blocks(plan, 1 << 20) % 2, 0u) << p.name;
+    // K-major B tiles come in one box per block of the pair.
+    for (const codegen::TensorMapParam& map : codegen::tensor_map_params(*plan.kernel))
+      if (map.operand.k_major) EXPECT_LE(map.box[1], 128u) << p.name;
+  });
   for (const char* op : {"cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
                          "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
                          "barrier.cluster.arrive.release.aligned", "barrier.cluster.wait.acquire.aligned", "mapa.shared::cluster.u32",
                          "mbarrier.arrive.release.cluster.shared::cluster.b64", "%cluster_ctarank", "%cluster_nctarank"})
-    EXPECT_NE(module.ptx.find(op), std::string::npos) << op;
-  testing::expect_ptxas_clean(module.ptx, "sm_90a", "wgmma_pair", planned.size());
+    EXPECT_NE(ptx.find(op), std::string::npos) << op;
 }
 
 }  // namespace
