@@ -179,6 +179,7 @@ void kernels(Device& dev, bool small) {
           one.push_back(kernel_ms_choice(dev, r.source, in, 5, alone));
           two.push_back(kernel_ms_choice(dev, r.source, in, 5, pairs));
         }
+        if (*std::min_element(one.begin(), one.end()) < 0 || *std::min_element(two.begin(), two.end()) < 0) continue;  // a plan refused
         double flop = 2.0 * size * size * size;
         report(std::string("zyntax_matmul_") + r.key + "_cluster1_" + std::to_string(size), flop / (median(one) / 1e3) / 1e12, "TFLOP/s",
                "one block per cluster, timed in turns with the pairs");

@@ -560,7 +560,7 @@ class Builder {
   // what they read only reaches columns that are dropped.
   void fill_window(Block& out, int lanes) {
     const SlidingWindow& w = *window_;
-    const int64_t plane = w.plane(), X = w.width(w.extent.size() - 1);
+    const int64_t plane = w.plane(), X = w.row_width();
     const int64_t reach = w.max_offset(m_) - (w.channel_group(m_).size() - 1) * plane;
     out.push_back(make_for("kt%mm", i64(0), i64(m_.depth.size()), i64(1),
                            {make_store("ko%mm", {AxisSel::at(var("kt%mm"))}, simplify(substitute(w.offset(m_), m_.depth.at(var("kt%mm")))))}));
@@ -619,7 +619,7 @@ class Builder {
   // block, the sums taken from the block's NC virtual pixels in ct%mm (`sums` long).
   void window_epilogue(Block& out, const std::string& buffer, int64_t NC, int64_t sums) {
     const SlidingWindow& w = *window_;
-    const int64_t X = w.width(w.extent.size() - 1), E = m_.cols.loops.back().extent;
+    const int64_t X = w.row_width(), E = m_.cols.loops.back().extent;
     std::string row = "er%mm", v = "ev%mm";
     LoopGroup outer = w.virtual_pixels(m_);
     outer.loops.pop_back();

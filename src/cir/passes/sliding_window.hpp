@@ -45,6 +45,8 @@ struct SlidingWindow {
 
   // P's extent as stored along column loop t: `extent`, the rows `shared` narrower.
   int64_t width(size_t t) const;
+  // The stored width of P's rows (of the last column loop).
+  int64_t row_width() const { return width(extent.size() - 1); }
   // Elements of one channel's image (the product of the widths).
   int64_t plane() const;
   // P's stride along column loop t.
