@@ -216,7 +216,9 @@ TEST(ScheduleMatmulApplies, ReadsRowMajorAInPlaceWhenTheTasksSplitColumns) {
 
 // A row-major B of whole column panels is read in place where each task's
 // rows are one block of A (every B panel then meets all of its rows while in
-// cache); otherwise, or transposed, or with a ragged N, it is packed. A
+// cache); otherwise, or transposed, or with a ragged N, or with rows a
+// multiple of 1 KiB apart (its panel would fall into a few cache sets), it
+// is packed. A
 // short, wide product splits its columns between the tasks, each packing
 // only its part of B (and all of a small A), not its rows (each packing all
 // of B).
@@ -234,6 +236,9 @@ TEST(ScheduleMatmulApplies, ReadsRowMajorBInPlaceWhenRowsAreOneBlock) {
   EXPECT_NE(scheduled(kPlain, 128, 1152, 6270).find("bp%mm"), std::string::npos);        // a ragged last panel
   EXPECT_NE(scheduled(kPlain, 1024, 1024, 1024).find("bp%mm"), std::string::npos);       // rows over several blocks
   EXPECT_NE(scheduled(kTransposedB, 128, 1152, 6272).find("bp%mm"), std::string::npos);
+  EXPECT_NE(scheduled(kPlain, 128, 4096, 1024).find("bp%mm"), std::string::npos);  // rows a page apart
+  EXPECT_NE(scheduled(kPlain, 128, 4096, 768).find("bp%mm"), std::string::npos);   // 3 KiB apart
+  EXPECT_EQ(scheduled(kPlain, 128, 4096, 1056).find("bp%mm"), std::string::npos);  // 4224 bytes apart: in place
 }
 
 // The product's last column panel takes a block half as wide where no more
