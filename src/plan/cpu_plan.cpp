@@ -74,7 +74,9 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits,
                         return cir::widen_task_loop(k, tasks, block, reduction_tasks);
                       }});
   int64_t jam = std::clamp<int64_t>(choice.get("jam", kCpuReductionJam), 1, 16);
-  passes.push_back({"interchange_reductions", [jam](const cir::Kernel& k) { return cir::interchange_reductions(k, static_cast<int>(jam)); }});
+  passes.push_back({"interchange_reductions", [jam, reduction_tasks](const cir::Kernel& k) {
+                      return cir::interchange_reductions(k, static_cast<int>(jam), reduction_tasks);
+                    }});
   passes.push_back({"partition_guarded_loops", [](const cir::Kernel& k) { return cir::partition_guarded_loops(k); }});
   passes.push_back({"vectorize_wide_sums", [vector_bits](const cir::Kernel& k) { return cir::vectorize_wide_sums(k, vector_bits); }});
   // The pool splits the outer loop into a few chunks per thread
