@@ -12,6 +12,7 @@
 #include "cir/passes/reuse_row_values.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
 #include "cir/passes/serialize_atomic_loops.hpp"
+#include "cir/passes/tile_transposed_loops.hpp"
 #include "cir/passes/schedule_cpu_reduce.hpp"
 #include "cir/passes/schedule_matmul.hpp"
 #include "cir/passes/vectorize_wide_sums.hpp"
@@ -64,6 +65,7 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits,
                       return s ? *s : k;
                     }});
   passes.push_back({"reuse_row_values", [](const cir::Kernel& k) { return cir::reuse_row_values(k); }});
+  passes.push_back({"tile_transposed_loops", [](const cir::Kernel& k) { return cir::tile_transposed_loops(k); }});
   int64_t tasks = std::max<int64_t>(choice.get("tasks", kCpuTasksPerThread * threads), 1), block = std::max<int64_t>(choice.get("block", 64), 1);
   // Too few rows for the threads (a matrix-vector product): the columns
   // split into blocks first, one per thread, each a task whose reductions
