@@ -2,7 +2,7 @@
 """Shapes the schedules' rules were not written for, beside their anchors in
 one process: matrix products whose rows of B lie a multiple of 1 KiB apart
 (against the faster of OpenBLAS and oneDNN), sums along rows and down
-columns, and transposes (against PyTorch), each on the `cpu` device with
+columns, a softmax down columns and transposes (against PyTorch), each on the `cpu` device with
 the rules alone (ZYNTAX_TUNE=off: no tuning record is used). Writes the
 "CPU shapes" section of docs/performance.md.
 
@@ -22,6 +22,7 @@ OUT = os.path.join(ROOT, "docs", "performance.md")
 
 PRODUCTS = [(128, 4096, 1024), (128, 4096, 1536), (256, 2048, 768), (64, 1024, 1024)]
 SUMS = [(4096, 1000), (1000, 4097), (10, 100000)]
+SOFTMAXES = [(4096, 1000), (1000, 4096)]
 TRANSPOSES = [(4096, 1000), (1024, 1024), (100000, 64)]
 
 SOURCE = """
@@ -43,6 +44,20 @@ def column_sum(x: tensor[r, c, f32]) {
             for i in 0..r:
                 s += x[i, j]
             out[j] = s
+    }
+}
+def column_softmax(x: tensor[r, c, f32]) {
+    return compute(x) {
+        @kernel fused
+        for j in 0..c:
+            var m = -inf
+            for i in 0..r:
+                m = max(m, x[i, j])
+            var s = 0.0
+            for i in 0..r:
+                s += exp(x[i, j] - m)
+            for i in 0..r:
+                out[i, j] = exp(x[i, j] - m) / s
     }
 }
 def transpose(x: tensor[r, c, f32]) {
@@ -77,7 +92,7 @@ def main():
             t_ours.append(typical_time(ours))
             t_anchor.append(typical_time(anchor))
         rows.append((name, shape, min(t_ours) * 1e3, anchor_name, min(t_anchor) * 1e3))
-        print("%-12s %-16s ours %.3f ms  %s %.3f ms" % (name, shape, rows[-1][2], anchor_name, rows[-1][4]), flush=True)
+        print("%-20s %-16s ours %.3f ms  %s %.3f ms" % (name, shape, rows[-1][2], anchor_name, rows[-1][4]), flush=True)
 
     for M, K, N in PRODUCTS:
         a = rng.standard_normal((M, K), dtype=np.float32)
@@ -93,6 +108,11 @@ def main():
               lambda y: np.testing.assert_allclose(y, x.sum(1, dtype=np.float64), rtol=1e-3, atol=1e-3 * np.sqrt(cols)))
         timed("column sum", "%d×%d" % (r, cols), lambda: prog.column_sum(x), "PyTorch", lambda: tx.sum(0),
               lambda y: np.testing.assert_allclose(y, x.sum(0, dtype=np.float64), rtol=1e-3, atol=1e-3 * np.sqrt(r)))
+    for r, cols in SOFTMAXES:
+        x = rng.standard_normal((r, cols), dtype=np.float32)
+        tx = torch.from_numpy(x)
+        timed("softmax down columns", "%d×%d" % (r, cols), lambda: prog.column_softmax(x), "PyTorch", lambda: torch.softmax(tx, 0),
+              lambda y: np.testing.assert_allclose(y, torch.softmax(tx, 0).numpy(), rtol=1e-4, atol=1e-6))
     for r, cols in TRANSPOSES:
         x = rng.standard_normal((r, cols), dtype=np.float32)
         tx = torch.from_numpy(x)
@@ -110,7 +130,8 @@ def main():
     lines += ["", "Before the rules knew these shapes (the same Intel Xeon, 2026-12-01, the build before them): sgemm "
               "128×4096×1024 at 0.36–0.40× (its B read in place, rows a page apart), 128×4096×1536 0.72–0.78×, 64×1024×1024 "
               "0.54×; row sums 4096×1000 at 0.06×, 1000×4097 0.27×, 10×100000 0.31× (turned inside out across rows, on one "
-              "thread); column sums 4096×1000 0.80×, 1000×4097 0.69× (on one thread); transpose 4096×1000 0.29× (untiled)."]
+              "thread); column sums 4096×1000 0.80×, 1000×4097 0.69× (on one thread); softmax down the columns of 4096×1000 0.10× (each "
+              "column walked down its rows); transpose 4096×1000 0.29× (untiled)."]
     performance_doc.replace_sections(OUT, ["CPU shapes"], "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

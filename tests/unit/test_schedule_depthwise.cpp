@@ -217,13 +217,21 @@ TEST(ScheduleDepthwiseShape, ChannelLoopInnermostInNhwc) {
 }
 
 // A let nobody reads would be dropped by inlining, and with it a read the
-// reference checks: such a nest is left alone.
-TEST(ScheduleDepthwiseShape, UnreadLetKeepsTheNest) {
+// reference checks: the nest is not inlined. Turned statement by statement
+// instead, the let stays, its read with it, and the reference still
+// reports the index out of range.
+TEST(ScheduleDepthwiseShape, UnreadLetKeepsItsRead) {
   cir::Kernel k = cir::specialize(
       kernel_of("def f(x: tensor[n, k, f32]) {\n return compute(x) {\n  @kernel fused\n  for i in 0..n, j in 0..k:\n"
                 "   var s = 0.0\n   for t in 0..k:\n    let unused = x[i + t, j]\n    s += x[i, t]\n   out[i, j] = s\n }\n}"),
       {{"n", 4}, {"k", 5}});
-  EXPECT_EQ(cir::print(cir::interchange_reductions(k)).find("acc%"), std::string::npos);
+  cir::Kernel turned = cir::interchange_reductions(k);
+  std::string text = cir::print(turned);
+  EXPECT_NE(text.find("let unused: f32 = x[i + t, j%"), std::string::npos) << text;
+  Random rng(1);
+  Tensor x = rand_uniform(rng, DType::F32, {4, 5}, -1, 1);
+  EXPECT_THROW(ReferenceKernel(k).run({x}, {}), std::exception);
+  EXPECT_THROW(ReferenceKernel(turned).run({x}, {}), std::exception);
 }
 
 // partition_guarded_loops alone: the part of a guard free of the loop is

@@ -3,6 +3,7 @@
 #include "cir/affine.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "cir/passes/simplify.hpp"
@@ -176,13 +177,14 @@ class Interchange {
     if (f.loop_kind == LoopKind::Parallel && !in_task_) return rewrite_in_blocks(f, out);
     auto step = f.step.as<IntImm>();
     std::optional<int64_t> trips = most_trips(f);
-    if (!step || step->value != 1 || !trips || *trips <= 0 || f.body.size() != 3) return false;
+    if (!step || step->value != 1 || !trips || *trips <= 0) return false;
+    if (f.body.size() != 3 || !f.body[0].as<Decl>() || !f.body[2].as<Store>()) return rewrite_sequence(f, *trips, out);
     auto decl = f.body[0].as<Decl>();
     auto store = f.body[2].as<Store>();
-    if (!decl || !store || !decl->type.is_scalar() || !decl->init.defined()) return false;
+    if (!decl->type.is_scalar() || !decl->init.defined()) return false;
     if (*trips * static_cast<int64_t>(dtype_size(decl->type.dtype)) > kMaxAccumulatorBytes) return false;
     std::optional<ReductionNest> nest = match_nest(f.body[1], decl->name);
-    if (!nest) return false;
+    if (!nest) return rewrite_sequence(f, *trips, out);  // max(s, term) as written, or a loop that also stores
     // A plain loop over fewer than kMinColumns columns (a matrix times one,
     // two or three vectors): too few to vectorise across j, while the
     // reduction's own loop vectorises as it stands (a running sum
@@ -258,6 +260,203 @@ class Interchange {
     Substitution finish = rename_j(j2);
     finish[s] = acc_of(j2);
     out.push_back(over_j(j2, substitute(Block{f.body[2]}, finish)));
+    return true;
+  }
+
+  // for j: a sequence of running values, each declared, reduced by a nest
+  // and read by what follows, and loops that store (and may also reduce
+  // a value, as reuse_row_values leaves a softmax's exponentials), then
+  // stores: a softmax down each column. Every statement is turned inside
+  // out in order: each value an array over j, each loop with j innermost,
+  // so that every phase walks rows, not columns. Each value still takes
+  // its terms in its loop's order: the same bits.
+  //
+  //   for j:                          local m[J], s[J]
+  //     var m = -inf                  for j: m[j] = -inf
+  //     for i: m = max(m, x[i, j])    for i: for j: m[j] = max(m[j], x[i, j])
+  //     var s = 0                →    for j: s[j] = 0
+  //     for i: s += e(x[i, j], m)     for i: for j: s[j] += e(x[i, j], m[j])
+  //     for i: out[i, j] = g(m, s)    for i: for j: out[i, j] = g(m[j], s[j])
+  //
+  // What a phase reads of a buffer the loop stores must be its own
+  // column (last index j), stored by an earlier phase: every phase runs
+  // for all the block's columns before the next.
+  bool rewrite_sequence(const For& f, int64_t trips, Block& out) {
+    const std::string& j = f.var;
+    bool at_zero = constant_value(f.lo) == std::optional<int64_t>(0);
+    std::set<std::string> values, written, stored;  // values turned into arrays; buffers the loop stores; stored so far
+    struct Stores : IRVisitor {
+      std::set<std::string>& names;
+      bool other = false;
+      explicit Stores(std::set<std::string>& n) : names(n) {}
+      void visit(const Store* op) override { names.insert(op->buffer), IRVisitor::visit(op); }
+      void visit(const Atomic*) override { other = true; }
+      void visit(const MatMulBlock*) override { other = true; }
+      void visit(const Allocate*) override { other = true; }
+    } stores(written);
+    for (const Stmt& st : f.body) {
+      stores.include(st);
+      if (auto d = st.as<Decl>()) {
+        if (!d->type.is_scalar() || !d->init.defined()) return false;
+        values.insert(d->name);
+      } else if (auto l = st.as<Let>()) {
+        if (!l->value->type.is_scalar()) return false;
+        values.insert(l->name);
+      } else if (!st.as<Store>() && !st.as<For>()) {
+        return false;
+      }
+    }
+    // Fewer than kMinColumns columns: as a plain reduction's, left as they are.
+    if (trips < kMinColumns || stores.other || values.empty() || static_cast<int64_t>(values.size()) * trips * 8 > kMaxAccumulatorBytes)
+      return false;
+    // Reads of stored buffers: the element's own column, stored before.
+    auto own_column = [&](const Expr& e) {
+      struct Reads : IRVisitor {
+        const std::set<std::string>& written;
+        const std::set<std::string>& stored;
+        const std::string& j;
+        bool ok = true;
+        Reads(const std::set<std::string>& w, const std::set<std::string>& s, const std::string& v) : written(w), stored(s), j(v) {}
+        void visit(const Access* op) override {
+          if (written.count(op->buffer)) {
+            auto last = op->axes.empty() || op->axes.back().is_slice ? nullptr : op->axes.back().index.as<Var>();
+            if (!stored.count(op->buffer) || !last || last->name != j) ok = false;
+          }
+          IRVisitor::visit(op);
+        }
+      } reads(written, stored, j);
+      reads.include(e);
+      return reads.ok;
+    };
+    auto legal = [&](const Expr& e) { return !e.defined() || (runs_along(e, j) && own_column(e)); };
+    auto free_range = [&](const Expr& lo, const Expr& hi, const Expr& step) {
+      for (const Expr& e : {lo, hi, step})
+        if (reads_any(e, {j}) || reads_any(e, values) || reads_any(e, written)) return false;
+      return true;
+    };
+    std::map<std::string, std::string> array_of;
+    std::map<std::string, Type> array_type;
+    Expr length = at_zero ? f.hi : i64(trips);
+    const int names = counter_;
+    auto fail = [&] {
+      counter_ = names;
+      return false;
+    };
+    auto index = [&](const std::string& jv) {
+      Expr v = Var::make(jv, Type::scalar(DType::I64));
+      return AxisSel::at(at_zero ? v : v - f.lo);
+    };
+    // e with j as jv and each value turned array read at jv.
+    auto at_j = [&](const Expr& e, const std::string& jv) {
+      Substitution sub = {{j, Var::make(jv, Type::scalar(DType::I64))}};
+      for (const auto& [name, array] : array_of) sub[name] = make_access(array, array_type.at(name), {index(jv)});
+      return substitute(e, sub);
+    };
+    auto over_j = [&](const std::string& jv, Block b) {
+      return make_for(jv, f.lo, f.hi, f.step, std::move(b), LoopKind::Serial, 0, f.span);
+    };
+    // One statement at column jv: a store, a let, or an update of a value.
+    auto statement = [&](const Stmt& st, const std::string& jv, std::set<std::string>& stored_here) -> std::optional<Stmt> {
+      if (auto store = st.as<Store>()) {
+        std::vector<AxisSel> axes;
+        for (const AxisSel& a : store->axes) {
+          if (a.is_slice || !legal(a.index)) return std::nullopt;
+          axes.push_back(AxisSel::at(at_j(a.index, jv)));
+        }
+        auto last = store->axes.empty() ? nullptr : store->axes.back().index.as<Var>();
+        if (!legal(store->value) || !last || last->name != j) return std::nullopt;  // each column its own elements
+        stored_here.insert(store->buffer);
+        return make_store(store->buffer, axes, at_j(store->value, jv), store->span);
+      }
+      if (auto l = st.as<Let>()) {
+        if (!legal(l->value)) return std::nullopt;
+        return make_let(l->name, at_j(l->value, jv), l->span);
+      }
+      if (auto a = st.as<Assign>()) {
+        // v = v op term, or v = max(v, term) / min(v, term) as written.
+        if (!array_of.count(a->name)) return std::nullopt;
+        auto is_self = [&](const Expr& e) { auto v = e.as<Var>(); return v && v->name == a->name; };
+        auto term_ok = [&](const Expr& t) { return !reads_any(t, {a->name}) && legal(t); };
+        Expr current = make_access(array_of.at(a->name), array_type.at(a->name), {index(jv)});
+        Expr value;
+        if (auto op = a->value.as<Binary>()) {
+          bool fold = op->op == BinaryOp::Add || op->op == BinaryOp::Mul || op->op == BinaryOp::Min || op->op == BinaryOp::Max;
+          if (!fold || !is_self(op->a) || !term_ok(op->b)) return std::nullopt;
+          value = Binary::make(op->op, current, at_j(op->b, jv));
+        } else if (auto m = a->value.as<Math>()) {
+          if ((m->fn != MathFn::Min && m->fn != MathFn::Max) || m->args.size() != 2 || !is_self(m->args[0]) || !term_ok(m->args[1]))
+            return std::nullopt;
+          value = Math::make(m->fn, {current, at_j(m->args[1], jv)});
+        } else {
+          return std::nullopt;
+        }
+        return make_store(array_of.at(a->name), {index(jv)}, value, a->span);
+      }
+      return std::nullopt;
+    };
+    Block body;
+    for (const Stmt& st : f.body) {
+      if (auto d = st.as<Decl>()) {
+        if (!legal(d->init)) return fail();
+        std::string jv = fresh(j), acc = fresh(d->name + "acc");
+        Expr init = at_j(d->init, jv);
+        array_of[d->name] = acc;
+        array_type[d->name] = Type::tensor(d->type.dtype, {length});
+        body.push_back(make_allocate(acc, array_type[d->name], MemorySpace::Local, f.span));
+        body.push_back(over_j(jv, {make_store(acc, {index(jv)}, init, d->span)}));
+      } else if (auto l = st.as<Let>()) {
+        if (!legal(l->value)) return fail();
+        std::string jv = fresh(j), arr = fresh(l->name + "acc");
+        Expr value = at_j(l->value, jv);
+        array_of[l->name] = arr;
+        array_type[l->name] = Type::tensor(l->value->type.dtype, {length});
+        body.push_back(make_allocate(arr, array_type[l->name], MemorySpace::Local, f.span));
+        body.push_back(over_j(jv, {make_store(arr, {index(jv)}, value, l->span)}));
+      } else if (st.as<Store>()) {
+        std::string jv = fresh(j);
+        std::set<std::string> here;
+        std::optional<Stmt> s1 = statement(st, jv, here);
+        if (!s1) return fail();
+        body.push_back(over_j(jv, {*s1}));
+        stored.insert(here.begin(), here.end());
+      } else if (std::optional<ReductionNest> nest = [&]() -> std::optional<ReductionNest> {
+                   for (const auto& [name, array] : array_of)
+                     if (auto n = match_nest(st, name)) return n;
+                   return std::nullopt;
+                 }()) {
+        // A nest reducing a declared value (lets and a guard allowed).
+        const std::string& target = nest->assign->name;
+        if (!legal(nest->term) || (nest->guard.defined() && !legal(nest->guard)) || reads_any(nest->term, {target})) return fail();
+        for (const NestLoop& nl : nest->loops)
+          if (!free_range(nl.lo, nl.hi, nl.step)) return fail();
+        std::string jv = fresh(j);
+        const std::string& acc = array_of.at(target);
+        Expr current = make_access(acc, array_type.at(target), {index(jv)});
+        Stmt update = make_store(acc, {index(jv)}, Binary::make(nest->op, current, at_j(nest->term, jv)), nest->assign->span);
+        if (nest->guard.defined()) update = make_if(at_j(nest->guard, jv), {update}, {}, update->span);
+        Block inner = {over_j(jv, {update})};
+        for (size_t d = nest->loops.size(); d-- > 0;) {
+          const NestLoop& nl = nest->loops[d];
+          inner = {make_for(nl.loop->var, nl.lo, nl.hi, nl.step, std::move(inner), LoopKind::Serial, 0, nl.loop->span)};
+        }
+        for (Stmt& b : inner) body.push_back(std::move(b));
+      } else {
+        // A loop (one level) of lets, stores and updates: j goes inside it.
+        auto loop = st.as<For>();
+        if (!free_range(loop->lo, loop->hi, loop->step)) return fail();
+        std::string jv = fresh(j);
+        std::set<std::string> here;
+        Block inner;
+        for (const Stmt& b : loop->body) {
+          std::optional<Stmt> t = statement(b, jv, here);
+          if (!t) return fail();
+          inner.push_back(*t);
+        }
+        body.push_back(make_for(loop->var, loop->lo, loop->hi, loop->step, {over_j(jv, inner)}, LoopKind::Serial, 0, loop->span));
+        stored.insert(here.begin(), here.end());
+      }
+    }
+    for (Stmt& b : body) out.push_back(std::move(b));
     return true;
   }
 
