@@ -355,6 +355,7 @@ class Interchange {
     auto over_j = [&](const std::string& jv, Block b) {
       return make_for(jv, f.lo, f.hi, f.step, std::move(b), LoopKind::Serial, 0, f.span);
     };
+    Block body;
     // One statement at column jv: a store, a let, or an update of a value.
     auto statement = [&](const Stmt& st, const std::string& jv, std::set<std::string>& stored_here) -> std::optional<Stmt> {
       if (auto store = st.as<Store>()) {
@@ -394,24 +395,29 @@ class Interchange {
       }
       return std::nullopt;
     };
-    Block body;
+    // A running value's declaration or a let: an array over j, filled with
+    // its first value (read before the name is bound to the array).
+    auto to_array = [&](const std::string& name, DType dtype, const Expr& first, Span span) {
+      std::string jv = fresh(j), array = fresh(name + "acc");
+      Expr value = at_j(first, jv);
+      array_of[name] = array;
+      array_type[name] = Type::tensor(dtype, {length});
+      body.push_back(make_allocate(array, array_type[name], MemorySpace::Local, f.span));
+      body.push_back(over_j(jv, {make_store(array, {index(jv)}, value, span)}));
+    };
+    // A nest reducing one of the values declared so far.
+    auto nest_of = [&](const Stmt& st) -> std::optional<ReductionNest> {
+      for (const auto& [name, array] : array_of)
+        if (std::optional<ReductionNest> n = match_nest(st, name)) return n;
+      return std::nullopt;
+    };
     for (const Stmt& st : f.body) {
       if (auto d = st.as<Decl>()) {
         if (!legal(d->init)) return fail();
-        std::string jv = fresh(j), acc = fresh(d->name + "acc");
-        Expr init = at_j(d->init, jv);
-        array_of[d->name] = acc;
-        array_type[d->name] = Type::tensor(d->type.dtype, {length});
-        body.push_back(make_allocate(acc, array_type[d->name], MemorySpace::Local, f.span));
-        body.push_back(over_j(jv, {make_store(acc, {index(jv)}, init, d->span)}));
+        to_array(d->name, d->type.dtype, d->init, d->span);
       } else if (auto l = st.as<Let>()) {
         if (!legal(l->value)) return fail();
-        std::string jv = fresh(j), arr = fresh(l->name + "acc");
-        Expr value = at_j(l->value, jv);
-        array_of[l->name] = arr;
-        array_type[l->name] = Type::tensor(l->value->type.dtype, {length});
-        body.push_back(make_allocate(arr, array_type[l->name], MemorySpace::Local, f.span));
-        body.push_back(over_j(jv, {make_store(arr, {index(jv)}, value, l->span)}));
+        to_array(l->name, l->value->type.dtype, l->value, l->span);
       } else if (st.as<Store>()) {
         std::string jv = fresh(j);
         std::set<std::string> here;
@@ -419,11 +425,7 @@ class Interchange {
         if (!s1) return fail();
         body.push_back(over_j(jv, {*s1}));
         stored.insert(here.begin(), here.end());
-      } else if (std::optional<ReductionNest> nest = [&]() -> std::optional<ReductionNest> {
-                   for (const auto& [name, array] : array_of)
-                     if (auto n = match_nest(st, name)) return n;
-                   return std::nullopt;
-                 }()) {
+      } else if (std::optional<ReductionNest> nest = nest_of(st)) {
         // A nest reducing a declared value (lets and a guard allowed).
         const std::string& target = nest->assign->name;
         if (!legal(nest->term) || (nest->guard.defined() && !legal(nest->guard)) || reads_any(nest->term, {target})) return fail();
@@ -462,10 +464,9 @@ class Interchange {
 
   // The task loop itself, the outermost parallel loop (a column sum's
   // columns; one inside it is a task's part, as widen_task_loop makes):
-  // turned inside out whole,
-  // it would run on one thread. Its columns split into a block per task
-  // instead, each block a serial loop turned inside out over accumulators
-  // of its own:
+  // turned inside out whole, it would run on one thread. Its columns split
+  // into a block per task instead, each block a serial loop turned inside
+  // out over accumulators of its own:
   //
   //   parallel for j in lo..hi:      parallel for t in 0..T:
   //     <reduction>             →      let j0 = lo + t * W
@@ -480,9 +481,10 @@ class Interchange {
     Expr first = Var::make(j0, Type::scalar(DType::I64));
     Stmt block = make_for(f.var, first, min(first + i64(width), f.hi), f.step, f.body, LoopKind::Serial, 0, f.span);
     Block task = {make_let(j0, f.lo + Var::make(t, Type::scalar(DType::I64)) * i64(width), f.span)};
+    bool outer = in_task_;
     in_task_ = true;
     bool turned = rewrite(*block.as<For>(), task);
-    in_task_ = false;
+    in_task_ = outer;
     if (!turned) {
       counter_ = names;
       return false;

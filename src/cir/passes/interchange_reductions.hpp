@@ -20,7 +20,9 @@ namespace zyntax::cir {
 // jam > 1: where j ends innermost under a step-1 loop k with no guard, k is
 // unrolled by `jam` into the j loop, each acc[j] still summed in k order
 // (one load and store of acc[j] per `jam` terms). Only where the terms read
-// j along their last axis, adjacent elements for adjacent j. A parallel j
+// j in their last axis alone, with a step of at most 4. A body that is a
+// sequence of values, reductions and stores (a softmax down each column)
+// turns statement by statement. A parallel j
 // loop (the tasks' own) splits into `tasks` blocks of columns first, each
 // turned inside out on its own, so that the work stays on every thread.
 Kernel interchange_reductions(const Kernel& k, int jam = 1, int64_t tasks = 1);
