@@ -2,7 +2,8 @@
 """Shapes the schedules' rules were not written for, beside their anchors in
 one process: matrix products whose rows of B lie a multiple of 1 KiB apart
 (against the faster of OpenBLAS and oneDNN), sums along rows and down
-columns, a softmax down columns and transposes (against PyTorch), each on the `cpu` device with
+columns, a softmax down columns, transposes and gathers of rows (against
+PyTorch), each on the `cpu` device with
 the rules alone (ZYNTAX_TUNE=off: no tuning record is used). Writes the
 "CPU shapes" section of docs/performance.md.
 
@@ -24,6 +25,7 @@ PRODUCTS = [(128, 4096, 1024), (128, 4096, 1536), (256, 2048, 768), (64, 1024, 1
 SUMS = [(4096, 1000), (1000, 4097), (10, 100000)]
 SOFTMAXES = [(4096, 1000), (1000, 4096)]
 TRANSPOSES = [(4096, 1000), (1024, 1024), (100000, 64)]
+GATHERS = [(30522, 768, 4096), (50257, 1024, 512), (1000, 64, 100000)]
 
 SOURCE = """
 def row_sum(x: tensor[r, c, f32]) {
@@ -65,6 +67,13 @@ def transpose(x: tensor[r, c, f32]) {
         @kernel elementwise
         for j in 0..c, i in 0..r:
             out[j, i] = x[i, j]
+    }
+}
+def gather(t: tensor[v, d, f32], ids: tensor[n, i32]) {
+    return compute(t, ids) {
+        @kernel elementwise
+        for i in 0..n, k in 0..d:
+            out[i, k] = t[ids[i], k]
     }
 }
 """
@@ -118,6 +127,12 @@ def main():
         tx = torch.from_numpy(x)
         timed("transpose", "%d×%d" % (r, cols), lambda: prog.transpose(x), "PyTorch", lambda: tx.t().contiguous(),
               lambda y: np.testing.assert_array_equal(y, x.T))
+    for v, d, n in GATHERS:  # an embedding's rows looked up (torch indexes with int64)
+        t = rng.standard_normal((v, d), dtype=np.float32)
+        ids = rng.integers(0, v, n).astype(np.int32)
+        tt, tids = torch.from_numpy(t), torch.from_numpy(ids.astype(np.int64))
+        timed("gather rows", "%d of %d×%d" % (n, v, d), lambda: prog.gather(t, ids), "PyTorch", lambda: tt[tids],
+              lambda y: np.testing.assert_array_equal(y, t[ids]))
 
     lines = ["## CPU shapes", "",
              "Shapes the schedules' rules were not written for, with the rules alone (`ZYNTAX_TUNE=off`), beside their "

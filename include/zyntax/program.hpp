@@ -128,7 +128,9 @@ class ZYNTAX_API BoundKernel {
   // type and shape, row-major), and the result is written to `out`
   // (result()'s size). On a CPU device the kernel reads and writes that
   // memory in place; elsewhere the arrays are copied to the device and the
-  // result back. ComputeError for what goes wrong while it runs.
+  // result back. `out` may overlap an input (`x = f(x)` in place): the
+  // result is then computed into fresh memory and copied over it.
+  // ComputeError for what goes wrong while it runs.
   void run_host(const void* const* inputs, void* out) const;
   // Runs on arrays of the bound element types and shapes (a ShapeError
   // naming the argument and both shapes for any other).

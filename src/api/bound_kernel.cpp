@@ -1,4 +1,7 @@
+#include <cstdint>
+#include <cstring>
 #include <stdexcept>
+#include <vector>
 
 #include "api/api_internal.hpp"
 #include "api/bound_kernel_state.hpp"
@@ -28,12 +31,30 @@ bool fast(const BoundKernel::State& s) { return s.launch && !Profiler::global().
 
 std::string spec_text(const Kernel::ArraySpec& a) { return std::string(element_type_name(a.type)) + " " + api::shape_text(a.shape); }
 
+// Whether the result's bytes at `out` overlap an input's: kernels are
+// compiled on the promise that their output shares memory with nothing
+// else they read (codegen/llvm/cpu/cpu_llvm_target.cpp).
+bool overlaps_an_input(const BoundKernel::State& s, const void* const* inputs, const void* out) {
+  auto at = [](const void* p) { return reinterpret_cast<uintptr_t>(p); };
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    size_t bytes = api::product(s.inputs[i].shape) * dtype_size(api::dtype_of(s.inputs[i].type));
+    if (bytes && s.result_bytes && at(inputs[i]) < at(out) + s.result_bytes && at(out) < at(inputs[i]) + bytes) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void BoundKernel::run_host(const void* const* inputs, void* out) const {
   const State& s = *state_;
   if (!s.sized)
     throw ComputeError("kernel " + s.name + ": the size of its result is known only once it runs: call run() on arrays");
+  if (overlaps_an_input(s, inputs, out)) {  // written in place over an input: into fresh memory first
+    std::vector<unsigned char> result(s.result_bytes);
+    run_host(inputs, result.data());
+    std::memcpy(out, result.data(), s.result_bytes);
+    return;
+  }
   if (fast(s)) {
     s.queue->count_launch();
     if (s.launch->run(inputs, out)) return;

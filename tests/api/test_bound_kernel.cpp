@@ -5,7 +5,9 @@
 // the cache of bindings; and the errors of a bound call.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -43,6 +45,22 @@ def pick(x: tensor[n, f32], at: int) {
         @kernel elementwise
         for i in 0..n:
             out[i] = x[i + at]
+    }
+}
+
+def transpose(x: tensor[n, m, f32]) {
+    return compute(x) {
+        @kernel elementwise
+        for i in 0..m, j in 0..n:
+            out[i, j] = x[j, i]
+    }
+}
+
+def gather(t: tensor[v, d, f32], ids: tensor[n, i32]) {
+    return compute(t, ids) {
+        @kernel elementwise
+        for i in 0..n, k in 0..d:
+            out[i, k] = t[ids[i], k]
     }
 }
 
@@ -88,6 +106,60 @@ TEST(BoundKernel, FastPathAgreesWithTheReferenceExecutorOnManyShapes) {
     sums.bind(cpu, {spec(ElementType::F64, {n, m})})->run_host(ind, sd.data());
     std::vector<double> want_sums = sums.run(reference, {Array::from_vector(reference, xd, {n, m})}).to_vector<double>();
     EXPECT_LT(max_difference(sd, want_sums), 1e-12 * static_cast<double>(m)) << n << "x" << m;
+  }
+}
+
+// Kernels are compiled on the promise that their output shares memory with
+// nothing they read; a caller's `out` over an input is run into fresh
+// memory first, so the result is the one the reference gives.
+TEST(BoundKernel, AResultWrittenOverItsOwnInputIsTheReferencesResult) {
+  ComputeDevice cpu = ComputeDevice::open("cpu");
+  ComputeDevice reference = ComputeDevice::open("cpu:reference");
+  Program prog = Program::from_source(kSource, "bound.zynml", cpu);
+  Kernel transpose = prog.kernel("transpose"), scale = prog.kernel("scale");
+  uint32_t seed = 40;
+  for (size_t n : {1, 5, 33, 200}) {
+    std::vector<float> x = test::random_normal<float>(n * n, seed++, 1.0f);
+    std::vector<float> want = transpose.run(reference, {Array::from_vector(reference, x, {n, n})}).to_vector<float>();
+    const void* in[] = {x.data()};
+    transpose.bind(cpu, {spec(ElementType::F32, {n, n})})->run_host(in, x.data());
+    EXPECT_EQ(x, want) << n << "x" << n;
+  }
+  // Overlapping in part: the result starts one row into the input.
+  std::vector<float> x = test::random_normal<float>(8 * 9, seed++, 1.0f);
+  std::vector<float> want = scale.run(reference, {Array::from_vector(reference, std::vector<float>(x.begin(), x.begin() + 63), {7, 9})},
+                                      {{"by", 2.0}}).to_vector<float>();
+  const void* in[] = {x.data()};
+  scale.bind(cpu, {spec(ElementType::F32, {7, 9})}, {{"by", 2.0}})->run_host(in, x.data() + 9);
+  EXPECT_EQ(std::vector<float>(x.begin() + 9, x.end()), want);
+}
+
+// A gather reads its index once per row (the output does not alias the
+// indices): the same rows as the reference at odd sizes, and an index out of
+// range still reported.
+TEST(BoundKernel, AGatherAgreesWithTheReferenceAndReportsAnIndexOutOfRange) {
+  ComputeDevice cpu = ComputeDevice::open("cpu");
+  ComputeDevice reference = ComputeDevice::open("cpu:reference");
+  Program prog = Program::from_source(kSource, "bound.zynml", cpu);
+  Kernel gather = prog.kernel("gather");
+  uint32_t seed = 60;
+  for (auto [v, d, n] : std::vector<std::array<size_t, 3>>{{1, 1, 1}, {7, 3, 5}, {100, 17, 33}, {1000, 768, 129}}) {
+    std::vector<float> t = test::random_normal<float>(v * d, seed++, 1.0f);
+    std::vector<int32_t> ids(n);
+    for (size_t i = 0; i < n; ++i) ids[i] = static_cast<int32_t>((i * 7919 + seed) % v);
+    std::vector<float> out(n * d);
+    const void* in[] = {t.data(), ids.data()};
+    gather.bind(cpu, {spec(ElementType::F32, {v, d}), spec(ElementType::I32, {n})})->run_host(in, out.data());
+    std::vector<float> want = gather.run(reference, {Array::from_vector(reference, t, {v, d}), Array::from_vector(reference, ids, {n})})
+                                  .to_vector<float>();
+    EXPECT_EQ(out, want) << v << "x" << d << ", " << n << " rows";
+    ids[n / 2] = static_cast<int32_t>(v);
+    std::string said = error_of([&] { gather.bind(cpu, {spec(ElementType::F32, {v, d}), spec(ElementType::I32, {n})})->run_host(in, out.data()); });
+    EXPECT_NE(said.find("index out of bounds"), std::string::npos) << said;
+    EXPECT_EQ(said, error_of([&] { gather.run(cpu, {Array::from_vector(cpu, t, {v, d}), Array::from_vector(cpu, ids, {n})}); }));
+    EXPECT_NE(error_of([&] { gather.run(reference, {Array::from_vector(reference, t, {v, d}), Array::from_vector(reference, ids, {n})}); })
+                  .find("index out of bounds"),
+              std::string::npos);
   }
 }
 

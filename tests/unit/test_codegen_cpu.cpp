@@ -8,8 +8,15 @@
 // reductions), with an absolute 1e-5 for results that cancel to near zero.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "backends/registry.hpp"
 #include "codegen/llvm/cpu/cpu_jit.hpp"
@@ -17,6 +24,7 @@
 #include "gpu_targets.hpp"
 #include "plan/kernel_support.hpp"
 #include "cir/passes/scalarize_tiles.hpp"
+#include "cir/hash.hpp"
 #include "cir/passes/specialize.hpp"
 #include "driver/session.hpp"
 #include "runtime/device.hpp"
@@ -71,6 +79,57 @@ TEST(CodegenCpu, ElementwiseUsesVectorInstructionsOfTheDetectedWidth) {
   } else if (simd == "neon") {
     EXPECT_NE(asm_text.find("fmul\tv"), std::string::npos);
   }
+}
+
+// The buffers a kernel reads and writes are distinct (the entry's body
+// takes them as noalias arguments): a gather's row index is read once per
+// row, so the copy of the row is vector loads and stores, not one element
+// at a time with its index read again after each store.
+TEST(CodegenCpu, AGatherCopiesItsRowsInVectors) {
+  const std::string& simd = codegen::CpuJit::instance().target().simd;
+  if (simd == "scalar") GTEST_SKIP() << "no vector unit";
+  cir::Kernel k = kernel_of("def g(t: tensor[v, d, f32], ids: tensor[n, i32]) {\n return compute(t, ids) {\n @kernel elementwise\n"
+                            " for i in 0..n, k in 0..d:\n  out[i, k] = t[ids[i], k]\n }\n}");
+  std::map<std::string, int64_t> dims;
+  for (const cir::DimParam& d : k.dims) dims[d.name] = d.name == "t.d0" ? 1000 : d.name == "t.d1" ? 768 : 64;
+  std::string ir = codegen::CpuJit::instance().emit(cir::specialize(k, dims), "llvm");
+  std::string lanes = simd == "avx512" ? "16" : simd == "avx2" ? "8" : "4";
+  EXPECT_NE(ir.find("load <" + lanes + " x float>"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("store <" + lanes + " x float>"), std::string::npos) << ir;
+}
+
+// With ZYNTAX_PERF_MAP naming a directory, each kernel the JIT loads is
+// named in perf's map for this process at the address it runs from, and
+// its object is kept there.
+TEST(CodegenCpu, ThePerfMapNamesEachKernelAtItsAddress) {
+  std::string dir = ::testing::TempDir() + "zyntax_perf_map_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  ::setenv("ZYNTAX_PERF_MAP", dir.c_str(), 1);
+  // A kernel no other test compiles, so that this process loads it here.
+  cir::Kernel k = kernel_of("def perf_map_probe(x: tensor[n, f32]) {\n return compute(x) {\n @kernel elementwise\n"
+                            " for i in 0..n:\n  out[i] = x[i] * 3.25 - 0.5\n }\n}");
+  cir::Kernel s = cir::specialize(k, {{"n", 4099}});
+  const void* fn = reinterpret_cast<const void*>(codegen::CpuJit::instance().compile(s, cir::hash_kernel(s)).fn);
+  ::unsetenv("ZYNTAX_PERF_MAP");
+  ASSERT_NE(fn, nullptr);
+  std::ifstream map("/tmp/perf-" + std::to_string(::getpid()) + ".map");
+  ASSERT_TRUE(map) << "no perf map written";
+  std::string line, name;
+  unsigned long long start = 0, size = 0;
+  bool found = false;
+  while (std::getline(map, line)) {
+    std::istringstream in(line);
+    in >> std::hex >> start >> size >> name;
+    if (start == reinterpret_cast<uintptr_t>(fn)) {
+      found = true;
+      break;
+    }
+  }
+  ASSERT_TRUE(found) << "the kernel's address is not in the map";
+  EXPECT_GT(size, 16u);
+  EXPECT_EQ(name.rfind("zyntax_kernel_", 0), 0u) << name;
+  EXPECT_TRUE(std::filesystem::exists(dir + "/" + name + ".o")) << name;
+  std::filesystem::remove_all(dir);
 }
 
 // Tile kernels are compiled natively after scalarisation, not left to the reference.

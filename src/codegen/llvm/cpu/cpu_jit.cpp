@@ -20,6 +20,7 @@
 #include "cir/hash.hpp"
 #include "codegen_fingerprint.hpp"
 #include "codegen/llvm/cpu/cpu_llvm_target.hpp"
+#include "codegen/llvm/cpu/perf_map.hpp"
 #include "codegen/llvm/optimize.hpp"
 #include "cir/printer.hpp"
 #include "runtime/disk_cache.hpp"
@@ -186,6 +187,7 @@ void* CpuJit::load(const std::string& object, const std::string& symbol, const s
     llvm::consumeError(addr.takeError());
     return nullptr;
   }
+  add_to_perf_map(object, symbol, addr->toPtr<void*>());
   return addr->toPtr<void*>();
 }
 
