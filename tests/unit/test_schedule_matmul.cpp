@@ -95,8 +95,9 @@ struct Size {
 // read in place when two or more threads split the columns. {64, 64, 64} and
 // {40, 1100, 96}: whole column panels and rows in one block of A, so a
 // row-major B is read in place (the second over three depth blocks).
+// {9, 45, 1100}: B wider than a block, packed eight rows at a time.
 const Size kSizes[] = {{17, 33, 65}, {127, 1, 200}, {64, 64, 64}, {5, 300, 7}, {100, 600, 37}, {300, 37, 29}, {13, 700, 70}, {24, 37, 53},
-                       {40, 1100, 96}};
+                       {40, 1100, 96}, {9, 45, 1100}};
 
 struct Problem {
   std::vector<Tensor> inputs;
@@ -257,6 +258,26 @@ TEST(ScheduleMatmulApplies, TheLastColumnPanelIsHalfABlockWhereHalfOfItIsReal) {
   EXPECT_NE(half.find("matmul_block<8x32>"), std::string::npos) << half;
   EXPECT_EQ(scheduled(53).find("matmul_block<8x16>"), std::string::npos);
   EXPECT_EQ(scheduled(64).find("matmul_block<8x16>"), std::string::npos);
+}
+
+// A packed row-major B whose block spans its rows (one column group, N no
+// wider than a block) is copied a row at a time, one stream; a block of
+// part of each row (the columns split between the tasks, or N wider than a
+// block) eight rows at a time. The forms above check the values at
+// {9, 45, 1100} (eight rows at a time, 5 rows left over) and {100, 600, 37}.
+TEST(ScheduleMatmulApplies, BIsPackedEightRowsAtATimeWhereItsBlockIsPartOfEachRow) {
+  cir::MatMulSchedule s = cir::cpu_matmul_schedule(512, 2);
+  auto scheduled = [&](int64_t m, int64_t k, int64_t n) {
+    std::optional<cir::Kernel> out = cir::schedule_matmul(cir::specialize(kernel_of(kPlain), {{"M", m}, {"K", k}, {"N", n}}), s);
+    EXPECT_TRUE(out.has_value());
+    return out ? cir::print(*out) : std::string();
+  };
+  EXPECT_NE(scheduled(9, 45, 1100).find("for p0%mm"), std::string::npos);    // wider than a block
+  EXPECT_NE(scheduled(128, 4096, 1024).find("for p0%mm"), std::string::npos);  // the columns split in two
+  EXPECT_NE(scheduled(1000, 1000, 1000).find("for p0%mm"), std::string::npos);
+  std::string whole = scheduled(4095, 300, 257);  // rows split, each task all 257 columns
+  EXPECT_NE(whole.find("bp%mm"), std::string::npos) << whole;
+  EXPECT_EQ(whole.find("for p0%mm"), std::string::npos) << whole;
 }
 
 TEST(ScheduleMatmulApplies, NotToOtherReductions) {

@@ -293,12 +293,13 @@ class Builder {
   // `along`) for every W-wide panel of the block [start, start + count),
   // zero past its end and, for the guarded factor, where the guard fails.
   // The element e is innermost. A factor whose rows run along `along`
-  // (row-major B) is read a row at a time, every panel's part of it in
-  // turn, e's run copied in whole vectors: its rows are read from start to
-  // end, which the hardware prefetches, where one panel after another would
-  // read a short piece of every row (one page each) at a time. Otherwise
+  // (row-major B) is read eight rows at a time, every panel's part of them
+  // in turn, e's run copied in whole vectors: its rows are read from start
+  // to end, which the hardware prefetches, where one panel after another
+  // would read a short piece of every row (one page each) at a time. Otherwise
   // (row-major A) a panel at a time: LLVM unrolls e and vectorises over p,
   // interleaving W rows into whole-vector stores.
+  static constexpr int64_t kPackRowsAtOnce = 8;
   void pack(Block& out, const std::string& dst, const Expr& v, bool guarded, const LoopGroup& along, int64_t W, int64_t KC,
             const std::string& start, const std::string& count, const std::string& first, int lanes) {
     if (along.loops.size() > 1 && m_.depth.loops.size() > 1 && along.loops.back().extent < m_.depth.loops.back().extent)
@@ -322,7 +323,23 @@ class Builder {
                   make_if(cmp(BinaryOp::Le, var(first) + i64(W), end), copy(false), copy(true))};
     Expr panels = (var(count) + i64(W - 1)) / i64(W);
     if (rows_along(v, along)) {
-      out.push_back(make_for(p, i64(0), var("kcv%mm"), i64(1), {make_for(panel, i64(0), panels, i64(1), body)}));
+      // A block as wide as the factor's rows reads them as one stream, a
+      // row at a time. A narrower block reads a piece of each row: then
+      // eight rows at once, eight streams the hardware prefetches together
+      // where one row at a time started each row's page cold, each panel
+      // written 8 rows (1 KiB of a 32-wide panel) at a time. Products
+      // measured 10% faster at 128x4096x1024, 2-5% at 128x4096x4096 and
+      // 768x768x3072 than with one row at a time.
+      const bool whole_rows = &along == &m_.cols ? z_.gn == 1 && z_.NC >= z_.N : z_.gm == 1 && z_.MC >= z_.M;
+      if (whole_rows) {
+        out.push_back(make_for(p, i64(0), var("kcv%mm"), i64(1), {make_for(panel, i64(0), panels, i64(1), body)}));
+        return;
+      }
+      std::string p0 = fresh("p0"), r = fresh("r");
+      Block row = {make_let(p, var(p0) + var(r))};
+      row.insert(row.end(), body.begin(), body.end());
+      Stmt rows = make_for(r, i64(0), min(i64(kPackRowsAtOnce), var("kcv%mm") - var(p0)), i64(1), row);
+      out.push_back(make_for(p0, i64(0), var("kcv%mm"), i64(kPackRowsAtOnce), {make_for(panel, i64(0), panels, i64(1), {rows})}));
     } else {
       out.push_back(make_for(panel, i64(0), panels, i64(1), {make_for(p, i64(0), var("kcv%mm"), i64(1), body)}));
     }
