@@ -82,6 +82,11 @@ ReduceBuffers reduce_buffers(const cir::Kernel& k) {
   return r;
 }
 
+size_t argument_slots(const cir::Kernel& k) {
+  size_t reduce = k.kind == cir::KernelKind::Reduce ? (reduce_buffers(k).arg ? 3 : 1) : 0;
+  return k.params.size() + k.dims.size() + reduce;
+}
+
 std::optional<OuterLoop> outer_parallel_loop(const cir::Kernel& k) {
   if (k.body.size() != 1) return std::nullopt;
   auto f = k.body[0].as<cir::For>();

@@ -72,6 +72,11 @@ struct ReduceBuffers {
 };
 ReduceBuffers reduce_buffers(const cir::Kernel& k);
 
+// How many pointers a CPU kernel's `args` holds: one per parameter, one per
+// dimension of a generic kernel, and the reduce buffers (1, or 3 for arg
+// reductions).
+size_t argument_slots(const cir::Kernel& k);
+
 // The outer loop that is split across threads: the kernel body is a single
 // `parallel for` with constant bounds. Trip count and where it starts.
 struct OuterLoop {

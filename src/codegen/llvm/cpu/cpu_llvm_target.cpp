@@ -33,7 +33,7 @@ void CpuLlvmTarget::emit_entry(Emitter& e) const {
   llvm::IRBuilder<>& b = e.builder();
   llvm::Type* ptr = llvm::PointerType::getUnqual(e.context());
   llvm::Type* i64 = b.getInt64Ty();
-  const size_t slots = k.params.size() + k.dims.size() + (k.kind == cir::KernelKind::Reduce ? (reduce_buffers(k).arg ? 3 : 1) : 0);
+  const size_t slots = argument_slots(k);
 
   std::vector<llvm::Type*> body_args(slots, ptr);
   body_args.insert(body_args.end(), {i64, i64, ptr});
