@@ -27,13 +27,19 @@ class ThreadPool {
 
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Calls f(begin, end) over chunks covering [0, n) and returns when all are done.
+  // Calls f(begin, end) over chunks covering [0, n) and returns when all are
+  // done. Each thread first runs the chunks that are its own (thread t of T:
+  // chunks t, t + T, ...), then any left unclaimed: a call over the same
+  // range gives each thread the same part as the last one (its data still in
+  // that core's cache), and a thread that starts late loses its part to the
+  // others.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& f);
 
  private:
   struct Job;
-  void worker();
-  static void work_on(Job& job);
+  void worker(int id);
+  // `id`: the thread's place in the pool (0: the caller).
+  void work_on(Job& job, int id) const;
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
