@@ -36,14 +36,14 @@ TEST(ThreadPool, RunsEveryIterationOnceInChunksDifferingByOneAtMost) {
 }
 
 // The caller's own chunks are 0, T, 2T, ...: it starts with chunk 0, which
-// another thread reaches only after running all of its own (here 20 ms each).
+// another thread reaches only after running all of its own (here 50 ms each).
 TEST(ThreadPool, TheCallerRunsItsOwnFirstChunk) {
   ThreadPool pool(2);
   const std::thread::id caller = std::this_thread::get_id();
   std::thread::id first_chunk;
   pool.parallel_for(8, [&](int64_t begin, int64_t) {
     if (begin == 0) first_chunk = std::this_thread::get_id();
-    else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    else std::this_thread::sleep_for(std::chrono::milliseconds(50));
   });
   EXPECT_EQ(first_chunk, caller);
 }
