@@ -109,8 +109,9 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   if (n <= 0) return;
   // A few chunks per thread balance uneven iterations without much overhead.
   // Their sizes differ by one at most: 10 rows over 2 threads are 8 chunks
-  // of 1 or 2, not 5 of 2, of which one thread would run 3 (a 10-row sum
-  // ran at 0.75x PyTorch for it).
+  // of 1 or 2, not 5 of 2 (of which one thread would run 3). Each thread's
+  // own chunks first (work_on) is what made a repeated 10x100000 row sum
+  // 0.65x -> 0.94x PyTorch: its rows stay in the same core's cache.
   int64_t chunks = std::min<int64_t>(n, static_cast<int64_t>(size()) * 4);
   if (workers_.empty() || chunks == 1) {
     f(0, n);

@@ -128,6 +128,19 @@ void Emitter::bind_parameters(const std::function<llvm::Value*(const std::string
   }
 }
 
+void Emitter::mark_distinct_buffers(llvm::Function* fn) const {
+  for (size_t i = 0; i < k_.params.size(); ++i) {
+    llvm::Argument* a = fn->getArg(static_cast<unsigned>(i));
+    cir::ParamRole role = k_.params[i].role;
+    if (role == cir::ParamRole::Input) {
+      a->addAttr(llvm::Attribute::NoAlias);
+      a->addAttr(llvm::Attribute::ReadOnly);
+    } else if (role == cir::ParamRole::Output && k_.kind != cir::KernelKind::Reduce) {
+      a->addAttr(llvm::Attribute::NoAlias);
+    }
+  }
+}
+
 // Reduce kernels' accumulators (kernel_abi.hpp's ReduceBuffers); `best`
 // and `has` are read only for argmin/argmax.
 void Emitter::bind_reduce_buffers(llvm::Value* acc, llvm::Value* best, llvm::Value* has) {

@@ -69,6 +69,11 @@ class Emitter {
   // `by_pointer` (the CPU's array of arguments), else the value itself in
   // its memory type (a GPU entry's parameters).
   void bind_parameters(const std::function<llvm::Value*(const std::string& name)>& next, bool by_pointer);
+  // What the runtime promises of the buffers, on an entry point whose first
+  // arguments are the kernel's parameters in order: an input is never
+  // written (noalias, readonly), the output overlaps no other argument
+  // (noalias; a reduce kernel's output may be its accumulator, so not there).
+  void mark_distinct_buffers(llvm::Function* fn) const;
   // Where a failed check writes its id (an i32 pointer).
   void bind_status(llvm::Value* status) { status_ = status; }
   // The CPU's [begin, end) of outer iterations this call runs.

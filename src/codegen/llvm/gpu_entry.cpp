@@ -60,15 +60,7 @@ GpuEntry create_gpu_entry(Emitter& e, unsigned global_space, const std::vector<s
       a.addAttr(llvm::Attribute::getWithAlignment(ctx, llvm::Align(kGpuTensorAlignment)));
     }
   }
-  for (size_t i = 0; i < k.params.size(); ++i) {
-    cir::ParamRole role = k.params[i].role;
-    if (role == cir::ParamRole::Input) {
-      fn->getArg(static_cast<unsigned>(i))->addAttr(llvm::Attribute::NoAlias);
-      fn->getArg(static_cast<unsigned>(i))->addAttr(llvm::Attribute::ReadOnly);
-    } else if (role == cir::ParamRole::Output && k.kind != cir::KernelKind::Reduce) {
-      fn->getArg(static_cast<unsigned>(i))->addAttr(llvm::Attribute::NoAlias);
-    }
-  }
+  e.mark_distinct_buffers(fn);
   entry.function = fn;
   return entry;
 }

@@ -21,13 +21,12 @@ const CpuLlvmTarget& CpuLlvmTarget::instance() {
 //   void k.body(ptr noalias x, ptr noalias out, ..., i64 begin, i64 end, ptr noalias status)
 //
 // The slots are read from memory, so LLVM cannot tell that the buffers they
-// point to are distinct; as arguments they carry noalias (a kernel's
-// inputs are never written, its output never overlaps another argument:
-// the runtime gives it fresh memory, BoundKernel::run_host a copy where
-// the caller's memory overlaps), which inlining turns into scopes on every
-// access. A read of one buffer then stays where it is across a store to
-// another: a gather's index is read once per row, not once per element.
-// Reduce kernels' outputs may be their accumulators, so they carry none.
+// point to are distinct; as arguments they carry noalias, as the GPU
+// entries' do (Emitter::mark_distinct_buffers: the runtime gives an output
+// fresh memory, BoundKernel::run_host a copy where the caller's memory
+// overlaps an input), which inlining turns into scopes on every access. A
+// read of one buffer then stays where it is across a store to another: a
+// gather's index is read once per row, not once per element.
 void CpuLlvmTarget::emit_entry(Emitter& e) const {
   const cir::Kernel& k = e.kernel();
   llvm::IRBuilder<>& b = e.builder();
@@ -41,13 +40,7 @@ void CpuLlvmTarget::emit_entry(Emitter& e) const {
   llvm::Function* body = llvm::Function::Create(body_type, llvm::Function::InternalLinkage, e.function_name() + ".body", &e.module());
   body->addFnAttr(llvm::Attribute::NoUnwind);
   body->addFnAttr(llvm::Attribute::AlwaysInline);
-  for (size_t i = 0; i < k.params.size(); ++i) {
-    llvm::Argument* a = body->getArg(static_cast<unsigned>(i));
-    cir::ParamRole role = k.params[i].role;
-    if (role == cir::ParamRole::Output && k.kind == cir::KernelKind::Reduce) continue;
-    a->addAttr(llvm::Attribute::NoAlias);
-    if (role != cir::ParamRole::Output) a->addAttr(llvm::Attribute::ReadOnly);
-  }
+  e.mark_distinct_buffers(body);
   body->getArg(static_cast<unsigned>(slots + 2))->addAttr(llvm::Attribute::NoAlias);
 
   // The entry point: the slots read, the body called.

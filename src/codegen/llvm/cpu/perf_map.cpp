@@ -10,7 +10,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace zyntax::codegen {
 
