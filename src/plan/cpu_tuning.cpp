@@ -63,8 +63,8 @@ double product_cycles(const cir::MatMulBlocking& z, int threads, int lanes, int 
   double step = std::max(fma, loads) + 1.0;  // the loop's own overhead
   double tasks = static_cast<double>(z.batch * z.gm * z.gn);
   double task_m = ceil_div(ceil_div(z.M, z.MR), z.gm) * z.MR, task_n = ceil_div(ceil_div(z.N, z.NR), z.gn) * z.NR;
-  // The product's last column panel may be a half-wide block (in the last group's task).
-  double blocks = ceil_div(task_m, z.MR) * (ceil_div(task_n, z.NR) - (z.half_edge() && z.gn == 1 ? 0.5 : 0.0));
+  // The product's last column panel may do less than a whole one (in the last group's task).
+  double blocks = ceil_div(task_m, z.MR) * (ceil_div(task_n, z.NR) - (z.gn == 1 ? 1 - z.last_panel_share() : 0.0));
   double compute = blocks * z.K * step;
   const Caches& c = caches();
   double slow = 1;

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "backends/registry.hpp"
+#include "cir/hash.hpp"
 #include "cir/passes/schedule_matmul.hpp"
 #include "cir/passes/specialize.hpp"
 #include "cir/printer.hpp"
@@ -24,6 +25,7 @@
 #include "runtime/device.hpp"
 #include "runtime/launch.hpp"
 #include "runtime/tensor_ops.hpp"
+#include "runtime/tuner.hpp"
 
 namespace zyntax {
 namespace {
@@ -258,6 +260,53 @@ TEST(ScheduleMatmulApplies, TheLastColumnPanelIsHalfABlockWhereHalfOfItIsReal) {
   EXPECT_NE(half.find("matmul_block<8x32>"), std::string::npos) << half;
   EXPECT_EQ(scheduled(53).find("matmul_block<8x16>"), std::string::npos);
   EXPECT_EQ(scheduled(64).find("matmul_block<8x16>"), std::string::npos);
+}
+
+// The product's last few columns (at most 8, past the first half of the
+// last panel where that is real) as a block of vectors along the rows of
+// A's packed panel: one multiply-add per column and k step where a block
+// of column vectors takes one per row. B's last panel is packed as wide as
+// its real columns where no half-panel block reads it. Not where A is read
+// in place (its rows are not adjacent) or too many columns are left.
+TEST(ScheduleMatmulApplies, TheLastFewColumnsAreVectorsAlongTheRows) {
+  cir::MatMulSchedule s = cir::cpu_matmul_schedule(512, 2);
+  auto scheduled = [&](int64_t m, int64_t n) {
+    std::optional<cir::Kernel> out = cir::schedule_matmul(cir::specialize(kernel_of(kPlain), {{"M", m}, {"K", 100}, {"N", n}}), s);
+    EXPECT_TRUE(out.has_value());
+    return out ? cir::print(*out) : std::string();
+  };
+  std::string one = scheduled(100, 65);  // 2 x 32 + 1
+  EXPECT_NE(one.find("matmul_block<1x8> ce%mm[0] ldc 8 valid (1, 8) accumulate false <- bp%mm[jp%mm * 3200] strides (1, 1)"),
+            std::string::npos) << one;
+  EXPECT_EQ(one.find("matmul_block<8x16>"), std::string::npos) << one;
+  std::string past_half = scheduled(100, 53);  // 32 + 16 + 5
+  EXPECT_NE(past_half.find("matmul_block<8x16>"), std::string::npos) << past_half;
+  EXPECT_NE(past_half.find("matmul_block<5x8> ce%mm[0]"), std::string::npos) << past_half;
+  EXPECT_NE(past_half.find("strides (1, 32)"), std::string::npos) << past_half;  // the half block reads the panel 32 wide
+  EXPECT_EQ(scheduled(100, 76).find("ce%mm"), std::string::npos);  // 12 columns left: a half block
+  EXPECT_EQ(scheduled(64, 65).find("ce%mm"), std::string::npos);   // A read in place
+
+  // The values, on the cpu device, for register blocks of several heights
+  // and every count of last columns from 1 to 9, alone and past a half panel.
+  Device* cpu = device_registry().find("cpu");
+  const int lanes = codegen::CpuJit::instance().target().vector_bits / 32, registers = lanes >= 16 ? 32 : 16;
+  Random rng(3);
+  for (int mr : {2, 8, 14}) {
+    if (mr * 2 + 3 > registers) continue;
+    for (int64_t left : {1, 2, 5, 8, 9}) {
+      for (int64_t n : {2 * 2 * lanes + left, 2 * 2 * lanes + lanes + left}) {
+        const int64_t m = 37, k = 70;
+        cir::Kernel kernel = cir::specialize(kernel_of(kPlain), {{"M", m}, {"K", k}, {"N", n}});
+        std::vector<Tensor> in = {rand_normal(rng, DType::F32, {m, k}), rand_normal(rng, DType::F32, {k, n})};
+        TuningChoice choice = *TuningChoice::parse("mr=" + std::to_string(mr) + " nr=" + std::to_string(2 * lanes) + " kc=32");
+        std::string what = "mr=" + std::to_string(mr) + " N=" + std::to_string(n);
+        Device::Attempt a = cpu->execute_choice(kernel, cir::hash_kernel(kernel), choice, in, {});
+        ASSERT_EQ(a.outcome, Device::Outcome::Done) << what;
+        Tensor want = ReferenceKernel(kernel).run(in, {});
+        expect_close(a.result, want, ReferenceKernel(kernel).run(absolute(in, 2), {}), what);
+      }
+    }
+  }
 }
 
 // A packed row-major B whose block spans its rows (one column group, N no

@@ -161,11 +161,35 @@ MatMulBlocking decide(const ProductForm& m, std::optional<InPlace>& a, std::opti
   if (window || narrow) NC = std::clamp<int64_t>((int64_t{128} << 10) / task_rows / NR * NR, NR, NC);
   z.M = M, z.N = N, z.K = K, z.batch = batch;
   z.MR = MR, z.NR = NR, z.KC = KC, z.MC = MC, z.NC = NC, z.gm = gm, z.gn = gn;
+  z.lanes = std::max(s.lanes, 1);
+  // The last panel's few columns as vectors along A's packed rows, where
+  // that is fewer multiply-adds (at most 8 of them: their accumulators
+  // stay in registers beside A's vector).
+  if (!a && !window && NR % 2 == 0 && N % NR != 0) {
+    const int64_t E = N % NR, H = NR / 2, full = E >= H ? H : 0, R = E - full;
+    auto vectors = [&](int64_t n) { return ceil_div(n, z.lanes); };
+    int64_t columns_way = MR * vectors(E <= H ? H : NR), rows_way = (full ? MR * vectors(H) : 0) + R * vectors(MR);
+    if (R >= 1 && R <= 8 && rows_way < columns_way) z.row_vector_edge = R;
+  }
   z.a_in_place = a.has_value(), z.b_in_place = b.has_value(), z.window = window.has_value(), z.narrow = narrow;
   z.a_aliased = a && page_aliased(a->outer_stride);
   z.b_aliased = b && rows_share_sets(b->outer_stride);
   return z;
 }
+
+}  // namespace
+
+double MatMulBlocking::last_panel_share() const {
+  if (N % NR == 0) return 1;
+  auto vectors = [&](int64_t n) { return static_cast<double>(ceil_div(n, std::max<int64_t>(lanes, 1))); };
+  const double whole = MR * vectors(NR);
+  const int64_t H = NR / 2;
+  if (row_vector_edge > 0) return ((N % NR > row_vector_edge ? MR * vectors(H) : 0) + row_vector_edge * vectors(MR)) / whole;
+  if (half_edge()) return MR * vectors(H) / whole;
+  return 1;
+}
+
+namespace {
 
 class Builder {
  public:
@@ -206,6 +230,8 @@ class Builder {
       task.push_back(make_allocate("bp%mm", Type::tensor(DType::F32, {i64(NC * KC)}), MemorySpace::Local));
     }
     if (narrow_) task.push_back(make_allocate("cs%mm", Type::tensor(DType::F32, {i64(task_rows * NC)}), MemorySpace::Local));
+    if (z_.row_vector_edge > 0)
+      task.push_back(make_allocate("ce%mm", Type::tensor(DType::F32, {i64(z_.row_vector_edge * MR)}), MemorySpace::Local));
 
     // One NC-wide column block of the task.
     Block column;
@@ -233,6 +259,17 @@ class Builder {
       at = {(row0 - var("i0%mm")) * i64(NC) + var("jp%mm") * i64(NR)};
       ldc = i64(NC);
     }
+    // C's element (row0 + r, col0 + c) as the store's indices.
+    auto c_at = [&](const Expr& r, const Expr& c) {
+      std::vector<AxisSel> to;
+      if (window_ || narrow_) return std::vector<AxisSel>{AxisSel::at(at[0] + r * ldc + c)};
+      for (size_t d = 0; d < m_.rows_at; ++d) to.push_back(AxisSel::at(var(m_.loops[d]->var)));
+      for (const auto& group : {std::pair{&m_.rows, row0 + r}, std::pair{&m_.cols, col0 + c}}) {
+        Substitution s = group.first->at(group.second);
+        for (const LoopGroup::Loop& l : group.first->loops) to.push_back(AxisSel::at(s.at(l.var)));
+      }
+      return to;
+    };
     if (window_) b_rows = {"ko%mm", var("pc%mm"), window_->max_offset(m_)};
     // A in place: rows row_stride apart, k steps adjacent; packed: the reverse, MR apart.
     std::string a_name = a_ ? a_->buffer : std::string("ap%mm");
@@ -252,7 +289,9 @@ class Builder {
     // The product's last column panel, when no more than half of it is
     // real, takes a block half as wide: it reads the first half of each
     // row of its (zero-padded) panel, and does half the work.
-    if (z_.half_edge()) {
+    if (z_.row_vector_edge > 0) {
+      block_row.push_back(make_if(cmp(BinaryOp::Gt, col0 + i64(NR), i64(N)), row_vector_edge(micro_block, c_name, c_at), {micro_block(NR)}));
+    } else if (z_.half_edge()) {
       block_row.push_back(make_if(cmp(BinaryOp::Ge, col0 + i64(NR / 2), i64(N)), {micro_block(NR / 2)}, {micro_block(NR)}));
     } else {
       block_row.push_back(micro_block(NR));
@@ -280,6 +319,36 @@ class Builder {
   }
 
  private:
+  // The product's last column panel with row_vector_edge set: its first
+  // half (if real) as a block of column vectors, then its last R columns
+  // as a block whose vectors run along the MR rows of A's packed panel
+  // (the roles of A and B swapped: each k step loads MR adjacent packed
+  // elements of A and broadcasts one of B's per column), its R x MR sums
+  // put in ce%mm and from there added to C's column-strided elements.
+  template <class MicroBlock, class At>
+  Block row_vector_edge(const MicroBlock& micro_block, const std::string& c_name, const At& c_at) {
+    const int64_t NR = z_.NR, MR = z_.MR, KC = z_.KC, H = NR / 2, R = z_.row_vector_edge;
+    const int64_t full = z_.N % NR - R;  // 0 or H
+    Block edge;
+    if (full > 0) edge.push_back(micro_block(H));
+    edge.push_back(make_matmul_block(static_cast<int>(R), static_cast<int>(MR), "bp%mm", var("jp%mm") * i64(KC * NR) + i64(full), i64(1),
+                                     i64(compact_edge() ? R : NR), "ap%mm", var("ip%mm") * i64(KC * MR), i64(MR), var("kcv%mm"), "ce%mm", {i64(0)}, i64(MR),
+                                     i64(R), i64(MR), BoolImm::make(false), m_.store->span));
+    std::string r = fresh("er"), c = fresh("ec");
+    std::vector<AxisSel> to = c_at(var(r), i64(full) + var(c));
+    Expr sum = make_access("ce%mm", Type::tensor(DType::F32, {i64(R * MR)}), {AxisSel::at(var(c) * i64(MR) + var(r))});
+    Type c_type = narrow_ ? Type::tensor(DType::F32, {i64(z_.task_rows() * z_.NC)}) : output_type(c_name);
+    Expr old = make_access(c_name, c_type, to);
+    Stmt add = make_if(cmp(BinaryOp::Gt, var("pc%mm"), i64(0)), {make_store(c_name, to, old + sum)}, {make_store(c_name, to, sum)});
+    Expr rows = min(i64(MR), var("mn%mm") - var("ip%mm") * i64(MR));
+    edge.push_back(make_for(r, i64(0), rows, i64(1), {make_for(c, i64(0), i64(R), i64(1), {add})}));
+    return edge;
+  }
+
+  // Whether B's last panel is packed R columns wide (pack()'s plain form,
+  // with no half-panel block to read it NR wide).
+  bool compact_edge() const { return z_.row_vector_edge > 0 && z_.N % z_.NR == z_.row_vector_edge && m_.cols.loops.size() == 1; }
+
   // Loop variables are named once each: the two ways of packing a panel
   // (whole, or at the edge) each get their own.
   std::string fresh(const std::string& base) { return base + "%mm" + std::to_string(counter_++); }
@@ -307,17 +376,22 @@ class Builder {
     if (along.loops.size() > 1) return pack_by_runs(out, dst, v, guarded, along, W, KC, start, count, first, lanes);
     std::string panel = fresh("panel"), p = fresh("p");
     Expr end = var(start) + var(count);
+    // B's last panel of a product whose last columns are vectors along the
+    // rows holds only its real columns, adjacent: the edge block's k steps
+    // then read one short run each, in L1, not a line of a zero-padded panel.
+    const int64_t edge_width = &along == &m_.cols && compact_edge() ? z_.row_vector_edge : W;
     auto copy = [&](bool edge) {
       std::string e = fresh("e");
+      const int64_t width = edge ? edge_width : W;
       Expr at_e = var(first) + var(e);
       Substitution at = m_.depth.at(var("pc%mm") + var(p));
       for (auto& [name, value] : along.at(at_e)) at[name] = value;
-      std::vector<AxisSel> to = {AxisSel::at(var(panel) * i64(KC * W) + var(p) * i64(W) + var(e))};
+      std::vector<AxisSel> to = {AxisSel::at(var(panel) * i64(KC * W) + var(p) * i64(width) + var(e))};
       Stmt store = make_store(dst, to, substitute(v, at));
       Stmt zero = make_store(dst, to, FloatImm::make(0.0));
       if (guarded && m_.guard.defined()) store = make_if(substitute(m_.guard, at), {store}, {zero});
       if (edge) store = make_if(cmp(BinaryOp::Lt, at_e, end), {store}, {zero});
-      return Block{make_for(e, i64(0), i64(W), i64(1), {store})};
+      return Block{make_for(e, i64(0), i64(width), i64(1), {store})};
     };
     Block body = {make_let(first, var(start) + var(panel) * i64(W)),
                   make_if(cmp(BinaryOp::Le, var(first) + i64(W), end), copy(false), copy(true))};
@@ -341,7 +415,25 @@ class Builder {
       Stmt rows = make_for(r, i64(0), min(i64(kPackRowsAtOnce), var("kcv%mm") - var(p0)), i64(1), row);
       out.push_back(make_for(p0, i64(0), var("kcv%mm"), i64(kPackRowsAtOnce), {make_for(panel, i64(0), panels, i64(1), {rows})}));
     } else {
-      out.push_back(make_for(panel, i64(0), panels, i64(1), {make_for(p, i64(0), var("kcv%mm"), i64(1), body)}));
+      // The panel's W rows read along the depth together: vectors of
+      // `lanes` steps of each row, interleaved into the panel by shuffles
+      // (LLVM's cost model left the copy scalar, one load and one store per
+      // element: 12% of 4095x4097x257's time).
+      // The W rows' stores are written out (no inner loop), so that the
+      // loop over the depth is innermost: its bounds are checked once, at
+      // its ends, and it vectorises.
+      auto over_depth = [&](bool edge) {
+        p = fresh("p");  // each copy its own loop variable (copy() reads p)
+        Block steps = copy(edge);
+        const For* e_loop = steps[0].as<For>();
+        Block rows;
+        for (int64_t e = 0; e < W; ++e)
+          for (const Stmt& st : substitute(e_loop->body, {{e_loop->var, i64(e)}})) rows.push_back(st);
+        return Block{make_for(p, i64(0), var("kcv%mm"), i64(1), rows, edge ? LoopKind::Serial : LoopKind::Vectorized, static_cast<int>(z_.lanes))};
+      };
+      Block panel_body = {make_let(first, var(start) + var(panel) * i64(W)),
+                          make_if(cmp(BinaryOp::Le, var(first) + i64(W), end), over_depth(false), over_depth(true))};
+      out.push_back(make_for(panel, i64(0), panels, i64(1), panel_body));
     }
   }
 
@@ -690,6 +782,7 @@ class Builder {
 MatMulSchedule cpu_matmul_schedule(int vector_bits, int threads) {
   MatMulSchedule s;
   s.threads = threads;
+  s.lanes = std::max(vector_bits / 32, 1);
   if (vector_bits >= 512) {
     s.mr = 8, s.nr = 32;   // 16 zmm accumulators, 2 for B (measured ahead of 12x32, 10x32, 4x64)
     s.kc = 640;            // K = 1152 in two blocks of 576, not three of 384 (measured 5-10% ahead); K = 1024 in two of 512

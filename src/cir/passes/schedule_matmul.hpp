@@ -9,7 +9,8 @@
 //           pack A[ic.., pc..] into MR-tall panels, k-major   (stays in L2)
 //           for each NR panel, for each MR panel:
 //             matmul_block<MR x NR>                           (registers; B panel in L1)
-//             (NR / 2 wide on the product's last panel where no more than half of it is real)
+//             (NR / 2 wide on the product's last panel where no more than half of it is real;
+//              its last few columns as vectors along the rows: see row_vector_edge)
 //     epilogue: out = f(sum) over the task's tile, if the store was not just the sum
 //
 // It rewrites a specialised kernel that computes a product of the form
@@ -43,6 +44,7 @@ namespace zyntax::cir {
 
 struct MatMulSchedule {
   int mr = 12, nr = 32;             // register block: rows x columns (columns in vector lanes)
+  int lanes = 16;                   // floats in one of the target's vectors
   int64_t kc = 256;                 // reduction depth of a packed panel
   int64_t mc = 240, nc = 1024;      // rows of A and columns of B packed at once
   int threads = 1;                  // tasks are made for at least this many threads
@@ -65,6 +67,7 @@ struct MatMulBlocking {
   int64_t M = 0, N = 0, K = 0;  // rows, columns (a window's virtual pixels), depth
   int64_t batch = 1;            // products
   int64_t MR = 0, NR = 0, KC = 0, MC = 0, NC = 0;
+  int64_t lanes = 16;           // floats per vector
   int64_t gm = 1, gn = 1;       // row and column groups per product: batch * gm * gn tasks
   bool a_in_place = false, b_in_place = false;  // read where they are rather than packed
   bool window = false;          // B as a sliding window of the input image
@@ -77,6 +80,17 @@ struct MatMulBlocking {
   // The last column panel is at most half real: it takes a block half as
   // wide (half a panel of whole vectors).
   bool half_edge() const { return NR % 2 == 0 && N % NR != 0 && N % NR <= NR / 2; }
+  // The columns of the last panel past its first half (past none where
+  // half_edge) when they are few enough that a block of vectors along A's
+  // packed rows (one accumulator per column) does less than the block of
+  // vectors along the columns (one per row): 257 = 8 x 32 + 1 columns,
+  // 14-row blocks: per k step, one multiply-add for column 257 instead of
+  // 14. Zero where the columns' blocks serve (A read in place, whose rows
+  // are not adjacent; a sliding window, which packs no B).
+  int64_t row_vector_edge = 0;
+  // The last column panel's work over a whole panel's (vector
+  // multiply-adds per k step).
+  double last_panel_share() const;
 };
 
 // The blocking each schedule gives `k` (the product matched once), or

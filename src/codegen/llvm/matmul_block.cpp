@@ -2,6 +2,7 @@
 
 #include <llvm/IR/Intrinsics.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -49,39 +50,76 @@ void emit_matmul_block(llvm::IRBuilder<>& b, const MatMulBlockArgs& m) {
       b.CreateCall(prefetch, {b.CreateConstGEP1_64(f32, row, static_cast<uint64_t>(c)), b.getInt32(1), b.getInt32(3), b.getInt32(1)});
   }
 
-  // The k loop: the accumulators are loop-carried values, never memory.
-  llvm::BasicBlock* pre = b.GetInsertBlock();
-  llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx, "mmb.k.head", fn);
-  llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx, "mmb.k.body", fn);
-  llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, "mmb.k.end", fn);
-  b.CreateBr(head);
-  b.SetInsertPoint(head);
-  llvm::PHINode* p = b.CreatePHI(b.getInt64Ty(), 2, "mmb.p");
-  p->addIncoming(b.getInt64(0), pre);
-  std::vector<llvm::PHINode*> acc;
-  for (int r = 0; r < m.rows; ++r) {
-    acc.push_back(b.CreatePHI(vec, 2, "mmb.acc" + std::to_string(r)));
-    acc.back()->addIncoming(zero, pre);
+  // The k loop: the accumulators are loop-carried values, never memory. A
+  // block of few accumulators (the last columns of a product as vectors
+  // along its rows: one) would wait on each multiply-add's latency; it
+  // keeps `chains` sets of them, k steps taken in turn, added at the end
+  // (reassociated like any running sum: the result differs by rounding).
+  const int vectors = m.rows * std::max(1, m.cols / 16);
+  const int chains = std::clamp(8 / vectors, 1, 8);
+  auto load_b = [&](llvm::Value* p) {
+    llvm::Value* b_step = m.b_rows ? static_cast<llvm::Value*>(b.CreateAlignedLoad(b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), m.b_rows, p), llvm::Align(8)))
+                                   : b.CreateMul(p, m.ldb);
+    return b.CreateAlignedLoad(vec, b.CreateGEP(f32, m.b, b_step), llvm::Align(4), "mmb.b");
+  };
+  // One k step p into the accumulators `acc`.
+  auto step = [&](llvm::Value* p, const std::vector<llvm::Value*>& acc) {
+    llvm::Value* bv = load_b(p);
+    llvm::Value* acol = b.CreateGEP(f32, m.a, b.CreateMul(p, m.a_k_stride));
+    std::vector<llvm::Value*> next(acc.size());
+    for (int r = 0; r < m.rows; ++r) {
+      llvm::Value* av = b.CreateAlignedLoad(f32, b.CreateGEP(f32, acol, b.CreateMul(b.getInt64(r), m.a_row_stride)), llvm::Align(4));
+      llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(m.cols), av);
+      next[static_cast<size_t>(r)] = b.CreateCall(fmuladd, {splat, bv, acc[static_cast<size_t>(r)]});
+    }
+    return next;
+  };
+  // A loop over p in [from, to) by `stride`, `sets` of accumulators carried
+  // (starting at `init`), set u taking step p + u; returns them at its end.
+  auto k_loop = [&](const std::string& name, llvm::Value* from, llvm::Value* to, int sets,
+                    const std::vector<std::vector<llvm::Value*>>& init) {
+    llvm::BasicBlock* pre = b.GetInsertBlock();
+    llvm::BasicBlock* head = llvm::BasicBlock::Create(ctx, name + ".head", fn);
+    llvm::BasicBlock* body = llvm::BasicBlock::Create(ctx, name + ".body", fn);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx, name + ".end", fn);
+    b.CreateBr(head);
+    b.SetInsertPoint(head);
+    llvm::PHINode* p = b.CreatePHI(b.getInt64Ty(), 2, "mmb.p");
+    p->addIncoming(from, pre);
+    std::vector<std::vector<llvm::PHINode*>> acc(static_cast<size_t>(sets));
+    std::vector<std::vector<llvm::Value*>> out(static_cast<size_t>(sets));
+    for (int u = 0; u < sets; ++u)
+      for (int r = 0; r < m.rows; ++r) {
+        acc[u].push_back(b.CreatePHI(vec, 2, "mmb.acc" + std::to_string(r)));
+        acc[u].back()->addIncoming(init[u][r], pre);
+        out[u].push_back(acc[u].back());
+      }
+    b.CreateCondBr(b.CreateICmpSLT(p, to), body, done);
+    b.SetInsertPoint(body);
+    std::vector<std::vector<llvm::Value*>> next(static_cast<size_t>(sets));
+    for (int u = 0; u < sets; ++u)
+      next[u] = step(b.CreateAdd(p, b.getInt64(u)), std::vector<llvm::Value*>(acc[u].begin(), acc[u].end()));
+    llvm::BasicBlock* latch = b.GetInsertBlock();
+    p->addIncoming(b.CreateAdd(p, b.getInt64(sets)), latch);
+    for (int u = 0; u < sets; ++u)
+      for (int r = 0; r < m.rows; ++r) acc[u][r]->addIncoming(next[u][r], latch);
+    b.CreateBr(head);
+    b.SetInsertPoint(done);
+    return std::make_pair(static_cast<llvm::Value*>(p), out);
+  };
+  std::vector<llvm::Value*> acc;
+  if (chains == 1) {
+    acc = k_loop("mmb.k", b.getInt64(0), m.kc, 1, {std::vector<llvm::Value*>(m.rows, zero)}).second[0];
+  } else {
+    // Whole rounds of `chains` steps, then what is left on the first set.
+    llvm::Value* whole = b.CreateMul(b.CreateSDiv(m.kc, b.getInt64(chains)), b.getInt64(chains));
+    auto [p, sets] = k_loop("mmb.k", b.getInt64(0), whole, chains, std::vector<std::vector<llvm::Value*>>(chains, std::vector<llvm::Value*>(m.rows, zero)));
+    sets[0] = k_loop("mmb.kr", p, m.kc, 1, {sets[0]}).second[0];
+    for (int width = 1; width < chains; width *= 2)  // a fixed tree: (0 + 1) + (2 + 3), ...
+      for (int u = 0; u + width < chains; u += 2 * width)
+        for (int r = 0; r < m.rows; ++r) sets[u][r] = b.CreateFAdd(sets[u][r], sets[u + width][r]);
+    acc = sets[0];
   }
-  b.CreateCondBr(b.CreateICmpSLT(p, m.kc), body, done);
-
-  b.SetInsertPoint(body);
-  llvm::Value* b_step = m.b_rows ? static_cast<llvm::Value*>(b.CreateAlignedLoad(b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), m.b_rows, p), llvm::Align(8)))
-                                 : b.CreateMul(p, m.ldb);
-  llvm::Value* brow = b.CreateGEP(f32, m.b, b_step);
-  llvm::Value* bv = b.CreateAlignedLoad(vec, brow, llvm::Align(4), "mmb.b");
-  llvm::Value* acol = b.CreateGEP(f32, m.a, b.CreateMul(p, m.a_k_stride));
-  std::vector<llvm::Value*> next(acc.size());
-  for (int r = 0; r < m.rows; ++r) {
-    llvm::Value* av = b.CreateAlignedLoad(f32, b.CreateGEP(f32, acol, b.CreateMul(b.getInt64(r), m.a_row_stride)), llvm::Align(4));
-    llvm::Value* splat = b.CreateVectorSplat(static_cast<unsigned>(m.cols), av);
-    next[static_cast<size_t>(r)] = b.CreateCall(fmuladd, {splat, bv, acc[static_cast<size_t>(r)]});
-  }
-  llvm::BasicBlock* latch = b.GetInsertBlock();
-  p->addIncoming(b.CreateAdd(p, b.getInt64(1)), latch);
-  for (int r = 0; r < m.rows; ++r) acc[static_cast<size_t>(r)]->addIncoming(next[static_cast<size_t>(r)], latch);
-  b.CreateBr(head);
-  b.SetInsertPoint(done);
 
   // Whole blocks store vectors; edge blocks go through memory element by element.
   llvm::Value* whole = b.CreateAnd(b.CreateICmpEQ(m.m_valid, b.getInt64(m.rows)), b.CreateICmpEQ(m.n_valid, b.getInt64(m.cols)));

@@ -4,7 +4,9 @@
 // registers for the whole k loop; each step loads one packed row of B as a
 // vector, broadcasts one packed element of A per accumulator and multiply-adds.
 // LLVM splits the <cols x float> vectors into the target's registers, so the
-// same IR serves AVX-512 (cols = 32: two zmm per row), AVX2 and NEON.
+// same IR serves AVX-512 (cols = 32: two zmm per row), AVX2 and NEON. A
+// block of fewer than eight vectors keeps several sets of accumulators, k
+// steps in turn, so that it is not bound by the multiply-add's latency.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>
