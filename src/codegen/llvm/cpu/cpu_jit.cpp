@@ -3,6 +3,8 @@
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/IR/DiagnosticInfo.h>
+#include <llvm/IR/DiagnosticPrinter.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -15,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "cir/hash.hpp"
@@ -28,6 +31,19 @@
 namespace zyntax::codegen {
 
 namespace {
+
+// LLVM's warnings and remarks while it compiles a kernel (a loop a schedule
+// marked for vectors that the vectoriser left scalar: the code is still
+// right) are not for a kernel's author to act on, so they are dropped; an
+// error ends the process as LLVM's own handler would, after printing it.
+void drop_hints(const llvm::DiagnosticInfo* d, void*) {
+  if (d->getSeverity() != llvm::DS_Error) return;
+  llvm::DiagnosticPrinterRawOStream printer(llvm::errs());
+  llvm::errs() << "LLVM error: ";
+  d->print(printer);
+  llvm::errs() << "\n";
+  std::exit(1);
+}
 
 std::string error_text(llvm::Error e) {
   std::string s;
@@ -85,6 +101,7 @@ CpuJit::CpuJit() {
 CpuJit::~CpuJit() = default;
 
 std::unique_ptr<llvm::Module> CpuJit::build(const cir::Kernel& k, llvm::LLVMContext& ctx, const std::string& name) {
+  ctx.setDiagnosticHandlerCallBack(drop_hints, nullptr);
   EmittedKernel e = emit_kernel(k, ctx, name, CpuLlvmTarget::instance());
   prepare(*e.module);
   return std::move(e.module);
