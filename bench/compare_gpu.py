@@ -12,6 +12,7 @@ and the date to bench/results/gpu-<device>-<date>.md and to the
 docs/performance.md.
 
     python3 bench/compare_gpu.py --bench PATH/zyntax_gpu_bench [--results DIR] [--performance FILE]
+    python3 bench/compare_gpu.py --tune ...   the products tuned on the GPU against cuBLAS ("## CUDA tuning")
 """
 import argparse
 import datetime
@@ -27,11 +28,11 @@ ROOT = os.path.dirname(HERE)
 GPU_HEADER = "## NVIDIA GPU"
 
 
-def ours(bench, device=None):
+def ours(bench, device=None, extra=()):
     # A benchmark that fails part-way keeps what it measured before: the
     # table shows the rest as missing and the error is printed and kept.
     try:
-        p = subprocess.run([bench] + ([device] if device else []), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
+        p = subprocess.run([bench] + ([device] if device else []) + list(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
         out, err, rc = p.stdout.decode(), p.stderr.decode(), p.returncode
     except subprocess.TimeoutExpired as e:
         out, err, rc = (e.stdout or b"").decode(), "timed out after 900 s", -1
@@ -43,6 +44,8 @@ def ours(bench, device=None):
             continue
         if "name" in obj:
             rows[obj["name"]] = obj["value"]
+            if "note" in obj:
+                rows.setdefault("notes", {})[obj["name"]] = obj["note"]
         else:
             device = obj
     if rc == 77:  # no such device here
@@ -53,7 +56,7 @@ def ours(bench, device=None):
     return rows, device
 
 
-def torch_anchors():
+def torch_anchors(products_only=False):
     import torch
     import torch.nn.functional as F
     dev = torch.device("cuda:0")
@@ -95,6 +98,9 @@ def torch_anchors():
     r["torch_matmul_bf16"] = flops / (timed(lambda: ab @ bb, 30) / 1e3) / 1e12
     ah, bh16 = a.half(), b.half()
     r["torch_matmul_f16"] = flops / (timed(lambda: torch.mm(ah, bh16), 30) / 1e3) / 1e12
+    if products_only:
+        r["gpu"] = torch.cuda.get_device_name(0)
+        return r
     sm = torch.randn(16 * 2048, 2048, device=dev)
     r["torch_softmax_ms"] = timed(lambda: torch.softmax(sm, dim=-1))
     ln, g, bias = torch.randn(4096, 768, device=dev), torch.randn(768, device=dev), torch.randn(768, device=dev)
@@ -232,6 +238,38 @@ def table(z, t, device):
 
 
 VULKAN_HEADER = "## Vulkan on the NVIDIA GPU"
+TUNING_HEADER = "## CUDA tuning"
+
+
+def tuning_table(z, t, device):
+    """The products' plans tuned on the GPU (zyntax_gpu_bench --tune: the
+    tuner's search, then the rules' plan and the tuned one timed in turns)
+    beside cuBLAS through PyTorch in the same run."""
+    def ratio(a, b):
+        return None if a is None or b is None or b == 0 else a / b
+    notes = z.get("notes", {})
+    out = [TUNING_HEADER, "",
+           "- Device: %s (%s)" % (t.get("gpu", device.get("device", "?")), device.get("backend", "?")),
+           "- Date: %s; host %s" % (datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), platform.platform()),
+           "- Measured by `bench/compare_gpu.py --tune` in one run: zyntax_gpu_bench --tune (the tuner's search on the "
+           "GPU, then the rules' plan and the tuned one in turns, CUDA events, median) and PyTorch %s (cuBLAS) in the "
+           "same run." % t.get("torch", "?"),
+           "", "| product (4096) | rules TFLOP/s | tuned TFLOP/s | tuned choice | cuBLAS TFLOP/s | rules / cuBLAS | tuned / cuBLAS |",
+           "|---|---|---|---|---|---|---|"]
+    for key, what, anchor in [("f32", "f32", "torch_matmul_f32"), ("tf32", "tf32", "torch_matmul_tf32"),
+                              ("tf32_bt", "tf32, B as [N, K]", "torch_matmul_tf32_bt"), ("bf16", "bf16 (f32 output)", "torch_matmul_bf16"),
+                              ("bf16_out", "bf16, bf16 output", "torch_matmul_bf16"), ("f16", "f16 (f32 output)", "torch_matmul_f16")]:
+        rules, tuned = z.get("zyntax_matmul_%s_rules_4096" % key), z.get("zyntax_matmul_%s_tuned_4096" % key)
+        if rules is None and tuned is None:
+            continue
+        out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            what, fmt(rules), fmt(tuned), notes.get("zyntax_matmul_%s_tuned_4096" % key, "—"), fmt(t.get(anchor)),
+            fmt(ratio(rules, t.get(anchor))), fmt(ratio(tuned, t.get(anchor)))))
+    if "error" in z:
+        out += ["", "The zyntax benchmark stopped early: `%s`" % z["error"].strip().splitlines()[-1][:300]]
+    if "missing" in z:
+        out += ["", "Not measured: %s" % z["missing"][:300]]
+    return "\n".join(out) + "\n"
 
 
 def vulkan_table(v, vdevice, z, t):
@@ -285,7 +323,22 @@ def main():
     ap.add_argument("--results", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--performance", default=os.path.join(ROOT, "docs", "performance.md"))
     ap.add_argument("--no-vulkan", action="store_true", help="leave the Vulkan section out (and as it was in the document)")
+    ap.add_argument("--tune", action="store_true",
+                    help="the products' tuned plans against cuBLAS alone, into the \"CUDA tuning\" section")
     args = ap.parse_args()
+    if args.tune:
+        z, device = ours(args.bench, None, ["--tune"])
+        t = torch_anchors(products_only=True)
+        text = tuning_table(z, t, device)
+        print(text)
+        os.makedirs(args.results, exist_ok=True)
+        name = re.sub(r"[^A-Za-z0-9]+", "-", t.get("gpu", "gpu")).strip("-").lower()
+        with open(os.path.join(args.results, "gpu-tuning-%s-%s.md" % (name, datetime.date.today().isoformat())), "w") as f:
+            f.write(text + "\nRaw:\n\n```\n" + json.dumps({"zyntax": z, "anchors": t}, indent=1) + "\n```\n")
+        sys.path.insert(0, HERE)
+        import performance_doc
+        performance_doc.replace_sections(args.performance, ["CUDA tuning"], text)
+        return
     z, device = ours(args.bench)
     v, vdevice = ({"missing": "not run (--no-vulkan)"}, {}) if args.no_vulkan else ours(args.bench, "vulkan")
     t = torch_anchors()

@@ -21,6 +21,8 @@
 #include "backends/cuda/cuda_device.hpp"
 #include "backends/cuda/cuda_gpu.hpp"
 #include "runtime/kernel_cache.hpp"
+#include "runtime/tuner.hpp"
+#include "runtime/tuning_database.hpp"
 
 namespace {
 
@@ -221,17 +223,57 @@ void kernels(Device& dev, bool small) {
   }
 }
 
+// The products' schedules tuned on this device (the tuner's search, its
+// record kept in memory only), then the rules' plan and the tuned one timed
+// in turns: the rows the benchmark's anchors (cuBLAS through PyTorch) are
+// measured against. `small`: the f32 product at 256 alone (a slow software
+// device).
+void tuned_products(Device& dev, bool small) {
+  struct Row {
+    const char* key;
+    const char* source;
+    DType dtype;
+  };
+  std::vector<Row> rows = {{"f32", kMatmul, DType::F32}};
+  if (!small)
+    rows.insert(rows.end(), {Row{"tf32", kMatmulTf32, DType::F32}, Row{"tf32_bt", kMatmulTf32Bt, DType::F32}, Row{"bf16", kMatmulBf16, DType::BF16},
+                             Row{"bf16_out", kMatmulBf16Out, DType::BF16}, Row{"f16", kMatmulF16, DType::F16}});
+  const int64_t size = small ? 256 : 4096;
+  TuningDatabase scratch("", tuning_compiler_version());
+  TuneOptions options;
+  options.budget_seconds = small ? 60 : 30;
+  for (const Row& r : rows) {
+    std::vector<Tensor> in = {random({size, size}, 4, r.dtype), random({size, size}, 5, r.dtype)};
+    CompiledCompute& k = kernel(r.source);
+    auto spec = k.specialize(bind_dimensions(k.generic(), in, {}));
+    TuneResult t = tune_kernel(dev, spec->kernel, spec->hash, in, {}, options, scratch);
+    std::vector<double> rules, tuned;
+    for (int round = 0; round < 3; ++round) {
+      rules.push_back(kernel_ms_choice(dev, r.source, in, 5, TuningChoice{}));
+      tuned.push_back(kernel_ms_choice(dev, r.source, in, 5, t.record.choice));
+    }
+    if (*std::min_element(rules.begin(), rules.end()) < 0 || *std::min_element(tuned.begin(), tuned.end()) < 0) continue;
+    double flop = 2.0 * size * size * size;
+    std::string choice = t.record.choice.knobs.empty() ? "the rules' plan" : t.record.choice.text();
+    report(std::string("zyntax_matmul_") + r.key + "_rules_" + std::to_string(size), flop / (median(rules) / 1e3) / 1e12, "TFLOP/s",
+           "the rules' plan, timed in turns with the tuned one");
+    report(std::string("zyntax_matmul_") + r.key + "_tuned_" + std::to_string(size), flop / (median(tuned) / 1e3) / 1e12, "TFLOP/s",
+           choice + " (" + std::to_string(t.record.timed) + " candidates timed in " + std::to_string(static_cast<int>(t.seconds)) + " s)");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string id = "cuda:0";
-  bool small = false;
+  bool small = false, tune = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--small") small = true;
+    else if (a == "--tune") tune = true;
     else if (!a.empty() && a[0] != '-') id = a;
     else {
-      std::fprintf(stderr, "usage: zyntax_gpu_bench [DEVICE] [--small]\n");
+      std::fprintf(stderr, "usage: zyntax_gpu_bench [DEVICE] [--small] [--tune]\n");
       return 2;
     }
   }
@@ -252,6 +294,10 @@ int main(int argc, char** argv) {
   const DeviceInfo& info = dev->info();
   std::printf("{\"device\": \"%s\", \"id\": \"%s\", \"backend\": \"%s\"}\n", info.name.c_str(), info.id.c_str(), info.backend.c_str());
   if (cuda::Gpu* gpu = cuda_gpu_of(*dev)) runtime_costs(*gpu);
+  if (tune) {  // the products' tuned plans alone
+    tuned_products(*dev, small);
+    return 0;
+  }
   kernels(*dev, small);
   return 0;
 }

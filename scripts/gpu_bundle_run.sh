@@ -11,6 +11,9 @@
 #   run.sh hopper OUTDIR  the Hopper products and attention (warpgroup kernels, pairs of blocks
 #                         in clusters too) on cuda:0 against the CPU, and their schedules' checks
 #   run.sh all OUTDIR     test, vulkan, python and bench
+#   run.sh tune OUTDIR    bench/compare_gpu.py --tune: the products' schedules tuned on cuda:0 (the
+#                         tuner's search at 4096, up to 30 s each), then the rules' and the tuned
+#                         plans beside cuBLAS; not part of all
 #   run.sh sanitize OUTDIR the GPU parity suites under compute-sanitizer's memcheck and racecheck
 #                         (racecheck also reports shared loads LLVM hoists above a guard, whose
 #                         values no thread uses: flash attention's maps that one thread runs)
@@ -130,6 +133,11 @@ if [ "$what" = sanitize ]; then
       --gtest_filter='Kernels/GpuParity.*:GpuSchedules.*' > "$out/$tool.txt" 2>&1 || status=1
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED" "$out/$tool.txt"
   done
+fi
+if [ "$what" = tune ]; then
+  timeout 420 python3 bench/compare_gpu.py --tune --bench bin/zyntax_gpu_bench --results "$out" --performance "$out/performance.md" \
+    > "$out/tune.txt" 2>&1 || status=1
+  tail -n 20 "$out/tune.txt"
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 bench/compare_gpu.py --bench bin/zyntax_gpu_bench --results "$out" --performance "$out/performance.md" \
