@@ -137,6 +137,20 @@ double kernel_ms_choice(Device& dev, const char* source, const std::vector<Tenso
   return median(ms);
 }
 
+// A product benchmarked at 4096: its rows' key, its source, its factors' dtype.
+struct Product {
+  const char* key;
+  const char* source;
+  DType dtype;
+};
+// The products on matrix units (TF32 by permission, bf16, f16).
+const std::vector<Product>& unit_products() {
+  static const std::vector<Product> p = {{"bf16", kMatmulBf16, DType::BF16}, {"bf16_out", kMatmulBf16Out, DType::BF16},
+                                         {"f16", kMatmulF16, DType::F16},     {"tf32", kMatmulTf32, DType::F32},
+                                         {"tf32_bt", kMatmulTf32Bt, DType::F32}};
+  return p;
+}
+
 // `small`: every shape shrunk (a slow software device); the names say so.
 void kernels(Device& dev, bool small) {
   const int64_t n = int64_t{1} << (small ? 20 : 26);  // 256 MiB of f32
@@ -168,13 +182,7 @@ void kernels(Device& dev, bool small) {
     // cluster=2), each beside the rules' plan timed again in turn.
     if (dev.gpu_target() && dev.gpu_target()->warpgroup_mma && dev.gpu_target()->block_clusters) {
       const TuningChoice pairs{{{"cluster", 2}}}, alone{{{"cluster", 1}}};
-      struct Row {
-        const char* key;
-        const char* source;
-        DType dtype;
-      };
-      for (const Row& r : {Row{"bf16", kMatmulBf16, DType::BF16}, Row{"bf16_out", kMatmulBf16Out, DType::BF16},
-                           Row{"f16", kMatmulF16, DType::F16}, Row{"tf32", kMatmulTf32, DType::F32}, Row{"tf32_bt", kMatmulTf32Bt, DType::F32}}) {
+      for (const Product& r : unit_products()) {
         std::vector<Tensor> in = {random({size, size}, 4, r.dtype), random({size, size}, 5, r.dtype)};
         std::vector<double> one, two;
         for (int round = 0; round < 3; ++round) {
@@ -229,20 +237,13 @@ void kernels(Device& dev, bool small) {
 // measured against. `small`: the f32 product at 256 alone (a slow software
 // device).
 void tuned_products(Device& dev, bool small) {
-  struct Row {
-    const char* key;
-    const char* source;
-    DType dtype;
-  };
-  std::vector<Row> rows = {{"f32", kMatmul, DType::F32}};
-  if (!small)
-    rows.insert(rows.end(), {Row{"tf32", kMatmulTf32, DType::F32}, Row{"tf32_bt", kMatmulTf32Bt, DType::F32}, Row{"bf16", kMatmulBf16, DType::BF16},
-                             Row{"bf16_out", kMatmulBf16Out, DType::BF16}, Row{"f16", kMatmulF16, DType::F16}});
+  std::vector<Product> rows = {{"f32", kMatmul, DType::F32}};
+  if (!small) rows.insert(rows.end(), unit_products().begin(), unit_products().end());
   const int64_t size = small ? 256 : 4096;
   TuningDatabase scratch("", tuning_compiler_version());
   TuneOptions options;
   options.budget_seconds = small ? 60 : 30;
-  for (const Row& r : rows) {
+  for (const Product& r : rows) {
     std::vector<Tensor> in = {random({size, size}, 4, r.dtype), random({size, size}, 5, r.dtype)};
     CompiledCompute& k = kernel(r.source);
     auto spec = k.specialize(bind_dimensions(k.generic(), in, {}));
