@@ -155,14 +155,14 @@ void Emitter::emit_for(const cir::For& f, bool outer) {
   for (const Site& s : sites) proven_.erase(s.first);
   if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(merged);
   b_.SetInsertPoint(slow);
-  emit_loop(f, lo, step, first, trips, stride);
+  emit_loop(f, lo, step, first, trips, stride, true);
   if (!b_.GetInsertBlock()->getTerminator()) b_.CreateBr(merged);
   b_.SetInsertPoint(merged);
 }
 
 // Iterations first, first + stride, ... below trips.
 void Emitter::emit_loop(const cir::For& f, llvm::Value* lo, llvm::Value* step, llvm::Value* first, llvm::Value* trips,
-               llvm::Value* stride) {
+               llvm::Value* stride, bool checked) {
   llvm::Type* i64 = b_.getInt64Ty();
   llvm::BasicBlock* pre = b_.GetInsertBlock();
   llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "for.head." + f.var, fn_);
@@ -187,7 +187,8 @@ void Emitter::emit_loop(const cir::For& f, llvm::Value* lo, llvm::Value* step, l
     constexpr unsigned kMaxVectorizedBody = 12000;
     if (fn_->getInstructionCount() - before > kMaxVectorizedBody)
       latch->setMetadata(llvm::LLVMContext::MD_loop, no_vectorize_hint());
-    else if (f.loop_kind == cir::LoopKind::Vectorized && f.factor > 1 && target_.vectorize_hints()) latch->setMetadata(llvm::LLVMContext::MD_loop, vectorize_hint(f.factor));
+    else if (f.loop_kind == cir::LoopKind::Vectorized && f.factor > 1 && target_.vectorize_hints() && !checked)
+      latch->setMetadata(llvm::LLVMContext::MD_loop, vectorize_hint(f.factor));
     if (f.loop_kind == cir::LoopKind::Unrolled) latch->setMetadata(llvm::LLVMContext::MD_loop, unroll_hint(f.factor));
   }
   b_.SetInsertPoint(done);
