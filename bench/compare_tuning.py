@@ -201,12 +201,12 @@ def main():
     by_shape = {r["shapes"]: r for r in records}
     for case in rounds["off"][0]:
         off, tuned = best("off", case, "ours"), best("cached", case, "ours")
-        a_off = a_tuned = best_anchor(case)
+        anchor = best_anchor(case)
         name = rounds["off"][0][case]["anchor_name"]
         rec = by_shape.get(rounds["off"][0][case]["shapes"])
         choice = rec["choice"] if rec else "no record"
         lines.append("| %s | %s | %.2f | %.2f | %.2f× | %.2f | %.2f× | %s |" % (
-            case, name, a_tuned, off, a_off / off, tuned, a_tuned / tuned, choice))
+            case, name, anchor, off, anchor / off, tuned, anchor / tuned, choice))
     lines += ["", "Tuning every kernel above took %.0f s (the `on` run, compiles and timings included)." % tuning_s, "",
               "The search against timing every candidate (`zyntax tune --compare-exhaustive`, a 384×512×384 product): "
               "`of best` is the search's choice over the best candidate, both timed in the exhaustive run; the last column "

@@ -287,7 +287,7 @@ TEST(ScheduleMatmulApplies, TheLastFewColumnsAreVectorsAlongTheRows) {
   EXPECT_EQ(scheduled(64, 65).find("ce%mm"), std::string::npos);   // A read in place
 
   // The values, on the cpu device, for register blocks of several heights
-  // and every count of last columns from 1 to 9, alone and past a half panel.
+  // and last-column counts from 1 to 9 (1, 2, 5, 8, 9), alone and past a half panel.
   Device* cpu = device_registry().find("cpu");
   const int lanes = codegen::CpuJit::instance().target().vector_bits / 32, registers = lanes >= 16 ? 32 : 16;
   Random rng(3);

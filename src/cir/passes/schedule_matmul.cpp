@@ -244,13 +244,18 @@ class Builder {
     rows.push_back(make_let("mn%mm", min(i64(MC), var("i1%mm") - var("ic%mm"))));
     if (!a_) pack(rows, "ap%mm", m_.x, m_.guard_on_x, m_.rows, MR, KC, "ic%mm", "mn%mm", "ib%mm", 0);
     Block block_row;
-    std::vector<Expr> at;
-    for (size_t d = 0; d < m_.rows_at; ++d) at.push_back(var(m_.loops[d]->var));
+    // The output's indices at flat row `row`, flat column `col`.
+    auto out_index = [&](const Expr& row, const Expr& col) {
+      std::vector<Expr> index;
+      for (size_t d = 0; d < m_.rows_at; ++d) index.push_back(var(m_.loops[d]->var));
+      for (const auto& group : {std::pair{&m_.rows, row}, std::pair{&m_.cols, col}}) {
+        Substitution s = group.first->at(group.second);
+        for (const LoopGroup::Loop& l : group.first->loops) index.push_back(s.at(l.var));
+      }
+      return index;
+    };
     Expr row0 = var("ic%mm") + var("ip%mm") * i64(MR), col0 = var("jc%mm") + var("jp%mm") * i64(NR);
-    for (const auto& group : {std::pair{&m_.rows, row0}, std::pair{&m_.cols, col0}}) {
-      Substitution s = group.first->at(group.second);
-      for (const LoopGroup::Loop& l : group.first->loops) at.push_back(s.at(l.var));
-    }
+    std::vector<Expr> at = out_index(row0, col0);
     std::string c_name = out;
     Expr ldc = i64(N);
     RowTable b_rows;
@@ -263,11 +268,7 @@ class Builder {
     auto c_at = [&](const Expr& r, const Expr& c) {
       std::vector<AxisSel> to;
       if (window_ || narrow_) return std::vector<AxisSel>{AxisSel::at(at[0] + r * ldc + c)};
-      for (size_t d = 0; d < m_.rows_at; ++d) to.push_back(AxisSel::at(var(m_.loops[d]->var)));
-      for (const auto& group : {std::pair{&m_.rows, row0 + r}, std::pair{&m_.cols, col0 + c}}) {
-        Substitution s = group.first->at(group.second);
-        for (const LoopGroup::Loop& l : group.first->loops) to.push_back(AxisSel::at(s.at(l.var)));
-      }
+      for (const Expr& i : out_index(row0 + r, col0 + c)) to.push_back(AxisSel::at(i));
       return to;
     };
     if (window_) b_rows = {"ko%mm", var("pc%mm"), window_->max_offset(m_)};
@@ -380,18 +381,22 @@ class Builder {
     // rows holds only its real columns, adjacent: the edge block's k steps
     // then read one short run each, in L1, not a line of a zero-padded panel.
     const int64_t edge_width = &along == &m_.cols && compact_edge() ? z_.row_vector_edge : W;
-    auto copy = [&](bool edge) {
-      std::string e = fresh("e");
+    // Element e of the panel's row for reduction step `step` (a loop variable).
+    auto element = [&](bool edge, const std::string& step, const Expr& e) {
       const int64_t width = edge ? edge_width : W;
-      Expr at_e = var(first) + var(e);
-      Substitution at = m_.depth.at(var("pc%mm") + var(p));
+      Expr at_e = var(first) + e;
+      Substitution at = m_.depth.at(var("pc%mm") + var(step));
       for (auto& [name, value] : along.at(at_e)) at[name] = value;
-      std::vector<AxisSel> to = {AxisSel::at(var(panel) * i64(KC * W) + var(p) * i64(width) + var(e))};
+      std::vector<AxisSel> to = {AxisSel::at(var(panel) * i64(KC * W) + var(step) * i64(width) + e)};
       Stmt store = make_store(dst, to, substitute(v, at));
       Stmt zero = make_store(dst, to, FloatImm::make(0.0));
       if (guarded && m_.guard.defined()) store = make_if(substitute(m_.guard, at), {store}, {zero});
       if (edge) store = make_if(cmp(BinaryOp::Lt, at_e, end), {store}, {zero});
-      return Block{make_for(e, i64(0), i64(width), i64(1), {store})};
+      return store;
+    };
+    auto copy = [&](bool edge) {
+      std::string e = fresh("e");
+      return Block{make_for(e, i64(0), i64(edge ? edge_width : W), i64(1), {element(edge, p, var(e))})};
     };
     Block body = {make_let(first, var(start) + var(panel) * i64(W)),
                   make_if(cmp(BinaryOp::Le, var(first) + i64(W), end), copy(false), copy(true))};
@@ -426,13 +431,10 @@ class Builder {
       // out (no inner loop), so that the loop over the depth is innermost:
       // its bounds are checked once, at its ends, and it vectorises.
       auto over_depth = [&](bool edge) {
-        p = fresh("p");  // each copy its own loop variable (copy() reads p)
-        Block steps = copy(edge);
-        const For* e_loop = steps[0].as<For>();
+        std::string step = fresh("p");  // each copy its own loop variable
         Block rows;
-        for (int64_t e = 0; e < W; ++e)
-          for (const Stmt& st : substitute(e_loop->body, {{e_loop->var, i64(e)}})) rows.push_back(st);
-        return Block{make_for(p, i64(0), var("kcv%mm"), i64(1), rows, edge ? LoopKind::Serial : LoopKind::Vectorized, static_cast<int>(z_.lanes))};
+        for (int64_t e = 0; e < W; ++e) rows.push_back(element(edge, step, i64(e)));
+        return Block{make_for(step, i64(0), var("kcv%mm"), i64(1), rows, edge ? LoopKind::Serial : LoopKind::Vectorized, static_cast<int>(z_.lanes))};
       };
       Block panel_body = {make_let(first, var(start) + var(panel) * i64(W)),
                           make_if(cmp(BinaryOp::Le, var(first) + i64(W), end), over_depth(false), over_depth(true))};

@@ -1,4 +1,5 @@
 #include "codegen/llvm/emitter.hpp"
+#include "codegen/llvm/loop_metadata.hpp"
 
 #include <llvm/IR/MDBuilder.h>
 
@@ -189,22 +190,9 @@ void Emitter::emit_loop(const cir::For& f, llvm::Value* lo, llvm::Value* step, l
       latch->setMetadata(llvm::LLVMContext::MD_loop, no_vectorize_hint());
     else if (f.loop_kind == cir::LoopKind::Vectorized && f.factor > 1 && target_.vectorize_hints() && !checked)
       latch->setMetadata(llvm::LLVMContext::MD_loop, vectorize_hint(f.factor));
-    if (f.loop_kind == cir::LoopKind::Unrolled) latch->setMetadata(llvm::LLVMContext::MD_loop, unroll_hint(f.factor));
+    if (f.loop_kind == cir::LoopKind::Unrolled) latch->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(ctx_, f.factor));
   }
   b_.SetInsertPoint(done);
-}
-
-// Loop metadata asking for the loop to be unrolled whole (a schedule's
-// short loop over registers: unrolled, their indices become constants),
-// or `factor` iterations at a time where that is fewer than the loop runs.
-
-llvm::MDNode* Emitter::unroll_hint(int factor) {
-  llvm::MDNode* full = factor > 0 ? llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
-                                                             llvm::ConstantAsMetadata::get(b_.getInt32(factor))})
-                                  : llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")});
-  llvm::MDNode* node = llvm::MDNode::getDistinct(ctx_, {nullptr, full});
-  node->replaceOperandWith(0, node);
-  return node;
 }
 
 // Loop metadata asking for vectors of `width` lanes and no interleaving: a

@@ -166,7 +166,6 @@ class Emitter {
   // `checked`: the copy with bounds checks of a versioned loop (its exits keep it scalar: no vectoriser hint).
   void emit_loop(const cir::For& f, llvm::Value* lo, llvm::Value* step, llvm::Value* first, llvm::Value* trips, llvm::Value* stride,
                  bool checked = false);
-  llvm::MDNode* unroll_hint(int factor);
   llvm::MDNode* no_vectorize_hint();
   llvm::MDNode* vectorize_hint(int width);
   std::vector<Site> provable_sites(const cir::For& f);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/llvm/loop_metadata.hpp"
+
 namespace zyntax::codegen {
 
 namespace {
@@ -59,7 +61,7 @@ void emit_matmul_block(llvm::IRBuilder<>& b, const MatMulBlockArgs& m) {
   // along its rows: one) would wait on each multiply-add's latency; it
   // keeps `chains` sets of them, k steps taken in turn, added at the end
   // (reassociated like any running sum: the result differs by rounding).
-  const int vectors = m.rows * std::max(1, m.cols / 16);
+  const int vectors = m.rows * std::max(1, m.cols / 16);  // registers, counted as AVX-512's (a rough rule elsewhere)
   const int chains = std::clamp(8 / vectors, 1, 8);
   auto load_b = [&](llvm::Value* p) {
     llvm::Value* b_step = m.b_rows ? static_cast<llvm::Value*>(b.CreateAlignedLoad(b.getInt64Ty(), b.CreateGEP(b.getInt64Ty(), m.b_rows, p), llvm::Align(8)))
@@ -78,8 +80,9 @@ void emit_matmul_block(llvm::IRBuilder<>& b, const MatMulBlockArgs& m) {
     }
     return next;
   };
-  // A loop over p in [from, to) by `stride`, `sets` of accumulators carried
-  // (starting at `init`), set u taking step p + u; returns them at its end.
+  // A loop over p in [from, to) by `sets` steps, `sets` of accumulators
+  // carried (starting at `init`), set u taking step p + u, its iterations
+  // unrolled `unroll` at a time; returns p and the sets at its end.
   auto k_loop = [&](const std::string& name, llvm::Value* from, llvm::Value* to, int sets,
                     const std::vector<std::vector<llvm::Value*>>& init, int unroll) {
     llvm::BasicBlock* pre = b.GetInsertBlock();
@@ -108,13 +111,7 @@ void emit_matmul_block(llvm::IRBuilder<>& b, const MatMulBlockArgs& m) {
     for (int u = 0; u < sets; ++u)
       for (int r = 0; r < m.rows; ++r) acc[u][r]->addIncoming(next[u][r], latch);
     llvm::BranchInst* back = b.CreateBr(head);
-    if (unroll > 1) {
-      llvm::MDNode* count = llvm::MDNode::get(ctx, {llvm::MDString::get(ctx, "llvm.loop.unroll.count"),
-                                                    llvm::ConstantAsMetadata::get(b.getInt32(unroll))});
-      llvm::MDNode* node = llvm::MDNode::getDistinct(ctx, {nullptr, count});
-      node->replaceOperandWith(0, node);
-      back->setMetadata(llvm::LLVMContext::MD_loop, node);
-    }
+    if (unroll > 1) back->setMetadata(llvm::LLVMContext::MD_loop, unroll_metadata(ctx, unroll));
     b.SetInsertPoint(done);
     return std::make_pair(static_cast<llvm::Value*>(p), out);
   };
