@@ -269,8 +269,9 @@ TEST(ScheduleConvApplies, ToTheWeightGradientPackingAlongTheImageRows) {
         schedule.kc = 100;  // several depth blocks even at these sizes
         std::optional<cir::Kernel> scheduled = cir::schedule_matmul(k, schedule);
         ASSERT_TRUE(scheduled.has_value()) << what;
-        if (ow > s.kw) {
+        if (ow > s.kw) {  // copied a run at a time into rows of rt%mm, then interleaved into the panel
           EXPECT_NE(cir::print(*scheduled).find("for dv%mm"), std::string::npos) << what << "\n" << cir::print(*scheduled);
+          EXPECT_NE(cir::print(*scheduled).find("rt%mm["), std::string::npos) << what;
         }
         expect_close(ReferenceKernel(*scheduled).run(in, {}), ReferenceKernel(k).run(in, {}), ReferenceKernel(k).run(absolute(in), {}),
                      what + " threads=" + std::to_string(threads));
