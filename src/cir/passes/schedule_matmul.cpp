@@ -429,19 +429,27 @@ class Builder {
       // A's panel: its MR rows read along the depth together, vectors of
       // `lanes` steps of each row interleaved into the panel by shuffles
       // (LLVM's cost model left the copy scalar, one load and one store per
-      // element: 12% of 4095x4097x257's time). The rows' stores are written
-      // out (no inner loop), so that the loop over the depth is innermost:
-      // its bounds are checked once, at its ends, and it vectorises.
+      // element: 12% of 4095x4097x257's time).
       auto over_depth = [&](bool edge) {
-        std::string step = fresh("p");  // each copy its own loop variable
-        Block rows;
-        for (int64_t e = 0; e < W; ++e) rows.push_back(element(edge, step, i64(e)));
-        return Block{make_for(step, i64(0), var("kcv%mm"), i64(1), rows, edge ? LoopKind::Serial : LoopKind::Vectorized, static_cast<int>(z_.lanes))};
+        return Block{interleaving_loop(W, edge ? LoopKind::Serial : LoopKind::Vectorized, static_cast<int>(z_.lanes),
+                                       [&](const std::string& step, int64_t e) { return element(edge, step, i64(e)); })};
       };
       Block panel_body = {make_let(first, var(start) + var(panel) * i64(W)),
                           make_if(cmp(BinaryOp::Le, var(first) + i64(W), end), over_depth(false), over_depth(true))};
       out.push_back(make_for(panel, i64(0), panels, i64(1), panel_body));
     }
+  }
+
+  // A loop over the depth block's steps whose W stores into a panel, one
+  // per row, are written out (`store(step, row)`), so that it is innermost:
+  // its bounds are checked once, at its ends, and, vectorised, LLVM
+  // interleaves a vector of steps of each row into the panel by shuffles.
+  template <class Store>
+  Stmt interleaving_loop(int64_t W, LoopKind kind, int factor, const Store& store) {
+    std::string step = fresh("p");  // each loop its own variable
+    Block rows;
+    for (int64_t r = 0; r < W; ++r) rows.push_back(store(step, r));
+    return make_for(step, i64(0), var("kcv%mm"), i64(1), rows, kind, factor);
   }
 
   // Whether a factor packed along `along` is packed by pack_along_depth.
@@ -499,14 +507,11 @@ class Builder {
                   make_let(stop, min(var(first) + i64(W), var(start) + var(count)))};
     body.push_back(tested ? zeros : make_if(cmp(BinaryOp::Lt, var(stop) - var(first), i64(W)), {zeros}, {}));
     body.push_back(make_for(e, i64(0), var(stop) - var(first), i64(1), {over_rows}));
-    // The interleave: its W stores written out, so that the loop over the
-    // depth is innermost and vectorises into shuffles.
-    std::string step = fresh("p");
-    Block interleave;
-    for (int64_t r = 0; r < W; ++r)
-      interleave.push_back(make_store(dst, {AxisSel::at(var(panel) * i64(KC * W) + var(step) * i64(W) + i64(r))},
-                                      make_access("rt%mm", Type::tensor(DType::F32, {i64(run_rows_ * KC)}), {AxisSel::at(i64(r * KC) + var(step))})));
-    body.push_back(make_for(step, i64(0), var("kcv%mm"), i64(1), interleave, LoopKind::Vectorized, lanes));
+    const Type rows_type = Type::tensor(DType::F32, {i64(run_rows_ * KC)});
+    body.push_back(interleaving_loop(W, LoopKind::Vectorized, lanes, [&](const std::string& step, int64_t r) {
+      return make_store(dst, {AxisSel::at(var(panel) * i64(KC * W) + var(step) * i64(W) + i64(r))},
+                        make_access("rt%mm", rows_type, {AxisSel::at(i64(r * KC) + var(step))}));
+    }));
     out.push_back(make_for(panel, i64(0), (var(count) + i64(W - 1)) / i64(W), i64(1), body));
   }
 
