@@ -7,6 +7,7 @@
 #include "cir/output_coverage.hpp"
 #include "cir/pass_manager.hpp"
 #include "cir/passes/interchange_reductions.hpp"
+#include "cir/passes/jam_row_sums.hpp"
 #include "cir/passes/partition_guarded_loops.hpp"
 #include "cir/passes/read_each_element_once.hpp"
 #include "cir/passes/reuse_row_values.hpp"
@@ -85,6 +86,9 @@ CpuPlan plan_cpu_kernel(const cir::Kernel& kernel, int threads, int vector_bits,
   // (ThreadPool::parallel_for); a batch of one must still give each a share.
   if (threads > 1)
     passes.push_back({"widen_task_loop", [tasks, block](const cir::Kernel& k) { return cir::widen_task_loop(k, tasks, block); }});
+  // Several long row sums at once: more streams from memory per core.
+  int64_t sum_rows = std::clamp<int64_t>(choice.get("sumrows", kCpuRowsAtOnce), 1, 16);
+  passes.push_back({"jam_row_sums", [sum_rows](const cir::Kernel& k) { return cir::jam_row_sums(k, static_cast<int>(sum_rows)); }});
   // Last: the schedules above match the expressions as written.
   passes.push_back({"read_each_element_once", [](const cir::Kernel& k) { return cir::read_each_element_once(k); }});
   cir::Kernel k = cir::run_passes(kernel, "specialize", passes);

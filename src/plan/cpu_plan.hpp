@@ -38,6 +38,10 @@ constexpr int64_t kCpuTasksPerThread = 4;
 // sums loaded and stored once per 4 rows of the matrix.
 constexpr int64_t kCpuReductionJam = 4;
 
+// The rules' count of long row sums computed at once (jam_row_sums): each
+// core then streams that many rows from memory side by side.
+constexpr int64_t kCpuRowsAtOnce = 8;
+
 // From this many threads a loop of atomic updates runs on all of them; with
 // fewer, in order on one (one core's vector adds beat compare-and-swap
 // loops on a few).

@@ -95,11 +95,10 @@ double loop_cycles(double work, int64_t tasks, int threads, bool one_thread) {
 
 void add(std::vector<TuningCandidate>& out, TuningChoice c, double cost) { out.push_back({std::move(c), cost}); }
 
-// Whether the rules' plan unrolls a reduction into a vector loop (a jam
-// knob changes what runs).
-bool jams_a_reduction(const cir::Kernel& kernel, int threads, int vector_bits) {
+// Whether the knob changes the kernel's plan (the rules' against `knob=1`).
+bool knob_changes_plan(const cir::Kernel& kernel, int threads, int vector_bits, const std::string& knob) {
   try {
-    CpuPlan rules = plan_cpu_kernel(kernel, threads, vector_bits), plain = plan_cpu_kernel(kernel, threads, vector_bits, {{{"jam", 1}}});
+    CpuPlan rules = plan_cpu_kernel(kernel, threads, vector_bits), plain = plan_cpu_kernel(kernel, threads, vector_bits, {{{knob, 1}}});
     return rules.kernel && plain.kernel && cir::print(*rules.kernel) != cir::print(*plain.kernel);
   } catch (const std::exception&) {
     return false;
@@ -109,7 +108,7 @@ bool jams_a_reduction(const cir::Kernel& kernel, int threads, int vector_bits) {
 }  // namespace
 
 bool is_cpu_knob(const std::string& name) {
-  static const std::set<std::string> knobs = {"mr", "nr", "kc", "mc", "nc", "ain", "bin", "rows", "tasks", "block", "chunks", "one", "jam"};
+  static const std::set<std::string> knobs = {"mr", "nr", "kc", "mc", "nc", "ain", "bin", "rows", "tasks", "block", "chunks", "one", "jam", "sumrows"};
   return knobs.count(name) != 0;
 }
 
@@ -180,8 +179,11 @@ std::vector<TuningCandidate> cpu_tuning_space(const cir::Kernel& kernel, int thr
     }
     // The unroll of interchanged reductions, where the kernel has one (the
     // plans differ): the model cannot tell these apart, timing can.
-    if (jams_a_reduction(kernel, threads, vector_bits))
+    if (knob_changes_plan(kernel, threads, vector_bits, "jam"))
       for (int64_t jam : {int64_t(1), int64_t(2), int64_t(8)}) add(out, {{{"jam", jam}}}, out[0].cost);
+    // Long row sums a row at a time or four at once, beside the rules' eight.
+    if (knob_changes_plan(kernel, threads, vector_bits, "sumrows"))
+      for (int64_t rows : {int64_t(1), int64_t(4)}) add(out, {{{"sumrows", rows}}}, out[0].cost);
   }
   rank_candidates(out);
   // Many choices cost alike in the model (it cannot tell them apart): the
