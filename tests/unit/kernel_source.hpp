@@ -17,6 +17,12 @@ inline constexpr const char* kPlainMatmul =
     "def f(A: tensor[M, K, f32], B: tensor[K, N, f32]) {\n return compute(A, B) {\n @kernel matmul\n"
     " for i in 0..M, j in 0..N:\n  var sum = 0.0\n  for k in 0..K:\n   sum += A[i, k] * B[k, j]\n  out[i, j] = sum\n }\n}";
 
+// A softmax along each row: its max, its sum of exponentials, each element.
+inline constexpr const char* kRowSoftmax =
+    "def f(x: tensor[R, C, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..R:\n  var m = -inf\n"
+    "  for j in 0..C:\n   m = max(m, x[i, j])\n  var s = 0.0\n  for j in 0..C:\n   s += exp(x[i, j] - m)\n"
+    "  for j in 0..C:\n   out[i, j] = exp(x[i, j] - m) / s\n }\n}";
+
 // A specialised kernel and inputs to run it on.
 struct KernelCase {
   cir::Kernel kernel;

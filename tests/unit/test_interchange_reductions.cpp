@@ -23,6 +23,7 @@ namespace zyntax {
 namespace {
 
 using testing::kernel_of;
+using testing::kRowSoftmax;
 
 const char* const kMatmul = testing::kPlainMatmul;
 // A running product down each column: the reduction's op is not an add.
@@ -39,8 +40,8 @@ const char* kColumnSum =
     " for j in 0..C:\n  var s = 0.0\n  for i in 0..R:\n   s += x[i, j]\n  out[j] = s\n }\n}";
 
 // A softmax down each column (its max, its sum of exponentials, each
-// element), a max down each column written as max(m, x), and a softmax
-// along each row.
+// element) and a max down each column written as max(m, x); a softmax
+// along each row is testing::kRowSoftmax.
 const char* kColumnSoftmax =
     "def f(x: tensor[R, C, f32]) {\n return compute(x) {\n @kernel fused\n for j in 0..C:\n  var m = -inf\n"
     "  for i in 0..R:\n   m = max(m, x[i, j])\n  var s = 0.0\n  for i in 0..R:\n   s += exp(x[i, j] - m)\n"
@@ -48,10 +49,6 @@ const char* kColumnSoftmax =
 const char* kColumnMax =
     "def f(x: tensor[R, C, f32]) {\n return compute(x) {\n @kernel fused\n"
     " for j in 0..C:\n  var m = -inf\n  for i in 0..R:\n   m = max(m, x[i, j])\n  out[j] = m\n }\n}";
-const char* kRowSoftmax =
-    "def f(x: tensor[R, C, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..R:\n  var m = -inf\n"
-    "  for j in 0..C:\n   m = max(m, x[i, j])\n  var s = 0.0\n  for j in 0..C:\n   s += exp(x[i, j] - m)\n"
-    "  for j in 0..C:\n   out[i, j] = exp(x[i, j] - m) / s\n }\n}";
 
 int vector_bits() { return codegen::CpuJit::instance().target().vector_bits; }
 

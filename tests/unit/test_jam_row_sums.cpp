@@ -21,15 +21,12 @@ namespace zyntax {
 namespace {
 
 using testing::kernel_of;
+using testing::kRowSoftmax;
 
 const char* const kMatmul = testing::kPlainMatmul;
 const char* kRowSum =
     "def f(x: tensor[R, C, f32]) {\n return compute(x) {\n @kernel fused\n"
     " for i in 0..R:\n  var s = 0.0\n  for j in 0..C:\n   s += x[i, j] * x[i, j]\n  out[i] = s\n }\n}";
-const char* kRowSoftmax =
-    "def f(x: tensor[R, C, f32]) {\n return compute(x) {\n @kernel fused\n for i in 0..R:\n  var m = -inf\n"
-    "  for j in 0..C:\n   m = max(m, x[i, j])\n  var s = 0.0\n  for j in 0..C:\n   s += exp(x[i, j] - m)\n"
-    "  for j in 0..C:\n   out[i, j] = exp(x[i, j] - m) / s\n }\n}";
 
 int vector_bits() { return codegen::CpuJit::instance().target().vector_bits; }
 

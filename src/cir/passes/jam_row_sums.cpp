@@ -1,5 +1,6 @@
 #include "cir/passes/jam_row_sums.hpp"
 
+#include "cir/affine.hpp"
 #include "cir/passes/simplify.hpp"
 #include "cir/reads.hpp"
 #include "cir/substitute.hpp"
@@ -14,11 +15,6 @@ namespace {
 // Shorter rows stay in cache or leave too little to overlap.
 constexpr int64_t kMinRowLength = 256;
 
-std::optional<int64_t> constant(const Expr& e) {
-  auto c = e.as<IntImm>();
-  return c ? std::optional<int64_t>(c->value) : std::nullopt;
-}
-
 // The row's statements `var s = init; for k { s = s op term }; store`,
 // or nothing.
 bool is_row_sum(const Block& b, const std::string& i) {
@@ -27,7 +23,7 @@ bool is_row_sum(const Block& b, const std::string& i) {
   auto loop = b[1].as<For>();
   auto store = b[2].as<Store>();
   if (!decl || !loop || !store || loop->loop_kind != LoopKind::Serial || loop->body.size() != 1) return false;
-  auto lo = constant(loop->lo), hi = constant(loop->hi), step = constant(loop->step);
+  auto lo = constant_value(loop->lo), hi = constant_value(loop->hi), step = constant_value(loop->step);
   if (!lo || !hi || step != 1 || *hi - *lo < kMinRowLength) return false;
   auto assign = loop->body[0].as<Assign>();
   auto op = assign ? assign->value.as<Binary>() : nullptr;
@@ -38,13 +34,13 @@ bool is_row_sum(const Block& b, const std::string& i) {
 }
 
 std::optional<Block> jam(const For& f, int rows) {
-  auto lo = constant(f.lo), hi = constant(f.hi), step = constant(f.step);
+  auto lo = constant_value(f.lo), hi = constant_value(f.hi), step = constant_value(f.step);
   if (f.loop_kind != LoopKind::Parallel || !lo || !hi || step != 1 || *hi - *lo < 2 * rows) return std::nullopt;
   // The row, possibly inside a one-iteration loop over the columns.
   const For* cols = f.body.size() == 1 ? f.body[0].as<For>() : nullptr;
   const Block* row = &f.body;
   if (cols) {
-    auto clo = constant(cols->lo), chi = constant(cols->hi);
+    auto clo = constant_value(cols->lo), chi = constant_value(cols->hi);
     if (!clo || !chi || *chi - *clo != 1) return std::nullopt;
     row = &cols->body;
   }
